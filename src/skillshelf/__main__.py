@@ -1,0 +1,3 @@
+from skillshelf.cli import main
+
+main()

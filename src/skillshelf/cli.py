@@ -1,0 +1,265 @@
+"""The `skillshelf` command: serve the library over MCP and curate it from a terminal.
+
+Every command calls the same services as the MCP tools; `--json` prints their wire form.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from skillshelf import __version__
+from skillshelf.errors import SkillshelfError
+from skillshelf.library.models import Finding
+from skillshelf.library.paths import display_path
+
+F = TypeVar("F", bound=Callable[..., Any])
+logger = logging.getLogger("skillshelf")
+
+
+def _configure_logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, stream=sys.stderr, format="skillshelf %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("skillshelf").setLevel(level)
+
+
+def library_option(fn: F) -> F:
+    return click.option(
+        "--library",
+        "-l",
+        "libraries",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        help="Library root (repeatable; first wins a name collision). Default: $SKILLSHELF_LIBRARY, "
+        "then ~/.shared-patterns, then the bundled examples.",
+    )(fn)
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
+
+
+@contextmanager
+def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterator[Any]:
+    from skillshelf.library.skill_library import SkillLibrary
+    from skillshelf.settings import resolve_settings
+
+    settings = resolve_settings(libraries, watch=watch)
+    _announce_roots(settings.roots, settings.using_bundled)
+    library = SkillLibrary(settings.library_config())
+    try:
+        library.sync()
+        yield library
+    finally:
+        library.close()
+
+
+def _announce_roots(roots: list[Path], using_bundled: bool) -> None:
+    if using_bundled:
+        logger.warning(
+            "no library configured and ~/.shared-patterns does not exist: serving the bundled examples "
+            "(create one with `skillshelf init`, or pass --library PATH)"
+        )
+    if not roots:
+        raise click.ClickException("no library roots; pass --library PATH")
+
+
+def _fail(exc: SkillshelfError) -> click.ClickException:
+    return click.ClickException(f"{exc.message} [{exc.code}]")
+
+
+def _print_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="skillshelf")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+def cli(verbose: int) -> None:
+    """Serve a filesystem library of reusable skills to AI agents, and curate it."""
+    _configure_logging(verbose)
+
+
+@cli.command()
+@library_option
+@click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
+@click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
+def serve(libraries: tuple[Path, ...], http: bool, host: str, port: int, no_watch: bool) -> None:
+    """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
+    from skillshelf.library.skill_library import SkillLibrary
+    from skillshelf.server import build_server
+    from skillshelf.settings import resolve_settings
+
+    settings = resolve_settings(libraries, watch=not no_watch, http_host=host, http_port=port)
+    _announce_roots(settings.roots, settings.using_bundled)
+    library = SkillLibrary(settings.library_config())
+    logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
+    server = build_server(settings, library)
+    try:
+        if http:
+            logger.warning("serving MCP on http://%s:%d/mcp (health: /health)", host, port)
+            server.run("streamable-http", host=host, port=port, streamable_http_path="/mcp")
+        else:
+            server.run()
+    finally:
+        library.close()
+
+
+@cli.command()
+@library_option
+@json_option
+@click.argument("query", nargs=-1)
+@click.option("--category", "-c", help="Only this category.")
+@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 50))
+@click.option("--min-quality", type=click.FloatRange(0, 10), help="Only skills scoring at least this.")
+@click.option("--executable/--docs-only", default=None, help="Only skills with (or without) code.")
+def search(
+    libraries: tuple[Path, ...],
+    as_json: bool,
+    query: tuple[str, ...],
+    category: str | None,
+    limit: int,
+    min_quality: float | None,
+    executable: bool | None,
+) -> None:
+    """Search skills by what they are for (no QUERY: list by quality)."""
+    from skillshelf.patterns import service
+
+    with open_library(libraries) as library:
+        try:
+            result = service.search_patterns(
+                library,
+                " ".join(query),
+                category=category,
+                include_executable=executable,
+                min_quality=min_quality,
+                limit=limit,
+            )
+        except SkillshelfError as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        _print_json(result.model_dump(mode="json", by_alias=True))
+        return
+    if not result.hits:
+        click.echo("No skills found. Try other words, or `skillshelf categories`.")
+    for hit in result.hits:
+        badge = " [code]" if hit.executable else ""
+        tick = " ✓" if hit.verified else ""
+        click.echo(f"{click.style(hit.id, bold=True)}  {hit.quality:.1f}{tick}{badge}  ~{hit.tokens} tokens")
+        click.echo(f"    {hit.description}")
+
+
+@cli.command()
+@library_option
+@json_option
+@click.argument("skill_id")
+@click.option("--code", is_flag=True, help="Include the implementation or scripts.")
+def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) -> None:
+    """Show one skill: its metadata, documentation and (with --code) code."""
+    from skillshelf.patterns import service
+
+    with open_library(libraries) as library:
+        try:
+            skill = service.load_skill(library, skill_id, include_code=code, include_metadata=True)
+        except SkillshelfError as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        _print_json(skill.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return
+    meta = skill.metadata
+    click.echo(click.style(skill.id, bold=True) + f"  ({skill.layout})")
+    click.echo(skill.description)
+    if meta is not None:
+        verified = ", verified" if meta.verified else ""
+        click.echo(f"quality {meta.quality:.1f} ({meta.quality_source}{verified})")
+        for reason in meta.quality_reasons:
+            click.echo(f"  {reason}")
+        if meta.tags:
+            click.echo("tags: " + ", ".join(meta.tags))
+        if meta.resources:
+            click.echo("files: " + ", ".join(meta.resources))
+    click.echo("")
+    click.echo(skill.documentation.rstrip())
+    for code_file in skill.code or []:
+        click.echo(f"\n--- {code_file.path} ({code_file.language or 'text'})")
+        click.echo(code_file.content.rstrip())
+
+
+@cli.command()
+@library_option
+@json_option
+def categories(libraries: tuple[Path, ...], as_json: bool) -> None:
+    """List categories with skill counts and mean quality."""
+    from skillshelf.patterns import service
+
+    with open_library(libraries) as library:
+        result = service.list_categories(library)
+    if as_json:
+        _print_json(result.model_dump(mode="json", by_alias=True))
+        return
+    width = max((len(c.name) for c in result.categories), default=8)
+    click.echo(f"{'category':<{width}}  skills  code  verified  quality")
+    for c in result.categories:
+        click.echo(f"{c.name:<{width}}  {c.skills:>6}  {c.executable:>4}  {c.verified:>8}  {c.mean_quality:>7.1f}")
+    click.echo(f"{result.total_skills} skills in {len(result.categories)} categories")
+
+
+@cli.command()
+@json_option
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--library", "-l", "libraries", multiple=True, type=click.Path(path_type=Path), hidden=True)
+def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -> None:
+    """Check library roots (default: the configured ones) and print every finding.
+
+    Exits 1 when any finding is an error.
+    """
+    from skillshelf.library.checker import check_roots
+    from skillshelf.settings import resolve_settings
+
+    roots = list(paths) or resolve_settings(libraries).roots
+    report = check_roots([r.expanduser() for r in roots])
+    if as_json:
+        _print_json(report.to_dict())
+    else:
+        for finding in report.findings:
+            _echo_finding(finding)
+        click.echo(report.summary_line())
+    if report.errors:
+        sys.exit(1)
+
+
+def _echo_finding(finding: Finding) -> None:
+    colour = {"error": "red", "warning": "yellow", "info": "blue"}[finding.severity]
+    click.echo(f"{finding.location()}: {click.style(finding.severity, fg=colour)}: {finding.message} [{finding.code}]")
+
+
+@cli.command()
+@click.argument("directory", required=False, type=click.Path(path_type=Path))
+def init(directory: Path | None) -> None:
+    """Create a library (default ~/.shared-patterns) seeded with the bundled example skills."""
+    from skillshelf.settings import DEFAULT_LIBRARY, bundled_library_path
+
+    target = (directory or DEFAULT_LIBRARY).expanduser()
+    source = bundled_library_path()
+    if source is None:
+        raise click.ClickException("the bundled example library is missing from this installation")
+    if target.exists() and any(target.iterdir()):
+        raise click.ClickException(f"{display_path(target)} already exists and is not empty; choose another folder")
+    shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".skillshelf", "__pycache__"))
+    count = sum(1 for _ in target.rglob("*.md"))
+    click.echo(f"Created {display_path(target)} with the example skills ({count} markdown files).")
+    click.echo(f"Serve it with: skillshelf serve --library {display_path(target)}")
+
+
+def main() -> None:
+    cli(prog_name="skillshelf")

@@ -1,0 +1,93 @@
+"""The uniform result envelope every tool returns.
+
+`{"success": true, "data": ..., "metadata": {"tokensUsed", "durationMs", "resultsCount"}}` or
+`{"success": false, "error": {"code", "message", "suggestions"}, "metadata": ...}`. Built here,
+without MCP, so the CLI and tests can produce exactly what the tools send.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.tokens import estimate_json_tokens
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class WireModel(BaseModel):
+    """Python names in code, camelCase on the wire (the seed's tool contract is camelCase)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
+
+class ErrorInfo(WireModel):
+    code: str
+    message: str
+    suggestions: list[str] | None = None
+
+
+class EnvelopeMetadata(WireModel):
+    tokens_used: int
+    duration_ms: float
+    results_count: int | None = None
+
+
+class Envelope(WireModel, Generic[T]):
+    success: bool
+    data: T | None = None
+    error: ErrorInfo | None = None
+    metadata: EnvelopeMetadata
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def success(data: T, started: float, results_count: int | None = None) -> Envelope[T]:
+    wire_data = data.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return Envelope[T](
+        success=True,
+        data=data,
+        metadata=EnvelopeMetadata(
+            tokens_used=estimate_json_tokens(wire_data),
+            duration_ms=_elapsed_ms(started),
+            results_count=results_count,
+        ),
+    )
+
+
+def failure(code: str, message: str, started: float, suggestions: list[str] | None = None) -> Envelope[Any]:
+    return Envelope[Any](
+        success=False,
+        error=ErrorInfo(code=code, message=message, suggestions=suggestions or None),
+        metadata=EnvelopeMetadata(tokens_used=0, duration_ms=_elapsed_ms(started)),
+    )
+
+
+def run_service(call: Callable[[], T], count: Callable[[T], int | None] | None = None) -> Envelope[Any]:
+    """Run a domain call and wrap its outcome; domain failures become error envelopes."""
+    started = time.perf_counter()
+    try:
+        data = call()
+    except SkillshelfError as exc:
+        return failure(exc.code, exc.message, started, exc.suggestions)
+    return success(data, started, count(data) if count else None)
+
+
+INTERNAL_ERROR_MESSAGE = (
+    "skillshelf hit an unexpected internal error; the details are in the server log. "
+    "Retry once; if it persists, report it with the log."
+)
+
+
+def internal_failure(started: float) -> Envelope[Any]:
+    return failure(ErrorCode.INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE, started)

@@ -1,0 +1,51 @@
+"""Domain errors with stable codes.
+
+Every failure an agent or a curator can act on is a `SkillshelfError`. Its `code` is part of
+the public contract (tools return it in the envelope, the CLI prints it), so codes are only
+ever added, never renamed.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    PATTERN_NOT_FOUND = "PATTERN_NOT_FOUND"
+    CATEGORY_INVALID = "CATEGORY_INVALID"
+    ACCESS_DENIED = "ACCESS_DENIED"
+    FILE_TOO_LARGE = "FILE_TOO_LARGE"
+    FILESYSTEM_ERROR = "FILESYSTEM_ERROR"
+    LIBRARY_UNAVAILABLE = "LIBRARY_UNAVAILABLE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+class SkillshelfError(Exception):
+    """A failure with a stable code and a message that tells the reader what to do next."""
+
+    def __init__(self, code: ErrorCode, message: str, *, suggestions: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.suggestions = suggestions or []
+
+
+class PatternNotFoundError(SkillshelfError):
+    def __init__(self, skill_id: str, suggestions: list[str]) -> None:
+        hint = (
+            f" Did you mean {', '.join(repr(s) for s in suggestions)}?"
+            if suggestions
+            else " Call searchPatterns to find skill ids."
+        )
+        super().__init__(ErrorCode.PATTERN_NOT_FOUND, f"No skill {skill_id!r}.{hint}", suggestions=suggestions)
+
+
+class CategoryInvalidError(SkillshelfError):
+    def __init__(self, category: str, known: list[str]) -> None:
+        listed = ", ".join(known[:20]) if known else "none yet"
+        super().__init__(
+            ErrorCode.CATEGORY_INVALID,
+            f"No category {category!r}. Known categories: {listed}. Call listCategories for counts.",
+            suggestions=known[:20],
+        )

@@ -1,0 +1,56 @@
+"""`skillshelf check`: parse every skill under some roots (no index is written) and collect findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillshelf.library.discovery import discover
+from skillshelf.library.layouts import load_source
+from skillshelf.library.models import Finding, Skill
+from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass
+class CheckReport:
+    skills: list[Skill] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def errors(self) -> int:
+        return self.count("error")
+
+    def summary_line(self) -> str:
+        return (
+            f"{len(self.skills)} skills checked: {self.errors} errors, {self.count('warning')} warnings, "
+            f"{self.count('info')} notes"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skills": len(self.skills),
+            "errors": self.errors,
+            "warnings": self.count("warning"),
+            "notes": self.count("info"),
+            "findings": [{**f.to_dict(), "root": f.root} for f in self.findings],
+            "quality": {s.id: {"score": s.quality.score, "source": s.quality.source} for s in self.skills},
+        }
+
+
+def check_roots(roots: list[Path], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> CheckReport:
+    resolved = [r.resolve() if r.exists() else r for r in roots]
+    found = discover(resolved)
+    report = CheckReport(findings=list(found.findings))
+    for source in found.sources:
+        skill, findings = load_source(source, max_bytes)
+        report.findings.extend(findings)
+        if skill is not None:
+            report.skills.append(skill)
+    report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
+    return report

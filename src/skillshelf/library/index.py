@@ -1,0 +1,394 @@
+"""The persistent search index: SQLite with FTS5 (BM25, porter stemming), one file per root set.
+
+Rows are keyed by source; each source's signature (mtimes and sizes) says when to re-parse, so
+a warm start re-reads nothing and a change re-reads only what changed. The index is derived
+data: a missing, stale-schema or corrupt file is deleted and rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillshelf.library.layouts import summary
+from skillshelf.library.models import Finding, Skill, SkillSource
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 3
+# bm25 weights in column order: name, description, tags, headings, body
+FIELD_WEIGHTS = (10.0, 5.0, 4.0, 2.0, 1.0)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sources (
+    key TEXT PRIMARY KEY,
+    signature TEXT NOT NULL,
+    skill_id TEXT,
+    findings TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS skills (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    source_key TEXT NOT NULL,
+    name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
+    category TEXT NOT NULL,
+    layout TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    quality REAL NOT NULL,
+    quality_source TEXT NOT NULL,
+    verified INTEGER NOT NULL,
+    executable INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS skills_category ON skills(category);
+CREATE INDEX IF NOT EXISTS skills_rank ON skills(quality DESC, id);
+CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
+    name, description, tags, headings, body,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "use",
+        "using",
+        "want",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "need",
+        "needs",
+        "should",
+        "could",
+        "get",
+    ]
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def name_key(text: str) -> str:
+    """Names compared loosely: case, hyphens and underscores do not matter."""
+    return " ".join(_WORD.findall(text.lower().replace("_", " ")))
+
+
+def match_expression(query: str) -> str | None:
+    """A natural-language query as an FTS5 OR-expression of quoted terms (no FTS syntax leaks)."""
+    words = [w for w in _WORD.findall(query.lower()) if w != "_"]
+    meaningful = [w for w in words if w not in STOPWORDS] or words
+    unique = list(dict.fromkeys(meaningful))[:32]
+    return " OR ".join(f'"{w}"' for w in unique) if unique else None
+
+
+@dataclass(frozen=True)
+class IndexedSkill:
+    id: str
+    name: str
+    category: str
+    layout: str
+    summary: str
+    quality: float
+    quality_source: str
+    verified: bool
+    executable: bool
+    tokens: int
+    payload: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> IndexedSkill:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            category=row["category"],
+            layout=row["layout"],
+            summary=row["summary"],
+            quality=row["quality"],
+            quality_source=row["quality_source"],
+            verified=bool(row["verified"]),
+            executable=bool(row["executable"]),
+            tokens=row["tokens"],
+            payload=json.loads(row["payload"]),
+        )
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    category: str | None = None
+    executable: bool | None = None
+    min_quality: float | None = None
+
+
+@dataclass(frozen=True)
+class CategoryStats:
+    name: str
+    skills: int
+    executable: int
+    verified: int
+    mean_quality: float
+
+
+class SkillIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._conn = self._open()
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            logger.warning("search index %s is unusable (%s); rebuilding it", self.path.name, exc)
+            self._delete_files()
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                self._reset(conn)
+            conn.execute("SELECT count(*) FROM sources").fetchone()
+            conn.execute("SELECT rowid FROM skills_fts LIMIT 1").fetchall()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _reset(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in ("sources", "skills", "skills_fts"):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.executescript(_SCHEMA)  # executescript commits the open transaction
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _delete_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def rebuild(self) -> None:
+        """Drop everything; the next sync re-reads the whole library."""
+        with self._lock:
+            try:
+                self._conn.close()
+            finally:
+                self._delete_files()
+                self._conn = self._connect()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    # -- writes --------------------------------------------------------------------------
+    def signatures(self) -> dict[str, str]:
+        with self._lock:
+            return {row[0]: row[1] for row in self._conn.execute("SELECT key, signature FROM sources")}
+
+    def apply(self, parsed: Iterable[tuple[SkillSource, Skill | None, list[Finding]]], removed: Iterable[str]) -> None:
+        with self._transaction() as conn:
+            for key in removed:
+                self._delete_source(conn, key)
+            for source, skill, findings in parsed:
+                self._delete_source(conn, source.key)
+                self._delete_skill_id(conn, source.skill_id)
+                conn.execute(
+                    "INSERT INTO sources(key, signature, skill_id, findings) VALUES (?, ?, ?, ?)",
+                    (
+                        source.key,
+                        source.signature,
+                        skill.id if skill else None,
+                        json.dumps([f.to_dict() for f in findings]),
+                    ),
+                )
+                if skill is not None:
+                    self._insert_skill(conn, skill)
+
+    @staticmethod
+    def _delete_source(conn: sqlite3.Connection, key: str) -> None:
+        for (rowid,) in conn.execute("SELECT rowid FROM skills WHERE source_key = ?", (key,)).fetchall():
+            conn.execute("DELETE FROM skills_fts WHERE rowid = ?", (rowid,))
+            conn.execute("DELETE FROM skills WHERE rowid = ?", (rowid,))
+        conn.execute("DELETE FROM sources WHERE key = ?", (key,))
+
+    @staticmethod
+    def _delete_skill_id(conn: sqlite3.Connection, skill_id: str) -> None:
+        row = conn.execute("SELECT rowid, source_key FROM skills WHERE id = ?", (skill_id,)).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM skills_fts WHERE rowid = ?", (row[0],))
+            conn.execute("DELETE FROM skills WHERE rowid = ?", (row[0],))
+            conn.execute("DELETE FROM sources WHERE key = ?", (row[1],))
+
+    @staticmethod
+    def _insert_skill(conn: sqlite3.Connection, skill: Skill) -> None:
+        source = skill.source
+        payload = {
+            "declaredName": skill.declared_name,
+            "description": skill.description,
+            "tags": skill.tags,
+            "language": skill.language,
+            "frontmatter": skill.frontmatter,
+            "inputSchema": skill.input_schema,
+            "resources": skill.resources,
+            "qualityReasons": list(skill.quality.reasons),
+            "rootIndex": source.root_index,
+            "docFile": source.doc_file.relative_to(source.root).as_posix(),
+            "codeFile": source.code_file.relative_to(source.root).as_posix() if source.code_file else None,
+            "metaFile": source.meta_file.relative_to(source.root).as_posix() if source.meta_file else None,
+            "findings": [f.to_dict() for f in skill.findings],
+        }
+        cursor = conn.execute(
+            """INSERT INTO skills(id, source_key, name, name_key, category, layout, summary, quality,
+                   quality_source, verified, executable, tokens, payload)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                skill.id,
+                source.key,
+                skill.declared_name,
+                name_key(skill.declared_name),
+                skill.category,
+                source.layout,
+                summary(skill.description),
+                skill.quality.score,
+                skill.quality.source,
+                int(skill.quality.verified),
+                int(skill.executable),
+                skill.load_tokens,
+                json.dumps(payload, ensure_ascii=False),
+            ),
+        )
+        names = skill.declared_name if skill.declared_name == skill.name else f"{skill.declared_name} {skill.name}"
+        conn.execute(
+            "INSERT INTO skills_fts(rowid, name, description, tags, headings, body) VALUES (?, ?, ?, ?, ?, ?)",
+            (cursor.lastrowid, names, skill.description, " ".join(skill.tags), "\n".join(skill.headings), skill.body),
+        )
+
+    # -- reads ---------------------------------------------------------------------------
+    def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
+        conditions, params = _filter_sql(filters)
+        expression = match_expression(query)
+        with self._lock:
+            if expression is None:
+                sql = f"SELECT * FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
+                rows = self._conn.execute(sql, [*params, limit]).fetchall()
+            else:
+                weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
+                sql = f"""
+                    SELECT s.*, bm25(skills_fts, {weights}) AS score
+                    FROM skills_fts JOIN skills s ON s.rowid = skills_fts.rowid
+                    WHERE skills_fts MATCH ? AND {conditions}
+                    ORDER BY (s.name_key = ? OR s.id = ?) DESC, round(score, 2), s.quality DESC, s.id
+                    LIMIT ?"""
+                key = name_key(query)
+                rows = self._conn.execute(sql, [expression, *params, key, query.strip(), limit]).fetchall()
+        return [IndexedSkill.from_row(row) for row in rows]
+
+    def get(self, skill_id: str) -> IndexedSkill | None:
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM skills WHERE id = ?", (skill_id,)).fetchone()
+        return IndexedSkill.from_row(row) if row else None
+
+    def ids_and_names(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(r[0], r[1]) for r in self._conn.execute("SELECT id, name FROM skills")]
+
+    def categories(self) -> list[CategoryStats]:
+        with self._lock:
+            rows = self._conn.execute(
+                """SELECT category, count(*), sum(executable), sum(verified), avg(quality)
+                   FROM skills GROUP BY category ORDER BY category"""
+            ).fetchall()
+        return [CategoryStats(r[0], r[1], r[2], r[3], round(r[4], 2)) for r in rows]
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM skills").fetchone()[0])
+
+    def source_findings(self) -> list[tuple[int, dict[str, Any]]]:
+        """Every parse finding with the index of the root it belongs to."""
+        with self._lock:
+            rows = self._conn.execute("SELECT key, findings FROM sources ORDER BY key").fetchall()
+        return [(int(key.split(":", 1)[0]), f) for key, raw in rows for f in json.loads(raw)]
+
+
+def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
+    conditions = ["1"]
+    params: list[Any] = []
+    if filters.category is not None:
+        conditions.append("s.category = ?")
+        params.append(filters.category)
+    if filters.executable is not None:
+        conditions.append("s.executable = ?")
+        params.append(int(filters.executable))
+    if filters.min_quality is not None:
+        conditions.append("s.quality >= ?")
+        params.append(filters.min_quality)
+    return " AND ".join(conditions), params

@@ -1,0 +1,35 @@
+"""Path safety and display.
+
+Paths that reach an agent are always relative to a library root, or shown with the home
+directory as '~', so messages never leak the user's directory layout.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def display_path(path: Path) -> str:
+    """The path with the home directory shown as '~'."""
+    text = str(path)
+    home = str(Path.home())
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
+def is_within(path: Path, root: Path) -> bool:
+    """True when `path` (resolved, following symlinks) stays inside `root` (resolved)."""
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return resolved == root or resolved.is_relative_to(root)
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.name

@@ -1,0 +1,110 @@
+"""Quality scores, 0-10, one function for the CLI and the server.
+
+Precedence: a score the curator declared, else the mean of the five breakdown criteria, else
+a deterministic estimate from static checks. Every point the estimate withholds is named in
+`reasons`, so a curator knows exactly what would raise it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from skillshelf.library.models import VERIFIED_THRESHOLD, Finding, Quality
+
+CRITERIA = ("correctness", "reusability", "documentation", "test coverage", "performance")
+_WHEN_TO_USE = re.compile(r"\b(use (this )?when|when to use|use it (to|when|for)|use for)\b", re.IGNORECASE)
+_TEST_HEADING = re.compile(r"\b(test|tests|testing|verif\w*|validat\w*|checklist)\b", re.IGNORECASE)
+_EXAMPLE_HEADING = re.compile(r"\b(example|examples|usage|quick ?start)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class QualityFacts:
+    """What the static checks look at; gathered once while parsing."""
+
+    description: str
+    body: str
+    headings: tuple[str, ...]
+    code_blocks: int
+    word_count: int
+    executable: bool
+    has_tags: bool
+    has_metadata: bool
+
+
+def parse_score(raw: object) -> float | None:
+    """'8.5/10', '8.5', 8.5, '85%' -> a float on the 0-10 scale; None if unreadable."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        return float(raw)
+    if not isinstance(raw, str):
+        return None
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?)|(%))?", raw)
+    if not match:
+        return None
+    value = float(match.group(1))
+    if match.group(2):
+        scale = float(match.group(2))
+        return value * 10 / scale if scale else None
+    if match.group(3):
+        return value / 10
+    return value
+
+
+def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[str]]:
+    score = 0.0
+    reasons: list[str] = []
+
+    def award(points: float, ok: bool, missing: str, partial: float = 0.0, partial_ok: bool = False) -> None:
+        nonlocal score
+        if ok:
+            score += points
+        elif partial_ok:
+            score += partial
+            reasons.append(f"-{points - partial:g}: {missing}")
+        else:
+            reasons.append(f"-{points:g}: {missing}")
+
+    length = len(facts.description)
+    award(2.0, 50 <= length <= 1024, "description missing, under 50 or over 1024 characters", 1.0, length > 0)
+    award(
+        1.0,
+        bool(_WHEN_TO_USE.search(facts.description) or _WHEN_TO_USE.search(" ".join(facts.headings))),
+        "no 'when to use' guidance in the description or a heading",
+    )
+    award(1.5, facts.word_count >= 150, "body under 150 words", 0.75, facts.word_count >= 50)
+    award(1.0, len(facts.headings) >= 2, "fewer than two section headings")
+    award(
+        1.5,
+        facts.code_blocks > 0 or any(_EXAMPLE_HEADING.search(h) for h in facts.headings),
+        "no example (a code block or an 'Example' section)",
+    )
+    award(1.0, facts.executable, "no implementation or script")
+    award(0.5, any(_TEST_HEADING.search(h) for h in facts.headings), "no testing or verification section")
+    award(0.5, facts.has_tags or facts.has_metadata, "no tags or metadata")
+    errors = sum(1 for f in findings if f.severity == "error")
+    warnings = sum(1 for f in findings if f.severity == "warning")
+    penalty = min(1.0, errors * 1.0 + warnings * 0.25)
+    score += 1.0 - penalty
+    if penalty:
+        reasons.append(f"-{penalty:g}: {errors} error(s) and {warnings} warning(s) in `skillshelf check`")
+    return round(score, 1), reasons
+
+
+def score_quality(
+    declared: float | None,
+    breakdown: dict[str, float] | None,
+    facts: QualityFacts,
+    findings: list[Finding],
+) -> Quality:
+    if declared is not None:
+        value = round(min(10.0, max(0.0, declared)), 1)
+        reasons = [f"{name}: {s:g}/10" for name, s in (breakdown or {}).items() if s < VERIFIED_THRESHOLD]
+        return Quality(value, "declared", value >= VERIFIED_THRESHOLD, tuple(reasons))
+    if breakdown:
+        value = round(sum(breakdown.values()) / len(breakdown), 1)
+        reasons = [f"{name}: {s:g}/10" for name, s in breakdown.items() if s < VERIFIED_THRESHOLD]
+        return Quality(value, "breakdown", value >= VERIFIED_THRESHOLD, tuple(reasons))
+    value, reasons = estimate(facts, findings)
+    return Quality(value, "estimated", value >= VERIFIED_THRESHOLD, tuple(reasons))

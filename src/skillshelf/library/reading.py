@@ -1,0 +1,79 @@
+"""Reading library files defensively: size caps, binary detection, encodings, line endings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillshelf.library.models import Finding, Severity
+
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass
+class Reporter:
+    """Collects findings for one file, already relative to its root."""
+
+    path: str
+    root: str = ""
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, severity: Severity, code: str, message: str, line: int | None = None) -> None:
+        self.findings.append(Finding(self.path, line, severity, code, message, self.root))
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity == "error" for f in self.findings)
+
+
+def read_text(path: Path, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | None:
+    """Read a text file; None when it cannot be used at all (unreadable or binary).
+
+    Oversized files are cut at `max_bytes` and reported: a 50 MB "skill" must not take
+    the server's memory or an agent's context. Invalid UTF-8 is replaced and reported,
+    BOMs are dropped and CRLF/CR become LF so every later step sees one shape.
+    """
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except PermissionError:
+        report.add("error", "file-unreadable", "permission denied; make the file readable to this user")
+        return None
+    except OSError as exc:
+        report.add("error", "file-unreadable", f"cannot be read ({exc.strerror or type(exc).__name__})")
+        return None
+    if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
+        report.add("error", "file-binary", "looks binary (contains NUL bytes); a skill document must be text")
+        return None
+    if len(raw) > max_bytes:
+        raw = raw[:max_bytes]
+        report.add(
+            "error",
+            "file-too-large",
+            f"larger than the {max_bytes // 1024} KiB limit; only the first {max_bytes // 1024} KiB are "
+            "used. Split it into smaller files (for example references/).",
+        )
+    text = _decode(raw, report)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _decode(raw: bytes, report: Reporter) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(raw) - 3 and len(raw) > 3:
+            # A multi-byte character cut by the size cap, not an encoding problem.
+            return raw[: exc.start].decode("utf-8", errors="replace")
+        line = raw[: exc.start].count(b"\n") + 1
+        report.add(
+            "warning",
+            "encoding-invalid-utf8",
+            "is not valid UTF-8; undecodable bytes were replaced with U+FFFD. Re-save the file as UTF-8.",
+            line,
+        )
+        return raw.decode("utf-8", errors="replace")

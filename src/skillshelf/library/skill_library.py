@@ -1,0 +1,265 @@
+"""`SkillLibrary`: the roots, their index, and keeping the index fresh.
+
+Freshness: a full stat-only sync when the library opens (re-parsing only what changed since the
+index was written), then a file watcher marks the library dirty on any change and the next read
+syncs before answering. No read rescans an unchanged library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillshelf.library.discovery import Discovery, discover
+from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
+from skillshelf.library.layouts import load_source
+from skillshelf.library.models import Finding, Skill, SkillSource
+from skillshelf.library.paths import display_path
+from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
+
+logger = logging.getLogger(__name__)
+
+INDEX_DIR_NAME = ".skillshelf"
+PARALLEL_PARSE_THRESHOLD = 400
+POLL_SECONDS = 2.0  # when the watcher cannot run, re-check the files at most this often
+
+
+@dataclass
+class SyncReport:
+    parsed: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class LibraryConfig:
+    roots: list[Path]
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    index_dir: Path | None = None  # None: first writable root's .skillshelf/, else the user cache
+    read_only_roots: frozenset[Path] = field(default_factory=frozenset)  # never write an index here
+    watch: bool = True
+
+
+def user_cache_dir() -> Path:
+    override = os.environ.get("SKILLSHELF_CACHE_DIR")
+    if override:
+        return Path(override)
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "skillshelf" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "skillshelf"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skillshelf"
+
+
+def _roots_digest(roots: list[Path]) -> str:
+    return hashlib.sha256("\n".join(str(r) for r in roots).encode()).hexdigest()[:12]
+
+
+def choose_index_path(config: LibraryConfig) -> Path:
+    file_name = f"index-{_roots_digest(config.roots)}.sqlite3"
+    if config.index_dir is not None:
+        return config.index_dir / file_name
+    for root in config.roots:
+        if root in config.read_only_roots or not root.is_dir() or not os.access(root, os.W_OK):
+            continue
+        directory = root / INDEX_DIR_NAME
+        try:
+            directory.mkdir(exist_ok=True)
+            ignore = directory / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# skillshelf's derived search index\n*\n", encoding="utf-8")
+        except OSError:
+            continue
+        return directory / file_name
+    return user_cache_dir() / file_name
+
+
+def parse_sources(sources: list[SkillSource], max_bytes: int) -> list[tuple[SkillSource, Skill | None, list[Finding]]]:
+    if len(sources) >= PARALLEL_PARSE_THRESHOLD and (os.cpu_count() or 1) > 1:
+        try:
+            with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+                results = list(pool.map(_parse_one, sources, [max_bytes] * len(sources), chunksize=64))
+            return results
+        except (OSError, RuntimeError) as exc:  # no fork/spawn available: parse here
+            logger.info("parallel parse unavailable (%s); parsing in-process", exc)
+    return [_parse_one(source, max_bytes) for source in sources]
+
+
+def _parse_one(source: SkillSource, max_bytes: int) -> tuple[SkillSource, Skill | None, list[Finding]]:
+    skill, findings = load_source(source, max_bytes)
+    return source, skill, findings
+
+
+class SkillLibrary:
+    def __init__(self, config: LibraryConfig) -> None:
+        self.config = config
+        self.roots = [r.expanduser().resolve() if r.exists() else r.expanduser() for r in config.roots]
+        self.index_path = choose_index_path(LibraryConfig(**{**config.__dict__, "roots": self.roots}))
+        self.index = SkillIndex(self.index_path)
+        self.discovery_findings: list[Finding] = []
+        self._dirty = threading.Event()
+        self._sync_lock = threading.Lock()
+        self._watcher: _Watcher | None = None
+        self.last_sync = SyncReport()
+        self._synced_at = 0.0
+        self._ready = threading.Event()
+        self._ready.set()  # opened synchronously unless start() runs the first sync in the background
+        self._starter: threading.Thread | None = None
+
+    # -- freshness -----------------------------------------------------------------------
+    def sync(self) -> SyncReport:
+        """Bring the index in line with the files; re-parse only sources whose signature changed."""
+        with self._sync_lock:
+            self._dirty.clear()
+            started = time.perf_counter()
+            found: Discovery = discover(self.roots)
+            self.discovery_findings = found.findings
+            stored = self.index.signatures()
+            current = {s.key: s for s in found.sources}
+            changed = [s for key, s in current.items() if stored.get(key) != s.signature]
+            removed = [key for key in stored if key not in current]
+            if changed or removed:
+                parsed = parse_sources(changed, self.config.max_file_bytes)
+                self.index.apply(parsed, removed)
+            report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
+            if changed or removed:
+                logger.info(
+                    "index synced: %d parsed, %d removed in %.2fs",
+                    report.parsed,
+                    report.removed,
+                    report.seconds,
+                )
+            self.last_sync = report
+            self._synced_at = time.monotonic()
+            return report
+
+    def start(self) -> None:
+        """Sync in the background, then watch: the server answers at once and reads wait for the sync."""
+        if self._starter is not None:
+            return
+        self._ready.clear()
+        self._starter = threading.Thread(target=self._initial_sync, name="skillshelf-sync", daemon=True)
+        self._starter.start()
+
+    def _initial_sync(self) -> None:
+        try:
+            self.sync()
+        except Exception:
+            logger.exception("initial index sync failed")
+        finally:
+            self._ready.set()
+        self.start_watching()
+
+    def ensure_fresh(self) -> None:
+        if not self._ready.is_set():
+            self._ready.wait()
+        watcher_down = self._watcher is not None and self._watcher.failed
+        if self._dirty.is_set() or (watcher_down and time.monotonic() - self._synced_at > POLL_SECONDS):
+            self.sync()
+
+    def mark_dirty(self) -> None:
+        self._dirty.set()
+
+    def start_watching(self) -> None:
+        if self.config.watch and self._watcher is None:
+            self._watcher = _Watcher([r for r in self.roots if r.is_dir()], self._dirty)
+            self._watcher.start()
+
+    def stop_watching(self) -> None:
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    def close(self) -> None:
+        self.stop_watching()
+        self.index.close()
+
+    @contextmanager
+    def opened(self) -> Iterator[SkillLibrary]:
+        self.sync()
+        self.start_watching()
+        try:
+            yield self
+        finally:
+            self.close()
+
+    # -- reads ---------------------------------------------------------------------------
+    def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
+        self.ensure_fresh()
+        return self.index.search(query, filters, limit)
+
+    def get(self, skill_id: str) -> IndexedSkill | None:
+        self.ensure_fresh()
+        return self.index.get(skill_id)
+
+    def categories(self) -> list[CategoryStats]:
+        self.ensure_fresh()
+        return self.index.categories()
+
+    def root_of(self, skill: IndexedSkill) -> Path:
+        return self.roots[int(skill.payload["rootIndex"])]
+
+    def findings(self) -> list[Finding]:
+        self.ensure_fresh()
+        labels = [display_path(r) for r in self.roots]
+        parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
+        return self.discovery_findings + parsed
+
+
+class _Watcher:
+    """Marks the library dirty when anything under the roots changes (watchfiles, inotify/FSEvents)."""
+
+    def __init__(self, roots: list[Path], dirty: threading.Event) -> None:
+        self.roots = roots
+        self.dirty = dirty
+        self.stop_event = threading.Event()
+        self.failed = False
+        self.thread = threading.Thread(target=self._run, name="skillshelf-watcher", daemon=True)
+
+    def start(self) -> None:
+        if self.roots:
+            self.thread.start()
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=5)
+
+    def _run(self) -> None:
+        try:
+            from watchfiles import DefaultFilter, watch
+        except ImportError:  # pragma: no cover - a declared dependency
+            logger.warning("watchfiles is not installed; library changes need a restart to show")
+            return
+
+        class _IgnoreIndex(DefaultFilter):
+            def __call__(self, change: Any, path: str) -> bool:
+                return INDEX_DIR_NAME not in Path(path).parts and bool(super().__call__(change, path))
+
+        try:
+            for _changes in watch(
+                *self.roots,
+                watch_filter=_IgnoreIndex(),
+                stop_event=self.stop_event,
+                debounce=100,
+                step=20,
+                rust_timeout=500,
+                raise_interrupt=False,
+            ):
+                self.dirty.set()
+        except Exception:
+            self.failed = True
+            logger.exception("file watcher stopped; falling back to checking files every %.0fs", POLL_SECONDS)

@@ -1,0 +1,79 @@
+"""Wire models of the patterns tools (camelCase on the wire, snake_case in Python)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillshelf.envelope import WireModel
+
+
+class SkillHit(WireModel):
+    """One search hit: enough to choose a skill (~50-100 tokens), never its body."""
+
+    id: str
+    name: str
+    category: str
+    description: str
+    quality: float
+    verified: bool
+    executable: bool
+    tokens: int  # estimated tokens to load this skill with loadSkill's defaults
+    layout: str
+
+
+class SearchResult(WireModel):
+    query: str
+    hits: list[SkillHit]
+
+
+class FindingInfo(WireModel):
+    path: str
+    line: int | None = None
+    severity: str
+    code: str
+    message: str
+
+
+class CodeFile(WireModel):
+    path: str  # relative to the skill's folder (Agent Skills) or category (three-file)
+    language: str | None = None
+    content: str
+    truncated: bool = False
+
+
+class SkillMetadata(WireModel):
+    quality: float
+    quality_source: str
+    verified: bool
+    quality_reasons: list[str]
+    tags: list[str]
+    language: str | None = None
+    input_schema: dict[str, Any] | None = None
+    frontmatter: dict[str, Any]
+    resources: list[str]
+    findings: list[FindingInfo]
+
+
+class LoadedSkill(WireModel):
+    id: str
+    name: str
+    category: str
+    layout: str
+    description: str
+    executable: bool
+    documentation: str
+    code: list[CodeFile] | None = None
+    metadata: SkillMetadata | None = None
+
+
+class CategoryInfo(WireModel):
+    name: str
+    skills: int
+    executable: int
+    verified: int
+    mean_quality: float
+
+
+class CategoryList(WireModel):
+    categories: list[CategoryInfo]
+    total_skills: int

@@ -1,0 +1,185 @@
+"""Search, load and list skills: the functions behind both the MCP tools and the CLI."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+from skillshelf.errors import CategoryInvalidError, ErrorCode, PatternNotFoundError, SkillshelfError
+from skillshelf.library.frontmatter import parse_document
+from skillshelf.library.index import IndexedSkill, SearchFilters
+from skillshelf.library.layouts import CODE_LANGUAGES
+from skillshelf.library.paths import is_within
+from skillshelf.library.reading import Reporter, read_text
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.patterns.models import (
+    CategoryInfo,
+    CategoryList,
+    CodeFile,
+    FindingInfo,
+    LoadedSkill,
+    SearchResult,
+    SkillHit,
+    SkillMetadata,
+)
+
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+MAX_CODE_BYTES = 256 * 1024
+SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
+SCRIPT_LANGUAGES = {**CODE_LANGUAGES, ".sh": "sh", ".bash": "bash"}
+
+
+def search_patterns(
+    library: SkillLibrary,
+    query: str = "",
+    *,
+    category: str | None = None,
+    include_executable: bool | None = None,
+    min_quality: float | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> SearchResult:
+    """Ranked hits for a natural-language query; an empty query lists skills by quality."""
+    if category is not None:
+        known = [c.name for c in library.categories()]
+        if category not in known:
+            raise CategoryInvalidError(category, known)
+    filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
+    found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
+    return SearchResult(query=query, hits=[_hit(s) for s in found])
+
+
+def _hit(skill: IndexedSkill) -> SkillHit:
+    return SkillHit(
+        id=skill.id,
+        name=skill.name,
+        category=skill.category,
+        description=skill.summary,
+        quality=skill.quality,
+        verified=skill.verified,
+        executable=skill.executable,
+        tokens=skill.tokens,
+        layout=skill.layout,
+    )
+
+
+def find_skill(library: SkillLibrary, skill_id: str) -> IndexedSkill:
+    if not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{skill_id!r} is not a skill id; ids look like 'category/name' (see searchPatterns hits).",
+        )
+    skill = library.get(skill_id)
+    if skill is None:
+        raise PatternNotFoundError(skill_id, suggest(library, skill_id))
+    return skill
+
+
+def suggest(library: SkillLibrary, skill_id: str, limit: int = 3) -> list[str]:
+    """Close matches for an unknown id: same name elsewhere, similar ids, then a search on its words."""
+    pairs = library.index.ids_and_names()
+    wanted_name = skill_id.rsplit("/", 1)[-1].lower()
+    same_name = [i for i, n in pairs if n.lower() == wanted_name or i.rsplit("/", 1)[-1] == wanted_name]
+    similar = difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
+    by_name = difflib.get_close_matches(wanted_name, [i.rsplit("/", 1)[-1] for i, _ in pairs], n=limit, cutoff=0.6)
+    similar_names = [i for name in by_name for i, _ in pairs if i.rsplit("/", 1)[-1] == name]
+    searched = [s.id for s in library.search(skill_id.replace("/", " "), SearchFilters(), limit)]
+    return list(dict.fromkeys([*same_name, *similar, *similar_names, *searched]))[:limit]
+
+
+def load_skill(
+    library: SkillLibrary, skill_id: str, *, include_code: bool = False, include_metadata: bool = True
+) -> LoadedSkill:
+    skill = find_skill(library, skill_id)
+    root = library.root_of(skill)
+    doc_file = root / skill.payload["docFile"]
+    text = _read_within(doc_file, root, skill.payload["docFile"])
+    if text is None:
+        library.mark_dirty()
+        raise SkillshelfError(
+            ErrorCode.FILESYSTEM_ERROR,
+            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
+        )
+    body = parse_document(text, Reporter(skill.payload["docFile"])).body
+    return LoadedSkill(
+        id=skill.id,
+        name=skill.name,
+        category=skill.category,
+        layout=skill.layout,
+        description=skill.payload["description"],
+        executable=skill.executable,
+        documentation=body,
+        code=_code_files(skill, root) if include_code else None,
+        metadata=_metadata(skill) if include_metadata else None,
+    )
+
+
+def read_documentation(library: SkillLibrary, skill_id: str) -> str:
+    return load_skill(library, skill_id, include_metadata=False).documentation
+
+
+def _read_within(path: Path, root: Path, label: str, max_bytes: int = 4 * 1024 * 1024) -> str | None:
+    if not is_within(path, root.resolve()):
+        return None
+    return read_text(path, Reporter(label), max_bytes)
+
+
+def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
+    if skill.layout == "three-file":
+        code_file = skill.payload.get("codeFile")
+        paths = [code_file] if code_file else []
+        base = root
+    else:
+        base = (root / skill.payload["docFile"]).parent
+        prefix = base.relative_to(root).as_posix()
+        paths = [f"{prefix}/{r}" for r in skill.payload["resources"] if r.startswith("scripts/")]
+    files: list[CodeFile] = []
+    budget = MAX_CODE_BYTES
+    for relative in paths:
+        path = root / relative
+        text = _read_within(path, root, relative, max_bytes=max(budget, 1))
+        if text is None:
+            continue
+        truncated = len(text.encode()) >= budget
+        budget -= len(text.encode())
+        files.append(
+            CodeFile(
+                path=path.relative_to(base).as_posix() if base != root else path.name,
+                language=SCRIPT_LANGUAGES.get(path.suffix, skill.payload.get("language")),
+                content=text,
+                truncated=truncated,
+            )
+        )
+        if budget <= 0:
+            break
+    return files
+
+
+def _metadata(skill: IndexedSkill) -> SkillMetadata:
+    payload = skill.payload
+    return SkillMetadata(
+        quality=skill.quality,
+        quality_source=skill.quality_source,
+        verified=skill.verified,
+        quality_reasons=payload["qualityReasons"],
+        tags=payload["tags"],
+        language=payload["language"],
+        input_schema=payload["inputSchema"],
+        frontmatter=payload["frontmatter"],
+        resources=payload["resources"],
+        findings=[FindingInfo(**f) for f in payload["findings"]],
+    )
+
+
+def list_categories(library: SkillLibrary) -> CategoryList:
+    stats = library.categories()
+    return CategoryList(
+        categories=[
+            CategoryInfo(
+                name=s.name, skills=s.skills, executable=s.executable, verified=s.verified, mean_quality=s.mean_quality
+            )
+            for s in stats
+        ],
+        total_skills=sum(s.skills for s in stats),
+    )

@@ -1,0 +1,74 @@
+"""MCP tools of the patterns module: thin wrappers (validate, call the service, wrap)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from skillshelf.envelope import Envelope
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.patterns import service
+from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult
+from skillshelf.server.tooling import make_tool, respond
+
+
+def patterns_tools(library: SkillLibrary) -> list[Tool]:
+    def search_patterns(
+        query: Annotated[
+            str | None,
+            Field(
+                description="What you need, in a few words, any order (e.g. 'retry http calls with backoff'). "
+                "Empty lists skills by quality.",
+                max_length=500,
+            ),
+        ] = None,
+        keyword: Annotated[str | None, Field(description="Alias of query, for seed clients.", max_length=500)] = None,
+        category: Annotated[str | None, Field(description="Only this category (see listCategories).")] = None,
+        includeExecutable: Annotated[
+            bool | None,
+            Field(description="true: only skills with runnable code; false: only docs-only skills; omit: both."),
+        ] = None,
+        minQuality: Annotated[
+            float | None, Field(description="Only skills scoring at least this (0-10).", ge=0, le=10)
+        ] = None,
+        limit: Annotated[
+            int, Field(description="Maximum hits (1-50).", ge=1, le=service.MAX_LIMIT)
+        ] = service.DEFAULT_LIMIT,
+    ) -> Annotated[CallToolResult, Envelope[SearchResult]]:
+        """Search the skill library by what you need to do, ranked by relevance, quality breaking ties. Returns compact hits (id, name, category, one-line description, quality, executable, tokens to load), about 100 tokens each. Call this first, then loadSkill with the best hit's id."""  # noqa: E501
+        return respond(
+            lambda: service.search_patterns(
+                library,
+                query or keyword or "",
+                category=category,
+                include_executable=includeExecutable,
+                min_quality=minQuality,
+                limit=limit,
+            ),
+            lambda result: len(result.hits),
+        )
+
+    def load_skill(
+        skillId: Annotated[
+            str, Field(description="A skill id from searchPatterns, 'category/name'.", min_length=1, max_length=300)
+        ],
+        includeCode: Annotated[bool, Field(description="Also return the implementation or scripts.")] = False,
+        includeMetadata: Annotated[bool, Field(description="Return quality, tags, input schema, findings.")] = True,
+    ) -> Annotated[CallToolResult, Envelope[LoadedSkill]]:
+        """Load one skill's documentation by id, read fresh from the library. Set includeCode to also get its implementation (three-file skills) or scripts (Agent Skills folders); metadata carries quality, tags and the input schema. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
+        return respond(
+            lambda: service.load_skill(library, skillId, include_code=includeCode, include_metadata=includeMetadata)
+        )
+
+    def list_categories() -> Annotated[CallToolResult, Envelope[CategoryList]]:
+        """List the library's categories with skill counts, how many are executable and verified, and mean quality. Use it to see what the library covers or to pick a category filter for searchPatterns."""  # noqa: E501
+        return respond(lambda: service.list_categories(library), lambda result: len(result.categories))
+
+    return [
+        make_tool(search_patterns, "searchPatterns", "Search skills"),
+        make_tool(load_skill, "loadSkill", "Load a skill"),
+        make_tool(list_categories, "listCategories", "List skill categories"),
+    ]

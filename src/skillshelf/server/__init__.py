@@ -1,0 +1,5 @@
+"""MCP assembly: the server factory, tool plumbing and transports."""
+
+from skillshelf.server.app import build_server
+
+__all__ = ["build_server"]

@@ -1,0 +1,64 @@
+"""Plumbing shared by every tool: envelopes as tool results, argument validation, crash safety."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ValidationError
+
+from skillshelf.envelope import Envelope, failure, internal_failure, run_service
+from skillshelf.errors import ErrorCode
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def to_call_result(envelope: Envelope[Any]) -> CallToolResult:
+    wire = envelope.to_wire()
+    text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=wire, is_error=not envelope.success
+    )
+
+
+def respond(call: Callable[[], T], count: Callable[[T], int | None] | None = None) -> CallToolResult:
+    """Run a service call as a tool: domain failures and crashes both come back as envelopes."""
+    started = time.perf_counter()
+    try:
+        return to_call_result(run_service(call, count))
+    except Exception:
+        logger.exception("tool crashed")
+        return to_call_result(internal_failure(started))
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        problems.append(f"{where}: {error['msg']}")
+    return "Invalid arguments: " + "; ".join(problems) + ". Fix them and call again."
+
+
+class EnvelopeTool(Tool):
+    """A tool whose argument errors come back as a VALIDATION_ERROR envelope, like every other failure."""
+
+    async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
+        started = time.perf_counter()
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, describe_validation_error(exc), started))
+        return await super().run(arguments, context, convert_result)
+
+
+def make_tool(fn: Callable[..., Any], name: str, title: str, annotations: ToolAnnotations = READ_ONLY) -> Tool:
+    return EnvelopeTool.from_function(fn, name=name, title=title, annotations=annotations)
