@@ -27,7 +27,9 @@ logger = logging.getLogger("skillshelf")
 
 def _configure_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, stream=sys.stderr, format="skillshelf %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="skillshelf %(levelname)s %(name)s: %(message)s", force=True
+    )
     logging.getLogger("skillshelf").setLevel(level)
 
 

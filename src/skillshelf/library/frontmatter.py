@@ -47,7 +47,7 @@ def parse_document(text: str, report: Reporter) -> ParsedDocument:
     except ValueError:
         return _recover_unclosed(text, report)
     body_start = raw_yaml.count("\n") + 3
-    metadata = _load_mapping(raw_yaml, report, first_line=2)
+    metadata = _load_mapping(raw_yaml, report, first_line=1)  # raw_yaml starts with the opening line's newline
     return ParsedDocument(metadata=metadata, body=body.lstrip("\n"), has_frontmatter=True, body_start_line=body_start)
 
 
@@ -55,7 +55,8 @@ def _load_mapping(raw_yaml: str, report: Reporter, first_line: int) -> dict[str,
     try:
         loaded = yaml.load(raw_yaml, Loader=_Loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        # Where the broken construct starts (an unclosed '[') helps more than where parsing gave up.
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = first_line + mark.line if mark is not None else first_line
         recovered = _requote_plain_values(raw_yaml)
         if recovered is not None:

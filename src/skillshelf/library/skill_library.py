@@ -249,17 +249,23 @@ class _Watcher:
             def __call__(self, change: Any, path: str) -> bool:
                 return INDEX_DIR_NAME not in Path(path).parts and bool(super().__call__(change, path))
 
+        registered = False
         try:
-            for _changes in watch(
+            for changes in watch(
                 *self.roots,
                 watch_filter=_IgnoreIndex(),
                 stop_event=self.stop_event,
                 debounce=100,
                 step=20,
-                rust_timeout=500,
+                rust_timeout=300,
+                yield_on_timeout=True,
                 raise_interrupt=False,
             ):
-                self.dirty.set()
+                if changes or not registered:
+                    # The first yield proves the watch is in place; one more sync covers any change
+                    # made between the initial sync and that moment.
+                    registered = True
+                    self.dirty.set()
         except Exception:
             self.failed = True
             logger.exception("file watcher stopped; falling back to checking files every %.0fs", POLL_SECONDS)

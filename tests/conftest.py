@@ -1,0 +1,150 @@
+"""Isolation for every test: no real home directory, cache or library is ever touched."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+
+CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(home / ".cache" / "skillshelf"))
+    # A developer's own configuration must not leak into the tests.
+    for name in ("SKILLSHELF_LIBRARY", "SKILLSHELF_MAX_FILE_BYTES"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def three_file(root: Path, category: str, name: str, doc: str, code: str | None = None, meta: str | None = None) -> None:
+    write(root / category / f"{name}.md", doc)
+    if code is not None:
+        write(root / category / f"{name}.py", code)
+    if meta is not None:
+        write(root / category / f"{name}-SKILL.md", meta)
+
+
+def agent_skill(root: Path, category: str, name: str, frontmatter: str, body: str = "# Body\n\nSteps.\n") -> Path:
+    text = f"---\n{textwrap.dedent(frontmatter).strip()}\n---\n{textwrap.dedent(body)}"
+    return write(root / category / name / "SKILL.md", text)
+
+
+@pytest.fixture
+def sample_root(tmp_path: Path) -> Path:
+    """A small library in both layouts with known answers."""
+    root = tmp_path / "library"
+    three_file(
+        root,
+        "database",
+        "rls-policy",
+        """
+        # Row Level Security Policy
+
+        Generate PostgreSQL row level security policies so each tenant only sees its own rows.
+
+        ## When to use
+
+        Use when a multi-tenant table must be isolated per tenant.
+
+        ## Example
+
+        ```sql
+        CREATE POLICY tenant_isolation ON orders USING (tenant_id = current_setting('app.tenant')::uuid);
+        ```
+        """,
+        code="def rls_policy(table: str) -> str:\n    return f'ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;'\n",
+        meta="""
+        ---
+        description: Generate PostgreSQL row level security policies for multi-tenant tables.
+        tags: [postgres, security, multi-tenant]
+        quality: 8.5
+        input_schema:
+          type: object
+          properties:
+            table: {type: string}
+          required: [table]
+        ---
+        """,
+    )
+    three_file(
+        root,
+        "python",
+        "retry-backoff",
+        """
+        # Retry With Backoff
+
+        Retry flaky network calls with exponential backoff and jitter.
+
+        ## Steps
+
+        Wrap the call, sleep base * 2**attempt plus jitter, give up after max attempts.
+        """,
+        meta="""
+        # Skill: Retry With Backoff
+
+        **Category:** python
+        **Quality Score:** 6.5/10
+
+        ## Quality Breakdown
+
+        | Criterion | Score | Notes |
+        |-----------|-------|-------|
+        | Correctness | 7/10 | fine |
+        | Reusability | 6/10 | fine |
+        | Documentation | 7/10 | fine |
+        | Test Coverage | 6/10 | few tests |
+        | Performance | 7/10 | fine |
+        """,
+    )
+    three_file(
+        root,
+        "python",
+        "slugify",
+        """
+        # Slugify
+
+        Turn any title into a URL slug of lowercase ascii words joined by hyphens.
+        """,
+    )
+    agent_skill(
+        root,
+        "git",
+        "release-notes",
+        """
+        name: release-notes
+        description: Draft release notes from merged pull requests and conventional commits. Use when cutting a release.
+        metadata:
+          tags: "git, release"
+        """,
+        "# Release notes\n\n## Steps\n\n1. List merged pull requests since the last tag.\n",
+    )
+    write(root / "git" / "release-notes" / "scripts" / "collect.sh", "#!/bin/sh\necho '{}'\n")
+    return root
+
+
+@pytest.fixture
+def sample_library(sample_root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "index", watch=False))
+    library.sync()
+    yield library
+    library.close()

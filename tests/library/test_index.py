@@ -1,0 +1,172 @@
+"""The persistent index: ranking, filters, incremental freshness, rebuild on damage, symlinks."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, choose_index_path
+from tests.conftest import agent_skill, three_file, write
+
+
+def ids(library: SkillLibrary, query: str, **filters: object) -> list[str]:
+    return [s.id for s in library.search(query, SearchFilters(**filters), 10)]  # type: ignore[arg-type]
+
+
+def test_multi_word_queries_match_in_any_word_order_with_stemming(sample_library: SkillLibrary) -> None:
+    assert ids(sample_library, "isolate tenants with postgres policies")[0] == "database/rls-policy"
+    assert ids(sample_library, "policies postgres tenants isolate")[0] == "database/rls-policy"
+    assert ids(sample_library, "how do I retry a flaky call")[0] == "python/retry-backoff"
+
+
+def test_an_exact_name_ranks_first(sample_library: SkillLibrary) -> None:
+    assert ids(sample_library, "slugify")[0] == "python/slugify"
+    assert ids(sample_library, "Release Notes")[0] == "git/release-notes"
+
+
+def test_query_syntax_never_reaches_fts(sample_library: SkillLibrary) -> None:
+    assert match_expression('"AND OR NEAR( * ^ col:') == '"near" OR "col"'
+    for hostile in ['"', "NEAR(", "a OR", "*", "name:rls", "-x", "'; DROP TABLE skills; --"]:
+        sample_library.search(hostile, SearchFilters(), 5)  # must not raise
+    assert sample_library.index.count() == 4
+
+
+def test_filters_restrict_hits(sample_library: SkillLibrary) -> None:
+    assert ids(sample_library, "", category="python") == ["python/retry-backoff", "python/slugify"] or ids(
+        sample_library, "", category="python"
+    ) == ["python/slugify", "python/retry-backoff"]
+    assert set(ids(sample_library, "", executable=True)) == {"database/rls-policy", "git/release-notes"}
+    assert ids(sample_library, "", min_quality=8.0) == ["database/rls-policy"]
+
+
+def test_an_empty_query_lists_by_quality(sample_library: SkillLibrary) -> None:
+    qualities = [s.quality for s in sample_library.search("", SearchFilters(), 10)]
+    assert qualities == sorted(qualities, reverse=True) and len(qualities) == 4
+
+
+def test_a_warm_open_reparses_nothing_and_a_change_reparses_only_that_skill(
+    sample_root: Path, tmp_path: Path
+) -> None:
+    config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
+    first = SkillLibrary(config)
+    assert first.sync().parsed == 4
+    first.close()
+    again = SkillLibrary(config)
+    try:
+        assert again.sync().parsed == 0
+        doc = sample_root / "python" / "slugify.md"
+        doc.write_text("# Slugify\n\nMake kebab-case permalinks from headlines.\n", encoding="utf-8")
+        os.utime(doc, ns=(1, 1))  # a different mtime even on coarse clocks
+        report = again.sync()
+        assert (report.parsed, report.removed) == (1, 0)
+        assert ids(again, "kebab permalinks headlines") == ["python/slugify"]
+        (sample_root / "python" / "slugify.md").unlink()
+        assert again.sync().removed == 1
+        assert "python/slugify" not in ids(again, "")
+    finally:
+        again.close()
+
+
+@pytest.mark.anyio
+async def test_the_watcher_makes_a_new_file_visible_to_the_next_search(sample_root: Path, tmp_path: Path) -> None:
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx"))
+    library.start()
+    try:
+        assert ids(library, "zebra crossing") == []
+        three_file(sample_root, "python", "zebra", "# Zebra\n\nPaint a zebra crossing.\n")
+        with anyio.fail_after(10):
+            while ids(library, "zebra crossing") != ["python/zebra"]:
+                await anyio.sleep(0.05)
+    finally:
+        library.close()
+
+
+def test_a_corrupt_index_file_is_rebuilt(sample_root: Path, tmp_path: Path) -> None:
+    config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
+    path = choose_index_path(config)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"this is not a database" * 100)
+    library = SkillLibrary(config)
+    try:
+        assert library.sync().parsed == 4
+        assert ids(library, "slugify")[0] == "python/slugify"
+    finally:
+        library.close()
+
+
+def test_an_index_from_an_older_schema_is_rebuilt(sample_root: Path, tmp_path: Path) -> None:
+    config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
+    path = choose_index_path(config)
+    path.parent.mkdir(parents=True)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE sources(key TEXT)")
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    library = SkillLibrary(config)
+    try:
+        assert library.sync().parsed == 4
+    finally:
+        library.close()
+
+
+def test_the_index_lives_in_the_first_writable_root_and_is_git_ignored(sample_root: Path) -> None:
+    path = choose_index_path(LibraryConfig(roots=[sample_root]))
+    assert path.parent == sample_root / ".skillshelf"
+    assert (sample_root / ".skillshelf" / ".gitignore").read_text(encoding="utf-8").strip().endswith("*")
+
+
+def test_a_read_only_root_puts_the_index_in_the_user_cache(sample_root: Path, isolated_environment: Path) -> None:
+    path = choose_index_path(LibraryConfig(roots=[sample_root], read_only_roots=frozenset({sample_root})))
+    assert path.is_relative_to(isolated_environment / ".cache" / "skillshelf")
+
+
+def test_the_first_root_wins_a_collision_and_the_loser_is_reported(sample_root: Path, tmp_path: Path) -> None:
+    second = tmp_path / "second"
+    three_file(second, "python", "slugify", "# Other slugify\n\nA different one.\n")
+    three_file(second, "python", "only-here", "# Only here\n\nExists only in the second root.\n")
+    library = SkillLibrary(LibraryConfig(roots=[sample_root, second], index_dir=tmp_path / "idx", watch=False))
+    try:
+        library.sync()
+        assert library.get("python/slugify").payload["rootIndex"] == 0  # type: ignore[union-attr]
+        assert library.get("python/only-here") is not None
+        collisions = [f for f in library.findings() if f.code == "name-collision"]
+        assert len(collisions) == 1 and collisions[0].path == "python/slugify.md"
+    finally:
+        library.close()
+
+
+def test_symlinks_out_of_the_root_and_loops_are_reported_not_followed(sample_root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside / "secret.md", "# Secret\n\nprivate key material\n")
+    (sample_root / "python" / "leak.md").symlink_to(outside / "secret.md")
+    (sample_root / "escape").symlink_to(outside)
+    (sample_root / "python" / "loop").symlink_to(sample_root / "python" / "loop")
+    (sample_root / "python" / "inside.md").symlink_to(sample_root / "python" / "slugify.md")
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        library.sync()
+        codes = {(f.path, f.code) for f in library.findings()}
+        assert ("python/leak.md", "symlink-outside-root") in codes
+        assert ("escape", "symlink-outside-root") in codes
+        assert ("python/loop", "symlink-loop") in codes
+        assert ids(library, "private key material") == []
+        assert library.get("python/inside") is not None  # a link within the root is fine
+    finally:
+        library.close()
+
+
+def test_an_agent_skill_folder_gains_executable_when_a_script_appears(sample_root: Path, tmp_path: Path) -> None:
+    agent_skill(sample_root, "git", "bisect", "name: bisect\ndescription: Find the commit that broke a build.")
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        library.sync()
+        assert library.get("git/bisect").executable is False  # type: ignore[union-attr]
+        write(sample_root / "git" / "bisect" / "scripts" / "run.py", "print('{}')\n")
+        assert library.sync().parsed == 1
+        assert library.get("git/bisect").executable is True  # type: ignore[union-attr]
+    finally:
+        library.close()

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library.checker import check_roots
+from skillshelf.library.quality import QualityFacts, estimate, parse_score
+from tests.conftest import three_file
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("8.5/10", 8.5), ("8.5", 8.5), (7, 7.0), ("4/5", 8.0), ("85%", 8.5), ("high", None), (True, None)],
+)
+def test_scores_are_read_in_every_written_form(raw: object, expected: float | None) -> None:
+    assert parse_score(raw) == expected
+
+
+def test_declared_breakdown_and_estimated_sources_take_precedence_in_that_order(sample_root: Path) -> None:
+    skills = {s.id: s for s in check_roots([sample_root]).skills}
+    assert (skills["database/rls-policy"].quality.score, skills["database/rls-policy"].quality.source) == (
+        8.5,
+        "declared",
+    )
+    retry = skills["python/retry-backoff"].quality
+    assert (retry.score, retry.source, retry.verified) == (6.5, "declared", False)
+    assert "test coverage: 6/10" in retry.reasons
+    assert skills["python/slugify"].quality.source == "estimated"
+
+
+def test_a_breakdown_without_a_declared_score_uses_the_mean(tmp_path: Path) -> None:
+    table = "\n".join(f"| {c} | {s}/10 | x |" for c, s in zip(
+        ["Correctness", "Reusability", "Documentation", "Test Coverage", "Performance"], [9, 8, 7, 6, 9], strict=True
+    ))  # fmt: skip
+    meta = f"# Skill\n\n## Quality Breakdown\n\n| Criterion | Score | Notes |\n|---|---|---|\n{table}\n"
+    three_file(tmp_path, "c", "mean", "# Mean\n\nA skill.\n", meta=meta)
+    (skill,) = check_roots([tmp_path]).skills
+    assert (skill.quality.score, skill.quality.source, skill.quality.verified) == (7.8, "breakdown", True)
+
+
+def test_the_estimate_is_deterministic_and_names_every_missing_point() -> None:
+    facts = QualityFacts(
+        description="Short.", body="", headings=(), code_blocks=0, word_count=3,
+        executable=False, has_tags=False, has_metadata=False,
+    )  # fmt: skip
+    first = estimate(facts, [])
+    assert first == estimate(facts, [])
+    score, reasons = first
+    assert score == 2.0  # 1 for a short description + 1 for no findings
+    assert len(reasons) == 8
+
+
+def test_a_well_made_skill_estimates_as_verified(tmp_path: Path) -> None:
+    body = "word " * 200
+    doc = (
+        "# Good\n\nUse when you need a good example of a complete skill with real guidance and detail.\n\n"
+        f"## Steps\n\n{body}\n\n## Example\n\n```python\nprint(1)\n```\n\n## Testing\n\nRun it.\n"
+    )
+    three_file(tmp_path, "c", "good", doc, code="def good() -> None: ...\n")
+    (skill,) = check_roots([tmp_path]).skills
+    assert skill.quality.source == "estimated"
+    assert skill.quality.score == 9.5 and skill.quality.verified

@@ -1,0 +1,44 @@
+"""The tool surface is a contract with agents: names, parameters and annotations change only on purpose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.server import build_server
+from skillshelf.server.app import INSTRUCTIONS
+from skillshelf.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+CONTRACT = {
+    "searchPatterns": ["query", "keyword", "category", "includeExecutable", "minQuality", "limit"],
+    "loadSkill": ["skillId", "includeCode", "includeMetadata"],
+    "listCategories": [],
+}
+
+
+async def test_tools_parameters_and_annotations_are_pinned(sample_root: Path, tmp_path: Path) -> None:
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=[sample_root]), library)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert client.instructions == INSTRUCTIONS
+    finally:
+        library.close()
+    assert set(tools) == set(CONTRACT)
+    for name, parameters in CONTRACT.items():
+        tool = tools[name]
+        assert list(tool.input_schema.get("properties", {})) == parameters, name
+        # Every patterns tool only reads the library: safe to call repeatedly, touches nothing outside.
+        annotations = tool.annotations
+        assert annotations is not None
+        assert (annotations.read_only_hint, annotations.destructive_hint) == (True, False)
+        assert (annotations.idempotent_hint, annotations.open_world_hint) == (True, False)
+        assert tool.output_schema is not None and "success" in tool.output_schema["properties"]
+        sentences = [s for s in (tool.description or "").split(". ") if s.strip()]
+        assert 2 <= len(sentences) <= 3, name
+    assert tools["loadSkill"].input_schema["required"] == ["skillId"]

@@ -1,0 +1,144 @@
+"""The patterns tools through a real in-process MCP client, in both protocol eras."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, MCPError
+from mcp.server.mcpserver import MCPServer
+
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.server import build_server
+from skillshelf.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["auto", "legacy"])
+async def client(request: pytest.FixtureRequest, sample_root: Path, tmp_path: Path) -> AsyncIterator[Client]:
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    server: MCPServer[Any] = build_server(Settings(roots=[sample_root]), library)
+    try:
+        async with Client(server, mode=request.param, raise_exceptions=True) as connected:
+            yield connected
+    finally:
+        library.close()
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    result = await client.call_tool(tool, arguments)
+    assert result.structured_content is not None
+    return result.is_error, result.structured_content
+
+
+async def test_search_returns_compact_ranked_hits_in_the_envelope(client: Client) -> None:
+    is_error, body = await call(client, "searchPatterns", {"query": "tenant isolation postgres"})
+    assert not is_error and body["success"] is True
+    hit = body["data"]["hits"][0]
+    assert hit == {
+        "id": "database/rls-policy",
+        "name": "rls-policy",
+        "category": "database",
+        "description": "Generate PostgreSQL row level security policies for multi-tenant tables.",
+        "quality": 8.5,
+        "verified": True,
+        "executable": True,
+        "tokens": hit["tokens"],
+        "layout": "three-file",
+    }
+    assert hit["tokens"] > 0
+    assert body["metadata"]["resultsCount"] == len(body["data"]["hits"])
+    assert body["metadata"]["tokensUsed"] > 0 and body["metadata"]["durationMs"] >= 0
+
+
+async def test_the_seed_keyword_parameter_still_works(client: Client) -> None:
+    _, body = await call(client, "searchPatterns", {"keyword": "backoff"})
+    assert body["data"]["hits"][0]["id"] == "python/retry-backoff"
+
+
+async def test_an_empty_query_lists_skills_by_quality_with_filters(client: Client) -> None:
+    _, body = await call(client, "searchPatterns", {"includeExecutable": True, "minQuality": 5})
+    assert [h["id"] for h in body["data"]["hits"]][0] == "database/rls-policy"
+    assert all(h["executable"] for h in body["data"]["hits"])
+
+
+async def test_an_unknown_category_is_category_invalid_with_the_known_ones(client: Client) -> None:
+    is_error, body = await call(client, "searchPatterns", {"query": "x", "category": "nope"})
+    assert is_error and body["success"] is False
+    assert body["error"]["code"] == "CATEGORY_INVALID"
+    assert "database" in body["error"]["message"] and body["metadata"]["tokensUsed"] == 0
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"limit": 0}, {"limit": 51}, {"limit": "many"}, {"minQuality": 11}, {"query": 42}, {"query": "x" * 501}],
+)
+async def test_invalid_arguments_are_a_validation_error_envelope(client: Client, arguments: dict[str, Any]) -> None:
+    is_error, body = await call(client, "searchPatterns", arguments)
+    assert is_error and body["error"]["code"] == "VALIDATION_ERROR"
+    assert "Invalid arguments" in body["error"]["message"]
+
+
+async def test_load_skill_returns_docs_and_metadata_but_code_only_on_request(client: Client) -> None:
+    _, body = await call(client, "loadSkill", {"skillId": "database/rls-policy"})
+    data = body["data"]
+    assert data["documentation"].startswith("# Row Level Security Policy")
+    assert "code" not in data
+    assert data["metadata"]["inputSchema"]["required"] == ["table"]
+    assert data["metadata"]["tags"] == ["postgres", "security", "multi-tenant"]
+    _, with_code = await call(client, "loadSkill", {"skillId": "database/rls-policy", "includeCode": True})
+    (code,) = with_code["data"]["code"]
+    assert code["path"] == "rls-policy.py" and code["language"] == "python" and "def rls_policy" in code["content"]
+
+
+async def test_load_skill_strips_frontmatter_and_lists_agent_skill_scripts(client: Client) -> None:
+    _, body = await call(
+        client, "loadSkill", {"skillId": "git/release-notes", "includeCode": True, "includeMetadata": False}
+    )
+    data = body["data"]
+    assert data["documentation"].startswith("# Release notes") and "metadata" not in data
+    assert [c["path"] for c in data["code"]] == ["scripts/collect.sh"]
+
+
+async def test_an_unknown_skill_suggests_close_matches(client: Client) -> None:
+    is_error, body = await call(client, "loadSkill", {"skillId": "db/rls-policy"})
+    assert is_error and body["error"]["code"] == "PATTERN_NOT_FOUND"
+    assert body["error"]["suggestions"][0] == "database/rls-policy"
+    assert "Did you mean 'database/rls-policy'" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("skill_id", ["../../etc/passwd", "/etc/passwd", "database/../secret", "a/b/c", "x"])
+async def test_path_like_ids_are_rejected_without_touching_the_disk(client: Client, skill_id: str) -> None:
+    is_error, body = await call(client, "loadSkill", {"skillId": skill_id})
+    assert is_error and body["error"]["code"] in {"VALIDATION_ERROR", "PATTERN_NOT_FOUND"}
+    assert "/etc" not in body["error"]["message"].replace(skill_id, "")
+
+
+async def test_list_categories_counts_skills(client: Client) -> None:
+    _, body = await call(client, "listCategories", {})
+    by_name = {c["name"]: c for c in body["data"]["categories"]}
+    assert set(by_name) == {"database", "git", "python"}
+    assert by_name["python"]["skills"] == 2 and body["data"]["totalSkills"] == 4
+
+
+async def test_skills_are_readable_as_resources(client: Client) -> None:
+    templates = await client.list_resource_templates()
+    assert [t.uri_template for t in templates.resource_templates] == ["skill://{category}/{name}"]
+    result = await client.read_resource("skill://python/slugify")
+    assert result.contents[0].text.startswith("# Slugify")  # type: ignore[union-attr]
+    with pytest.raises(MCPError) as raised:
+        await client.read_resource("skill://python/missing")
+    assert raised.value.error.code == -32602
+
+
+async def test_messages_never_show_absolute_paths(client: Client, sample_root: Path) -> None:
+    for tool, arguments in [
+        ("loadSkill", {"skillId": "python/nothing"}),
+        ("searchPatterns", {"category": "zzz"}),
+        ("loadSkill", {"skillId": "../x"}),
+    ]:
+        _, body = await call(client, tool, arguments)
+        assert str(sample_root) not in str(body)

@@ -1,0 +1,89 @@
+"""The curator CLI: same services as the tools, readable text, JSON for scripts, honest exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from skillshelf.cli import cli
+from tests.conftest import write
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def test_search_prints_ranked_hits(sample_root: Path) -> None:
+    code, output = run("search", "--library", str(sample_root), "tenant", "isolation", "postgres")
+    assert code == 0
+    assert output.splitlines()[0].startswith("database/rls-policy  8.5 ✓ [code]")
+
+
+def test_search_json_is_the_tools_data_shape(sample_root: Path) -> None:
+    code, output = run("search", "-l", str(sample_root), "--json", "slugify")
+    assert code == 0
+    assert json.loads(output)["hits"][0]["id"] == "python/slugify"
+
+
+def test_show_prints_quality_reasons_docs_and_code(sample_root: Path) -> None:
+    code, output = run("show", "-l", str(sample_root), "database/rls-policy", "--code")
+    assert code == 0
+    assert "quality 8.5 (declared, verified)" in output
+    assert "# Row Level Security Policy" in output and "def rls_policy" in output
+
+
+def test_show_of_an_unknown_id_fails_with_the_code_and_a_suggestion(sample_root: Path) -> None:
+    code, output = run("show", "-l", str(sample_root), "python/slugfy")
+    assert code == 1
+    assert "Did you mean 'python/slugify'" in output and "[PATTERN_NOT_FOUND]" in output
+
+
+def test_categories_lists_counts(sample_root: Path) -> None:
+    code, output = run("categories", "-l", str(sample_root))
+    assert code == 0 and "4 skills in 3 categories" in output
+
+
+def test_check_exits_1_on_errors_and_names_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path / "c" / "broken" / "SKILL.md", "---\nname: broken\ndescription: [oops\n---\n# B\n")
+    code, output = run("check", str(tmp_path))
+    assert code == 1
+    assert "c/broken/SKILL.md:3: error:" in output and "[frontmatter-invalid-yaml]" in output
+
+
+def test_check_json_reports_counts(sample_root: Path) -> None:
+    code, output = run("check", "--json", str(sample_root))
+    report = json.loads(output)
+    assert code == 0 and report["skills"] == 4 and report["errors"] == 0
+
+
+def test_the_bundled_library_checks_clean() -> None:
+    bundled = Path(__file__).resolve().parents[1] / "patterns"
+    code, output = run("check", "--json", str(bundled))
+    report = json.loads(output)
+    assert code == 0, [f for f in report["findings"] if f["severity"] == "error"]
+    assert report["skills"] >= 20
+    assert len({skill_id.split("/")[0] for skill_id in report["quality"]}) >= 6
+
+
+def test_init_copies_the_examples_and_refuses_a_non_empty_folder(tmp_path: Path) -> None:
+    target = tmp_path / "mine"
+    code, output = run("init", str(target))
+    assert code == 0 and "Created" in output
+    code, output = run("categories", "-l", str(target))
+    assert code == 0 and "skills in" in output
+    code, output = run("init", str(target))
+    assert code == 1 and "not empty" in output
+
+
+def test_environment_variable_roots_are_used(sample_root: Path, monkeypatch: object) -> None:
+    result = CliRunner().invoke(cli, ["categories"], env={"SKILLSHELF_LIBRARY": str(sample_root)})
+    assert result.exit_code == 0 and "4 skills in 3 categories" in result.output
+
+
+def test_without_any_library_the_bundled_examples_are_used_and_said_so(isolated_environment: Path) -> None:
+    result = CliRunner().invoke(cli, ["categories"])
+    assert result.exit_code == 0
+    assert "serving the bundled examples" in result.stderr
