@@ -36,7 +36,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def three_file(root: Path, category: str, name: str, doc: str, code: str | None = None, meta: str | None = None) -> None:
+def three_file(
+    root: Path, category: str, name: str, doc: str, code: str | None = None, meta: str | None = None
+) -> None:
     write(root / category / f"{name}.md", doc)
     if code is not None:
         write(root / category / f"{name}.py", code)

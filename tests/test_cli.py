@@ -87,3 +87,11 @@ def test_without_any_library_the_bundled_examples_are_used_and_said_so(isolated_
     result = CliRunner().invoke(cli, ["categories"])
     assert result.exit_code == 0
     assert "serving the bundled examples" in result.stderr
+
+
+def test_check_accepts_a_single_skill_file_or_folder(sample_root: Path) -> None:
+    code, output = run("check", "--json", str(sample_root / "git" / "release-notes"))
+    report = json.loads(output)
+    assert code == 0 and list(report["quality"]) == ["git/release-notes"]
+    code, output = run("check", "--json", str(sample_root / "python" / "slugify.md"))
+    assert code == 0 and list(json.loads(output)["quality"]) == ["python/slugify"]

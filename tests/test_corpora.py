@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +24,7 @@ def report() -> CheckReport:
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SkillLibrary]:
-    shelf = SkillLibrary(
-        LibraryConfig(roots=[CORPORA], index_dir=tmp_path_factory.mktemp("corpus-index"), watch=False)
-    )
+    shelf = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=tmp_path_factory.mktemp("corpus-index"), watch=False))
     shelf.sync()
     yield shelf
     shelf.close()

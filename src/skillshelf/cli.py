@@ -95,8 +95,16 @@ def cli(verbose: int) -> None:
 @click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Extra Host header value to accept over HTTP (repeatable), e.g. skills.example.com:8765.",
+)
 @click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
-def serve(libraries: tuple[Path, ...], http: bool, host: str, port: int, no_watch: bool) -> None:
+def serve(
+    libraries: tuple[Path, ...], http: bool, host: str, port: int, allowed_hosts: tuple[str, ...], no_watch: bool
+) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server import build_server
@@ -110,7 +118,15 @@ def serve(libraries: tuple[Path, ...], http: bool, host: str, port: int, no_watc
     try:
         if http:
             logger.warning("serving MCP on http://%s:%d/mcp (health: /health)", host, port)
-            server.run("streamable-http", host=host, port=port, streamable_http_path="/mcp")
+            from skillshelf.server.http import transport_security
+
+            server.run(
+                "streamable-http",
+                host=host,
+                port=port,
+                streamable_http_path="/mcp",
+                transport_security=transport_security(host, allowed_hosts),
+            )
         else:
             server.run()
     finally:

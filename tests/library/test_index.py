@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -49,9 +51,7 @@ def test_an_empty_query_lists_by_quality(sample_library: SkillLibrary) -> None:
     assert qualities == sorted(qualities, reverse=True) and len(qualities) == 4
 
 
-def test_a_warm_open_reparses_nothing_and_a_change_reparses_only_that_skill(
-    sample_root: Path, tmp_path: Path
-) -> None:
+def test_a_warm_open_reparses_nothing_and_a_change_reparses_only_that_skill(sample_root: Path, tmp_path: Path) -> None:
     config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
     first = SkillLibrary(config)
     assert first.sync().parsed == 4
@@ -168,5 +168,34 @@ def test_an_agent_skill_folder_gains_executable_when_a_script_appears(sample_roo
         write(sample_root / "git" / "bisect" / "scripts" / "run.py", "print('{}')\n")
         assert library.sync().parsed == 1
         assert library.get("git/bisect").executable is True  # type: ignore[union-attr]
+    finally:
+        library.close()
+
+
+def test_several_processes_building_one_index_at_once_agree_and_corrupt_nothing(
+    sample_root: Path, tmp_path: Path
+) -> None:
+    for n in range(60):
+        three_file(sample_root, "bulk", f"skill-{n}", f"# Skill {n}\n\nBulk skill number {n} about topic{n}.\n")
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from skillshelf.library.skill_library import LibraryConfig, SkillLibrary\n"
+        "lib = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))\n"
+        "lib.sync(); print(lib.index.count()); lib.close()\n"
+    )
+    index_dir = tmp_path / "shared-index"
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, str(sample_root), str(index_dir)], stdout=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    counts = [int(p.communicate(timeout=60)[0]) for p in processes]
+    assert all(p.returncode == 0 for p in processes)
+    assert counts == [64, 64, 64, 64]
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=index_dir, watch=False))
+    try:
+        assert library.sync().parsed == 0
+        assert ids(library, "topic17") == ["bulk/skill-17"]
+        with sqlite3.connect(choose_index_path(library.config)) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         library.close()

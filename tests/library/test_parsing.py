@@ -82,7 +82,9 @@ def test_non_utf8_bytes_are_replaced_and_reported_with_their_line(fs: FakeFilesy
 
 
 def test_a_binary_file_named_md_is_skipped_as_an_error(fs: FakeFilesystem) -> None:
-    skills, findings = check(fs, {"cat/blob.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "cat/ok.md": "# Ok\n\nFine.\n"})
+    skills, findings = check(
+        fs, {"cat/blob.md": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "cat/ok.md": "# Ok\n\nFine.\n"}
+    )
     assert "cat/blob" not in skills and "cat/ok" in skills
     assert any(f.code == "file-binary" and f.path == "cat/blob.md" and f.severity == "error" for f in findings)
 

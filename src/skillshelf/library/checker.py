@@ -44,13 +44,32 @@ class CheckReport:
 
 
 def check_roots(roots: list[Path], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> CheckReport:
+    """Check library roots; a path to one skill (its .md file or its SKILL.md folder) checks just that skill."""
     resolved = [r.resolve() if r.exists() else r for r in roots]
-    found = discover(resolved)
-    report = CheckReport(findings=list(found.findings))
-    for source in found.sources:
+    targets = {_single_skill_doc(r) for r in resolved} - {None}
+    library_roots = [_library_root_of(r) if _single_skill_doc(r) else r for r in resolved]
+    found = discover(list(dict.fromkeys(library_roots)))
+    sources = [s for s in found.sources if not targets or s.doc_file in targets]
+    findings = found.findings if not targets else [f for f in found.findings if f.code != "not-a-skill"]
+    report = CheckReport(findings=list(findings))
+    for source in sources:
         skill, findings = load_source(source, max_bytes)
         report.findings.extend(findings)
         if skill is not None:
             report.skills.append(skill)
     report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
     return report
+
+
+def _single_skill_doc(path: Path) -> Path | None:
+    if path.is_file() and path.suffix == ".md":
+        return path
+    skill_md = path / "SKILL.md"
+    return skill_md if skill_md.is_file() else None
+
+
+def _library_root_of(path: Path) -> Path:
+    """The root that gives a single skill its usual id: two levels up from its document."""
+    doc = _single_skill_doc(path)
+    assert doc is not None
+    return doc.parent.parent if doc.name != "SKILL.md" else doc.parent.parent.parent

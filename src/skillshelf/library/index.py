@@ -360,6 +360,10 @@ class SkillIndex:
         with self._lock:
             return [(r[0], r[1]) for r in self._conn.execute("SELECT id, name FROM skills")]
 
+    def has_category(self, name: str) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM skills WHERE category = ? LIMIT 1", (name,)).fetchone() is not None
+
     def categories(self) -> list[CategoryStats]:
         with self._lock:
             rows = self._conn.execute(

@@ -205,6 +205,10 @@ class SkillLibrary:
         self.ensure_fresh()
         return self.index.get(skill_id)
 
+    def has_category(self, name: str) -> bool:
+        self.ensure_fresh()
+        return self.index.has_category(name)
+
     def categories(self) -> list[CategoryStats]:
         self.ensure_fresh()
         return self.index.categories()

@@ -41,10 +41,8 @@ def search_patterns(
     limit: int = DEFAULT_LIMIT,
 ) -> SearchResult:
     """Ranked hits for a natural-language query; an empty query lists skills by quality."""
-    if category is not None:
-        known = [c.name for c in library.categories()]
-        if category not in known:
-            raise CategoryInvalidError(category, known)
+    if category is not None and not library.has_category(category):
+        raise CategoryInvalidError(category, [c.name for c in library.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
     return SearchResult(query=query, hits=[_hit(s) for s in found])
@@ -94,7 +92,7 @@ def load_skill(
     skill = find_skill(library, skill_id)
     root = library.root_of(skill)
     doc_file = root / skill.payload["docFile"]
-    text = _read_within(doc_file, root, skill.payload["docFile"])
+    text = _read_within(doc_file, root, skill.payload["docFile"], library.config.max_file_bytes)
     if text is None:
         library.mark_dirty()
         raise SkillshelfError(
@@ -119,7 +117,7 @@ def read_documentation(library: SkillLibrary, skill_id: str) -> str:
     return load_skill(library, skill_id, include_metadata=False).documentation
 
 
-def _read_within(path: Path, root: Path, label: str, max_bytes: int = 4 * 1024 * 1024) -> str | None:
+def _read_within(path: Path, root: Path, label: str, max_bytes: int) -> str | None:
     if not is_within(path, root.resolve()):
         return None
     return read_text(path, Reporter(label), max_bytes)
