@@ -61,7 +61,7 @@ async def test_the_seed_keyword_parameter_still_works(client: Client) -> None:
 
 async def test_an_empty_query_lists_skills_by_quality_with_filters(client: Client) -> None:
     _, body = await call(client, "searchPatterns", {"includeExecutable": True, "minQuality": 5})
-    assert [h["id"] for h in body["data"]["hits"]][0] == "database/rls-policy"
+    assert body["data"]["hits"][0]["id"] == "database/rls-policy"
     assert all(h["executable"] for h in body["data"]["hits"])
 
 
