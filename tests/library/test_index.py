@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression
+from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression, query_terms
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, choose_index_path
 from tests.conftest import agent_skill, three_file, write
 
@@ -32,7 +32,7 @@ def test_an_exact_name_ranks_first(sample_library: SkillLibrary) -> None:
 
 
 def test_query_syntax_never_reaches_fts(sample_library: SkillLibrary) -> None:
-    assert match_expression('"AND OR NEAR( * ^ col:') == '"near" OR "col"'
+    assert match_expression(query_terms('"AND OR NEAR( * ^ col:')) == '"near" OR "col"'
     for hostile in ['"', "NEAR(", "a OR", "*", "name:rls", "-x", "'; DROP TABLE skills; --"]:
         sample_library.search(hostile, SearchFilters(), 5)  # must not raise
     assert sample_library.index.count() == 4
@@ -197,5 +197,20 @@ def test_several_processes_building_one_index_at_once_agree_and_corrupt_nothing(
         assert ids(library, "topic17") == ["bulk/skill-17"]
         with sqlite3.connect(choose_index_path(library.config)) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        library.close()
+
+
+def test_words_found_in_most_skills_neither_hide_matches_nor_break_single_word_queries(
+    sample_root: Path, tmp_path: Path
+) -> None:
+    for n in range(6):
+        three_file(sample_root, "guides", f"guide-{n}", f"# Guide {n}\n\nA general guide, part {n}.\n")
+    three_file(sample_root, "guides", "zebra-guide", "# Zebra\n\nA guide to painting a zebra crossing.\n")
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        library.sync()
+        assert ids(library, "guide zebra")[0] == "guides/zebra-guide"
+        assert len(ids(library, "guide")) == 7  # the only word: kept even though it is everywhere
     finally:
         library.close()

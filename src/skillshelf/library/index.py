@@ -23,7 +23,7 @@ from skillshelf.library.models import Finding, Skill, SkillSource
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 # bm25 weights in column order: name, description, tags, headings, body
 FIELD_WEIGHTS = (10.0, 5.0, 4.0, 2.0, 1.0)
 _SCHEMA = """
@@ -50,6 +50,8 @@ CREATE TABLE IF NOT EXISTS skills (
     payload TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS skills_category ON skills(category);
+CREATE INDEX IF NOT EXISTS skills_source ON skills(source_key);
+CREATE INDEX IF NOT EXISTS skills_name_key ON skills(name_key);
 CREATE INDEX IF NOT EXISTS skills_rank ON skills(quality DESC, id);
 CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
     name, description, tags, headings, body,
@@ -125,12 +127,16 @@ def name_key(text: str) -> str:
     return " ".join(_WORD.findall(text.lower().replace("_", " ")))
 
 
-def match_expression(query: str) -> str | None:
-    """A natural-language query as an FTS5 OR-expression of quoted terms (no FTS syntax leaks)."""
+def query_terms(query: str) -> list[str]:
+    """The words of a natural-language query worth matching: no stop words, no duplicates."""
     words = [w for w in _WORD.findall(query.lower()) if w != "_"]
     meaningful = [w for w in words if w not in STOPWORDS] or words
-    unique = list(dict.fromkeys(meaningful))[:32]
-    return " OR ".join(f'"{w}"' for w in unique) if unique else None
+    return list(dict.fromkeys(meaningful))[:32]
+
+
+def match_expression(terms: list[str]) -> str | None:
+    """Terms as an FTS5 OR-expression of quoted strings, so no FTS syntax from a query leaks through."""
+    return " OR ".join(f'"{w}"' for w in terms) if terms else None
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,7 @@ class SkillIndex:
         self.path = path
         self._lock = threading.RLock()
         self._conn = self._open()
+        self._document_frequency: dict[str, int] = {}
 
     # -- lifecycle -----------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -254,6 +261,7 @@ class SkillIndex:
             return {row[0]: row[1] for row in self._conn.execute("SELECT key, signature FROM sources")}
 
     def apply(self, parsed: Iterable[tuple[SkillSource, Skill | None, list[Finding]]], removed: Iterable[str]) -> None:
+        self._document_frequency.clear()
         with self._transaction() as conn:
             for key in removed:
                 self._delete_source(conn, key)
@@ -333,23 +341,57 @@ class SkillIndex:
 
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
+        """Ranked hits: an exact name first, then BM25, quality breaking (near-)ties.
+
+        Ranking selects only rowids and scores, and full rows are fetched for the winners alone:
+        sorting thousands of matches with their payloads attached was the slow part.
+        """
         conditions, params = _filter_sql(filters)
-        expression = match_expression(query)
         with self._lock:
+            expression = match_expression(self._informative(query_terms(query)))
             if expression is None:
-                sql = f"SELECT * FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
-                rows = self._conn.execute(sql, [*params, limit]).fetchall()
-            else:
-                weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
-                sql = f"""
-                    SELECT s.*, bm25(skills_fts, {weights}) AS score
-                    FROM skills_fts JOIN skills s ON s.rowid = skills_fts.rowid
-                    WHERE skills_fts MATCH ? AND {conditions}
-                    ORDER BY (s.name_key = ? OR s.id = ?) DESC, round(score, 2), s.quality DESC, s.id
-                    LIMIT ?"""
-                key = name_key(query)
-                rows = self._conn.execute(sql, [expression, *params, key, query.strip(), limit]).fetchall()
-        return [IndexedSkill.from_row(row) for row in rows]
+                sql = f"SELECT s.rowid FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
+                ranked = [(row[0], 0.0) for row in self._conn.execute(sql, [*params, limit])]
+                return self._fetch(ranked, set())
+            weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
+            join = "" if not params else "JOIN skills s ON s.rowid = f.rowid"
+            sql = f"""SELECT f.rowid, bm25(skills_fts, {weights}) AS score FROM skills_fts f {join}
+                      WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
+            ranked = [(row[0], row[1]) for row in self._conn.execute(sql, [expression, *params, limit * 3])]
+            exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
+            exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
+            known = {rowid for rowid, _ in ranked}
+            ranked.extend((rowid, float("-inf")) for rowid in exact - known)
+            return self._fetch(ranked, exact)[:limit]
+
+    def _informative(self, terms: list[str]) -> list[str]:
+        """Drop terms found in over half the skills: BM25 gives them an IDF of ~0 (FTS5 clamps it), so
+        they cannot change the order, yet they make nearly every skill a match to be scored."""
+        if len(terms) < 2:
+            return terms
+        total = self._conn.execute("SELECT count(*) FROM skills").fetchone()[0]
+        frequency = {t: self._frequency(t) for t in terms}
+        kept = [t for t in terms if frequency[t] <= total / 2]
+        return kept or [min(terms, key=frequency.__getitem__)]
+
+    def _frequency(self, term: str) -> int:
+        if term not in self._document_frequency:
+            row = self._conn.execute("SELECT count(*) FROM skills_fts WHERE skills_fts MATCH ?", (f'"{term}"',))
+            self._document_frequency[term] = int(row.fetchone()[0])
+        return self._document_frequency[term]
+
+    def _fetch(self, ranked: list[tuple[int, float]], exact: set[int]) -> list[IndexedSkill]:
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        rows = {row["rowid"]: row for row in self._conn.execute(
+            f"SELECT rowid, * FROM skills WHERE rowid IN ({marks})", [r for r, _ in ranked]
+        )}  # fmt: skip
+        order = sorted(
+            ranked,
+            key=lambda item: (item[0] not in exact, round(item[1], 2), -rows[item[0]]["quality"], rows[item[0]]["id"]),
+        )
+        return [IndexedSkill.from_row(rows[rowid]) for rowid, _ in order]
 
     def get(self, skill_id: str) -> IndexedSkill | None:
         with self._lock:
