@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +30,11 @@ from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
 
 logger = logging.getLogger(__name__)
+ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 
 INDEX_DIR_NAME = ".skillshelf"
 PARALLEL_PARSE_THRESHOLD = 400
+WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
 POLL_SECONDS = 2.0  # when the watcher cannot run, re-check the files at most this often
 
 
@@ -84,18 +88,37 @@ def choose_index_path(config: LibraryConfig) -> Path:
     return user_cache_dir() / file_name
 
 
-def parse_sources(sources: list[SkillSource], max_bytes: int) -> list[tuple[SkillSource, Skill | None, list[Finding]]]:
+def parse_sources(sources: list[SkillSource], max_bytes: int) -> Iterator[ParsedSource]:
+    """Parse sources lazily, on every core for a large batch, so callers can store them as they come."""
+    done = 0
     if len(sources) >= PARALLEL_PARSE_THRESHOLD and (os.cpu_count() or 1) > 1:
         try:
-            with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-                results = list(pool.map(_parse_one, sources, [max_bytes] * len(sources), chunksize=64))
-            return results
-        except (OSError, RuntimeError) as exc:  # no fork/spawn available: parse here
-            logger.info("parallel parse unavailable (%s); parsing in-process", exc)
-    return [_parse_one(source, max_bytes) for source in sources]
+            # spawn, not fork: the server has threads running, and forking those can deadlock a child.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 1), mp_context=context) as pool:
+                for result in pool.map(_parse_one, sources, [max_bytes] * len(sources), chunksize=64):
+                    done += 1
+                    yield result
+            return
+        except (BrokenProcessPool, OSError, RuntimeError, NotImplementedError) as exc:
+            # e.g. an embedding script without an `if __name__ == "__main__":` guard cannot spawn.
+            logger.warning("parallel parsing failed (%s); parsing the rest in this process", exc)
+    for source in sources[done:]:
+        yield _parse_one(source, max_bytes)
 
 
-def _parse_one(source: SkillSource, max_bytes: int) -> tuple[SkillSource, Skill | None, list[Finding]]:
+def _batches(items: Iterator[ParsedSource], size: int) -> Iterator[list[ParsedSource]]:
+    batch: list[ParsedSource] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _parse_one(source: SkillSource, max_bytes: int) -> ParsedSource:
     skill, findings = load_source(source, max_bytes)
     return source, skill, findings
 
@@ -128,9 +151,10 @@ class SkillLibrary:
             current = {s.key: s for s in found.sources}
             changed = [s for key, s in current.items() if stored.get(key) != s.signature]
             removed = [key for key in stored if key not in current]
-            if changed or removed:
-                parsed = parse_sources(changed, self.config.max_file_bytes)
-                self.index.apply(parsed, removed)
+            if removed:
+                self.index.apply([], removed)
+            for batch in _batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
+                self.index.apply(batch, [])
             report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
             if changed or removed:
                 logger.info(
