@@ -17,6 +17,7 @@ pytestmark = pytest.mark.anyio
 CONTRACT = {
     "searchPatterns": ["query", "keyword", "category", "includeExecutable", "minQuality", "limit"],
     "loadSkill": ["skillId", "includeCode", "includeMetadata"],
+    "readSkillFile": ["skillId", "path"],
     "listCategories": [],
 }
 
@@ -42,3 +43,4 @@ async def test_tools_parameters_and_annotations_are_pinned(sample_root: Path, tm
         sentences = [s for s in (tool.description or "").split(". ") if s.strip()]
         assert 2 <= len(sentences) <= 3, name
     assert tools["loadSkill"].input_schema["required"] == ["skillId"]
+    assert tools["readSkillFile"].input_schema["required"] == ["skillId", "path"]

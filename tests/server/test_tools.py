@@ -142,3 +142,42 @@ async def test_messages_never_show_absolute_paths(client: Client, sample_root: P
     ]:
         _, body = await call(client, tool, arguments)
         assert str(sample_root) not in str(body)
+
+
+async def test_read_skill_file_serves_a_skills_own_files(client: Client) -> None:
+    is_error, body = await call(client, "readSkillFile", {"skillId": "git/release-notes", "path": "scripts/collect.sh"})
+    assert not is_error and body["data"]["content"].startswith("#!/bin/sh")
+    _, body = await call(client, "readSkillFile", {"skillId": "database/rls-policy", "path": "rls-policy.py"})
+    assert "def rls_policy" in body["data"]["content"]
+
+
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("../../../etc/passwd", "ACCESS_DENIED"),
+        ("/etc/passwd", "ACCESS_DENIED"),
+        ("scripts/../../slugify.md", "ACCESS_DENIED"),
+        ("scripts/missing.sh", "PATTERN_NOT_FOUND"),
+    ],
+)
+async def test_read_skill_file_refuses_anything_else(client: Client, path: str, code: str) -> None:
+    is_error, body = await call(client, "readSkillFile", {"skillId": "git/release-notes", "path": path})
+    assert is_error and body["error"]["code"] == code
+    assert "scripts/collect.sh" in body["error"]["message"]
+
+
+async def test_a_script_symlinked_out_of_the_skill_is_never_served(sample_root: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=hunter2\n", encoding="utf-8")
+    (sample_root / "git" / "release-notes" / "scripts" / "leak.sh").symlink_to(secret)
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=[sample_root]), library)) as connected:
+            is_error, body = await call(
+                connected, "readSkillFile", {"skillId": "git/release-notes", "path": "scripts/leak.sh"}
+            )
+            assert is_error and "hunter2" not in str(body)
+            _, loaded = await call(connected, "loadSkill", {"skillId": "git/release-notes", "includeCode": True})
+            assert "hunter2" not in str(loaded)
+    finally:
+        library.close()

@@ -77,3 +77,10 @@ class CategoryInfo(WireModel):
 class CategoryList(WireModel):
     categories: list[CategoryInfo]
     total_skills: int
+
+
+class SkillFile(WireModel):
+    skill_id: str
+    path: str
+    content: str
+    truncated: bool = False

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import posixpath
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from skillshelf.errors import CategoryInvalidError, ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.frontmatter import parse_document
@@ -20,6 +21,7 @@ from skillshelf.patterns.models import (
     FindingInfo,
     LoadedSkill,
     SearchResult,
+    SkillFile,
     SkillHit,
     SkillMetadata,
 )
@@ -111,6 +113,40 @@ def load_skill(
         code=_code_files(skill, root) if include_code else None,
         metadata=_metadata(skill) if include_metadata else None,
     )
+
+
+def skill_files(skill: IndexedSkill) -> dict[str, str]:
+    """The files a skill may serve, by the path an agent uses -> path relative to the library root."""
+    payload = skill.payload
+    if skill.layout == "three-file":
+        rels = [payload["docFile"], payload.get("codeFile"), payload.get("metaFile")]
+        return {Path(rel).name: rel for rel in rels if rel}
+    folder = Path(payload["docFile"]).parent
+    files = {Path(payload["docFile"]).name: payload["docFile"]}
+    files.update({rel: (folder / rel).as_posix() for rel in payload["resources"]})
+    return files
+
+
+def read_skill_file(library: SkillLibrary, skill_id: str, path: str) -> SkillFile:
+    """One of a skill's own files (a reference, script or asset), never anything else."""
+    skill = find_skill(library, skill_id)
+    files = skill_files(skill)
+    wanted = posixpath.normpath(path.replace("\\", "/"))
+    if wanted not in files:
+        escaping = wanted.startswith(("/", "..")) or PurePosixPath(wanted).is_absolute()
+        raise SkillshelfError(
+            ErrorCode.ACCESS_DENIED if escaping else ErrorCode.PATTERN_NOT_FOUND,
+            f"{skill.id!r} has no file {path!r}; only its own files can be read: {', '.join(sorted(files)[:30])}.",
+            suggestions=difflib.get_close_matches(wanted, list(files), n=3, cutoff=0.5),
+        )
+    root = library.root_of(skill)
+    text = _read_within(root / files[wanted], root, files[wanted], library.config.max_file_bytes)
+    if text is None:
+        raise SkillshelfError(
+            ErrorCode.FILESYSTEM_ERROR, f"{skill.id}/{wanted} cannot be read as text (binary, unreadable or gone)."
+        )
+    truncated = len(text.encode()) >= library.config.max_file_bytes
+    return SkillFile(skill_id=skill.id, path=wanted, content=text, truncated=truncated)
 
 
 def read_documentation(library: SkillLibrary, skill_id: str) -> str:

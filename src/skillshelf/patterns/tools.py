@@ -11,7 +11,7 @@ from pydantic import Field
 from skillshelf.envelope import Envelope
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
-from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult
+from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult, SkillFile
 from skillshelf.server.tooling import make_tool, respond
 
 
@@ -63,6 +63,20 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
             lambda: service.load_skill(library, skillId, include_code=includeCode, include_metadata=includeMetadata)
         )
 
+    def read_skill_file(
+        skillId: Annotated[str, Field(description="A skill id, 'category/name'.", min_length=1, max_length=300)],
+        path: Annotated[
+            str,
+            Field(
+                description="A file of that skill as loadSkill lists it, e.g. 'references/checklist.md'.",
+                min_length=1,
+                max_length=500,
+            ),
+        ],
+    ) -> Annotated[CallToolResult, Envelope[SkillFile]]:
+        """Read one file that belongs to a skill: a reference, script or asset listed in loadSkill's metadata.resources, or a three-file skill's own files. Only that skill's files can be read; anything else fails with the list of its files."""  # noqa: E501
+        return respond(lambda: service.read_skill_file(library, skillId, path))
+
     def list_categories() -> Annotated[CallToolResult, Envelope[CategoryList]]:
         """List the library's categories with skill counts, how many are executable and verified, and mean quality. Use it to see what the library covers or to pick a category filter for searchPatterns."""  # noqa: E501
         return respond(lambda: service.list_categories(library), lambda result: len(result.categories))
@@ -70,5 +84,6 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
     return [
         make_tool(search_patterns, "searchPatterns", "Search skills"),
         make_tool(load_skill, "loadSkill", "Load a skill"),
+        make_tool(read_skill_file, "readSkillFile", "Read a skill's file"),
         make_tool(list_categories, "listCategories", "List skill categories"),
     ]

@@ -25,7 +25,8 @@ INSTRUCTIONS = """\
 skillshelf serves a curated library of reusable skills (how-tos with optional code).
 1. searchPatterns with a few words about the task: compact hits, ~100 tokens each.
 2. loadSkill with the best hit's id to read its documentation (includeCode=true for its code).
-3. Apply it. listCategories shows what the library covers; skills are also resources skill://{category}/{name}.
+3. Apply it; readSkillFile fetches a reference or script the skill points to.
+listCategories shows what the library covers; skills are also resources skill://{category}/{name}.
 """
 
 
