@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,13 @@ class IndexedSkill:
     verified: bool
     executable: bool
     tokens: int
-    payload: dict[str, Any]
+    payload_json: str
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        """Everything else about the skill; decoded only when a caller needs it (hits do not)."""
+        decoded: dict[str, Any] = json.loads(self.payload_json)
+        return decoded
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> IndexedSkill:
@@ -166,7 +173,7 @@ class IndexedSkill:
             verified=bool(row["verified"]),
             executable=bool(row["executable"]),
             tokens=row["tokens"],
-            payload=json.loads(row["payload"]),
+            payload_json=row["payload"],
         )
 
 
@@ -352,7 +359,7 @@ class SkillIndex:
             if expression is None:
                 sql = f"SELECT s.rowid FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
                 ranked = [(row[0], 0.0) for row in self._conn.execute(sql, [*params, limit])]
-                return self._fetch(ranked, set())
+                return self._fetch(ranked, set(), limit)
             weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
             join = "" if not params else "JOIN skills s ON s.rowid = f.rowid"
             sql = f"""SELECT f.rowid, bm25(skills_fts, {weights}) AS score FROM skills_fts f {join}
@@ -362,7 +369,7 @@ class SkillIndex:
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
             known = {rowid for rowid, _ in ranked}
             ranked.extend((rowid, float("-inf")) for rowid in exact - known)
-            return self._fetch(ranked, exact)[:limit]
+            return self._fetch(ranked, exact, limit)
 
     def _informative(self, terms: list[str]) -> list[str]:
         """Drop terms found in over half the skills: BM25 gives them an IDF of ~0 (FTS5 clamps it), so
@@ -380,18 +387,27 @@ class SkillIndex:
             self._document_frequency[term] = int(row.fetchone()[0])
         return self._document_frequency[term]
 
-    def _fetch(self, ranked: list[tuple[int, float]], exact: set[int]) -> list[IndexedSkill]:
+    def _fetch(self, ranked: list[tuple[int, float]], exact: set[int], limit: int) -> list[IndexedSkill]:
+        """Order candidates (exact name, score to 2 decimals, quality, id); load full rows for the winners."""
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
-        rows = {row["rowid"]: row for row in self._conn.execute(
-            f"SELECT rowid, * FROM skills WHERE rowid IN ({marks})", [r for r, _ in ranked]
-        )}  # fmt: skip
+        keys = {
+            row[0]: (row[1], row[2])
+            for row in self._conn.execute(
+                f"SELECT rowid, quality, id FROM skills WHERE rowid IN ({marks})", [r for r, _ in ranked]
+            )
+        }
         order = sorted(
-            ranked,
-            key=lambda item: (item[0] not in exact, round(item[1], 2), -rows[item[0]]["quality"], rows[item[0]]["id"]),
+            (item for item in ranked if item[0] in keys),
+            key=lambda item: (item[0] not in exact, round(item[1], 2), -keys[item[0]][0], keys[item[0]][1]),
         )
-        return [IndexedSkill.from_row(rows[rowid]) for rowid, _ in order]
+        winners = [rowid for rowid, _ in order[:limit]]
+        marks = ",".join("?" * len(winners))
+        rows = {row["rowid"]: row for row in self._conn.execute(
+            f"SELECT * FROM skills WHERE rowid IN ({marks})", winners
+        )}  # fmt: skip
+        return [IndexedSkill.from_row(rows[rowid]) for rowid in winners]
 
     def get(self, skill_id: str) -> IndexedSkill | None:
         with self._lock:

@@ -184,6 +184,12 @@ class SkillLibrary:
             self._ready.set()
         self.start_watching()
 
+    def needs_sync(self) -> bool:
+        """True when the next read would block on a sync (first build, or files changed)."""
+        watcher_down = self._watcher is not None and self._watcher.failed
+        stale = watcher_down and time.monotonic() - self._synced_at > POLL_SECONDS
+        return not self._ready.is_set() or self._dirty.is_set() or stale
+
     def ensure_fresh(self) -> None:
         if not self._ready.is_set():
             self._ready.wait()

@@ -12,11 +12,11 @@ from skillshelf.envelope import Envelope
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult, SkillFile
-from skillshelf.server.tooling import make_tool, respond
+from skillshelf.server.tooling import make_tool, respond_fresh
 
 
 def patterns_tools(library: SkillLibrary) -> list[Tool]:
-    def search_patterns(
+    async def search_patterns(
         query: Annotated[
             str | None,
             Field(
@@ -39,7 +39,8 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
         ] = service.DEFAULT_LIMIT,
     ) -> Annotated[CallToolResult, Envelope[SearchResult]]:
         """Search the skill library by what you need to do, ranked by relevance, quality breaking ties. Returns compact hits (id, name, category, one-line description, quality, executable, tokens to load), about 100 tokens each. Call this first, then loadSkill with the best hit's id."""  # noqa: E501
-        return respond(
+        return await respond_fresh(
+            library,
             lambda: service.search_patterns(
                 library,
                 query or keyword or "",
@@ -51,7 +52,7 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
             lambda result: len(result.hits),
         )
 
-    def load_skill(
+    async def load_skill(
         skillId: Annotated[
             str, Field(description="A skill id from searchPatterns, 'category/name'.", min_length=1, max_length=300)
         ],
@@ -59,11 +60,12 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
         includeMetadata: Annotated[bool, Field(description="Return quality, tags, input schema, findings.")] = True,
     ) -> Annotated[CallToolResult, Envelope[LoadedSkill]]:
         """Load one skill's documentation by id, read fresh from the library. Set includeCode to also get its implementation (three-file skills) or scripts (Agent Skills folders); metadata carries quality, tags and the input schema. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
-        return respond(
-            lambda: service.load_skill(library, skillId, include_code=includeCode, include_metadata=includeMetadata)
+        return await respond_fresh(
+            library,
+            lambda: service.load_skill(library, skillId, include_code=includeCode, include_metadata=includeMetadata),
         )
 
-    def read_skill_file(
+    async def read_skill_file(
         skillId: Annotated[str, Field(description="A skill id, 'category/name'.", min_length=1, max_length=300)],
         path: Annotated[
             str,
@@ -75,11 +77,13 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
         ],
     ) -> Annotated[CallToolResult, Envelope[SkillFile]]:
         """Read one file that belongs to a skill: a reference, script or asset listed in loadSkill's metadata.resources, or a three-file skill's own files. Only that skill's files can be read; anything else fails with the list of its files."""  # noqa: E501
-        return respond(lambda: service.read_skill_file(library, skillId, path))
+        return await respond_fresh(library, lambda: service.read_skill_file(library, skillId, path))
 
-    def list_categories() -> Annotated[CallToolResult, Envelope[CategoryList]]:
+    async def list_categories() -> Annotated[CallToolResult, Envelope[CategoryList]]:
         """List the library's categories with skill counts, how many are executable and verified, and mean quality. Use it to see what the library covers or to pick a category filter for searchPatterns."""  # noqa: E501
-        return respond(lambda: service.list_categories(library), lambda result: len(result.categories))
+        return await respond_fresh(
+            library, lambda: service.list_categories(library), lambda result: len(result.categories)
+        )
 
     return [
         make_tool(search_patterns, "searchPatterns", "Search skills"),

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from skillshelf.envelope import Envelope, failure, internal_failure, run_service
 from skillshelf.errors import ErrorCode
+from skillshelf.library.skill_library import SkillLibrary
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -46,6 +48,19 @@ def describe_validation_error(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
         problems.append(f"{where}: {error['msg']}")
     return "Invalid arguments: " + "; ".join(problems) + ". Fix them and call again."
+
+
+async def respond_fresh(
+    library: SkillLibrary, call: Callable[[], T], count: Callable[[T], int | None] | None = None
+) -> CallToolResult:
+    """`respond`, on the event loop when the index is fresh (a read takes a few ms), else in a thread.
+
+    A re-sync after a change can take seconds on a large library; it must never block the loop.
+    Skipping the thread hop on the common path saves a noticeable share of a ~2 ms search.
+    """
+    if library.needs_sync():
+        return await anyio.to_thread.run_sync(respond, call, count)
+    return respond(call, count)
 
 
 class EnvelopeTool(Tool):
