@@ -579,8 +579,7 @@ RUN_CASES: list[tuple[str, dict[str, Any], str | None]] = [
         {
             "secrets": ["whsec_test"],
             "payload": '{"id":"evt_1","type":"invoice.paid"}',
-            "signature_header": "t=1763630000,v1=db1535596f97fb8a5397ad3f5d2d1ffb7c1db07"
-            "13ea18a54352372370e4f184b",
+            "signature_header": "t=1763630000,v1=db1535596f97fb8a5397ad3f5d2d1ffb7c1db0713ea18a54352372370e4f184b",
             "now": 1763630100,
         },
         None,
@@ -1011,9 +1010,7 @@ def test_conventional_commit_lint_honours_custom_types_scope_rule_and_length() -
         ("0.9.9", "patch", "rc", "0.9.10"),
     ],
 )
-def test_semver_bump_follows_the_documented_rules(
-    version: str, part: str, prerelease_id: str, expected: str
-) -> None:
+def test_semver_bump_follows_the_documented_rules(version: str, part: str, prerelease_id: str, expected: str) -> None:
     assert load("git/semver-bump").semver_bump(version, part, prerelease_id) == expected
 
 
@@ -1231,16 +1228,12 @@ def posts_db() -> Iterator[sqlite3.Connection]:
     conn.row_factory = sqlite3.Row
     conn.execute("CREATE TABLE posts (id INTEGER PRIMARY KEY, score INTEGER NOT NULL, title TEXT NOT NULL)")
     rng = random.Random(3)
-    conn.executemany(
-        "INSERT INTO posts VALUES (?, ?, ?)", [(i, rng.randint(1, 4), f"post {i}") for i in range(1, 48)]
-    )
+    conn.executemany("INSERT INTO posts VALUES (?, ?, ?)", [(i, rng.randint(1, 4), f"post {i}") for i in range(1, 48)])
     yield conn
     conn.close()
 
 
-@pytest.mark.parametrize(
-    "order_by", [["id"], ["score", "id"], ["-score", "-id"], ["-score", "id"], ["score", "-id"]]
-)
+@pytest.mark.parametrize("order_by", [["id"], ["score", "id"], ["-score", "-id"], ["-score", "id"], ["score", "-id"]])
 def test_keyset_pagination_walks_every_row_exactly_once_in_order(
     posts_db: sqlite3.Connection, order_by: list[str]
 ) -> None:
@@ -1269,9 +1262,7 @@ def test_keyset_pagination_walks_every_row_exactly_once_in_order(
 def test_keyset_pagination_builds_the_documented_sql() -> None:
     module = load("database/keyset-pagination")
     cursor = module.encode_cursor(["2026-11-19T08:00:00Z", 4211])
-    query = module.keyset_pagination(
-        "orders", ["id", "created_at", "total_cents"], ["-created_at", "-id"], 50, cursor
-    )
+    query = module.keyset_pagination("orders", ["id", "created_at", "total_cents"], ["-created_at", "-id"], 50, cursor)
     assert query == {
         "sql": 'SELECT "id", "created_at", "total_cents" FROM "orders" WHERE ("created_at", "id") < (?, ?) '
         'ORDER BY "created_at" DESC, "id" DESC LIMIT ?',

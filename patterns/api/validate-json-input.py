@@ -151,9 +151,7 @@ def _array_messages(value: list[Any], schema: dict[str, Any]) -> list[str]:
         messages.append(f"must have at least {schema['minItems']} items")
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         messages.append(f"must have at most {schema['maxItems']} items")
-    if schema.get("uniqueItems") and any(
-        _json_equal(value[i], value[j]) for i in range(len(value)) for j in range(i)
-    ):
+    if schema.get("uniqueItems") and any(_json_equal(value[i], value[j]) for i in range(len(value)) for j in range(i)):
         messages.append("items must be unique")
     return messages
 

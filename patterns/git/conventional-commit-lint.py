@@ -27,9 +27,7 @@ DEFAULT_TYPES = (
 HEADER = re.compile(
     r"^(?P<type>[A-Za-z]+)(?:\((?P<scope>[^()\s][^()]*)\))?(?P<breaking>!)?:(?:$| (?P<description>.*)$)"
 )
-FOOTER = re.compile(
-    r"^(?P<token>BREAKING CHANGE|BREAKING-CHANGE|[A-Za-z][A-Za-z0-9-]*)(?:: | #|:$)(?P<value>.*)$"
-)
+FOOTER = re.compile(r"^(?P<token>BREAKING CHANGE|BREAKING-CHANGE|[A-Za-z][A-Za-z0-9-]*)(?:: | #|:$)(?P<value>.*)$")
 IGNORED_PREFIXES = ("Merge ", 'Revert "', "fixup! ", "squash! ", "amend! ")
 SCISSORS = "# ------------------------ >8 ------------------------"
 

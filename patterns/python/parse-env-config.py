@@ -12,9 +12,7 @@ import sys
 from typing import Any
 
 SUPPORTED_TYPES = ("str", "int", "float", "bool", "list")
-SPEC_KEYS = frozenset(
-    {"type", "required", "default", "choices", "min", "max", "secret", "separator", "allow_empty"}
-)
+SPEC_KEYS = frozenset({"type", "required", "default", "choices", "min", "max", "secret", "separator", "allow_empty"})
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 

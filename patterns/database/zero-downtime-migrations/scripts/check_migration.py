@@ -110,9 +110,7 @@ def _create_drop_findings(s: str, in_transaction: bool) -> list[Finding]:
         if "IF EXISTS" not in s:
             found.append(("M001", "warning", f"DROP {drop.group(1)} without IF EXISTS is not idempotent"))
         if drop.group(1) == "INDEX" and "CONCURRENTLY" not in s:
-            found.append(
-                ("M002", "warning", "DROP INDEX without CONCURRENTLY takes an ACCESS EXCLUSIVE lock")
-            )
+            found.append(("M002", "warning", "DROP INDEX without CONCURRENTLY takes an ACCESS EXCLUSIVE lock"))
         elif drop.group(1) == "INDEX" and in_transaction:
             found.append(("M003", "error", "DROP INDEX CONCURRENTLY cannot run inside a transaction block"))
     return found
@@ -125,13 +123,9 @@ def _column_findings(s: str) -> list[Finding]:
         if not match.group("ifnot"):
             found.append(("M001", "warning", "ADD COLUMN without IF NOT EXISTS is not idempotent"))
         if "NOT NULL" in rest and "DEFAULT" not in rest:
-            found.append(
-                ("M004", "error", "ADD COLUMN ... NOT NULL without DEFAULT fails on a non-empty table")
-            )
+            found.append(("M004", "error", "ADD COLUMN ... NOT NULL without DEFAULT fails on a non-empty table"))
         if VOLATILE_DEFAULTS.search(rest):
-            found.append(
-                ("M005", "warning", "a volatile DEFAULT rewrites the whole table under an exclusive lock")
-            )
+            found.append(("M005", "warning", "a volatile DEFAULT rewrites the whole table under an exclusive lock"))
     for match in DROP_COLUMN.finditer(s):
         if not match.group("ifexists"):
             found.append(("M001", "warning", "DROP COLUMN without IF EXISTS is not idempotent"))
@@ -174,17 +168,11 @@ def check_statement(stmt: str, in_transaction: bool) -> list[Finding]:
     found = _create_drop_findings(s, in_transaction)
     if s.startswith("ALTER TABLE"):
         found.extend(_column_findings(s))
-        found.extend(
-            (rule, severity, message) for regex, rule, severity, message in ALTER_RULES if regex.search(s)
-        )
+        found.extend((rule, severity, message) for regex, rule, severity, message in ALTER_RULES if regex.search(s))
     if re.match(r"(UPDATE|DELETE)\b", s) and " WHERE " not in f" {s} ":
-        found.append(
-            ("M011", "warning", "UPDATE/DELETE without WHERE rewrites every row at once; backfill in batches")
-        )
+        found.append(("M011", "warning", "UPDATE/DELETE without WHERE rewrites every row at once; backfill in batches"))
     if re.match(r"(VACUUM\s+FULL|CLUSTER)\b", s):
-        found.append(
-            ("M013", "error", "VACUUM FULL and CLUSTER hold ACCESS EXCLUSIVE locks for the whole rewrite")
-        )
+        found.append(("M013", "error", "VACUUM FULL and CLUSTER hold ACCESS EXCLUSIVE locks for the whole rewrite"))
     return found
 
 
@@ -206,9 +194,7 @@ def check_migration(sql: str) -> dict[str, Any]:
         if upper.startswith("ALTER TABLE"):
             alters = True
         for rule, severity, message in check_statement(stmt, in_transaction):
-            findings.append(
-                {"statement": number, "line": line, "rule": rule, "severity": severity, "message": message}
-            )
+            findings.append({"statement": number, "line": line, "rule": rule, "severity": severity, "message": message})
     if alters and not lock_timeout:
         findings.append(
             {

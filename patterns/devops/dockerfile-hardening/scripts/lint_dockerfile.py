@@ -60,9 +60,7 @@ def _image_findings(image: str) -> list[Finding]:
 
 def _add_findings(args: str) -> list[Finding]:
     if re.search(r"https?://", args):
-        return [
-            ("DH003", "warning", "ADD from a URL skips checksum verification; download and verify in RUN")
-        ]
+        return [("DH003", "warning", "ADD from a URL skips checksum verification; download and verify in RUN")]
     if not re.search(r"\.(tar|tar\.gz|tgz|tar\.bz2|tar\.xz)\b", args):
         return [("DH003", "warning", "use COPY for local files; ADD also unpacks archives and fetches URLs")]
     return []
@@ -86,20 +84,14 @@ def _env_findings(keyword: str, args: str) -> list[Finding]:
 def _run_findings(args: str) -> list[Finding]:
     found: list[Finding] = []
     if re.search(r"\b(curl|wget)\b[^|;&]*\|\s*(sudo\s+)?(ba|z|da)?sh\b", args):
-        found.append(
-            ("DH005", "warning", "piping a download into a shell runs unverified code; verify first")
-        )
+        found.append(("DH005", "warning", "piping a download into a shell runs unverified code; verify first"))
     if re.search(r"\bapt-get\s+(-\S+\s+)*install\b", args):
         if "--no-install-recommends" not in args:
-            found.append(
-                ("DH006", "warning", "apt-get install without --no-install-recommends adds packages")
-            )
+            found.append(("DH006", "warning", "apt-get install without --no-install-recommends adds packages"))
         if not re.search(r"\bapt-get\s+(-\S+\s+)*update\b", args):
             found.append(("DH006", "warning", "run apt-get update in the same RUN as apt-get install"))
         if "/var/lib/apt/lists" not in args:
-            found.append(
-                ("DH006", "info", "remove /var/lib/apt/lists/* in the same RUN to keep the layer small")
-            )
+            found.append(("DH006", "info", "remove /var/lib/apt/lists/* in the same RUN to keep the layer small"))
     if re.search(r"\bpip3?\s+install\b", args) and "--no-cache-dir" not in args:
         found.append(("DH007", "info", "pip install without --no-cache-dir leaves its cache in the layer"))
     if re.search(r"(^|[;&|]\s*)sudo\b", args):
@@ -142,13 +134,10 @@ def lint_dockerfile(dockerfile: str) -> dict[str, Any]:
         elif keyword == "RUN":
             found = _run_findings(args)
         findings.extend(
-            {"line": line, "rule": rule, "severity": severity, "message": message}
-            for rule, severity, message in found
+            {"line": line, "rule": rule, "severity": severity, "message": message} for rule, severity, message in found
         )
     if stages == 0:
-        findings.append(
-            {"line": 1, "rule": "DH000", "severity": "error", "message": "no FROM instruction found"}
-        )
+        findings.append({"line": 1, "rule": "DH000", "severity": "error", "message": "no FROM instruction found"})
     elif final_user is None or final_user[1] in ("root", "0"):
         message = "the final stage runs as root; add a non-root USER before CMD/ENTRYPOINT"
         line = final_user[0] if final_user else last_from
