@@ -124,7 +124,9 @@ def test_a_read_only_root_puts_the_index_in_the_user_cache(sample_root: Path, is
     assert path.is_relative_to(isolated_environment / ".cache" / "skillshelf")
 
 
-def test_the_first_root_wins_a_collision_and_the_loser_is_reported(sample_root: Path, tmp_path: Path) -> None:
+def test_the_first_root_wins_a_collision_and_the_loser_is_reported(
+    sample_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     second = tmp_path / "second"
     three_file(second, "python", "slugify", "# Other slugify\n\nA different one.\n")
     three_file(second, "python", "only-here", "# Only here\n\nExists only in the second root.\n")
@@ -135,6 +137,12 @@ def test_the_first_root_wins_a_collision_and_the_loser_is_reported(sample_root: 
         assert library.get("python/only-here") is not None
         collisions = [f for f in library.findings() if f.code == "name-collision"]
         assert len(collisions) == 1 and collisions[0].path == "python/slugify.md"
+        assert [r.message for r in caplog.records].count(
+            f"{collisions[0].location()}: {collisions[0].message} [name-collision]"
+        ) == 1
+        library.mark_dirty()
+        library.ensure_fresh()  # a re-sync does not log it again
+        assert sum("name-collision" in r.message for r in caplog.records) == 1
     finally:
         library.close()
 

@@ -35,7 +35,10 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 INDEX_DIR_NAME = ".skillshelf"
 PARALLEL_PARSE_THRESHOLD = 400
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
-POLL_SECONDS = 2.0  # when the watcher cannot run, re-check the files at most this often
+POLL_SECONDS = 2.0
+LOGGED_CODES = frozenset(
+    {"name-collision", "root-missing", "symlink-outside-root"}
+)  # when the watcher cannot run, re-check the files at most this often
 
 
 @dataclass
@@ -146,6 +149,7 @@ class SkillLibrary:
             self._dirty.clear()
             started = time.perf_counter()
             found: Discovery = discover(self.roots)
+            self._log_new_discovery_findings(found.findings)
             self.discovery_findings = found.findings
             stored = self.index.signatures()
             current = {s.key: s for s in found.sources}
@@ -183,6 +187,13 @@ class SkillLibrary:
         finally:
             self._ready.set()
         self.start_watching()
+
+    def _log_new_discovery_findings(self, findings: list[Finding]) -> None:
+        """Collisions and unusable roots go to the log once each, not on every re-sync."""
+        known = set(self.discovery_findings)
+        for finding in findings:
+            if finding not in known and finding.severity in ("error", "warning") and finding.code in LOGGED_CODES:
+                logger.warning("%s: %s [%s]", finding.location(), finding.message, finding.code)
 
     def needs_sync(self) -> bool:
         """True when the next read would block on a sync (first build, or files changed)."""
