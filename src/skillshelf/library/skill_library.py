@@ -35,10 +35,8 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 INDEX_DIR_NAME = ".skillshelf"
 PARALLEL_PARSE_THRESHOLD = 400
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
-POLL_SECONDS = 2.0
-LOGGED_CODES = frozenset(
-    {"name-collision", "root-missing", "symlink-outside-root"}
-)  # when the watcher cannot run, re-check the files at most this often
+POLL_SECONDS = 2.0  # when the watcher cannot run, re-check the files at most this often
+LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 
 
 @dataclass
