@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.library.skill_library import LibraryConfig
+from skillshelf.projects import DEFAULT_PROJECTS_ROOT, PROJECTS_ENV, ProjectRoots
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +28,16 @@ MAX_FILE_ENV = "SKILLSHELF_MAX_FILE_BYTES"
 
 class Settings(BaseModel):
     roots: list[Path]
+    project_roots: list[Path] = Field(default_factory=lambda: [DEFAULT_PROJECTS_ROOT.expanduser()])
     using_bundled: bool = False
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
     watch: bool = True
     index_dir: Path | None = None
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8765, ge=0, le=65535)
+
+    def projects(self) -> ProjectRoots:
+        return ProjectRoots.of(self.project_roots)
 
     def library_config(self) -> LibraryConfig:
         bundled = bundled_library_path()
@@ -55,7 +60,10 @@ def bundled_library_path() -> Path | None:
 
 
 def resolve_settings(
-    cli_roots: Sequence[Path] = (), env: Mapping[str, str] | None = None, **overrides: object
+    cli_roots: Sequence[Path] = (),
+    env: Mapping[str, str] | None = None,
+    cli_project_roots: Sequence[Path] = (),
+    **overrides: object,
 ) -> Settings:
     env = os.environ if env is None else env
     using_bundled = False
@@ -70,6 +78,10 @@ def resolve_settings(
         roots = [bundled] if bundled else []
         using_bundled = True
     values: dict[str, object] = {"roots": roots, "using_bundled": using_bundled}
+    if cli_project_roots:
+        values["project_roots"] = [Path(p).expanduser() for p in cli_project_roots]
+    elif env.get(PROJECTS_ENV, "").strip():
+        values["project_roots"] = [Path(p).expanduser() for p in env[PROJECTS_ENV].split(os.pathsep) if p.strip()]
     if env.get(MAX_FILE_ENV, "").strip():
         values["max_file_bytes"] = env[MAX_FILE_ENV]
     values.update({k: v for k, v in overrides.items() if v is not None})

@@ -20,7 +20,6 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
@@ -28,6 +27,7 @@ from skillshelf.library.layouts import load_source
 from skillshelf.library.models import Finding, Skill, SkillSource
 from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
+from skillshelf.library.watcher import DirectoryWatcher
 
 logger = logging.getLogger(__name__)
 ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
@@ -133,7 +133,8 @@ class SkillLibrary:
         self.discovery_findings: list[Finding] = []
         self._dirty = threading.Event()
         self._sync_lock = threading.Lock()
-        self._watcher: _Watcher | None = None
+        self._syncing = threading.Event()
+        self._watcher: DirectoryWatcher | None = None
         self.last_sync = SyncReport()
         self._synced_at = 0.0
         self._ready = threading.Event()
@@ -144,6 +145,11 @@ class SkillLibrary:
     def sync(self) -> SyncReport:
         """Bring the index in line with the files; re-parse only sources whose signature changed."""
         with self._sync_lock:
+            return self._sync_locked()
+
+    def _sync_locked(self) -> SyncReport:
+        self._syncing.set()
+        try:
             self._dirty.clear()
             started = time.perf_counter()
             found: Discovery = discover(self.roots)
@@ -168,6 +174,25 @@ class SkillLibrary:
             self.last_sync = report
             self._synced_at = time.monotonic()
             return report
+        finally:
+            self._syncing.clear()
+
+    def _sync_if_needed(self) -> None:
+        with self._sync_lock:
+            if self._dirty.is_set() or self._stale():
+                self._sync_locked()
+
+    def _on_change(self) -> None:
+        """Called on the watcher's thread: sync there, so a read rarely has to wait for it."""
+        self._dirty.set()
+        try:
+            self._sync_if_needed()
+        except Exception:
+            logger.exception("background index sync failed; the next read retries it")
+
+    def _stale(self) -> bool:
+        watcher_down = self._watcher is not None and self._watcher.failed
+        return watcher_down and time.monotonic() - self._synced_at > POLL_SECONDS
 
     def start(self) -> None:
         """Sync in the background, then watch: the server answers at once and reads wait for the sync."""
@@ -194,24 +219,22 @@ class SkillLibrary:
                 logger.warning("%s: %s [%s]", finding.location(), finding.message, finding.code)
 
     def needs_sync(self) -> bool:
-        """True when the next read would block on a sync (first build, or files changed)."""
-        watcher_down = self._watcher is not None and self._watcher.failed
-        stale = watcher_down and time.monotonic() - self._synced_at > POLL_SECONDS
-        return not self._ready.is_set() or self._dirty.is_set() or stale
+        """True when a read now would wait for a sync (first build, files changed, sync under way)."""
+        return not self._ready.is_set() or self._dirty.is_set() or self._syncing.is_set() or self._stale()
 
     def ensure_fresh(self) -> None:
+        """Wait for the first sync, then for any sync a change calls for (or one already under way)."""
         if not self._ready.is_set():
             self._ready.wait()
-        watcher_down = self._watcher is not None and self._watcher.failed
-        if self._dirty.is_set() or (watcher_down and time.monotonic() - self._synced_at > POLL_SECONDS):
-            self.sync()
+        if self._dirty.is_set() or self._syncing.is_set() or self._stale():
+            self._sync_if_needed()
 
     def mark_dirty(self) -> None:
         self._dirty.set()
 
     def start_watching(self) -> None:
         if self.config.watch and self._watcher is None:
-            self._watcher = _Watcher([r for r in self.roots if r.is_dir()], self._dirty)
+            self._watcher = DirectoryWatcher([r for r in self.roots if r.is_dir()], self._on_change, POLL_SECONDS)
             self._watcher.start()
 
     def stop_watching(self) -> None:
@@ -260,55 +283,3 @@ class SkillLibrary:
         labels = [display_path(r) for r in self.roots]
         parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
         return self.discovery_findings + parsed
-
-
-class _Watcher:
-    """Marks the library dirty when anything under the roots changes (watchfiles, inotify/FSEvents)."""
-
-    def __init__(self, roots: list[Path], dirty: threading.Event) -> None:
-        self.roots = roots
-        self.dirty = dirty
-        self.stop_event = threading.Event()
-        self.failed = False
-        self.thread = threading.Thread(target=self._run, name="skillshelf-watcher", daemon=True)
-
-    def start(self) -> None:
-        if self.roots:
-            self.thread.start()
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        if self.thread.is_alive():
-            self.thread.join(timeout=5)
-
-    def _run(self) -> None:
-        try:
-            from watchfiles import DefaultFilter, watch
-        except ImportError:  # pragma: no cover - a declared dependency
-            logger.warning("watchfiles is not installed; library changes need a restart to show")
-            return
-
-        class _IgnoreIndex(DefaultFilter):
-            def __call__(self, change: Any, path: str) -> bool:
-                return INDEX_DIR_NAME not in Path(path).parts and bool(super().__call__(change, path))
-
-        registered = False
-        try:
-            for changes in watch(
-                *self.roots,
-                watch_filter=_IgnoreIndex(),
-                stop_event=self.stop_event,
-                debounce=100,
-                step=20,
-                rust_timeout=300,
-                yield_on_timeout=True,
-                raise_interrupt=False,
-            ):
-                if changes or not registered:
-                    # The first yield proves the watch is in place; one more sync covers any change
-                    # made between the initial sync and that moment.
-                    registered = True
-                    self.dirty.set()
-        except Exception:
-            self.failed = True
-            logger.exception("file watcher stopped; falling back to checking files every %.0fs", POLL_SECONDS)
