@@ -18,8 +18,12 @@ CONTRACT = {
     "searchPatterns": ["query", "keyword", "category", "includeExecutable", "minQuality", "limit"],
     "loadSkill": ["skillId", "includeCode", "includeMetadata"],
     "readSkillFile": ["skillId", "path"],
+    "trackPatternUsage": ["patternId", "projectPath", "note"],
     "listCategories": [],
 }
+# (readOnly, destructive, idempotent, openWorld). Reads touch nothing and can be repeated freely.
+# trackPatternUsage appends an event: not read-only, not destructive, and each call counts again.
+ANNOTATIONS = dict.fromkeys(CONTRACT, (True, False, True, False)) | {"trackPatternUsage": (False, False, False, False)}
 
 
 async def test_tools_parameters_and_annotations_are_pinned(sample_root: Path, tmp_path: Path) -> None:
@@ -34,11 +38,11 @@ async def test_tools_parameters_and_annotations_are_pinned(sample_root: Path, tm
     for name, parameters in CONTRACT.items():
         tool = tools[name]
         assert list(tool.input_schema.get("properties", {})) == parameters, name
-        # Every patterns tool only reads the library: safe to call repeatedly, touches nothing outside.
-        annotations = tool.annotations
-        assert annotations is not None
-        assert (annotations.read_only_hint, annotations.destructive_hint) == (True, False)
-        assert (annotations.idempotent_hint, annotations.open_world_hint) == (True, False)
+        hints = tool.annotations
+        assert hints is not None
+        assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint, hints.open_world_hint) == (
+            ANNOTATIONS[name]
+        ), name
         assert tool.output_schema is not None and "success" in tool.output_schema["properties"]
         sentences = [s for s in (tool.description or "").split(". ") if s.strip()]
         assert 2 <= len(sentences) <= 3, name

@@ -23,7 +23,7 @@ async def test_serve_over_stdio_answers_tools_with_nothing_but_protocol_on_stdou
     params = server_params("--library", str(sample_root), home=isolated_environment)
     async with Client(params) as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert names == {"searchPatterns", "loadSkill", "readSkillFile", "listCategories"}
+        assert {"searchPatterns", "loadSkill", "readSkillFile", "listCategories", "trackPatternUsage"} <= names
         result = await client.call_tool("searchPatterns", {"query": "retry flaky network calls"})
         assert result.structured_content is not None
         assert result.structured_content["data"]["hits"][0]["id"] == "python/retry-backoff"

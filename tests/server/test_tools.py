@@ -181,3 +181,30 @@ async def test_a_script_symlinked_out_of_the_skill_is_never_served(sample_root: 
             assert "hunter2" not in str(loaded)
     finally:
         library.close()
+
+
+async def test_usage_from_three_projects_makes_a_skill_verified_in_hits_and_loads(client: Client) -> None:
+    _, before = await call(client, "searchPatterns", {"query": "slugify"})
+    assert before["data"]["hits"][0]["verified"] is False  # estimated quality under 7
+    for project in ["alpha", "beta", "alpha"]:
+        is_error, body = await call(
+            client, "trackPatternUsage", {"patternId": "python/slugify", "projectPath": project}
+        )
+        assert not is_error and body["data"]["verified"] is False
+    _, third = await call(
+        client, "trackPatternUsage", {"patternId": "python/slugify", "projectPath": "gamma", "note": "urls"}
+    )
+    assert third["data"]["uses"] == 4 and third["data"]["projects"] == ["alpha", "beta", "gamma"]
+    assert third["data"]["verified"] is True
+    _, after = await call(client, "searchPatterns", {"query": "slugify"})
+    assert after["data"]["hits"][0]["verified"] is True
+    _, loaded = await call(client, "loadSkill", {"skillId": "python/slugify"})
+    usage = loaded["data"]["metadata"]["usage"]
+    assert loaded["data"]["metadata"]["verified"] is True and usage["uses"] == 4
+    assert usage["firstUsed"] <= usage["lastUsed"]
+
+
+async def test_tracking_an_unknown_skill_records_nothing(client: Client) -> None:
+    is_error, body = await call(client, "trackPatternUsage", {"patternId": "python/slugfy"})
+    assert is_error and body["error"]["code"] == "PATTERN_NOT_FOUND"
+    assert body["error"]["suggestions"][0] == "python/slugify"

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from skillshelf.library.discovery import Discovery, discover
@@ -27,6 +28,7 @@ from skillshelf.library.layouts import load_source
 from skillshelf.library.models import Finding, Skill, SkillSource
 from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
+from skillshelf.library.usage import USAGE_FILE, UsageStore
 from skillshelf.library.watcher import DirectoryWatcher
 
 logger = logging.getLogger(__name__)
@@ -71,9 +73,13 @@ def _roots_digest(roots: list[Path]) -> str:
 
 
 def choose_index_path(config: LibraryConfig) -> Path:
-    file_name = f"index-{_roots_digest(config.roots)}.sqlite3"
+    return choose_state_dir(config) / f"index-{_roots_digest(config.roots)}.sqlite3"
+
+
+def choose_state_dir(config: LibraryConfig) -> Path:
+    """Where the index and usage events live: the first writable root's .skillshelf/, else the cache."""
     if config.index_dir is not None:
-        return config.index_dir / file_name
+        return config.index_dir
     for root in config.roots:
         if root in config.read_only_roots or not root.is_dir() or not os.access(root, os.W_OK):
             continue
@@ -82,11 +88,13 @@ def choose_index_path(config: LibraryConfig) -> Path:
             directory.mkdir(exist_ok=True)
             ignore = directory / ".gitignore"
             if not ignore.exists():
-                ignore.write_text("# skillshelf's derived search index\n*\n", encoding="utf-8")
+                ignore.write_text(
+                    "# skillshelf's search index and usage events (local to this machine)\n*\n", encoding="utf-8"
+                )
         except OSError:
             continue
-        return directory / file_name
-    return user_cache_dir() / file_name
+        return directory
+    return user_cache_dir()
 
 
 def parse_sources(sources: list[SkillSource], max_bytes: int) -> Iterator[ParsedSource]:
@@ -128,7 +136,9 @@ class SkillLibrary:
     def __init__(self, config: LibraryConfig) -> None:
         self.config = config
         self.roots = [r.expanduser().resolve() if r.exists() else r.expanduser() for r in config.roots]
-        self.index_path = choose_index_path(LibraryConfig(**{**config.__dict__, "roots": self.roots}))
+        resolved = LibraryConfig(**{**config.__dict__, "roots": self.roots})
+        self.state_dir = choose_state_dir(resolved)
+        self.index_path = choose_index_path(resolved)
         self.index = SkillIndex(self.index_path)
         self.discovery_findings: list[Finding] = []
         self._dirty = threading.Event()
@@ -245,9 +255,16 @@ class SkillLibrary:
             self._watcher.stop()
             self._watcher = None
 
+    @cached_property
+    def usage(self) -> UsageStore:
+        """Usage events, opened on first use (most CLI commands never need them)."""
+        return UsageStore(self.state_dir / USAGE_FILE)
+
     def close(self) -> None:
         self.stop_watching()
         self.index.close()
+        if "usage" in self.__dict__:
+            self.usage.close()
 
     @contextmanager
     def opened(self) -> Iterator[SkillLibrary]:

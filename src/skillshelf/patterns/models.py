@@ -41,10 +41,27 @@ class CodeFile(WireModel):
     truncated: bool = False
 
 
+class UsageInfo(WireModel):
+    uses: int
+    projects: list[str]
+    first_used: str | None = None
+    last_used: str | None = None
+
+
+class UsageRecorded(WireModel):
+    pattern_id: str
+    project: str | None = None
+    recorded_at: str
+    uses: int
+    projects: list[str]
+    verified: bool
+
+
 class SkillMetadata(WireModel):
     quality: float
     quality_source: str
-    verified: bool
+    verified: bool  # quality >= 7.0, or used from three distinct projects
+    usage: UsageInfo
     quality_reasons: list[str]
     tags: list[str]
     language: str | None = None

@@ -14,6 +14,7 @@ from skillshelf.library.layouts import CODE_LANGUAGES
 from skillshelf.library.paths import is_within
 from skillshelf.library.reading import Reporter, read_text
 from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.usage import VERIFIED_PROJECTS, PatternUsage
 from skillshelf.patterns.models import (
     CategoryInfo,
     CategoryList,
@@ -24,7 +25,10 @@ from skillshelf.patterns.models import (
     SkillFile,
     SkillHit,
     SkillMetadata,
+    UsageInfo,
+    UsageRecorded,
 )
+from skillshelf.projects import ProjectRoots
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
@@ -47,17 +51,18 @@ def search_patterns(
         raise CategoryInvalidError(category, [c.name for c in library.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    return SearchResult(query=query, hits=[_hit(s) for s in found])
+    verified_by_use = library.usage.verified_by_use()
+    return SearchResult(query=query, hits=[_hit(s, verified_by_use) for s in found])
 
 
-def _hit(skill: IndexedSkill) -> SkillHit:
+def _hit(skill: IndexedSkill, verified_by_use: frozenset[str]) -> SkillHit:
     return SkillHit(
         id=skill.id,
         name=skill.name,
         category=skill.category,
         description=skill.summary,
         quality=skill.quality,
-        verified=skill.verified,
+        verified=skill.verified or skill.id in verified_by_use,
         executable=skill.executable,
         tokens=skill.tokens,
         layout=skill.layout,
@@ -111,7 +116,7 @@ def load_skill(
         executable=skill.executable,
         documentation=body,
         code=_code_files(skill, root) if include_code else None,
-        metadata=_metadata(skill) if include_metadata else None,
+        metadata=_metadata(skill, library.usage.usage(skill.id)) if include_metadata else None,
     )
 
 
@@ -190,12 +195,19 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
     return files
 
 
-def _metadata(skill: IndexedSkill) -> SkillMetadata:
+def _metadata(skill: IndexedSkill, usage: list[PatternUsage]) -> SkillMetadata:
     payload = skill.payload
+    used = usage[0] if usage else None
     return SkillMetadata(
         quality=skill.quality,
         quality_source=skill.quality_source,
-        verified=skill.verified,
+        verified=skill.verified or (used is not None and len(used.projects) >= VERIFIED_PROJECTS),
+        usage=UsageInfo(
+            uses=used.uses if used else 0,
+            projects=used.projects if used else [],
+            first_used=used.first_used if used else None,
+            last_used=used.last_used if used else None,
+        ),
         quality_reasons=payload["qualityReasons"],
         tags=payload["tags"],
         language=payload["language"],
@@ -217,3 +229,35 @@ def list_categories(library: SkillLibrary) -> CategoryList:
         ],
         total_skills=sum(s.skills for s in stats),
     )
+
+
+def track_usage(
+    library: SkillLibrary, projects: ProjectRoots | None, pattern_id: str, project: str | None, note: str | None
+) -> UsageRecorded:
+    """Record that a skill was used (from a project, with a note); three projects make it verified."""
+    skill = find_skill(library, pattern_id)
+    label = project_label(projects, project) if project else None
+    at = library.usage.record(skill.id, label, note, source="tool")
+    (usage,) = library.usage.usage(skill.id)
+    return UsageRecorded(
+        pattern_id=skill.id,
+        project=label,
+        recorded_at=at,
+        uses=usage.uses,
+        projects=usage.projects,
+        verified=skill.verified or len(usage.projects) >= VERIFIED_PROJECTS,
+    )
+
+
+def project_label(projects: ProjectRoots | None, project: str) -> str:
+    """A project under the configured roots is counted by its name there; anything else as given.
+
+    Usage only records the label (nothing is read or written in the project), so an outside path is
+    not refused; normalising paths under the roots keeps one project from counting twice.
+    """
+    if projects is not None:
+        try:
+            return projects.resolve(project, must_exist=False).name
+        except SkillshelfError:
+            pass
+    return project.strip()

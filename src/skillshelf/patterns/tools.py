@@ -5,17 +5,20 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from skillshelf.envelope import Envelope
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
-from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult, SkillFile
-from skillshelf.server.tooling import make_tool, respond_fresh
+from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult, SkillFile, UsageRecorded
+from skillshelf.projects import ProjectRoots
+from skillshelf.server.tooling import make_tool, respond, respond_fresh
+
+RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 
-def patterns_tools(library: SkillLibrary) -> list[Tool]:
+def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) -> list[Tool]:
     async def search_patterns(
         query: Annotated[
             str | None,
@@ -79,6 +82,18 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
         """Read one file that belongs to a skill: a reference, script or asset listed in loadSkill's metadata.resources, or a three-file skill's own files. Only that skill's files can be read; anything else fails with the list of its files."""  # noqa: E501
         return await respond_fresh(library, lambda: service.read_skill_file(library, skillId, path))
 
+    def track_pattern_usage(
+        patternId: Annotated[
+            str, Field(description="The skill id you used, 'category/name'.", min_length=1, max_length=300)
+        ],
+        projectPath: Annotated[
+            str | None, Field(description="The project you used it in (name or path).", max_length=1000)
+        ] = None,
+        note: Annotated[str | None, Field(description="What it was used for (short).", max_length=2000)] = None,
+    ) -> Annotated[CallToolResult, Envelope[UsageRecorded]]:
+        """Record that you used a skill, optionally from which project and why. Returns the skill's use count and projects; a skill used from three distinct projects becomes verified. Call it after a skill helped, so the library learns what is reused."""  # noqa: E501
+        return respond(lambda: service.track_usage(library, projects, patternId, projectPath, note))
+
     async def list_categories() -> Annotated[CallToolResult, Envelope[CategoryList]]:
         """List the library's categories with skill counts, how many are executable and verified, and mean quality. Use it to see what the library covers or to pick a category filter for searchPatterns."""  # noqa: E501
         return await respond_fresh(
@@ -89,5 +104,6 @@ def patterns_tools(library: SkillLibrary) -> list[Tool]:
         make_tool(search_patterns, "searchPatterns", "Search skills"),
         make_tool(load_skill, "loadSkill", "Load a skill"),
         make_tool(read_skill_file, "readSkillFile", "Read a skill's file"),
+        make_tool(track_pattern_usage, "trackPatternUsage", "Record a skill's use", RECORDS),
         make_tool(list_categories, "listCategories", "List skill categories"),
     ]

@@ -48,7 +48,7 @@ def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCP
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level="WARNING",
-        tools=patterns_tools(shelf),
+        tools=patterns_tools(shelf, settings.projects()),
     )
 
     @server.resource(
