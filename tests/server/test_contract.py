@@ -20,6 +20,8 @@ CONTRACT = {
     "readSkillFile": ["skillId", "path"],
     "trackPatternUsage": ["patternId", "projectPath", "note"],
     "listCategories": [],
+    "getPatternReuse": ["patternId", "minReuse", "sortBy", "limit"],
+    "getLibraryStats": [],
 }
 # (readOnly, destructive, idempotent, openWorld). Reads touch nothing and can be repeated freely.
 # trackPatternUsage appends an event: not read-only, not destructive, and each call counts again.

@@ -430,6 +430,12 @@ class SkillIndex:
             ).fetchall()
         return [CategoryStats(r[0], r[1], r[2], r[3], round(r[4], 2)) for r in rows]
 
+    def overview(self) -> list[IndexedSkill]:
+        """Every skill's summary row (payload left encoded): what library statistics need."""
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM skills ORDER BY id").fetchall()
+        return [IndexedSkill.from_row(row) for row in rows]
+
     def count(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM skills").fetchone()[0])

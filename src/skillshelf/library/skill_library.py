@@ -292,6 +292,10 @@ class SkillLibrary:
         self.ensure_fresh()
         return self.index.categories()
 
+    def overview(self) -> list[IndexedSkill]:
+        self.ensure_fresh()
+        return self.index.overview()
+
     def root_of(self, skill: IndexedSkill) -> Path:
         return self.roots[int(skill.payload["rootIndex"])]
 

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 from skillshelf import __version__
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.metrics.tools import metrics_tools
 from skillshelf.patterns import service
 from skillshelf.patterns.tools import patterns_tools
 from skillshelf.settings import Settings
@@ -48,7 +49,7 @@ def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCP
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level="WARNING",
-        tools=patterns_tools(shelf, settings.projects()),
+        tools=[*patterns_tools(shelf, settings.projects()), *metrics_tools(shelf)],
     )
 
     @server.resource(

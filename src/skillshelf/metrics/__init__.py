@@ -1,0 +1,1 @@
+"""The metrics module: library health, pattern reuse and session compression. No MCP here but tools.py."""

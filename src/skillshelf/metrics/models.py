@@ -1,0 +1,56 @@
+"""Wire models of the metrics tools."""
+
+from __future__ import annotations
+
+from skillshelf.envelope import WireModel
+
+
+class CategoryLayoutCount(WireModel):
+    category: str
+    three_file: int
+    agent_skills: int
+
+
+class SkillTokens(WireModel):
+    id: str
+    tokens: int
+
+
+class UsedSkill(WireModel):
+    id: str
+    uses: int
+    projects: int
+
+
+class LibraryStats(WireModel):
+    skills: int
+    categories: list[CategoryLayoutCount]
+    quality_histogram: dict[str, int]  # "0-1" ... "9-10" -> skills whose score falls in that band
+    mean_quality: float
+    verified: int
+    executable: int
+    load_tokens_total: int
+    load_tokens_mean: float
+    largest: list[SkillTokens]
+    most_used: list[UsedSkill]
+    never_used_count: int
+    never_used: list[str]  # the highest-quality unused skills first, at most 20
+    findings_by_severity: dict[str, int]
+    findings_by_code: dict[str, int]
+
+
+class PatternReuse(WireModel):
+    pattern_id: str
+    category: str
+    reuse_count: int  # recorded uses plus sessions that mention the skill
+    uses: int
+    session_mentions: int
+    projects: list[str]
+    first_used: str | None = None
+    last_used: str | None = None
+    verified: bool
+
+
+class ReuseReport(WireModel):
+    patterns: list[PatternReuse]
+    total_patterns: int

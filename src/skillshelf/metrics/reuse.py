@@ -1,0 +1,78 @@
+"""Pattern reuse: recorded uses plus past sessions that mention a skill, per skill."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.usage import VERIFIED_PROJECTS, PatternUsage
+from skillshelf.metrics.models import PatternReuse, ReuseReport
+from skillshelf.patterns.service import find_skill
+
+SortBy = Literal["reuseCount", "recent", "category"]
+
+
+@dataclass(frozen=True)
+class SessionMention:
+    project: str
+    session_id: str
+    date: str | None
+
+
+# Given skill ids, the sessions that mention each (the artifacts module provides it when configured).
+MentionFinder = Callable[[list[str]], dict[str, list[SessionMention]]]
+
+
+def pattern_reuse(
+    library: SkillLibrary,
+    pattern_id: str | None = None,
+    min_reuse: int = 0,
+    sort_by: SortBy = "reuseCount",
+    mentions: MentionFinder | None = None,
+    limit: int = 50,
+) -> ReuseReport:
+    if pattern_id is not None:
+        ids = [find_skill(library, pattern_id).id]
+    else:
+        ids = [s.id for s in library.overview()]
+    usage = {u.pattern_id: u for u in library.usage.usage(pattern_id and ids[0])}
+    mentioned = mentions(ids) if mentions is not None else {}
+    rows = [_reuse(skill_id, usage.get(skill_id), mentioned.get(skill_id, []), library) for skill_id in ids]
+    kept = [r for r in rows if r.reuse_count >= min_reuse and (pattern_id or r.reuse_count > 0)]
+    ordered = _ordered(kept, sort_by)
+    return ReuseReport(patterns=ordered[:limit], total_patterns=len(ordered))
+
+
+def _reuse(
+    skill_id: str, usage: PatternUsage | None, mentions: list[SessionMention], library: SkillLibrary
+) -> PatternReuse:
+    projects = sorted(set(usage.projects if usage else []) | {m.project for m in mentions})
+    dates = [d for d in [usage.first_used if usage else None, usage.last_used if usage else None] if d]
+    dates += [m.date for m in mentions if m.date]
+    indexed = library.index.get(skill_id)
+    uses = usage.uses if usage else 0
+    return PatternReuse(
+        pattern_id=skill_id,
+        category=skill_id.split("/", 1)[0],
+        reuse_count=uses + len(mentions),
+        uses=uses,
+        session_mentions=len(mentions),
+        projects=projects,
+        first_used=min(dates) if dates else None,
+        last_used=max(dates) if dates else None,
+        verified=bool(indexed and indexed.verified) or len(usage.projects if usage else []) >= VERIFIED_PROJECTS,
+    )
+
+
+def _ordered(rows: list[PatternReuse], sort_by: SortBy) -> list[PatternReuse]:
+    """Sorted by the chosen key; Python's sort is stable, so the id order breaks every tie."""
+    ordered = sorted(rows, key=lambda r: r.pattern_id)
+    if sort_by == "recent":
+        ordered.sort(key=lambda r: r.last_used or "", reverse=True)  # ISO dates sort as text; unused last
+    elif sort_by == "category":
+        ordered.sort(key=lambda r: (r.category, -r.reuse_count))
+    else:
+        ordered.sort(key=lambda r: -r.reuse_count)
+    return ordered
