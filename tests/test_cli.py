@@ -95,3 +95,13 @@ def test_check_accepts_a_single_skill_file_or_folder(sample_root: Path) -> None:
     assert code == 0 and list(report["quality"]) == ["git/release-notes"]
     code, output = run("check", "--json", str(sample_root / "python" / "slugify.md"))
     assert code == 0 and list(json.loads(output)["quality"]) == ["python/slugify"]
+
+
+def test_stats_and_usage_show_library_health_and_reuse(sample_root: Path) -> None:
+    code, output = run("stats", "-l", str(sample_root))
+    assert code == 0 and output.startswith("4 skills, mean quality")
+    assert "never used: 4" in output
+    code, output = run("usage", "-l", str(sample_root))
+    assert code == 0 and "No recorded use yet" in output
+    code, output = run("usage", "-l", str(sample_root), "python/nope")
+    assert code == 1 and "[PATTERN_NOT_FOUND]" in output

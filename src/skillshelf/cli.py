@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -230,6 +230,59 @@ def categories(libraries: tuple[Path, ...], as_json: bool) -> None:
     for c in result.categories:
         click.echo(f"{c.name:<{width}}  {c.skills:>6}  {c.executable:>4}  {c.verified:>8}  {c.mean_quality:>7.1f}")
     click.echo(f"{result.total_skills} skills in {len(result.categories)} categories")
+
+
+@cli.command()
+@library_option
+@json_option
+def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
+    """Library health: categories and layouts, quality, tokens to load, usage, findings."""
+    from skillshelf.metrics.library_stats import library_stats
+
+    with open_library(libraries) as library:
+        report = library_stats(library)
+    if as_json:
+        _print_json(report.model_dump(mode="json", by_alias=True))
+        return
+    click.echo(f"{report.skills} skills, mean quality {report.mean_quality:.1f}, {report.verified} verified, "
+               f"{report.executable} with code")  # fmt: skip
+    width = max((len(c.category) for c in report.categories), default=8)
+    click.echo(f"\n{'category':<{width}}  three-file  agent-skills")
+    for c in report.categories:
+        click.echo(f"{c.category:<{width}}  {c.three_file:>10}  {c.agent_skills:>12}")
+    click.echo("\nquality  " + "  ".join(f"{band}:{n}" for band, n in report.quality_histogram.items() if n))
+    click.echo(f"tokens to load: {report.load_tokens_total} in all, {report.load_tokens_mean:.0f} on average")
+    for item in report.largest[:3]:
+        click.echo(f"  largest: {item.id} ~{item.tokens}")
+    for used in report.most_used[:5]:
+        click.echo(f"  most used: {used.id} ({used.uses} uses, {used.projects} projects)")
+    click.echo(f"never used: {report.never_used_count}")
+    findings = ", ".join(f"{n} {sev}s" for sev, n in sorted(report.findings_by_severity.items())) or "none"
+    click.echo(f"findings: {findings} (details: skillshelf check)")
+
+
+@cli.command()
+@library_option
+@json_option
+@click.argument("skill_id", required=False)
+@click.option("--sort", "sort_by", type=click.Choice(["reuseCount", "recent", "category"]), default="reuseCount")
+def usage(libraries: tuple[Path, ...], as_json: bool, skill_id: str | None, sort_by: str) -> None:
+    """Recorded reuse of skills (all reused skills, or SKILL_ID)."""
+    from skillshelf.metrics.reuse import SortBy, pattern_reuse
+
+    with open_library(libraries) as library:
+        try:
+            report = pattern_reuse(library, skill_id, sort_by=cast("SortBy", sort_by))
+        except SkillshelfError as exc:
+            raise _fail(exc) from exc
+    if as_json:
+        _print_json(report.model_dump(mode="json", by_alias=True))
+        return
+    if not report.patterns:
+        click.echo("No recorded use yet. Agents record it with trackPatternUsage.")
+    for row in report.patterns:
+        projects = ", ".join(row.projects) or "no project"
+        click.echo(f"{row.pattern_id}  {row.reuse_count} uses  ({projects})  last {row.last_used or '-'}")
 
 
 @cli.command()
