@@ -105,3 +105,15 @@ def test_stats_and_usage_show_library_health_and_reuse(sample_root: Path) -> Non
     assert code == 0 and "No recorded use yet" in output
     code, output = run("usage", "-l", str(sample_root), "python/nope")
     assert code == 1 and "[PATTERN_NOT_FOUND]" in output
+
+
+def test_run_executes_a_skill_and_prints_its_json(tmp_path: Path) -> None:
+    bundled = Path(__file__).resolve().parents[1] / "patterns"
+    code, output = run("run", "-l", str(bundled), "python/slugify", "--input", '{"text": "Hello, World"}')
+    assert code == 0, output
+    assert json.loads(output)["output"] == "hello-world"
+    (tmp_path / "in.json").write_text('{"text": 3}', encoding="utf-8")
+    code, output = run("run", "-l", str(bundled), "python/slugify", "--input", f"@{tmp_path / 'in.json'}")
+    assert code == 1 and "[VALIDATION_ERROR]" in output
+    code, output = run("run", "-l", str(bundled), "python/slugify", "--dry-run", "--input", '{"text": "x"}')
+    assert code == 0 and json.loads(output)["wouldRun"]["entry"] == "slugify(**input)"

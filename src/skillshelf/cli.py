@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -20,6 +20,9 @@ from skillshelf import __version__
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.models import Finding
 from skillshelf.library.paths import display_path
+
+if TYPE_CHECKING:
+    from skillshelf.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger("skillshelf")
@@ -49,12 +52,23 @@ def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
 
 
+def _settings(libraries: tuple[Path, ...], **options: Any) -> Settings:
+    """Settings from flags, environment and the config file (--config or the default one)."""
+    from skillshelf.settings import resolve_settings
+
+    context = click.get_current_context(silent=True)
+    config = context.find_root().obj.get("config") if context and context.find_root().obj else None
+    try:
+        return resolve_settings(libraries, config_path=config, **options)
+    except SkillshelfError as exc:
+        raise _fail(exc) from exc
+
+
 @contextmanager
 def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterator[Any]:
     from skillshelf.library.skill_library import SkillLibrary
-    from skillshelf.settings import resolve_settings
 
-    settings = resolve_settings(libraries, watch=watch)
+    settings = _settings(libraries, watch=watch)
     _announce_roots(settings.roots, settings.using_bundled)
     library = SkillLibrary(settings.library_config())
     try:
@@ -85,9 +99,16 @@ def _print_json(value: Any) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="skillshelf")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
-def cli(verbose: int) -> None:
+@click.option(
+    "--config",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="TOML config file (default: $SKILLSHELF_CONFIG, then ~/.config/skillshelf/config.toml if present).",
+)
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
     """Serve a filesystem library of reusable skills to AI agents, and curate it."""
     _configure_logging(verbose)
+    ctx.obj = {"config": config}
 
 
 @cli.command()
@@ -102,15 +123,43 @@ def cli(verbose: int) -> None:
     help="Extra Host header value to accept over HTTP (repeatable), e.g. skills.example.com:8765.",
 )
 @click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
+@click.option(
+    "--projects-root",
+    "project_roots",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Folder holding projects for artifacts and memory (repeatable). Default: $SKILLSHELF_PROJECTS, then ~/Dev.",
+)
+@click.option("--allow-exec", is_flag=True, default=None, help="Let agents run skills with executeSkill.")
+@click.option("--exec-allow", "exec_allow", multiple=True, help="Only skill ids matching this pattern may run.")
+@click.option("--exec-timeout", type=click.FloatRange(min=0.1), help="Longest a skill may run, in seconds.")
 def serve(
-    libraries: tuple[Path, ...], http: bool, host: str, port: int, allowed_hosts: tuple[str, ...], no_watch: bool
+    libraries: tuple[Path, ...],
+    http: bool,
+    host: str,
+    port: int,
+    allowed_hosts: tuple[str, ...],
+    no_watch: bool,
+    project_roots: tuple[Path, ...],
+    allow_exec: bool | None,
+    exec_allow: tuple[str, ...],
+    exec_timeout: float | None,
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server import build_server
-    from skillshelf.settings import resolve_settings
 
-    settings = resolve_settings(libraries, watch=not no_watch, http_host=host, http_port=port)
+    settings = _settings(
+        libraries,
+        cli_project_roots=project_roots,
+        execution={"enabled": allow_exec, "allow": list(exec_allow) or None, "timeout_s": exec_timeout},
+        watch=not no_watch,
+        http_host=host,
+        http_port=port,
+    )
+    if settings.execution.enabled:
+        scope = ", ".join(settings.execution.allow) or "any skill"
+        logger.warning("skill execution is ON (%s); see docs/security.md", scope)
     _announce_roots(settings.roots, settings.using_bundled)
     library = SkillLibrary(settings.library_config())
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
@@ -232,6 +281,60 @@ def categories(libraries: tuple[Path, ...], as_json: bool) -> None:
     click.echo(f"{result.total_skills} skills in {len(result.categories)} categories")
 
 
+@cli.command(name="run")
+@library_option
+@click.argument("skill_id")
+@click.option("--input", "input_text", default="{}", help="JSON input, or @FILE to read it from a file.")
+@click.option("--script", help="For Agent Skills folders with several scripts, e.g. scripts/check.py.")
+@click.option("--dry-run", is_flag=True, help="Validate the input and show what would run; run nothing.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), help="Wall-clock limit in seconds.")
+def run_skill(
+    libraries: tuple[Path, ...],
+    skill_id: str,
+    input_text: str,
+    script: str | None,
+    dry_run: bool,
+    timeout_s: float | None,
+) -> None:
+    """Run a skill in a limited child process, exactly as executeSkill does; print its output as JSON.
+
+    Typing this command is consent to run the skill, so --allow-exec is not needed here; an
+    execution allow-list in the config file still applies.
+    """
+    import anyio
+
+    from skillshelf.execution import service
+
+    payload = _read_input(input_text)
+    with open_library(libraries) as library:
+        settings = _settings(libraries).execution.model_copy(update={"enabled": True})
+        try:
+            if dry_run:
+                result: Any = service.dry_run(library, settings, skill_id, payload, script, timeout_s)
+            else:
+                result = anyio.run(
+                    lambda: service.execute_skill(library, settings, skill_id, payload, script, timeout_s)
+                )
+        except SkillshelfError as exc:
+            if exc.details and exc.details.get("stderrTail"):
+                click.echo(exc.details["stderrTail"].rstrip(), err=True)
+            raise _fail(exc) from exc
+    _print_json(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def _read_input(text: str) -> Any:
+    raw = text
+    if text.startswith("@"):
+        try:
+            raw = Path(text[1:]).expanduser().read_text(encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(f"cannot read {text[1:]}: {exc.strerror}") from exc
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise click.ClickException(f"--input is not valid JSON: {exc}") from exc
+
+
 @cli.command()
 @library_option
 @json_option
@@ -295,9 +398,8 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
     Exits 1 when any finding is an error.
     """
     from skillshelf.library.checker import check_roots
-    from skillshelf.settings import resolve_settings
 
-    roots = list(paths) or resolve_settings(libraries).roots
+    roots = list(paths) or _settings(libraries).roots
     report = check_roots([r.expanduser() for r in roots])
     if as_json:
         _print_json(report.to_dict())

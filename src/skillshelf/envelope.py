@@ -8,7 +8,7 @@ without MCP, so the CLI and tests can produce exactly what the tools send.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -18,6 +18,7 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.tokens import estimate_json_tokens
 
 T = TypeVar("T", bound=BaseModel)
+D = TypeVar("D")  # an envelope's data: a model, or a union of models
 
 
 class WireModel(BaseModel):
@@ -30,6 +31,7 @@ class ErrorInfo(WireModel):
     code: str
     message: str
     suggestions: list[str] | None = None
+    details: dict[str, Any] | None = None  # machine-readable specifics, e.g. a failed run's exit code
 
 
 class EnvelopeMetadata(WireModel):
@@ -38,9 +40,9 @@ class EnvelopeMetadata(WireModel):
     results_count: int | None = None
 
 
-class Envelope(WireModel, Generic[T]):
+class Envelope(WireModel, Generic[D]):
     success: bool
-    data: T | None = None
+    data: D | None = None
     error: ErrorInfo | None = None
     metadata: EnvelopeMetadata
 
@@ -65,10 +67,16 @@ def success(data: T, started: float, results_count: int | None = None) -> Envelo
     )
 
 
-def failure(code: str, message: str, started: float, suggestions: list[str] | None = None) -> Envelope[Any]:
+def failure(
+    code: str,
+    message: str,
+    started: float,
+    suggestions: list[str] | None = None,
+    details: dict[str, Any] | None = None,
+) -> Envelope[Any]:
     return Envelope[Any](
         success=False,
-        error=ErrorInfo(code=code, message=message, suggestions=suggestions or None),
+        error=ErrorInfo(code=code, message=message, suggestions=suggestions or None, details=details),
         metadata=EnvelopeMetadata(tokens_used=0, duration_ms=_elapsed_ms(started)),
     )
 
@@ -79,8 +87,18 @@ def run_service(call: Callable[[], T], count: Callable[[T], int | None] | None =
     try:
         data = call()
     except SkillshelfError as exc:
-        return failure(exc.code, exc.message, started, exc.suggestions)
+        return failure(exc.code, exc.message, started, exc.suggestions, exc.details)
     return success(data, started, count(data) if count else None)
+
+
+async def run_service_async(call: Callable[[], Awaitable[T]]) -> Envelope[Any]:
+    """`run_service` for a coroutine (a skill run that must not block the event loop)."""
+    started = time.perf_counter()
+    try:
+        data = await call()
+    except SkillshelfError as exc:
+        return failure(exc.code, exc.message, started, exc.suggestions, exc.details)
+    return success(data, started)
 
 
 INTERNAL_ERROR_MESSAGE = (

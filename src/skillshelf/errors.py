@@ -8,6 +8,7 @@ ever added, never renamed.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorCode(StrEnum):
@@ -22,16 +23,28 @@ class ErrorCode(StrEnum):
     FILESYSTEM_ERROR = "FILESYSTEM_ERROR"
     LIBRARY_UNAVAILABLE = "LIBRARY_UNAVAILABLE"
     INTERNAL_ERROR = "INTERNAL_ERROR"
+    EXECUTION_DISABLED = "EXECUTION_DISABLED"
+    NOT_EXECUTABLE = "NOT_EXECUTABLE"
+    EXECUTION_TIMEOUT = "EXECUTION_TIMEOUT"
+    SKILL_EXECUTION_FAILED = "SKILL_EXECUTION_FAILED"
 
 
 class SkillshelfError(Exception):
     """A failure with a stable code and a message that tells the reader what to do next."""
 
-    def __init__(self, code: ErrorCode, message: str, *, suggestions: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        suggestions: list[str] | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.suggestions = suggestions or []
+        self.details = details
 
 
 class PatternNotFoundError(SkillshelfError):

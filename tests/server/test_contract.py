@@ -20,12 +20,17 @@ CONTRACT = {
     "readSkillFile": ["skillId", "path"],
     "trackPatternUsage": ["patternId", "projectPath", "note"],
     "listCategories": [],
+    "executeSkill": ["skillId", "input", "script", "dryRun", "timeoutS"],
     "getPatternReuse": ["patternId", "minReuse", "sortBy", "limit"],
     "getLibraryStats": [],
 }
 # (readOnly, destructive, idempotent, openWorld). Reads touch nothing and can be repeated freely.
 # trackPatternUsage appends an event: not read-only, not destructive, and each call counts again.
-ANNOTATIONS = dict.fromkeys(CONTRACT, (True, False, True, False)) | {"trackPatternUsage": (False, False, False, False)}
+ANNOTATIONS = dict.fromkeys(CONTRACT, (True, False, True, False)) | {
+    "trackPatternUsage": (False, False, False, False),
+    # executeSkill runs arbitrary skill code: it may change things and reach the network.
+    "executeSkill": (False, True, False, True),
+}
 
 
 async def test_tools_parameters_and_annotations_are_pinned(sample_root: Path, tmp_path: Path) -> None:

@@ -20,8 +20,11 @@ IGNORED_DIR = ".skillshelf"
 class DirectoryWatcher:
     """Marks the library dirty when anything under the roots changes (watchfiles, inotify/FSEvents)."""
 
-    def __init__(self, roots: list[Path], on_change: Callable[[], None], poll_seconds: float = 2.0) -> None:
+    def __init__(
+        self, roots: list[Path], on_change: Callable[[], None], poll_seconds: float = 2.0, recursive: bool = True
+    ) -> None:
         self.roots = roots
+        self.recursive = recursive  # False: only the roots' own entries (e.g. project folders, not their trees)
         self.on_change = on_change
         self.stop_event = threading.Event()
         self.failed = False  # when True, owners fall back to re-checking every `poll_seconds`
@@ -59,6 +62,7 @@ class DirectoryWatcher:
                 rust_timeout=300,
                 yield_on_timeout=True,
                 raise_interrupt=False,
+                recursive=self.recursive,
             ):
                 if changes or not registered:
                     # The first yield proves the watch is in place; one more call covers any change

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse
 
 from skillshelf import __version__
 from skillshelf.errors import SkillshelfError
+from skillshelf.execution.tools import execution_tools
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.metrics.tools import metrics_tools
 from skillshelf.patterns import service
@@ -49,7 +50,11 @@ def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCP
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level="WARNING",
-        tools=[*patterns_tools(shelf, settings.projects()), *metrics_tools(shelf)],
+        tools=[
+            *patterns_tools(shelf, settings.projects()),
+            *execution_tools(shelf, settings.execution),
+            *metrics_tools(shelf),
+        ],
     )
 
     @server.resource(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -14,7 +14,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from skillshelf.envelope import Envelope, failure, internal_failure, run_service
+from skillshelf.envelope import Envelope, failure, internal_failure, run_service, run_service_async
 from skillshelf.errors import ErrorCode
 from skillshelf.library.skill_library import SkillLibrary
 
@@ -48,6 +48,18 @@ def describe_validation_error(exc: ValidationError) -> str:
         where = ".".join(str(part) for part in error["loc"]) or "arguments"
         problems.append(f"{where}: {error['msg']}")
     return "Invalid arguments: " + "; ".join(problems) + ". Fix them and call again."
+
+
+async def respond_async(call: Callable[[], Awaitable[T]]) -> CallToolResult:
+    """`respond` for a coroutine; cancellation is not a crash, so it propagates untouched."""
+    started = time.perf_counter()
+    try:
+        return to_call_result(await run_service_async(call))
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception:
+        logger.exception("tool crashed")
+        return to_call_result(internal_failure(started))
 
 
 async def respond_fresh(

@@ -1,0 +1,1 @@
+"""Running skills in a separate, limited process (executeSkill). Never in the server process."""

@@ -1,0 +1,111 @@
+"""The first code that runs in a skill's process (standard library only; it is started as a script).
+
+It joins the run's process cgroup when there is one, applies the resource limits, then runs the
+skill: calls a three-file skill's function with the JSON input (`call`), runs a Python script in
+this same process (`script`), or replaces itself with another interpreter (`exec`). Setting limits
+here rather than in a `preexec_fn` keeps the server's own fork free of Python code, which is not
+safe while the server runs threads.
+"""
+
+import importlib.util
+import json
+import os
+import runpy
+import sys
+import traceback
+from typing import Any, TextIO
+
+EXIT_SETUP_FAILED = 125
+
+
+def apply_limits(limits: dict[str, Any]) -> None:
+    try:
+        import resource
+    except ImportError:  # Windows: no rlimits; only the timeout and output caps apply
+        return
+    pairs = [
+        ("RLIMIT_CPU", limits.get("cpu_s"), 1),
+        ("RLIMIT_AS", limits.get("memory_bytes"), 0),
+        ("RLIMIT_NPROC", limits.get("nproc"), 0),
+        ("RLIMIT_FSIZE", limits.get("fsize_bytes"), 0),
+        ("RLIMIT_CORE", 0, 0),
+    ]
+    for name, value, hard_extra in pairs:
+        kind = getattr(resource, name, None)
+        if kind is None or value is None:
+            continue
+        _soft, hard = resource.getrlimit(kind)
+        wanted = value + hard_extra
+        if hard != resource.RLIM_INFINITY:
+            wanted = min(wanted, hard)
+        resource.setrlimit(kind, (min(value, wanted), wanted))
+
+
+def join_cgroup(procs_file: str) -> None:
+    with open(procs_file, "w", encoding="ascii") as handle:
+        handle.write(str(os.getpid()))
+
+
+def call_function(config: dict[str, Any]) -> int:
+    """Import the skill file, call its function with the input, print {"result": ...} as JSON."""
+    real_stdout = sys.stdout
+    payload = json.loads(sys.stdin.read() or "{}")
+    skill_path = config["skill_path"]
+    sys.path.insert(0, os.path.dirname(skill_path))
+    sys.stdout = sys.stderr  # the skill's own prints must not corrupt the JSON result
+    try:
+        spec = importlib.util.spec_from_file_location("skill", skill_path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {config.get('display_name', 'the skill')}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        function = getattr(module, config["function"])
+        result = function(**payload) if config["call_style"] == "kwargs" else function(payload)
+    except BaseException as exc:  # everything the skill raises is its failure, reported as data
+        if isinstance(exc, SystemExit) and not exc.code:
+            result = None
+        else:
+            report_failure(real_stdout, exc, skill_path, config.get("display_name", "skill.py"))
+            return 1
+    finally:
+        sys.stdout = real_stdout
+    real_stdout.write(json.dumps({"result": result}, default=str, ensure_ascii=False))
+    real_stdout.flush()
+    return 0
+
+
+def report_failure(stream: TextIO, exc: BaseException, skill_path: str, display_name: str) -> None:
+    """The exception with only the skill's own frames, named relative to the library."""
+    frames = [
+        f'File "{display_name}", line {frame.lineno}, in {frame.name}'
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if os.path.abspath(frame.filename) == os.path.abspath(skill_path)
+    ]
+    error = {"type": type(exc).__name__, "message": str(exc)[:2000], "frames": frames[-10:]}
+    stream.write(json.dumps({"error": error}, ensure_ascii=False))
+    stream.flush()
+
+
+def main() -> int:
+    config = json.loads(sys.argv[1])
+    try:
+        if config.get("cgroup_procs"):
+            join_cgroup(config["cgroup_procs"])
+        apply_limits(config["limits"])
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"skillshelf: could not apply the execution limits: {exc}\n")
+        return EXIT_SETUP_FAILED
+    mode = config["mode"]
+    if mode == "call":
+        return call_function(config)
+    if mode == "script":
+        sys.argv = list(config["argv"])
+        sys.path.insert(0, os.path.dirname(config["argv"][0]))
+        runpy.run_path(config["argv"][0], run_name="__main__")
+        return 0
+    os.execv(config["argv"][0], config["argv"])  # mode "exec": never returns
+    return EXIT_SETUP_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Keeping a skill's processes contained: resource limits, a pids cgroup where one can be made, killing.
+
+RLIMIT_NPROC counts every process of the user and the kernel ignores it for root, so it is set to
+"what the user runs now + the allowance", and when a pids cgroup can be created (root, or a
+delegated cgroup v2 subtree) each run gets its own with `pids.max` — that also catches children that
+left the process group with setsid. Where neither works, the timeout still kills the process group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+V1_PIDS = Path("/sys/fs/cgroup/pids")
+FSIZE_BYTES = 256 * 1024 * 1024  # no single file a skill writes may exceed this
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float
+    cpu_s: int
+    memory_bytes: int | None
+    max_processes: int
+    max_output_bytes: int
+    max_stderr_bytes: int
+
+    def for_child(self, *, memory: bool = True) -> dict[str, int | None]:
+        return {
+            "cpu_s": self.cpu_s,
+            "memory_bytes": self.memory_bytes if memory else None,
+            "nproc": user_process_allowance(self.max_processes),
+            "fsize_bytes": FSIZE_BYTES,
+        }
+
+
+def user_process_allowance(extra: int) -> int | None:
+    """RLIMIT_NPROC for the child: processes the user already has plus `extra` (None for root)."""
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return None  # the kernel does not apply RLIMIT_NPROC to root; the cgroup does the job
+    uid = os.getuid()
+    try:
+        count = sum(1 for entry in os.scandir("/proc") if entry.name.isdigit() and entry.stat().st_uid == uid)
+    except OSError:
+        count = 1024  # no /proc (macOS): a generous guess
+    return count + extra
+
+
+class PidsCgroup:
+    """A throwaway cgroup limiting how many processes one run may have."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def procs_file(self) -> Path:
+        return self.path / "cgroup.procs"
+
+    @classmethod
+    def create(cls, max_processes: int) -> PidsCgroup | None:
+        for base in _candidate_parents():
+            path = base / f"skillshelf-run-{uuid.uuid4().hex[:12]}"
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            try:
+                (path / "pids.max").write_text(str(max_processes), encoding="ascii")
+            except OSError:
+                path.rmdir()
+                continue
+            return cls(path)
+        return None
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(line) for line in self.procs_file.read_text(encoding="ascii").split()]
+        except (OSError, ValueError):
+            return []
+
+    def kill_all(self) -> None:
+        for pid in self.pids():
+            _kill(pid, signal.SIGKILL)
+
+    def remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError as exc:
+            logger.debug("cgroup %s not removed yet: %s", self.path.name, exc)
+
+
+def _candidate_parents() -> list[Path]:
+    parents = []
+    if V1_PIDS.is_dir() and os.access(V1_PIDS, os.W_OK):
+        parents.append(V1_PIDS)
+    own = _own_cgroup_v2()
+    if own is not None and "pids" in _read(own / "cgroup.subtree_control").split() and os.access(own, os.W_OK):
+        parents.append(own)
+    return parents
+
+
+def _own_cgroup_v2() -> Path | None:
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        if line.startswith("0::"):
+            for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                if Path(mount, "cgroup.controllers").is_file():
+                    return Path(mount + line[3:].rstrip("/"))
+    return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii")
+    except OSError:
+        return ""
+
+
+def _kill(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

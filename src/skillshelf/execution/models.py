@@ -1,0 +1,42 @@
+"""Wire models of executeSkill."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from skillshelf.envelope import WireModel
+
+
+class RunDescription(WireModel):
+    """What a run does (or would do): interpreter, entry point and the limits it runs under."""
+
+    interpreter: str
+    entry: str  # e.g. "retry_backoff(**input)" or "scripts/check.py"
+    timeout_s: float
+    cpu_s: int
+    memory_mb: int | None
+    max_processes: int
+    max_output_bytes: int
+    process_cgroup: bool  # a pids cgroup contains the run (see docs/security.md)
+
+
+class ExecutionResult(WireModel):
+    skill_id: str
+    output: Any
+    output_format: Literal["json", "text"]  # text: stdout was not JSON and is returned as it came
+    exit_code: int
+    duration_ms: float
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stderr_tail: str | None = None
+    ran: RunDescription
+
+
+class DryRunResult(WireModel):
+    skill_id: str
+    dry_run: bool = True
+    input_valid: bool
+    input_schema: dict[str, Any] | None = None
+    schema_source: Literal["declared", "derived"] | None = None
+    execution_enabled: bool
+    would_run: RunDescription

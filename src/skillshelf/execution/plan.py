@@ -1,0 +1,229 @@
+"""What running a skill means: which interpreter, which entry point, which input schema.
+
+Only files the skill owns can run: a three-file skill's implementation, or a file under its
+own `scripts/` folder that resolves there (no `..`, no symlink leading out). Commands are argument
+lists, never shell strings.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.execution.schema import camel_name, derive_python_schema, function_name, read_source
+from skillshelf.library.index import IndexedSkill
+from skillshelf.library.paths import is_within
+
+CHILD = Path(__file__).with_name("_child.py")
+CHILD_JS = Path(__file__).with_name("_child_js.mjs")
+SCRIPT_INTERPRETERS = {".py": "python", ".sh": "sh", ".bash": "bash", ".js": "node", ".mjs": "node", ".cjs": "node"}
+SHEBANG = re.compile(r"^#!\s*(\S+)(?:\s+(\S+))?")
+KNOWN_INTERPRETERS = frozenset({"python", "python3", "sh", "bash", "node"})
+TYPESCRIPT_NODE = (22, 6)  # type stripping (--experimental-strip-types) arrived in Node 22.6
+
+ChildMode = Literal["call", "script", "exec"]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    skill_id: str
+    interpreter: str  # python, node, sh, bash
+    entry: str
+    mode: ChildMode
+    skill_dir: Path
+    target: Path  # the implementation or script that runs
+    function: str | None = None
+    call_style: Literal["kwargs", "dict"] = "dict"
+    input_schema: dict[str, Any] | None = None
+    schema_source: Literal["declared", "derived"] | None = None
+
+    def child_config(self, limits: dict[str, int | None], cgroup_procs: str | None) -> dict[str, Any]:
+        """The `_child.py` configuration: how to run `target` once limits are in place."""
+        config: dict[str, Any] = {"mode": self.mode, "limits": limits, "cgroup_procs": cgroup_procs}
+        if self.mode == "call":
+            config |= {"skill_path": str(self.target), "function": self.function, "call_style": self.call_style}
+            config["display_name"] = self.target.name
+        elif self.mode == "script":
+            config["argv"] = [str(self.target)]
+        else:
+            config["argv"] = self.exec_argv()
+        return config
+
+    def exec_argv(self) -> list[str]:
+        binary = _which(self.interpreter)
+        if self.interpreter == "node":
+            node_flags = ["--experimental-strip-types"] if self.target.suffix == ".ts" else []
+            if self.function is not None:  # a three-file JavaScript skill: call its function
+                names = ",".join(dict.fromkeys([self.function, camel_name(self.skill_id.split("/")[-1]), "run"]))
+                return [binary, *node_flags, "--", str(CHILD_JS), str(self.target), names, self.target.name]
+            return [binary, *node_flags, "--", str(self.target)]
+        return [binary, "--", str(self.target)]
+
+    def argv(self, config_json: str) -> list[str]:
+        return [sys.executable, "-I", "-X", "utf8", "--", str(CHILD), config_json]
+
+
+def plan_for(skill: IndexedSkill, root: Path, script: str | None) -> RunPlan:
+    declared = skill.payload.get("inputSchema")
+    if skill.layout == "three-file":
+        return _three_file_plan(skill, root, declared)
+    return _script_plan(skill, root, script, declared)
+
+
+def _not_executable(skill_id: str, reason: str) -> SkillshelfError:
+    return SkillshelfError(ErrorCode.NOT_EXECUTABLE, f"{skill_id!r} cannot run: {reason}")
+
+
+def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] | None) -> RunPlan:
+    code_file = skill.payload.get("codeFile")
+    if not code_file:
+        raise _not_executable(
+            skill.id, "it has no implementation (.py, .js or .ts beside its .md). Read it with loadSkill."
+        )
+    target = root / code_file
+    if not is_within(target, root.resolve()):
+        raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{skill.id!r}: its implementation resolves outside the library")
+    skill_name = skill.id.split("/", 1)[1]
+    if target.suffix == ".py":
+        source = read_source(target) or ""
+        derived, entry = derive_python_schema(source, skill_name)
+        if entry is None:
+            raise _not_executable(
+                skill.id, f"{target.name} defines neither {function_name(skill_name)}() nor run(input)"
+            )
+        kwargs = entry != "run"
+        return RunPlan(
+            skill_id=skill.id,
+            interpreter="python",
+            entry=f"{entry}(**input)" if kwargs else "run(input)",
+            mode="call",
+            skill_dir=target.parent,
+            target=target,
+            function=entry,
+            call_style="kwargs" if kwargs else "dict",
+            input_schema=declared or derived,
+            schema_source="declared" if declared else ("derived" if derived else None),
+        )
+    _require_node(skill.id, typescript=target.suffix == ".ts")
+    return RunPlan(
+        skill_id=skill.id,
+        interpreter="node",
+        entry=f"{function_name(skill_name)}(input)",
+        mode="exec",
+        skill_dir=target.parent,
+        target=target,
+        function=function_name(skill_name),
+        input_schema=declared,
+        schema_source="declared" if declared else None,
+    )
+
+
+def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: dict[str, Any] | None) -> RunPlan:
+    skill_dir = (root / skill.payload["docFile"]).parent
+    scripts = [r for r in skill.payload["resources"] if r.startswith("scripts/")]
+    if not scripts:
+        raise _not_executable(skill.id, "it has no scripts/ folder. Read it with loadSkill and follow its steps.")
+    chosen = _choose_script(skill.id, scripts, script)
+    target = skill_dir / chosen
+    if not is_within(target, (skill_dir / "scripts").resolve()):
+        raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{chosen!r} resolves outside {skill.id}/scripts/; refused")
+    interpreter = _script_interpreter(skill.id, target)
+    return RunPlan(
+        skill_id=skill.id,
+        interpreter=interpreter,
+        entry=chosen,
+        mode="script" if interpreter == "python" else "exec",
+        skill_dir=skill_dir,
+        target=target,
+        input_schema=declared,
+        schema_source="declared" if declared else None,
+    )
+
+
+def _choose_script(skill_id: str, scripts: list[str], script: str | None) -> str:
+    if script is None:
+        if len(scripts) == 1:
+            return scripts[0]
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{skill_id!r} has several scripts; pass script as one of: {', '.join(scripts)}",
+            suggestions=scripts[:10],
+        )
+    wanted = posixpath.normpath(script.replace("\\", "/"))
+    if not wanted.startswith("scripts/"):
+        wanted = posixpath.normpath(f"scripts/{wanted}")
+    if ".." in wanted.split("/") or wanted.startswith("/") or not wanted.startswith("scripts/"):
+        raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"script {script!r} is outside {skill_id}/scripts/; refused")
+    if wanted not in scripts:
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{skill_id!r} has no script {script!r}; its scripts: {', '.join(scripts)}",
+            suggestions=scripts[:10],
+        )
+    return wanted
+
+
+def _script_interpreter(skill_id: str, target: Path) -> str:
+    interpreter = SCRIPT_INTERPRETERS.get(target.suffix)
+    if interpreter is None:
+        interpreter = _shebang_interpreter(target)
+    if interpreter is None:
+        raise _not_executable(
+            skill_id, f"no known interpreter for {target.name} (use .py, .sh, .js or a #! line naming python, sh, "
+            "bash or node)"
+        )  # fmt: skip
+    if interpreter == "node":
+        _require_node(skill_id, typescript=False)
+    elif interpreter != "python" and _which(interpreter) == "":
+        raise _not_executable(skill_id, f"{interpreter} is not on PATH")
+    return interpreter
+
+
+def _shebang_interpreter(target: Path) -> str | None:
+    try:
+        with target.open("rb") as handle:
+            first = handle.readline(200).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    match = SHEBANG.match(first)
+    if not match:
+        return None
+    program = Path(match.group(1)).name
+    if program == "env" and match.group(2):
+        program = match.group(2)
+    program = "python" if program.startswith("python") else program
+    return program if program in KNOWN_INTERPRETERS else None
+
+
+def _which(name: str) -> str:
+    return shutil.which(name) or ""
+
+
+def _require_node(skill_id: str, *, typescript: bool) -> None:
+    version = _node_version()
+    if version is None:
+        raise _not_executable(skill_id, "it is JavaScript and `node` is not on PATH")
+    if typescript and version < TYPESCRIPT_NODE:
+        found = ".".join(map(str, version))
+        raise _not_executable(skill_id, f"TypeScript needs Node 22.6+ (type stripping); found Node {found}")
+
+
+@lru_cache(maxsize=1)
+def _node_version() -> tuple[int, ...] | None:
+    binary = shutil.which("node")
+    if binary is None:
+        return None
+    try:
+        text = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    numbers = re.findall(r"\d+", text)
+    return tuple(int(n) for n in numbers[:3]) if numbers else None

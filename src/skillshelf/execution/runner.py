@@ -1,0 +1,212 @@
+"""Run one child process under limits and collect bounded output; kill it on timeout, overflow or cancel."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
+
+from skillshelf.execution.containment import Limits, PidsCgroup, signal_group
+
+logger = logging.getLogger(__name__)
+
+TERM_GRACE_S = 0.5  # SIGTERM, then this long, then SIGKILL: a killed run ends within timeout + 1 s
+PROGRESS_EVERY_S = 1.0
+ProgressCallback = Callable[[float, float], Awaitable[None]]
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int | None
+    timed_out: bool
+    output_limited: bool
+    stdout: bytes
+    stderr_tail: bytes
+    stderr_truncated: bool
+    duration_s: float
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.exit_code is not None and self.exit_code < 0:
+            try:
+                return signal.Signals(-self.exit_code).name
+            except ValueError:
+                return f"signal {-self.exit_code}"
+        return None
+
+
+def child_environment(work_dir: Path, skill_dir: Path, passthrough: list[str]) -> dict[str, str]:
+    """Only what a skill needs: never the server's own environment (tokens, keys, cloud credentials)."""
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "HOME": str(work_dir),
+        "TMPDIR": str(work_dir),
+        "SKILLSHELF_SKILL_DIR": str(skill_dir),
+    }
+    env.update({name: os.environ[name] for name in passthrough if name in os.environ})
+    return env
+
+
+async def run_child(
+    argv: list[str],
+    stdin: bytes,
+    *,
+    env: Mapping[str, str],
+    work_dir: Path,
+    limits: Limits,
+    cgroup: PidsCgroup | None,
+    on_progress: ProgressCallback | None = None,
+) -> RunOutcome:
+    started = time.monotonic()
+    stdout = _CappedBuffer(limits.max_output_bytes)
+    stderr = _TailBuffer(limits.max_stderr_bytes)
+    process = await anyio.open_process(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=work_dir,
+        env=dict(env),
+        start_new_session=True,  # its own process group: one killpg reaches every descendant
+    )
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as progress_group:
+            if on_progress is not None:
+                progress_group.start_soon(_report_progress, on_progress, started, limits.timeout_s)
+            with anyio.move_on_after(limits.timeout_s) as deadline:
+                async with anyio.create_task_group() as io_group:
+                    assert process.stdin and process.stdout and process.stderr
+                    io_group.start_soon(_feed, process.stdin, stdin)
+                    io_group.start_soon(_collect, process.stdout, stdout, lambda: _kill_now(process, cgroup))
+                    io_group.start_soon(_collect, process.stderr, stderr, None)
+                await process.wait()
+            timed_out = deadline.cancelled_caught
+            progress_group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _terminate(process, cgroup)
+    return RunOutcome(
+        exit_code=process.returncode,
+        timed_out=timed_out,
+        output_limited=stdout.overflowed,
+        stdout=stdout.data(),
+        stderr_tail=stderr.data(),
+        stderr_truncated=stderr.truncated,
+        duration_s=time.monotonic() - started,
+    )
+
+
+async def _report_progress(on_progress: ProgressCallback, started: float, total: float) -> None:
+    while True:
+        await anyio.sleep(PROGRESS_EVERY_S)
+        await on_progress(round(time.monotonic() - started, 1), total)
+
+
+async def _feed(stream: ByteSendStream, data: bytes) -> None:
+    try:
+        if data:
+            await stream.send(data)
+        await stream.aclose()
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError, ConnectionResetError):
+        pass  # the skill exited without reading its input: its exit status tells the story
+
+
+class _CappedBuffer:
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.overflowed = False
+
+    def add(self, chunk: bytes) -> bool:
+        """Keep up to the cap; False once it is exceeded (the caller stops the process)."""
+        room = self.cap - self.size
+        if len(chunk) > room:
+            self.parts.append(chunk[:room])
+            self.size = self.cap
+            self.overflowed = True
+            return False
+        self.parts.append(chunk)
+        self.size += len(chunk)
+        return True
+
+    def data(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class _TailBuffer:
+    """The last `cap` bytes: for errors, the end of stderr is what explains them."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.buffer = bytearray()
+        self.truncated = False
+
+    def add(self, chunk: bytes) -> bool:
+        self.buffer += chunk
+        if len(self.buffer) > self.cap:
+            del self.buffer[: len(self.buffer) - self.cap]
+            self.truncated = True
+        return True
+
+    def data(self) -> bytes:
+        return bytes(self.buffer)
+
+
+async def _collect(
+    stream: ByteReceiveStream, sink: _CappedBuffer | _TailBuffer, on_overflow: Callable[[], None] | None
+) -> None:
+    try:
+        async for chunk in stream:
+            if not sink.add(chunk):
+                if on_overflow is not None:
+                    on_overflow()
+                return
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        return
+
+
+def _kill_now(process: Process, cgroup: PidsCgroup | None) -> None:
+    signal_group(process.pid, signal.SIGKILL)
+    if cgroup is not None:
+        cgroup.kill_all()
+
+
+async def _terminate(process: Process, cgroup: PidsCgroup | None) -> None:
+    """SIGTERM the whole group, give it a moment, SIGKILL what is left (group and cgroup), reap."""
+    if process.returncode is None:
+        signal_group(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(TERM_GRACE_S):
+            await process.wait()
+    signal_group(process.pid, signal.SIGKILL)  # descendants may outlive the leader
+    if cgroup is not None:
+        for _ in range(100):
+            if not cgroup.pids():
+                break
+            cgroup.kill_all()
+            await anyio.sleep(0.01)
+    with anyio.move_on_after(5):
+        await process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            await stream.aclose()
+
+
+def make_work_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="skillshelf-run-"))
+
+
+def remove_work_dir(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

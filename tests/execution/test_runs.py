@@ -1,0 +1,195 @@
+"""executeSkill with real processes: every limit is exercised, nothing escapes, nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.execution import service
+from skillshelf.execution.containment import PidsCgroup, user_process_allowance
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.settings import ExecutionSettings
+
+pytestmark = pytest.mark.anyio
+
+
+async def run(library: SkillLibrary, settings: ExecutionSettings, skill: str, payload: Any = None, **kw: Any) -> Any:
+    return await service.execute_skill(library, settings, skill, {} if payload is None else payload, **kw)
+
+
+async def failure(
+    library: SkillLibrary, settings: ExecutionSettings, skill: str, payload: Any = None, **kw: Any
+) -> SkillshelfError:
+    with pytest.raises(SkillshelfError) as raised:
+        await run(library, settings, skill, payload, **kw)
+    return raised.value
+
+
+async def test_a_python_skill_gets_json_input_and_returns_json_output(
+    run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    result = await run(run_library, enabled, "run/echo", {"text": "ab", "times": 2})
+    assert (result.output, result.output_format, result.exit_code) == ({"echo": "abab"}, "json", 0)
+    assert "noise on stdout" in (result.stderr_tail or "")  # the skill's prints never corrupt the result
+    assert result.ran.entry == "echo(**input)"
+
+
+async def test_run_input_is_called_when_there_is_no_named_function(
+    run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    result = await run(run_library, enabled, "run/viarun", {"b": 1, "a": 2})
+    assert result.output == {"keys": ["a", "b"]} and result.ran.entry == "run(input)"
+
+
+async def test_execution_is_off_unless_enabled_and_limited_to_the_allow_list(run_library: SkillLibrary) -> None:
+    error = await failure(run_library, ExecutionSettings(), "run/echo", {"text": "x"})
+    assert error.code == ErrorCode.EXECUTION_DISABLED and "--allow-exec" in error.message
+    allow_list = ExecutionSettings(enabled=True, allow=["git/*"])
+    error = await failure(run_library, allow_list, "run/echo", {"text": "x"})
+    assert error.code == ErrorCode.EXECUTION_DISABLED and "allow-list" in error.message
+    assert (await run(run_library, ExecutionSettings(enabled=True, allow=["run/e*"]), "run/echo", {"text": "x"})).output
+
+
+async def test_an_infinite_loop_is_killed_within_the_timeout_plus_a_second(
+    run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    started = time.monotonic()
+    error = await failure(run_library, enabled, "run/spin", timeout_s=1.0)
+    assert error.code == ErrorCode.EXECUTION_TIMEOUT
+    assert time.monotonic() - started < 2.0
+
+
+async def test_a_memory_bomb_fails_cleanly(run_library: SkillLibrary, enabled: ExecutionSettings) -> None:
+    error = await failure(run_library, enabled, "run/hog", {"mb": 4096})
+    assert error.code == ErrorCode.SKILL_EXECUTION_FAILED and "MemoryError" in error.message
+    assert (await run(run_library, enabled, "run/hog", {"mb": 8})).output == 8 * 1024 * 1024
+
+
+async def test_a_fork_flood_is_contained(run_library: SkillLibrary, enabled: ExecutionSettings) -> None:
+    contained = user_process_allowance(1) is not None or PidsCgroup.create(1) is not None
+    if not contained:
+        pytest.skip("neither RLIMIT_NPROC (root) nor a pids cgroup is available here")
+    result = await run(run_library, enabled, "run/forker", {"n": 200})
+    assert result.output["made"] < enabled.max_processes and result.output["failed"] > 0
+
+
+async def test_100_mb_of_output_is_capped_and_the_run_stopped(
+    run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    error = await failure(run_library, enabled, "run/tools", script="scripts/flood.py")
+    assert error.code == ErrorCode.SKILL_EXECUTION_FAILED and error.details and error.details["stdoutTruncated"]
+
+
+async def test_a_stderr_flood_keeps_only_its_tail(run_library: SkillLibrary, enabled: ExecutionSettings) -> None:
+    result = await run(run_library, enabled, "run/chatty")
+    assert result.output == 1 and result.stderr_truncated
+
+
+async def test_the_servers_secrets_never_reach_the_skill(
+    run_library: SkillLibrary, enabled: ExecutionSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_secret")
+    monkeypatch.setenv("ALLOWED_ONE", "visible")
+    result = await run(run_library, enabled.model_copy(update={"env": ["ALLOWED_ONE"]}), "run/leak")
+    assert "GITHUB_TOKEN" not in result.output and result.output["ALLOWED_ONE"] == "visible"
+    assert set(result.output) <= {"PATH", "LANG", "HOME", "TMPDIR", "SKILLSHELF_SKILL_DIR", "ALLOWED_ONE", "LC_CTYPE"}
+    assert result.output["HOME"] == result.output["TMPDIR"] and not Path(result.output["HOME"]).exists()  # removed
+
+
+@pytest.mark.parametrize("script", ["../SKILL.md", "scripts/../../../x.py", "/etc/passwd", "scripts/evil.py"])
+async def test_scripts_outside_scripts_are_refused(
+    run_library: SkillLibrary, enabled: ExecutionSettings, script: str
+) -> None:
+    error = await failure(run_library, enabled, "run/tools", script=script)
+    assert error.code in {ErrorCode.ACCESS_DENIED, ErrorCode.VALIDATION_ERROR}
+    assert "escaped" not in str(error.details)
+
+
+async def test_a_raising_skill_reports_its_exception_without_foreign_paths(
+    run_library: SkillLibrary, enabled: ExecutionSettings, run_root: Path
+) -> None:
+    error = await failure(run_library, enabled, "run/boom")
+    assert error.code == ErrorCode.SKILL_EXECUTION_FAILED
+    assert "ValueError: bad input: 42" in error.message
+    assert error.details is not None
+    frames = error.details["exception"]["frames"]
+    assert frames and all(frame.startswith('File "boom.py"') for frame in frames)
+    assert str(run_root.parent) not in str(error.details) and os.sep + "site-packages" not in str(error.details)
+
+
+async def test_invalid_input_fails_validation_without_running(
+    run_library: SkillLibrary, enabled: ExecutionSettings, tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran.txt"
+    error = await failure(run_library, enabled, "run/marker", {"path": str(marker), "count": "three"})
+    assert error.code == ErrorCode.VALIDATION_ERROR and "count" in error.message
+    assert not marker.exists()
+    error = await failure(run_library, enabled, "run/echo", {"text": 5, "extra": True})
+    assert error.code == ErrorCode.VALIDATION_ERROR  # schema derived from echo(text: str, times: int = 1)
+
+
+async def test_scripts_take_stdin_json_and_plain_text_output_is_flagged(
+    run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    result = await run(run_library, enabled, "run/tools", {"a": 1}, script="ok.sh")
+    assert result.output == {"got": {"a": 1}} and result.ran.interpreter == "sh"
+    text = await run(run_library, enabled, "run/tools", script="scripts/text.py")
+    assert (text.output, text.output_format) == ("plain words, not json\n", "text")
+    error = await failure(run_library, enabled, "run/tools", script="scripts/fail.py")
+    assert error.details is not None and error.details["exitCode"] == 3 and "it broke" in error.message
+
+
+async def test_a_folder_with_several_scripts_needs_script_named(
+    run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    error = await failure(run_library, enabled, "run/tools")
+    assert error.code == ErrorCode.VALIDATION_ERROR and "scripts/ok.sh" in error.message
+
+
+async def test_docs_only_skills_are_not_executable(run_library: SkillLibrary, enabled: ExecutionSettings) -> None:
+    error = await failure(run_library, enabled, "run/docs-only")
+    assert error.code == ErrorCode.NOT_EXECUTABLE and "loadSkill" in error.message
+
+
+async def test_cancelling_a_run_kills_the_child_and_leaves_no_orphan(
+    run_library: SkillLibrary, enabled: ExecutionSettings, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, run_library, enabled, "run/sleeper", {"pid_file": str(pid_file), "seconds": 30})
+        with anyio.fail_after(10):
+            while not pid_file.exists() or not pid_file.read_text():
+                await anyio.sleep(0.02)
+        group.cancel_scope.cancel()
+    pid = int(pid_file.read_text())
+    with anyio.fail_after(5):
+        while _alive(pid):
+            await anyio.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+async def test_a_dry_run_validates_and_describes_without_running(run_library: SkillLibrary, tmp_path: Path) -> None:
+    marker = tmp_path / "ran.txt"
+    result = service.dry_run(run_library, ExecutionSettings(), "run/marker", {"path": str(marker), "count": 1}, None, 5)
+    assert result.input_valid and result.schema_source == "declared" and not result.execution_enabled
+    assert result.would_run.entry == "marker(**input)" and result.would_run.timeout_s == 5
+    assert not marker.exists()
+
+
+async def test_a_successful_run_records_a_usage_event(run_library: SkillLibrary, enabled: ExecutionSettings) -> None:
+    await run(run_library, enabled, "run/echo", {"text": "x"})
+    (usage,) = run_library.usage.usage("run/echo")
+    assert usage.uses == 1

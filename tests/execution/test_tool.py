@@ -1,0 +1,96 @@
+"""executeSkill over MCP: envelopes, progress, and the server staying responsive during a run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.server import build_server
+from skillshelf.settings import ExecutionSettings, Settings
+
+pytestmark = pytest.mark.anyio
+
+
+def server_for(library: SkillLibrary, run_root: Path, execution: ExecutionSettings) -> Any:
+    return build_server(Settings(roots=[run_root], execution=execution), library)
+
+
+async def test_disabled_execution_is_an_envelope_telling_how_to_enable_it(
+    run_library: SkillLibrary, run_root: Path
+) -> None:
+    async with Client(server_for(run_library, run_root, ExecutionSettings())) as client:
+        result = await client.call_tool("executeSkill", {"skillId": "run/echo", "input": {"text": "x"}})
+    assert result.is_error and result.structured_content is not None
+    assert result.structured_content["error"]["code"] == "EXECUTION_DISABLED"
+    assert "SKILLSHELF_ALLOW_EXEC=1" in result.structured_content["error"]["message"]
+
+
+async def test_a_dry_run_works_even_when_execution_is_off(run_library: SkillLibrary, run_root: Path) -> None:
+    async with Client(server_for(run_library, run_root, ExecutionSettings())) as client:
+        result = await client.call_tool("executeSkill", {"skillId": "run/echo", "input": {"text": "x"}, "dryRun": True})
+    assert result.structured_content is not None and not result.is_error
+    data = result.structured_content["data"]
+    assert data["dryRun"] is True and data["executionEnabled"] is False and data["schemaSource"] == "derived"
+    assert data["inputSchema"]["required"] == ["text"]
+
+
+async def test_a_run_reports_progress_and_the_server_keeps_answering_meanwhile(
+    run_library: SkillLibrary, run_root: Path, enabled: ExecutionSettings, tmp_path: Path
+) -> None:
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    outcome: dict[str, Any] = {}
+    async with Client(server_for(run_library, run_root, enabled), mode="legacy") as client:
+
+        async def slow_run() -> None:
+            outcome["result"] = await client.call_tool(
+                "executeSkill",
+                {"skillId": "run/sleeper", "input": {"pid_file": str(tmp_path / "pid"), "seconds": 2.5}},
+                progress_callback=on_progress,
+            )
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(slow_run)
+            with anyio.fail_after(10):
+                while not (tmp_path / "pid").exists():
+                    await anyio.sleep(0.02)
+            listed = await client.call_tool("listCategories", {})
+            assert not listed.is_error and "result" not in outcome  # answered while the skill still runs
+    result = outcome["result"]
+    assert not result.is_error and result.structured_content["data"]["output"] == "woke"
+    assert progress and progress == sorted(progress)
+
+
+async def test_cancelling_the_request_kills_the_skill(
+    run_library: SkillLibrary, run_root: Path, enabled: ExecutionSettings, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    async with Client(server_for(run_library, run_root, enabled), mode="legacy") as client:
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                await client.call_tool(
+                    "executeSkill", {"skillId": "run/sleeper", "input": {"pid_file": str(pid_file), "seconds": 60}}
+                )
+
+            group.start_soon(call)
+            with anyio.fail_after(10):
+                while not pid_file.exists() or not pid_file.read_text():
+                    await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+        pid = int(pid_file.read_text())
+        with anyio.fail_after(10):
+            while Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower():
+                await anyio.sleep(0.05)
+        assert not (await client.call_tool("listCategories", {})).is_error  # the connection is still fine
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -1,0 +1,53 @@
+"""Settings precedence: flags, then environment, then the config file, then defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillshelf.errors import SkillshelfError
+from skillshelf.settings import resolve_settings
+from tests.conftest import write
+
+
+def test_the_config_file_fills_what_flags_and_environment_leave_open(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "config.toml",
+        f"""
+        library = ["{tmp_path / "lib"}"]
+        projects = ["{tmp_path / "dev"}"]
+
+        [execution]
+        enabled = true
+        allow = ["python/*"]
+        timeout_s = 5
+        """,
+    )
+    settings = resolve_settings(config_path=config, env={})
+    assert settings.roots == [tmp_path / "lib"] and settings.project_roots == [tmp_path / "dev"]
+    assert settings.execution.enabled and settings.execution.allow == ["python/*"]
+    assert settings.execution.timeout_s == 5 and settings.execution.memory_mb == 1024  # default kept
+    from_env = resolve_settings(
+        config_path=config, env={"SKILLSHELF_LIBRARY": "/env/lib", "SKILLSHELF_ALLOW_EXEC": "0"}
+    )
+    assert from_env.roots == [Path("/env/lib")] and not from_env.execution.enabled
+    from_flags = resolve_settings([Path("/flag/lib")], config_path=config, env={}, execution={"timeout_s": 9.0})
+    assert from_flags.roots == [Path("/flag/lib")] and from_flags.execution.timeout_s == 9.0
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [("librar = []", "librar"), ("[execution]\ntimeout_s = -1", "timeout_s"), ("not toml = = 1", "not valid TOML")],
+)
+def test_a_bad_config_file_names_what_to_fix(tmp_path: Path, text: str, fragment: str) -> None:
+    config = write(tmp_path / "config.toml", text)
+    with pytest.raises(SkillshelfError) as raised:
+        resolve_settings(config_path=config, env={})
+    assert fragment in raised.value.message and str(tmp_path) in raised.value.message
+
+
+def test_a_named_config_file_must_exist_but_the_default_one_is_optional(tmp_path: Path) -> None:
+    with pytest.raises(SkillshelfError):
+        resolve_settings(config_path=tmp_path / "missing.toml", env={})
+    assert resolve_settings(env={"XDG_CONFIG_HOME": str(tmp_path)}).execution.enabled is False
