@@ -65,7 +65,8 @@ class SkillMetadata(WireModel):
     quality_reasons: list[str]
     tags: list[str]
     language: str | None = None
-    input_schema: dict[str, Any] | None = None
+    input_schema: dict[str, Any] | None = None  # what executeSkill's input must match
+    input_schema_source: str | None = None  # "declared" (metadata) or "derived" (from the code's signature)
     frontmatter: dict[str, Any]
     resources: list[str]
     findings: list[FindingInfo]

@@ -6,8 +6,10 @@ import difflib
 import posixpath
 import re
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from skillshelf.errors import CategoryInvalidError, ErrorCode, PatternNotFoundError, SkillshelfError
+from skillshelf.execution.schema import derive_python_schema, read_source
 from skillshelf.library.frontmatter import parse_document
 from skillshelf.library.index import IndexedSkill, SearchFilters
 from skillshelf.library.layouts import CODE_LANGUAGES
@@ -116,7 +118,7 @@ def load_skill(
         executable=skill.executable,
         documentation=body,
         code=_code_files(skill, root) if include_code else None,
-        metadata=_metadata(skill, library.usage.usage(skill.id)) if include_metadata else None,
+        metadata=_metadata(skill, library.usage.usage(skill.id), root) if include_metadata else None,
     )
 
 
@@ -195,9 +197,24 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
     return files
 
 
-def _metadata(skill: IndexedSkill, usage: list[PatternUsage]) -> SkillMetadata:
+def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The declared input schema, else one derived from a Python implementation's signature (not run)."""
+    declared = skill.payload.get("inputSchema")
+    if declared:
+        return declared, "declared"
+    code_file = skill.payload.get("codeFile")
+    if skill.layout != "three-file" or not code_file or not code_file.endswith(".py"):
+        return None, None
+    path = root / code_file
+    source = read_source(path) if is_within(path, root.resolve()) else None
+    derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
+    return derived, ("derived" if derived else None)
+
+
+def _metadata(skill: IndexedSkill, usage: list[PatternUsage], root: Path) -> SkillMetadata:
     payload = skill.payload
     used = usage[0] if usage else None
+    schema, schema_source = input_schema(skill, root)
     return SkillMetadata(
         quality=skill.quality,
         quality_source=skill.quality_source,
@@ -211,7 +228,8 @@ def _metadata(skill: IndexedSkill, usage: list[PatternUsage]) -> SkillMetadata:
         quality_reasons=payload["qualityReasons"],
         tags=payload["tags"],
         language=payload["language"],
-        input_schema=payload["inputSchema"],
+        input_schema=schema,
+        input_schema_source=schema_source,
         frontmatter=payload["frontmatter"],
         resources=payload["resources"],
         findings=[FindingInfo(**f) for f in payload["findings"]],
