@@ -117,3 +117,18 @@ def test_run_executes_a_skill_and_prints_its_json(tmp_path: Path) -> None:
     assert code == 1 and "[VALIDATION_ERROR]" in output
     code, output = run("run", "-l", str(bundled), "python/slugify", "--dry-run", "--input", '{"text": "x"}')
     assert code == 0 and json.loads(output)["wouldRun"]["entry"] == "slugify(**input)"
+
+
+def test_notes_lists_a_projects_memory(tmp_path: Path) -> None:
+    from skillshelf.memory.service import add_note
+    from skillshelf.projects import ProjectRoots
+
+    (tmp_path / "dev" / "shop").mkdir(parents=True)
+    roots = ProjectRoots.of([tmp_path / "dev"])
+    add_note(roots, "shop", "decision", "Use Postgres row level security", ["db"])
+    add_note(roots, "shop", "blocker", "CI runner lacks Docker")
+    code, output = run("notes", "--projects-root", str(tmp_path / "dev"), "shop", "--type", "decision")
+    assert code == 0 and "Use Postgres row level security" in output and "Docker" not in output
+    assert "1 of 1 notes in shop" in output
+    code, output = run("notes", "--projects-root", str(tmp_path / "dev"), "../elsewhere")
+    assert code == 1 and "[ACCESS_DENIED]" in output

@@ -388,6 +388,53 @@ def usage(libraries: tuple[Path, ...], as_json: bool, skill_id: str | None, sort
         click.echo(f"{row.pattern_id}  {row.reuse_count} uses  ({projects})  last {row.last_used or '-'}")
 
 
+def project_roots_option(fn: F) -> F:
+    return click.option(
+        "--projects-root",
+        "project_roots",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        help="Folder holding projects (repeatable). Default: $SKILLSHELF_PROJECTS, then ~/Dev.",
+    )(fn)
+
+
+@cli.command()
+@project_roots_option
+@json_option
+@click.argument("project")
+@click.option("--type", "note_type", help="Only notes of this type (decision, hypothesis, blocker, general).")
+@click.option("--query", "-q", help="Only notes containing all these words.")
+@click.option("--since", help="Only notes from this ISO date or time on.")
+@click.option("--limit", "-n", default=50, show_default=True, type=click.IntRange(1, 500))
+def notes(
+    project_roots: tuple[Path, ...],
+    as_json: bool,
+    project: str,
+    note_type: str | None,
+    query: str | None,
+    since: str | None,
+    limit: int,
+) -> None:
+    """A project's memory notes, newest first."""
+    from skillshelf.memory import service as memory
+
+    projects = _settings((), cli_project_roots=project_roots).projects()
+    try:
+        result = memory.get_notes(projects, project, note_type=note_type, query=query, since=since, limit=limit)
+    except SkillshelfError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json(result.model_dump(mode="json", by_alias=True))
+        return
+    for note in result.notes:
+        tags = f"  [{', '.join(note.tags)}]" if note.tags else ""
+        click.echo(f"{note.timestamp}  {click.style(note.type, bold=True)}{tags}")
+        click.echo(f"    {note.content}")
+    click.echo(f"{len(result.notes)} of {result.total} notes in {result.project}")
+    if result.skipped_lines:
+        click.echo(f"unreadable lines skipped: {', '.join(map(str, result.skipped_lines))}", err=True)
+
+
 @cli.command()
 @json_option
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))

@@ -21,6 +21,11 @@ CONTRACT = {
     "trackPatternUsage": ["patternId", "projectPath", "note"],
     "listCategories": [],
     "executeSkill": ["skillId", "input", "script", "dryRun", "timeoutS"],
+    "addNote": ["projectPath", "type", "content", "tags"],
+    "getNotes": ["projectPath", "type", "query", "since", "limit"],
+    "getDecisions": ["projectPath", "since", "limit"],
+    "getHypotheses": ["projectPath", "since", "limit"],
+    "getBlockers": ["projectPath", "since", "limit"],
     "getPatternReuse": ["patternId", "minReuse", "sortBy", "limit"],
     "getLibraryStats": [],
 }
@@ -28,6 +33,7 @@ CONTRACT = {
 # trackPatternUsage appends an event: not read-only, not destructive, and each call counts again.
 ANNOTATIONS = dict.fromkeys(CONTRACT, (True, False, True, False)) | {
     "trackPatternUsage": (False, False, False, False),
+    "addNote": (False, False, False, False),  # appends a note; repeating it appends another
     # executeSkill runs arbitrary skill code: it may change things and reach the network.
     "executeSkill": (False, True, False, True),
 }

@@ -16,6 +16,7 @@ from skillshelf import __version__
 from skillshelf.errors import SkillshelfError
 from skillshelf.execution.tools import execution_tools
 from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.memory.tools import memory_tools
 from skillshelf.metrics.tools import metrics_tools
 from skillshelf.patterns import service
 from skillshelf.patterns.tools import patterns_tools
@@ -27,7 +28,8 @@ INSTRUCTIONS = """\
 skillshelf serves a curated library of reusable skills (how-tos with optional code).
 1. searchPatterns with a few words about the task: compact hits, ~100 tokens each.
 2. loadSkill with the best hit's id to read its documentation (includeCode=true for its code).
-3. Apply it; readSkillFile fetches a reference or script the skill points to.
+3. Apply it (executeSkill runs its code when the user enabled it); readSkillFile fetches a reference or script.
+4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers.
 listCategories shows what the library covers; skills are also resources skill://{category}/{name}.
 """
 
@@ -44,6 +46,7 @@ def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCP
         finally:
             shelf.stop_watching()
 
+    projects = settings.projects()
     server: MCPServer[Any] = MCPServer(
         "skillshelf",
         version=__version__,
@@ -51,8 +54,9 @@ def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCP
         lifespan=lifespan,
         log_level="WARNING",
         tools=[
-            *patterns_tools(shelf, settings.projects()),
+            *patterns_tools(shelf, projects),
             *execution_tools(shelf, settings.execution),
+            *memory_tools(projects),
             *metrics_tools(shelf),
         ],
     )

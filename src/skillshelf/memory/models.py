@@ -1,0 +1,26 @@
+"""Wire models of the memory tools (camelCase on the wire, snake_case in Python)."""
+
+from __future__ import annotations
+
+from skillshelf.envelope import WireModel
+
+
+class Note(WireModel):
+    id: str  # stored with the note, or 'line-N' for notes written without one (the seed's)
+    type: str  # decision | hypothesis | blocker | general; other types written by hand read as-is
+    content: str
+    tags: list[str]
+    timestamp: str  # ISO 8601, as stored
+
+
+class NoteAdded(WireModel):
+    project: str
+    file: str  # relative to the project
+    note: Note
+
+
+class NoteList(WireModel):
+    project: str
+    notes: list[Note]  # newest first
+    total: int  # notes matching the filters, before the limit
+    skipped_lines: list[int]  # line numbers of unreadable lines (torn or hand-edited), the first 100
