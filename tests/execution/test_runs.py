@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,30 @@ async def test_a_successful_run_records_a_usage_event(run_library: SkillLibrary,
     await run(run_library, enabled, "run/echo", {"text": "x"})
     (usage,) = run_library.usage.usage("run/echo")
     assert usage.uses == 1
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
+async def test_a_javascript_skill_runs_under_node(
+    run_root: Path, run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    js = "module.exports.shout = ({ text }) => {\n  console.log('noise');\n  return { loud: text.toUpperCase() };\n};\n"
+    (run_root / "run" / "shout.md").write_text("# Shout\n\nUpper-cases text.\n", encoding="utf-8")
+    (run_root / "run" / "shout.js").write_text(js, encoding="utf-8")
+    run_library.sync()
+    result = await run(run_library, enabled, "run/shout", {"text": "hey"})
+    assert result.output == {"loud": "HEY"} and result.ran.interpreter == "node"
+
+
+async def test_typescript_needs_a_node_that_strips_types(
+    run_root: Path, run_library: SkillLibrary, enabled: ExecutionSettings
+) -> None:
+    from skillshelf.execution.plan import TYPESCRIPT_NODE, _node_version
+
+    version = _node_version()
+    if version is not None and version >= TYPESCRIPT_NODE:
+        pytest.skip("this node runs TypeScript")
+    (run_root / "run" / "typed.md").write_text("# Typed\n\nTypeScript skill.\n", encoding="utf-8")
+    (run_root / "run" / "typed.ts").write_text("export const typed = (i: {a: number}) => i.a;\n", encoding="utf-8")
+    run_library.sync()
+    error = await failure(run_library, enabled, "run/typed")
+    assert error.code == ErrorCode.NOT_EXECUTABLE and ("Node 22.6" in error.message or "node" in error.message)
