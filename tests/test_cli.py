@@ -132,3 +132,17 @@ def test_notes_lists_a_projects_memory(tmp_path: Path) -> None:
     assert "1 of 1 notes in shop" in output
     code, output = run("notes", "--projects-root", str(tmp_path / "dev"), "../elsewhere")
     assert code == 1 and "[ACCESS_DENIED]" in output
+
+
+def test_sessions_lists_a_projects_past_sessions(tmp_path: Path) -> None:
+    write(
+        tmp_path / "dev" / "shop" / ".agent-artifacts" / "2025-11-05-auth-flow" / "session-summary.md",
+        "# Auth flow\n\nAdded login with sessions.\n\n## Decisions\n\n- Use python/slugify for usernames\n",
+    )
+    write(tmp_path / "dev" / "shop" / ".agent-artifacts" / "2025-10-01-setup.md", "# Setup\n\nProject set-up.\n")
+    code, output = run("sessions", "--projects-root", str(tmp_path / "dev"), "shop")
+    assert code == 0, output
+    lines = output.splitlines()
+    assert lines[0].startswith("2025-11-05  2025-11-05-auth-flow  Auth flow") and "2025-10-01-setup" in output
+    code, output = run("sessions", "--projects-root", str(tmp_path / "dev"), "shop", "-q", "login", "--json")
+    assert code == 0 and json.loads(output)["hits"][0]["sessionId"] == "2025-11-05-auth-flow"

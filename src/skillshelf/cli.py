@@ -146,6 +146,7 @@ def serve(
     exec_timeout: float | None,
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
+    from skillshelf.artifacts.archive import SessionArchive
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server import build_server
 
@@ -162,8 +163,9 @@ def serve(
         logger.warning("skill execution is ON (%s); see docs/security.md", scope)
     _announce_roots(settings.roots, settings.using_bundled)
     library = SkillLibrary(settings.library_config())
+    archive = SessionArchive(settings.projects(), watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
-    server = build_server(settings, library)
+    server = build_server(settings, library, archive)
     try:
         if http:
             logger.warning("serving MCP on http://%s:%d/mcp (health: /health)", host, port)
@@ -180,6 +182,7 @@ def serve(
             server.run()
     finally:
         library.close()
+        archive.close()
 
 
 @cli.command()
@@ -433,6 +436,34 @@ def notes(
     click.echo(f"{len(result.notes)} of {result.total} notes in {result.project}")
     if result.skipped_lines:
         click.echo(f"unreadable lines skipped: {', '.join(map(str, result.skipped_lines))}", err=True)
+
+
+@cli.command()
+@project_roots_option
+@json_option
+@click.argument("project")
+@click.option("--query", "-q", default="", help="Only sessions matching these words (ranked).")
+@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 50))
+def sessions(project_roots: tuple[Path, ...], as_json: bool, project: str, query: str, limit: int) -> None:
+    """A project's past sessions (.agent-artifacts), newest first, or ranked by --query."""
+    from skillshelf.artifacts import service as artifacts
+    from skillshelf.artifacts.archive import SessionArchive
+
+    projects = _settings((), cli_project_roots=project_roots).projects()
+    try:
+        with SessionArchive(projects, watch=False).opened() as archive:
+            result = artifacts.search_artifacts(archive, query, project=project, limit=limit)
+    except SkillshelfError as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        _print_json(result.model_dump(mode="json", by_alias=True))
+        return
+    if not result.hits:
+        click.echo("No sessions found.")
+    for hit in result.hits:
+        click.echo(f"{hit.date}  {click.style(hit.session_id, bold=True)}  {hit.title}")
+        if hit.summary:
+            click.echo(f"    {hit.summary}")
 
 
 @cli.command()

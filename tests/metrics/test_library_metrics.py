@@ -81,3 +81,26 @@ async def test_reuse_counts_sessions_that_mention_a_skill(sample_root: Path, tmp
         assert row.first_used == row.last_used == "2025-11-05"
     finally:
         library.close()
+
+
+async def test_reuse_over_mcp_counts_sessions_in_the_artifacts(sample_root: Path, tmp_path: Path) -> None:
+    from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.projects import ProjectRoots
+
+    write(
+        tmp_path / "dev" / "shop" / ".agent-artifacts" / "2025-11-05-auth" / "session-summary.md",
+        "# Auth\n\nUsed python/slugify for user handles.\n",
+    )
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    archive = SessionArchive(ProjectRoots.of([tmp_path / "dev"]), index_dir=tmp_path / "aidx", watch=False)
+    try:
+        settings = Settings(roots=[sample_root], project_roots=[tmp_path / "dev"])
+        async with Client(build_server(settings, library, archive)) as client:
+            await call(client, "trackPatternUsage", {"patternId": "python/slugify", "projectPath": "blog"})
+            report = await call(client, "getPatternReuse", {"patternId": "python/slugify"})
+    finally:
+        library.close()
+        archive.close()
+    (row,) = report["patterns"]
+    assert (row["uses"], row["sessionMentions"], row["reuseCount"]) == (1, 1, 2)
+    assert row["projects"] == ["blog", "shop"]

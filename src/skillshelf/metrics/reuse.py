@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.library.usage import VERIFIED_PROJECTS, PatternUsage
@@ -12,6 +12,16 @@ from skillshelf.metrics.models import PatternReuse, ReuseReport
 from skillshelf.patterns.service import find_skill
 
 SortBy = Literal["reuseCount", "recent", "category"]
+
+
+class Mention(Protocol):
+    """A past session that mentions a skill (the artifacts module's SessionRef)."""
+
+    @property
+    def project(self) -> str: ...
+
+    @property
+    def date(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -22,7 +32,7 @@ class SessionMention:
 
 
 # Given skill ids, the sessions that mention each (the artifacts module provides it when configured).
-MentionFinder = Callable[[list[str]], dict[str, list[SessionMention]]]
+MentionFinder = Callable[[list[str]], Mapping[str, Sequence[Mention]]]
 
 
 def pattern_reuse(
@@ -46,7 +56,7 @@ def pattern_reuse(
 
 
 def _reuse(
-    skill_id: str, usage: PatternUsage | None, mentions: list[SessionMention], library: SkillLibrary
+    skill_id: str, usage: PatternUsage | None, mentions: Sequence[Mention], library: SkillLibrary
 ) -> PatternReuse:
     projects = sorted(set(usage.projects if usage else []) | {m.project for m in mentions})
     dates = [d for d in [usage.first_used if usage else None, usage.last_used if usage else None] if d]

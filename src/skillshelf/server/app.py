@@ -13,6 +13,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from skillshelf import __version__
+from skillshelf.artifacts.archive import SessionArchive
+from skillshelf.artifacts.tools import artifacts_tools
 from skillshelf.errors import SkillshelfError
 from skillshelf.execution.tools import execution_tools
 from skillshelf.library.skill_library import SkillLibrary
@@ -29,24 +31,34 @@ skillshelf serves a curated library of reusable skills (how-tos with optional co
 1. searchPatterns with a few words about the task: compact hits, ~100 tokens each.
 2. loadSkill with the best hit's id to read its documentation (includeCode=true for its code).
 3. Apply it (executeSkill runs its code when the user enabled it); readSkillFile fetches a reference or script.
-4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers.
+4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers;
+   searchArtifacts and loadSession recall what past sessions decided and built.
 listCategories shows what the library covers; skills are also resources skill://{category}/{name}.
 """
 
 
-def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCPServer[Any]:
-    """A server over `library` (or a new one from `settings`). The caller owns the library's close()."""
+def build_server(
+    settings: Settings, library: SkillLibrary | None = None, archive: SessionArchive | None = None
+) -> MCPServer[Any]:
+    """A server over a skill library and a session archive (new ones from `settings` when not given).
+
+    The lifespan starts their background sync and watchers and stops them; closing them (their
+    SQLite connections) is the caller's job, so one server can be entered more than once.
+    """
     shelf = library or SkillLibrary(settings.library_config())
+    projects = settings.projects()
+    sessions = archive or SessionArchive(projects, watch=settings.watch)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
         shelf.start()
+        sessions.start()
         try:
             yield shelf
         finally:
             shelf.stop_watching()
+            sessions.stop_watching()
 
-    projects = settings.projects()
     server: MCPServer[Any] = MCPServer(
         "skillshelf",
         version=__version__,
@@ -56,8 +68,9 @@ def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCP
         tools=[
             *patterns_tools(shelf, projects),
             *execution_tools(shelf, settings.execution),
+            *artifacts_tools(sessions),
             *memory_tools(projects),
-            *metrics_tools(shelf),
+            *metrics_tools(shelf, sessions.sessions_mentioning),
         ],
     )
 
@@ -76,6 +89,7 @@ def build_server(settings: Settings, library: SkillLibrary | None = None) -> MCP
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
-        return JSONResponse({"status": "healthy", "version": __version__, "skills": shelf.index.count()})
+        counts = {"skills": shelf.index.count(), "sessions": sessions.index.count()}
+        return JSONResponse({"status": "healthy", "version": __version__, **counts})
 
     return server

@@ -1,0 +1,1 @@
+"""The artifacts module: past sessions' artifacts (finalization packs) per project, searched and loaded."""

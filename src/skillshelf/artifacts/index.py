@@ -1,0 +1,279 @@
+"""The session search index: SQLite FTS5 (BM25, porter stemming), one file per set of project roots.
+
+The same engine and rules as the skill index (`skillshelf.library.index`): rows keyed by
+(project, session id) with a signature of their files' mtimes and sizes, so a sync re-reads only
+what changed; a missing, stale-schema or corrupt file is deleted and rebuilt; query words are
+quoted, never FTS syntax. Skill ids mentioned in a session (`database/rls-policy`) are kept in
+their own table so pattern reuse can be counted without a text search.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillshelf.library.index import match_expression, query_terms
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+# bm25 weights in column order: title (and session id words), summary, sections, body
+FIELD_WEIGHTS = (10.0, 5.0, 2.0, 1.0)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    rowid INTEGER PRIMARY KEY,
+    project TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    date TEXT NOT NULL,
+    modified REAL NOT NULL,
+    title TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    UNIQUE (project, session_id)
+);
+CREATE INDEX IF NOT EXISTS sessions_recent ON sessions(date DESC, modified DESC);
+CREATE TABLE IF NOT EXISTS mentions (
+    ref TEXT NOT NULL,
+    session INTEGER NOT NULL,
+    PRIMARY KEY (ref, session)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_session ON mentions(session);
+CREATE VIRTUAL TABLE IF NOT EXISTS sessions_fts USING fts5(
+    title, summary, sections, body,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+_TABLES = ("sessions", "mentions", "sessions_fts")
+_COLUMNS = "s.project, s.session_id, s.date, s.modified, s.title, s.summary, s.tokens"
+# Newest first among equal scores; ids last so the order is total and stable.
+_RECENT = "s.date DESC, s.modified DESC, s.project, s.session_id"
+
+SessionKey = tuple[str, str]  # (project, session id)
+
+
+@dataclass(frozen=True)
+class SessionDocument:
+    """What the index stores about one session (built by the archive from its files)."""
+
+    project: str
+    session_id: str
+    signature: str
+    date: str
+    modified: float
+    title: str
+    summary: str
+    tokens: int
+    sections: str
+    body: str
+    references: frozenset[str]
+
+
+@dataclass(frozen=True)
+class IndexedSession:
+    project: str
+    session_id: str
+    date: str
+    modified: float
+    title: str
+    summary: str
+    tokens: int
+    score: float  # relevance (higher is better); 0 when listing without a query
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    """A session that mentions something: enough to cite it or load it."""
+
+    project: str
+    session_id: str
+    date: str | None
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    projects: tuple[str, ...] | None = None  # None: every project
+    since: str | None = None  # ISO dates, inclusive
+    until: str | None = None
+
+
+class ArtifactIndex:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._conn = self._open()
+        self._document_frequency: dict[str, int] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            logger.warning("session index %s is unusable (%s); rebuilding it", self.path.name, exc)
+            self._delete_files()
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                self._reset(conn)
+            conn.execute("SELECT count(*) FROM sessions").fetchone()
+            conn.execute("SELECT rowid FROM sessions_fts LIMIT 1").fetchall()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _reset(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in _TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.executescript(_SCHEMA)  # executescript commits the open transaction
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _delete_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    # -- writes --------------------------------------------------------------------------
+    def signatures(self) -> dict[SessionKey, str]:
+        with self._lock:
+            rows = self._conn.execute("SELECT project, session_id, signature FROM sessions").fetchall()
+        return {(project, session_id): signature for project, session_id, signature in rows}
+
+    def apply(self, documents: Iterable[SessionDocument], removed: Iterable[SessionKey]) -> None:
+        self._document_frequency.clear()
+        with self._transaction() as conn:
+            for key in removed:
+                self._delete(conn, key)
+            for document in documents:
+                self._delete(conn, (document.project, document.session_id))
+                self._insert(conn, document)
+
+    @staticmethod
+    def _delete(conn: sqlite3.Connection, key: SessionKey) -> None:
+        row = conn.execute("SELECT rowid FROM sessions WHERE project = ? AND session_id = ?", key).fetchone()
+        if row is not None:
+            conn.execute("DELETE FROM sessions_fts WHERE rowid = ?", row)
+            conn.execute("DELETE FROM mentions WHERE session = ?", row)
+            conn.execute("DELETE FROM sessions WHERE rowid = ?", row)
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, doc: SessionDocument) -> None:
+        cursor = conn.execute(
+            """INSERT INTO sessions(project, session_id, signature, date, modified, title, summary, tokens)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+            (doc.project, doc.session_id, doc.signature, doc.date, doc.modified, doc.title, doc.summary, doc.tokens),
+        )
+        rowid = cursor.lastrowid
+        # The id's words ("2025-11-05-auth-flow" -> auth flow) are searchable like the title.
+        conn.execute(
+            "INSERT INTO sessions_fts(rowid, title, summary, sections, body) VALUES (?, ?, ?, ?, ?)",
+            (rowid, f"{doc.title}\n{doc.session_id}", doc.summary, doc.sections, doc.body),
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO mentions(ref, session) VALUES (?, ?)", [(ref, rowid) for ref in doc.references]
+        )
+
+    # -- reads ---------------------------------------------------------------------------
+    def search(self, query: str, filters: SessionFilters, limit: int) -> list[IndexedSession]:
+        """Ranked by BM25 (rounded, so near-equal scores tie), newest first among equals.
+
+        An empty query (or one of stop words only) lists sessions newest first.
+        """
+        conditions, params = _filter_sql(filters)
+        with self._lock:
+            expression = match_expression(self._informative(query_terms(query)))
+            if expression is None:
+                sql = f"SELECT {_COLUMNS}, 0.0 FROM sessions s WHERE {conditions} ORDER BY {_RECENT} LIMIT ?"
+                rows = self._conn.execute(sql, [*params, limit]).fetchall()
+            else:
+                weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
+                sql = f"""SELECT {_COLUMNS}, bm25(sessions_fts, {weights}) AS score
+                          FROM sessions_fts f JOIN sessions s ON s.rowid = f.rowid
+                          WHERE sessions_fts MATCH ? AND {conditions}
+                          ORDER BY s.session_id != ?, round(score, 2), {_RECENT} LIMIT ?"""
+                rows = self._conn.execute(sql, [expression, *params, query.strip(), limit]).fetchall()
+        return [_session(row) for row in rows]
+
+    def _informative(self, terms: list[str]) -> list[str]:
+        """Drop terms found in over half the sessions: BM25 gives them an IDF of ~0, so they cannot
+        change the order, yet they make nearly every session a match to be scored."""
+        if len(terms) < 2:
+            return terms
+        total = self._conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        frequency = {t: self._frequency(t) for t in terms}
+        kept = [t for t in terms if frequency[t] <= total / 2]
+        return kept or [min(terms, key=frequency.__getitem__)]
+
+    def _frequency(self, term: str) -> int:
+        if term not in self._document_frequency:
+            row = self._conn.execute("SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH ?", (f'"{term}"',))
+            self._document_frequency[term] = int(row.fetchone()[0])
+        return self._document_frequency[term]
+
+    def mentioning(self, refs: Sequence[str]) -> dict[str, list[SessionRef]]:
+        """For each ref (case-insensitive), the sessions that mention it, newest first."""
+        wanted = {ref.lower(): ref for ref in refs}
+        found: dict[str, list[SessionRef]] = {ref: [] for ref in refs}
+        if not wanted:
+            return found
+        marks = ",".join("?" * len(wanted))
+        sql = f"""SELECT m.ref, s.project, s.session_id, s.date FROM mentions m JOIN sessions s ON s.rowid = m.session
+                  WHERE m.ref IN ({marks}) ORDER BY {_RECENT}"""
+        with self._lock:
+            rows = self._conn.execute(sql, list(wanted)).fetchall()
+        for ref, project, session_id, date in rows:
+            found[wanted[ref]].append(SessionRef(project, session_id, date))
+        return found
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+
+def _session(row: Any) -> IndexedSession:
+    project, session_id, date, modified, title, summary, tokens, score = row
+    relevance = float(f"{-score:.4g}") + 0.0  # 4 significant digits; + 0.0 turns -0.0 into 0.0
+    return IndexedSession(project, session_id, date, modified, title, summary, tokens, relevance)
+
+
+def _filter_sql(filters: SessionFilters) -> tuple[str, list[Any]]:
+    conditions = ["1"]
+    params: list[Any] = []
+    if filters.projects is not None:
+        conditions.append(f"s.project IN ({','.join('?' * len(filters.projects))})")
+        params.extend(filters.projects)
+    if filters.since is not None:
+        conditions.append("s.date >= ?")
+        params.append(filters.since)
+    if filters.until is not None:
+        conditions.append("s.date <= ?")
+        params.append(filters.until)
+    return " AND ".join(conditions), params
