@@ -14,8 +14,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from skillshelf.artifacts.store import (
     scan_project,
 )
 from skillshelf.errors import SkillshelfError
+from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.layouts import summary as one_line
 from skillshelf.library.skill_library import user_cache_dir
 from skillshelf.library.watcher import DirectoryWatcher
@@ -45,7 +45,6 @@ from skillshelf.projects import Project, ProjectRoots
 logger = logging.getLogger(__name__)
 
 WRITE_BATCH = 500  # sessions stored per transaction: bounds memory during a first build
-POLL_SECONDS = 2.0  # when a watcher cannot run, re-check the files at most this often
 MAX_WARNINGS = 5
 
 
@@ -95,7 +94,9 @@ def document(session: SessionFiles, max_bytes: int = MAX_FILE_BYTES) -> SessionD
     )
 
 
-class SessionArchive:
+class SessionArchive(BackgroundSync[SyncReport]):
+    LABEL = "session index"
+
     def __init__(
         self,
         projects: ProjectRoots,
@@ -104,6 +105,7 @@ class SessionArchive:
         watch: bool = True,
         max_file_bytes: int = MAX_FILE_BYTES,
     ) -> None:
+        super().__init__()
         self.projects = projects
         self.watch = watch
         self.max_file_bytes = max_file_bytes
@@ -114,50 +116,37 @@ class SessionArchive:
         self._extra_projects: dict[str, None] = {}  # nested projects asked for by name
         self._known_projects: frozenset[str] = frozenset()
         self._plan = WatchPlan()
-        self._dirty = threading.Event()
-        self._syncing = threading.Event()
-        self._ready = threading.Event()
-        self._ready.set()  # opened synchronously unless start() runs the first sync in the background
-        self._sync_lock = threading.Lock()
         self._watch_lock = threading.Lock()
         self._watching = False
         self._watchers: list[DirectoryWatcher] = []
         self._watched = WatchPlan()
-        self._starter: threading.Thread | None = None
-        self._synced_at = 0.0
 
     # -- freshness -----------------------------------------------------------------------
-    def sync(self) -> SyncReport:
-        """Bring the index in line with the files; re-parse only sessions whose signature changed."""
-        with self._sync_lock:
-            report = self._sync_locked()
-        self._rewatch()
+    def _sync_now(self) -> SyncReport:
+        """Re-parse only sessions whose signature changed since the index was written."""
+        started = time.perf_counter()
+        scan = self._scan()
+        self._log_new_findings(scan.findings)
+        self.findings, self._plan, self._known_projects = scan.findings, scan.plan, scan.projects
+        stored = self.index.signatures()
+        changed = [s for key, s in scan.sessions.items() if stored.get(key) != s.signature]
+        removed = [key for key in stored if key not in scan.sessions]
+        if removed:
+            self.index.apply([], removed)
+        for start in range(0, len(changed), WRITE_BATCH):
+            batch = changed[start : start + WRITE_BATCH]
+            self.index.apply([document(s, self.max_file_bytes) for s in batch], [])
+        report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
+        if changed or removed:
+            logger.info("session index synced: %d parsed, %d removed in %.2fs", *astuple(report))
+        self.last_sync = report
         return report
 
-    def _sync_locked(self) -> SyncReport:
-        self._syncing.set()
-        try:
-            self._dirty.clear()
-            started = time.perf_counter()
-            scan = self._scan()
-            self._log_new_findings(scan.findings)
-            self.findings, self._plan, self._known_projects = scan.findings, scan.plan, scan.projects
-            stored = self.index.signatures()
-            changed = [s for key, s in scan.sessions.items() if stored.get(key) != s.signature]
-            removed = [key for key in stored if key not in scan.sessions]
-            if removed:
-                self.index.apply([], removed)
-            for start in range(0, len(changed), WRITE_BATCH):
-                batch = changed[start : start + WRITE_BATCH]
-                self.index.apply([document(s, self.max_file_bytes) for s in batch], [])
-            report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
-            if changed or removed:
-                logger.info("session index synced: %d parsed, %d removed in %.2fs", *astuple(report))
-            self.last_sync = report
-            self._synced_at = time.monotonic()
-            return report
-        finally:
-            self._syncing.clear()
+    def _after_sync(self) -> None:
+        self._rewatch()
+
+    def _watcher_failed(self) -> bool:
+        return any(w.failed for w in self._watchers)
 
     def _scan(self) -> _Scan:
         scan = _Scan()
@@ -196,39 +185,6 @@ class SessionArchive:
                 if message not in self.findings.get(project, []):
                     logger.warning("%s", message)
 
-    def _sync_if_needed(self) -> None:
-        with self._sync_lock:
-            if not (self._dirty.is_set() or self._stale()):
-                return
-            self._sync_locked()
-        self._rewatch()
-
-    def _on_change(self) -> None:
-        """Called on a watcher's thread: sync there, so a search rarely has to wait for it."""
-        self._dirty.set()
-        try:
-            self._sync_if_needed()
-        except Exception:
-            logger.exception("background session index sync failed; the next search retries it")
-
-    def _stale(self) -> bool:
-        watcher_down = any(w.failed for w in self._watchers)
-        return watcher_down and time.monotonic() - self._synced_at > POLL_SECONDS
-
-    def needs_sync(self) -> bool:
-        """True when a search now would wait for a sync (first build, files changed, sync under way)."""
-        return not self._ready.is_set() or self._dirty.is_set() or self._syncing.is_set() or self._stale()
-
-    def ensure_fresh(self) -> None:
-        """Wait for the first sync, then for any sync a change calls for (or one already under way)."""
-        if not self._ready.is_set():
-            self._ready.wait()
-        if self._dirty.is_set() or self._syncing.is_set() or self._stale():
-            self._sync_if_needed()
-
-    def mark_dirty(self) -> None:
-        self._dirty.set()
-
     def track(self, project: str) -> None:
         """Index a project that is not a direct child of a root (e.g. `team/api`) from now on."""
         if project not in self._known_projects and project not in self._extra_projects:
@@ -236,23 +192,6 @@ class SessionArchive:
             self._dirty.set()
 
     # -- watching ------------------------------------------------------------------------
-    def start(self) -> None:
-        """Sync in the background, then watch: the server answers at once and searches wait for the sync."""
-        if self._starter is not None:
-            return
-        self._ready.clear()
-        self._starter = threading.Thread(target=self._initial_sync, name="skillshelf-artifacts-sync", daemon=True)
-        self._starter.start()
-
-    def _initial_sync(self) -> None:
-        try:
-            self.sync()
-        except Exception:
-            logger.exception("initial session index sync failed")
-        finally:
-            self._ready.set()
-        self.start_watching()
-
     def start_watching(self) -> None:
         if self.watch:
             self._watching = True
@@ -273,10 +212,7 @@ class SessionArchive:
         for watcher in retired:
             _retire(watcher)
 
-    def stop_watching(self) -> None:
-        if self._starter is not None:
-            self._starter.join()
-            self._starter = None
+    def _stop_watchers(self) -> None:
         with self._watch_lock:
             self._watching = False
             retired, self._watchers, self._watched = self._watchers, [], WatchPlan()
@@ -286,15 +222,6 @@ class SessionArchive:
     def close(self) -> None:
         self.stop_watching()
         self.index.close()
-
-    @contextmanager
-    def opened(self) -> Iterator[SessionArchive]:
-        self.sync()
-        self.start_watching()
-        try:
-            yield self
-        finally:
-            self.close()
 
     @property
     def watch_plan(self) -> WatchPlan:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from skillshelf.library.fts import FtsIndex
 from skillshelf.library.index import match_expression, query_terms
 
 logger = logging.getLogger(__name__)
@@ -103,63 +101,15 @@ class SessionFilters:
     until: str | None = None
 
 
-class ArtifactIndex:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.RLock()
-        self._conn = self._open()
-        self._document_frequency: dict[str, int] = {}
+class ArtifactIndex(FtsIndex):
+    SCHEMA = _SCHEMA
+    SCHEMA_VERSION = SCHEMA_VERSION
+    TABLES = _TABLES
+    COUNT_TABLE = "sessions"
+    FTS_TABLE = "sessions_fts"
+    LABEL = "session index"
 
     # -- lifecycle -----------------------------------------------------------------------
-    def _open(self) -> sqlite3.Connection:
-        try:
-            return self._connect()
-        except sqlite3.DatabaseError as exc:
-            logger.warning("session index %s is unusable (%s); rebuilding it", self.path.name, exc)
-            self._delete_files()
-            return self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-                self._reset(conn)
-            conn.execute("SELECT count(*) FROM sessions").fetchone()
-            conn.execute("SELECT rowid FROM sessions_fts LIMIT 1").fetchall()
-        except sqlite3.DatabaseError:
-            conn.close()
-            raise
-        return conn
-
-    @staticmethod
-    def _reset(conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        for table in _TABLES:
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-        conn.executescript(_SCHEMA)  # executescript commits the open transaction
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    def _delete_files(self) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[SessionKey, str]:
@@ -168,7 +118,6 @@ class ArtifactIndex:
         return {(project, session_id): signature for project, session_id, signature in rows}
 
     def apply(self, documents: Iterable[SessionDocument], removed: Iterable[SessionKey]) -> None:
-        self._document_frequency.clear()
         with self._transaction() as conn:
             for key in removed:
                 self._delete(conn, key)
@@ -221,22 +170,6 @@ class ArtifactIndex:
                           ORDER BY s.session_id != ?, round(score, 2), {_RECENT} LIMIT ?"""
                 rows = self._conn.execute(sql, [expression, *params, query.strip(), limit]).fetchall()
         return [_session(row) for row in rows]
-
-    def _informative(self, terms: list[str]) -> list[str]:
-        """Drop terms found in over half the sessions: BM25 gives them an IDF of ~0, so they cannot
-        change the order, yet they make nearly every session a match to be scored."""
-        if len(terms) < 2:
-            return terms
-        total = self._conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
-        frequency = {t: self._frequency(t) for t in terms}
-        kept = [t for t in terms if frequency[t] <= total / 2]
-        return kept or [min(terms, key=frequency.__getitem__)]
-
-    def _frequency(self, term: str) -> int:
-        if term not in self._document_frequency:
-            row = self._conn.execute("SELECT count(*) FROM sessions_fts WHERE sessions_fts MATCH ?", (f'"{term}"',))
-            self._document_frequency[term] = int(row.fetchone()[0])
-        return self._document_frequency[term]
 
     def mentioning(self, refs: Sequence[str]) -> dict[str, list[SessionRef]]:
         """For each ref (case-insensitive), the sessions that mention it, newest first."""

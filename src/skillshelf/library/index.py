@@ -11,14 +11,12 @@ import json
 import logging
 import re
 import sqlite3
-import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
+from skillshelf.library.fts import FtsIndex
 from skillshelf.library.layouts import summary
 from skillshelf.library.models import Finding, Skill, SkillSource
 
@@ -193,74 +191,15 @@ class CategoryStats:
     mean_quality: float
 
 
-class SkillIndex:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.RLock()
-        self._conn = self._open()
-        self._document_frequency: dict[str, int] = {}
+class SkillIndex(FtsIndex):
+    SCHEMA = _SCHEMA
+    SCHEMA_VERSION = SCHEMA_VERSION
+    TABLES = ("sources", "skills", "skills_fts")
+    COUNT_TABLE = "skills"
+    FTS_TABLE = "skills_fts"
+    LABEL = "search index"
 
     # -- lifecycle -----------------------------------------------------------------------
-    def _open(self) -> sqlite3.Connection:
-        try:
-            return self._connect()
-        except sqlite3.DatabaseError as exc:
-            logger.warning("search index %s is unusable (%s); rebuilding it", self.path.name, exc)
-            self._delete_files()
-            return self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version != SCHEMA_VERSION:
-                self._reset(conn)
-            conn.execute("SELECT count(*) FROM sources").fetchone()
-            conn.execute("SELECT rowid FROM skills_fts LIMIT 1").fetchall()
-        except sqlite3.DatabaseError:
-            conn.close()
-            raise
-        return conn
-
-    @staticmethod
-    def _reset(conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        for table in ("sources", "skills", "skills_fts"):
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-        conn.executescript(_SCHEMA)  # executescript commits the open transaction
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    def _delete_files(self) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
-    def rebuild(self) -> None:
-        """Drop everything; the next sync re-reads the whole library."""
-        with self._lock:
-            try:
-                self._conn.close()
-            finally:
-                self._delete_files()
-                self._conn = self._connect()
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[str, str]:
@@ -268,7 +207,6 @@ class SkillIndex:
             return {row[0]: row[1] for row in self._conn.execute("SELECT key, signature FROM sources")}
 
     def apply(self, parsed: Iterable[tuple[SkillSource, Skill | None, list[Finding]]], removed: Iterable[str]) -> None:
-        self._document_frequency.clear()
         with self._transaction() as conn:
             for key in removed:
                 self._delete_source(conn, key)
@@ -370,22 +308,6 @@ class SkillIndex:
             known = {rowid for rowid, _ in ranked}
             ranked.extend((rowid, float("-inf")) for rowid in exact - known)
             return self._fetch(ranked, exact, limit)
-
-    def _informative(self, terms: list[str]) -> list[str]:
-        """Drop terms found in over half the skills: BM25 gives them an IDF of ~0 (FTS5 clamps it), so
-        they cannot change the order, yet they make nearly every skill a match to be scored."""
-        if len(terms) < 2:
-            return terms
-        total = self._conn.execute("SELECT count(*) FROM skills").fetchone()[0]
-        frequency = {t: self._frequency(t) for t in terms}
-        kept = [t for t in terms if frequency[t] <= total / 2]
-        return kept or [min(terms, key=frequency.__getitem__)]
-
-    def _frequency(self, term: str) -> int:
-        if term not in self._document_frequency:
-            row = self._conn.execute("SELECT count(*) FROM skills_fts WHERE skills_fts MATCH ?", (f'"{term}"',))
-            self._document_frequency[term] = int(row.fetchone()[0])
-        return self._document_frequency[term]
 
     def _fetch(self, ranked: list[tuple[int, float]], exact: set[int], limit: int) -> list[IndexedSkill]:
         """Order candidates (exact name, score to 2 decimals, quality, id); load full rows for the winners."""

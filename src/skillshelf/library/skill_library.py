@@ -12,17 +12,16 @@ import logging
 import multiprocessing
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from skillshelf.library.discovery import Discovery, discover
+from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
 from skillshelf.library.models import Finding, Skill, SkillSource
@@ -37,7 +36,6 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 INDEX_DIR_NAME = ".skillshelf"
 PARALLEL_PARSE_THRESHOLD = 400
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
-POLL_SECONDS = 2.0  # when the watcher cannot run, re-check the files at most this often
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 
 
@@ -132,8 +130,11 @@ def _parse_one(source: SkillSource, max_bytes: int) -> ParsedSource:
     return source, skill, findings
 
 
-class SkillLibrary:
+class SkillLibrary(BackgroundSync[SyncReport]):
+    LABEL = "skill index"
+
     def __init__(self, config: LibraryConfig) -> None:
+        super().__init__()
         self.config = config
         self.roots = [r.expanduser().resolve() if r.exists() else r.expanduser() for r in config.roots]
         resolved = LibraryConfig(**{**config.__dict__, "roots": self.roots})
@@ -141,85 +142,32 @@ class SkillLibrary:
         self.index_path = choose_index_path(resolved)
         self.index = SkillIndex(self.index_path)
         self.discovery_findings: list[Finding] = []
-        self._dirty = threading.Event()
-        self._sync_lock = threading.Lock()
-        self._syncing = threading.Event()
         self._watcher: DirectoryWatcher | None = None
         self.last_sync = SyncReport()
-        self._synced_at = 0.0
-        self._ready = threading.Event()
-        self._ready.set()  # opened synchronously unless start() runs the first sync in the background
-        self._starter: threading.Thread | None = None
 
     # -- freshness -----------------------------------------------------------------------
-    def sync(self) -> SyncReport:
-        """Bring the index in line with the files; re-parse only sources whose signature changed."""
-        with self._sync_lock:
-            return self._sync_locked()
+    def _sync_now(self) -> SyncReport:
+        """Re-parse only sources whose signature changed since the index was written."""
+        started = time.perf_counter()
+        found: Discovery = discover(self.roots)
+        self._log_new_discovery_findings(found.findings)
+        self.discovery_findings = found.findings
+        stored = self.index.signatures()
+        current = {s.key: s for s in found.sources}
+        changed = [s for key, s in current.items() if stored.get(key) != s.signature]
+        removed = [key for key in stored if key not in current]
+        if removed:
+            self.index.apply([], removed)
+        for batch in _batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
+            self.index.apply(batch, [])
+        report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
+        if changed or removed:
+            logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
+        self.last_sync = report
+        return report
 
-    def _sync_locked(self) -> SyncReport:
-        self._syncing.set()
-        try:
-            self._dirty.clear()
-            started = time.perf_counter()
-            found: Discovery = discover(self.roots)
-            self._log_new_discovery_findings(found.findings)
-            self.discovery_findings = found.findings
-            stored = self.index.signatures()
-            current = {s.key: s for s in found.sources}
-            changed = [s for key, s in current.items() if stored.get(key) != s.signature]
-            removed = [key for key in stored if key not in current]
-            if removed:
-                self.index.apply([], removed)
-            for batch in _batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
-                self.index.apply(batch, [])
-            report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
-            if changed or removed:
-                logger.info(
-                    "index synced: %d parsed, %d removed in %.2fs",
-                    report.parsed,
-                    report.removed,
-                    report.seconds,
-                )
-            self.last_sync = report
-            self._synced_at = time.monotonic()
-            return report
-        finally:
-            self._syncing.clear()
-
-    def _sync_if_needed(self) -> None:
-        with self._sync_lock:
-            if self._dirty.is_set() or self._stale():
-                self._sync_locked()
-
-    def _on_change(self) -> None:
-        """Called on the watcher's thread: sync there, so a read rarely has to wait for it."""
-        self._dirty.set()
-        try:
-            self._sync_if_needed()
-        except Exception:
-            logger.exception("background index sync failed; the next read retries it")
-
-    def _stale(self) -> bool:
-        watcher_down = self._watcher is not None and self._watcher.failed
-        return watcher_down and time.monotonic() - self._synced_at > POLL_SECONDS
-
-    def start(self) -> None:
-        """Sync in the background, then watch: the server answers at once and reads wait for the sync."""
-        if self._starter is not None:
-            return
-        self._ready.clear()
-        self._starter = threading.Thread(target=self._initial_sync, name="skillshelf-sync", daemon=True)
-        self._starter.start()
-
-    def _initial_sync(self) -> None:
-        try:
-            self.sync()
-        except Exception:
-            logger.exception("initial index sync failed")
-        finally:
-            self._ready.set()
-        self.start_watching()
+    def _watcher_failed(self) -> bool:
+        return self._watcher is not None and self._watcher.failed
 
     def _log_new_discovery_findings(self, findings: list[Finding]) -> None:
         """Collisions and unusable roots go to the log once each, not on every re-sync."""
@@ -228,29 +176,12 @@ class SkillLibrary:
             if finding not in known and finding.severity in ("error", "warning") and finding.code in LOGGED_CODES:
                 logger.warning("%s: %s [%s]", finding.location(), finding.message, finding.code)
 
-    def needs_sync(self) -> bool:
-        """True when a read now would wait for a sync (first build, files changed, sync under way)."""
-        return not self._ready.is_set() or self._dirty.is_set() or self._syncing.is_set() or self._stale()
-
-    def ensure_fresh(self) -> None:
-        """Wait for the first sync, then for any sync a change calls for (or one already under way)."""
-        if not self._ready.is_set():
-            self._ready.wait()
-        if self._dirty.is_set() or self._syncing.is_set() or self._stale():
-            self._sync_if_needed()
-
-    def mark_dirty(self) -> None:
-        self._dirty.set()
-
     def start_watching(self) -> None:
         if self.config.watch and self._watcher is None:
             self._watcher = DirectoryWatcher([r for r in self.roots if r.is_dir()], self._on_change, POLL_SECONDS)
             self._watcher.start()
 
-    def stop_watching(self) -> None:
-        if self._starter is not None:
-            self._starter.join()
-            self._starter = None
+    def _stop_watchers(self) -> None:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
@@ -265,15 +196,6 @@ class SkillLibrary:
         self.index.close()
         if "usage" in self.__dict__:
             self.usage.close()
-
-    @contextmanager
-    def opened(self) -> Iterator[SkillLibrary]:
-        self.sync()
-        self.start_watching()
-        try:
-            yield self
-        finally:
-            self.close()
 
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:

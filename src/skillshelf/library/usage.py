@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillshelf.library.fts import immediate_transaction
+
 logger = logging.getLogger(__name__)
 
 USAGE_FILE = "usage.sqlite3"
@@ -84,14 +86,8 @@ class UsageStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+        with self._lock, immediate_transaction(self._conn) as conn:
+            yield conn
 
     def record(self, pattern_id: str, project: str | None, note: str | None, source: str) -> str:
         at = utc_now()

@@ -1,0 +1,137 @@
+"""Keeping an index over files fresh without rescanning on every read.
+
+The first sync runs in the background so a server answers at once; file watchers then sync on
+their own thread when anything changes; a read waits only when a sync is due or under way, so a
+change is visible to the next read. If a watcher dies, reads fall back to re-checking the files
+at most every `POLL_SECONDS`. The skill library and the session archive share this.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Generic, Self, TypeVar
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 2.0
+R = TypeVar("R")  # what a sync reports
+
+
+class BackgroundSync(Generic[R]):
+    LABEL = "index"
+
+    def __init__(self) -> None:
+        self._dirty = threading.Event()
+        self._syncing = threading.Event()
+        self._ready = threading.Event()
+        self._ready.set()  # synced by the caller unless start() runs the first sync in the background
+        self._sync_lock = threading.Lock()
+        self._starter: threading.Thread | None = None
+        self._synced_at = 0.0
+
+    # -- what an index provides ------------------------------------------------------------
+    def _sync_now(self) -> R:
+        """Bring the index in line with the files (called with the sync lock held)."""
+        raise NotImplementedError
+
+    def _after_sync(self) -> None:
+        """Outside the lock, after a sync (e.g. adjust what is watched)."""
+
+    def _watcher_failed(self) -> bool:
+        return False
+
+    def start_watching(self) -> None:
+        raise NotImplementedError
+
+    def _stop_watchers(self) -> None:
+        raise NotImplementedError
+
+    # -- syncing ------------------------------------------------------------------------------
+    def sync(self) -> R:
+        with self._sync_lock:
+            report = self._sync_locked()
+        self._after_sync()
+        return report
+
+    def _sync_locked(self) -> R:
+        self._syncing.set()
+        try:
+            self._dirty.clear()
+            report = self._sync_now()
+            self._synced_at = time.monotonic()
+            return report
+        finally:
+            self._syncing.clear()
+
+    def _sync_if_needed(self) -> None:
+        with self._sync_lock:
+            if not (self._dirty.is_set() or self._stale()):
+                return
+            self._sync_locked()
+        self._after_sync()
+
+    def _on_change(self) -> None:
+        """Called on a watcher's thread: sync there, so a read rarely has to wait for it."""
+        self._dirty.set()
+        try:
+            self._sync_if_needed()
+        except Exception:
+            logger.exception("background %s sync failed; the next read retries it", self.LABEL)
+
+    def _stale(self) -> bool:
+        return self._watcher_failed() and time.monotonic() - self._synced_at > POLL_SECONDS
+
+    def needs_sync(self) -> bool:
+        """True when a read now would wait for a sync (first build, files changed, sync under way)."""
+        return not self._ready.is_set() or self._dirty.is_set() or self._syncing.is_set() or self._stale()
+
+    def ensure_fresh(self) -> None:
+        """Wait for the first sync, then for any sync a change calls for (or one already under way)."""
+        if not self._ready.is_set():
+            self._ready.wait()
+        if self._dirty.is_set() or self._syncing.is_set() or self._stale():
+            self._sync_if_needed()
+
+    def mark_dirty(self) -> None:
+        self._dirty.set()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Sync in the background, then watch: a server answers at once and reads wait for the sync."""
+        if self._starter is not None:
+            return
+        self._ready.clear()
+        self._starter = threading.Thread(target=self._initial_sync, name=f"skillshelf-{self.LABEL}", daemon=True)
+        self._starter.start()
+
+    def _initial_sync(self) -> None:
+        try:
+            self.sync()
+        except Exception:
+            logger.exception("initial %s sync failed", self.LABEL)
+        finally:
+            self._ready.set()
+        self.start_watching()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @contextmanager
+    def opened(self) -> Iterator[Self]:
+        """Synced and watched for the block, closed after it (the CLI's one-shot use)."""
+        self.sync()
+        self.start_watching()
+        try:
+            yield self
+        finally:
+            self.close()
+
+    def stop_watching(self) -> None:
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
+        self._stop_watchers()

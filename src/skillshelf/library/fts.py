@@ -1,0 +1,118 @@
+"""What every derived full-text index shares: a SQLite file in WAL mode with a schema version,
+rebuilt when missing, stale or corrupt, serialised writes, and BM25 query terms worth scoring.
+
+The skill index and the session index subclass `FtsIndex` and add their own tables and queries.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import ClassVar
+
+logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE (take the write lock up front, so concurrent writers queue instead of
+    failing mid-transaction), COMMIT on success, ROLLBACK on anything else."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class FtsIndex:
+    SCHEMA: ClassVar[str]  # CREATE statements, run on a new or stale file
+    SCHEMA_VERSION: ClassVar[int]
+    TABLES: ClassVar[tuple[str, ...]]  # dropped on a schema change
+    COUNT_TABLE: ClassVar[str]  # the documents: the base of "found in over half"
+    FTS_TABLE: ClassVar[str]
+    LABEL: ClassVar[str]  # for the log: "search index", "session index"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._conn = self._open()
+        self._document_frequency: dict[str, int] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            logger.warning("%s %s is unusable (%s); rebuilding it", self.LABEL, self.path.name, exc)
+            self._delete_files()
+            return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            if conn.execute("PRAGMA user_version").fetchone()[0] != self.SCHEMA_VERSION:
+                self._reset(conn)
+            conn.execute(f"SELECT count(*) FROM {self.COUNT_TABLE}").fetchone()
+            conn.execute(f"SELECT rowid FROM {self.FTS_TABLE} LIMIT 1").fetchall()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _reset(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in self.TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.executescript(self.SCHEMA)  # executescript commits the open transaction
+        conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+
+    def _delete_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def rebuild(self) -> None:
+        """Drop everything; the next sync re-reads every document."""
+        with self._lock:
+            try:
+                self._conn.close()
+            finally:
+                self._delete_files()
+                self._conn = self._connect()
+                self._document_frequency.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, immediate_transaction(self._conn) as conn:
+            self._document_frequency.clear()  # any write may change how common a term is
+            yield conn
+
+    # -- query terms ---------------------------------------------------------------------
+    def _informative(self, terms: list[str]) -> list[str]:
+        """Drop terms found in over half the documents: BM25 gives them an IDF of ~0 (FTS5 clamps it),
+        so they cannot change the order, yet they make nearly every document a match to be scored."""
+        if len(terms) < 2:
+            return terms
+        total = self._conn.execute(f"SELECT count(*) FROM {self.COUNT_TABLE}").fetchone()[0]
+        frequency = {t: self._frequency(t) for t in terms}
+        kept = [t for t in terms if frequency[t] <= total / 2]
+        return kept or [min(terms, key=frequency.__getitem__)]
+
+    def _frequency(self, term: str) -> int:
+        if term not in self._document_frequency:
+            sql = f"SELECT count(*) FROM {self.FTS_TABLE} WHERE {self.FTS_TABLE} MATCH ?"
+            self._document_frequency[term] = int(self._conn.execute(sql, (f'"{term}"',)).fetchone()[0])
+        return self._document_frequency[term]
