@@ -204,8 +204,14 @@ class SessionArchive(BackgroundSync[SyncReport]):
                 return
             retired, self._watched = self._watchers, self._plan
             self._watchers = [
-                DirectoryWatcher(list(self._plan.shallow), self._on_change, POLL_SECONDS, recursive=False),
-                DirectoryWatcher(list(self._plan.deep), self._on_change, POLL_SECONDS),
+                DirectoryWatcher(
+                    list(self._plan.shallow),
+                    self._on_change,
+                    POLL_SECONDS,
+                    recursive=False,
+                    on_ready=self._on_watch_ready,
+                ),
+                DirectoryWatcher(list(self._plan.deep), self._on_change, POLL_SECONDS, on_ready=self._on_watch_ready),
             ]
             for watcher in self._watchers:
                 watcher.start()

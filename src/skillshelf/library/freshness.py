@@ -82,6 +82,20 @@ class BackgroundSync(Generic[R]):
         except Exception:
             logger.exception("background %s sync failed; the next read retries it", self.LABEL)
 
+    def _on_watch_ready(self) -> None:
+        """Called once a watcher is in place: a quiet re-check for changes made before it was.
+
+        Nothing is known to have changed, so reads do not wait for this one (no `_syncing` flag);
+        a real change meanwhile sets the dirty flag and the next read syncs as usual.
+        """
+        try:
+            with self._sync_lock:
+                self._sync_now()
+                self._synced_at = time.monotonic()
+            self._after_sync()
+        except Exception:
+            logger.exception("%s re-check after starting the watcher failed", self.LABEL)
+
     def _stale(self) -> bool:
         return self._watcher_failed() and time.monotonic() - self._synced_at > POLL_SECONDS
 

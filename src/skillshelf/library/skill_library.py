@@ -178,7 +178,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def start_watching(self) -> None:
         if self.config.watch and self._watcher is None:
-            self._watcher = DirectoryWatcher([r for r in self.roots if r.is_dir()], self._on_change, POLL_SECONDS)
+            roots = [r for r in self.roots if r.is_dir()]
+            self._watcher = DirectoryWatcher(roots, self._on_change, POLL_SECONDS, on_ready=self._on_watch_ready)
             self._watcher.start()
 
     def _stop_watchers(self) -> None:

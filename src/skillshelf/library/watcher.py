@@ -21,9 +21,15 @@ class DirectoryWatcher:
     """Marks the library dirty when anything under the roots changes (watchfiles, inotify/FSEvents)."""
 
     def __init__(
-        self, roots: list[Path], on_change: Callable[[], None], poll_seconds: float = 2.0, recursive: bool = True
+        self,
+        roots: list[Path],
+        on_change: Callable[[], None],
+        poll_seconds: float = 2.0,
+        recursive: bool = True,
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
         self.roots = roots
+        self.on_ready = on_ready or on_change  # called once the watch is in place
         self.recursive = recursive  # False: only the roots' own entries (e.g. project folders, not their trees)
         self.on_change = on_change
         self.stop_event = threading.Event()
@@ -64,10 +70,12 @@ class DirectoryWatcher:
                 raise_interrupt=False,
                 recursive=self.recursive,
             ):
-                if changes or not registered:
-                    # The first yield proves the watch is in place; one more call covers any change
-                    # made between the owner's initial scan and that moment.
+                if not registered:
+                    # The first yield proves the watch is in place: the owner re-checks once, to cover
+                    # any change made between its initial scan and that moment.
                     registered = True
+                    self.on_ready()
+                elif changes:
                     self.on_change()
         except Exception:
             self.failed = True
