@@ -45,7 +45,9 @@ class RunPlan:
     input_schema: dict[str, Any] | None = None
     schema_source: Literal["declared", "derived"] | None = None
 
-    def child_config(self, limits: dict[str, int | None], cgroup_procs: str | None) -> dict[str, Any]:
+    def child_config(
+        self, limits: dict[str, int | None], cgroup_procs: str | None, node_heap_mb: int | None = None
+    ) -> dict[str, Any]:
         """The `_child.py` configuration: how to run `target` once limits are in place."""
         config: dict[str, Any] = {"mode": self.mode, "limits": limits, "cgroup_procs": cgroup_procs}
         if self.mode == "call":
@@ -54,13 +56,17 @@ class RunPlan:
         elif self.mode == "script":
             config["argv"] = [str(self.target)]
         else:
-            config["argv"] = self.exec_argv()
+            config["argv"] = self.exec_argv(node_heap_mb)
         return config
 
-    def exec_argv(self) -> list[str]:
+    def exec_argv(self, node_heap_mb: int | None = None) -> list[str]:
         binary = _which(self.interpreter)
         if self.interpreter == "node":
-            node_flags = ["--experimental-strip-types"] if self.target.suffix == ".ts" else []
+            # V8 reserves far more address space than it uses, so RLIMIT_AS would break Node:
+            # its heap is capped with its own flag instead.
+            node_flags = [f"--max-old-space-size={node_heap_mb}"] if node_heap_mb else []
+            if self.target.suffix == ".ts":
+                node_flags.append("--experimental-strip-types")
             if self.function is not None:  # a three-file JavaScript skill: call its function
                 names = ",".join(dict.fromkeys([self.function, camel_name(self.skill_id.split("/")[-1]), "run"]))
                 return [binary, *node_flags, "--", str(CHILD_JS), str(self.target), names, self.target.name]

@@ -128,7 +128,9 @@ async def execute_skill(
     cgroup = PidsCgroup.create(limits.max_processes)
     try:
         config = plan.child_config(
-            limits.for_child(memory=plan.interpreter != "node"), str(cgroup.procs_file) if cgroup else None
+            limits.for_child(memory=plan.interpreter != "node"),
+            str(cgroup.procs_file) if cgroup else None,
+            node_heap_mb=settings.memory_mb,
         )
         outcome = await run_child(
             plan.argv(json.dumps(config)),
