@@ -5,8 +5,10 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp import Client
 
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 
@@ -28,6 +30,13 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """Call a tool; (isError, the envelope). Every tool returns the envelope as structured content."""
+    result = await client.call_tool(tool, arguments)
+    assert result.structured_content is not None
+    return result.is_error, result.structured_content
 
 
 def write(path: Path, text: str) -> Path:

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.tools import artifacts_tools
+from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
 
@@ -21,12 +22,6 @@ async def client(archive: SessionArchive) -> AsyncIterator[Client]:
     server: MCPServer[Any] = MCPServer("test", tools=artifacts_tools(archive))
     async with Client(server, raise_exceptions=True) as connected:
         yield connected
-
-
-async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-    result = await client.call_tool(tool, arguments)
-    assert result.structured_content is not None
-    return result.is_error, result.structured_content
 
 
 async def test_search_returns_compact_hits_in_the_envelope(client: Client) -> None:

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 from skillshelf.memory.tools import memory_tools
 from skillshelf.projects import ProjectRoots
+from tests.conftest import call
 from tests.memory.conftest import notes_file
 
 pytestmark = pytest.mark.anyio
@@ -22,12 +23,6 @@ async def client(roots: ProjectRoots) -> AsyncIterator[Client]:
     server: MCPServer[Any] = MCPServer("test", tools=memory_tools(roots))
     async with Client(server, raise_exceptions=True) as connected:
         yield connected
-
-
-async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-    result = await client.call_tool(tool, arguments)
-    assert result.structured_content is not None
-    return result.is_error, result.structured_content
 
 
 async def add(client: Client, note_type: str, content: str, **more: Any) -> dict[str, Any]:

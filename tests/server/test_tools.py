@@ -13,6 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.settings import Settings
+from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
 
@@ -26,12 +27,6 @@ async def client(request: pytest.FixtureRequest, sample_root: Path, tmp_path: Pa
             yield connected
     finally:
         library.close()
-
-
-async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-    result = await client.call_tool(tool, arguments)
-    assert result.structured_content is not None
-    return result.is_error, result.structured_content
 
 
 async def test_search_returns_compact_ranked_hits_in_the_envelope(client: Client) -> None:
