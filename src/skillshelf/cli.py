@@ -29,9 +29,11 @@ logger = logging.getLogger("skillshelf")
 
 
 def _configure_logging(verbose: int) -> None:
+    """Logs go to stderr (stdout is the protocol). -v/-vv raise skillshelf's own verbosity only:
+    libraries such as markdown-it log every parsing step at debug level."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(
-        level=level, stream=sys.stderr, format="skillshelf %(levelname)s %(name)s: %(message)s", force=True
+        level=logging.WARNING, stream=sys.stderr, format="skillshelf %(levelname)s %(name)s: %(message)s", force=True
     )
     logging.getLogger("skillshelf").setLevel(level)
 

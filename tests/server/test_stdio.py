@@ -36,3 +36,44 @@ async def test_serve_without_a_library_serves_the_bundled_examples(isolated_envi
         result = await client.call_tool("listCategories", {})
         assert result.structured_content is not None
         assert result.structured_content["data"]["totalSkills"] >= 20
+
+
+def test_stdout_carries_only_json_rpc_even_when_the_server_logs(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    """Logs (here at -vv, plus the bundled-library notice paths) must all go to stderr."""
+    import json
+    import subprocess
+
+    params = server_params("--library", str(sample_root), home=isolated_environment)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "searchPatterns", "arguments": {}}},
+    ]  # fmt: skip
+    log = (tmp_path / "stderr.log").open("w", encoding="utf-8")  # a file: a full stderr pipe would block
+    process = subprocess.Popen(
+        [params.command, "-m", "skillshelf", "-vv", *params.args[2:]],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=params.env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+    process.stdin.flush()
+    messages = []
+    while not any(m.get("id") == 2 for m in messages):  # keep stdin open until the answer is in
+        line = process.stdout.readline()
+        assert line, "the server closed stdout before answering"
+        messages.append(json.loads(line))  # every line on stdout must be a JSON-RPC message
+    process.stdin.close()
+    rest = process.stdout.read()
+    process.stdout.close()
+    process.wait(timeout=30)
+    log.close()
+    messages += [json.loads(line) for line in rest.splitlines() if line.strip()]
+    assert all(m.get("jsonrpc") == "2.0" for m in messages)
+    assert "index synced" in (tmp_path / "stderr.log").read_text(encoding="utf-8")  # the logs went to stderr
