@@ -38,6 +38,7 @@ from skillshelf.artifacts.store import (
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.layouts import summary as one_line
+from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.skill_library import user_cache_dir
 from skillshelf.library.watcher import DirectoryWatcher
 from skillshelf.projects import Project, ProjectRoots
@@ -133,9 +134,8 @@ class SessionArchive(BackgroundSync[SyncReport]):
         removed = [key for key in stored if key not in scan.sessions]
         if removed:
             self.index.apply([], removed)
-        for start in range(0, len(changed), WRITE_BATCH):
-            batch = changed[start : start + WRITE_BATCH]
-            self.index.apply([document(s, self.max_file_bytes) for s in batch], [])
+        for batch in batches(parse_all(document, changed, self.max_file_bytes), WRITE_BATCH):
+            self.index.apply(batch, [])
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("session index synced: %d parsed, %d removed in %.2fs", *astuple(report))

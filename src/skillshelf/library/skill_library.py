@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +22,7 @@ from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
 from skillshelf.library.models import Finding, Skill, SkillSource
+from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.library.usage import USAGE_FILE, UsageStore
@@ -34,7 +32,6 @@ logger = logging.getLogger(__name__)
 ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 
 INDEX_DIR_NAME = ".skillshelf"
-PARALLEL_PARSE_THRESHOLD = 400
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 
@@ -96,33 +93,7 @@ def choose_state_dir(config: LibraryConfig) -> Path:
 
 
 def parse_sources(sources: list[SkillSource], max_bytes: int) -> Iterator[ParsedSource]:
-    """Parse sources lazily, on every core for a large batch, so callers can store them as they come."""
-    done = 0
-    if len(sources) >= PARALLEL_PARSE_THRESHOLD and (os.cpu_count() or 1) > 1:
-        try:
-            # spawn, not fork: the server has threads running, and forking those can deadlock a child.
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=min(4, os.cpu_count() or 1), mp_context=context) as pool:
-                for result in pool.map(_parse_one, sources, [max_bytes] * len(sources), chunksize=64):
-                    done += 1
-                    yield result
-            return
-        except (BrokenProcessPool, OSError, RuntimeError, NotImplementedError) as exc:
-            # e.g. an embedding script without an `if __name__ == "__main__":` guard cannot spawn.
-            logger.warning("parallel parsing failed (%s); parsing the rest in this process", exc)
-    for source in sources[done:]:
-        yield _parse_one(source, max_bytes)
-
-
-def _batches(items: Iterator[ParsedSource], size: int) -> Iterator[list[ParsedSource]]:
-    batch: list[ParsedSource] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    return parse_all(_parse_one, sources, max_bytes)
 
 
 def _parse_one(source: SkillSource, max_bytes: int) -> ParsedSource:
@@ -158,7 +129,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         removed = [key for key in stored if key not in current]
         if removed:
             self.index.apply([], removed)
-        for batch in _batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
+        for batch in batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
             self.index.apply(batch, [])
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
