@@ -12,13 +12,19 @@ import contextlib
 import logging
 import os
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
+
 logger = logging.getLogger(__name__)
 
 V1_PIDS = Path("/sys/fs/cgroup/pids")
+# Windows has neither SIGKILL nor process groups: there, signals go to the child alone (os.kill ends it).
+SIGKILL: signal.Signals = getattr(signal, "SIGKILL", signal.SIGTERM)
+STALE_CGROUP_S = 60  # a cgroup is joined within milliseconds of its creation
 FSIZE_BYTES = 256 * 1024 * 1024  # no single file a skill writes may exceed this
 
 
@@ -65,6 +71,7 @@ class PidsCgroup:
     @classmethod
     def create(cls, max_processes: int) -> PidsCgroup | None:
         for base in _candidate_parents():
+            _sweep_stale(base)
             path = base / f"skillshelf-run-{uuid.uuid4().hex[:12]}"
             try:
                 path.mkdir()
@@ -86,13 +93,32 @@ class PidsCgroup:
 
     def kill_all(self) -> None:
         for pid in self.pids():
-            _kill(pid, signal.SIGKILL)
+            _kill(pid, SIGKILL)
 
-    def remove(self) -> None:
-        try:
-            self.path.rmdir()
-        except OSError as exc:
-            logger.debug("cgroup %s not removed yet: %s", self.path.name, exc)
+    async def remove(self) -> None:
+        """rmdir, retried briefly: killed processes leave the cgroup only once they are reaped."""
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                await anyio.sleep(0.01)
+        logger.debug("cgroup %s still busy; a later run removes it", self.path.name)
+
+
+def _sweep_stale(base: Path) -> None:
+    """Remove run cgroups a crashed server left behind: old ones only (a new one may be about to be
+    joined), and the kernel refuses to remove one that still holds a process."""
+    cutoff = time.time() - STALE_CGROUP_S
+    try:
+        stale = [p for p in base.glob("skillshelf-run-*") if p.stat().st_mtime < cutoff]
+    except OSError:
+        return
+    for path in stale:
+        with contextlib.suppress(OSError):
+            path.rmdir()
 
 
 def _candidate_parents() -> list[Path]:
@@ -127,5 +153,9 @@ def _kill(pid: int, sig: signal.Signals) -> None:
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+    """Signal the run's whole process group (the child leads it: started in a new session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        if hasattr(os, "killpg"):
+            os.killpg(pgid, sig)
+        else:
+            os.kill(pgid, sig)

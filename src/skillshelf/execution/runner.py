@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from skillshelf.execution.containment import Limits, PidsCgroup, signal_group
+from skillshelf.execution.containment import SIGKILL, Limits, PidsCgroup, signal_group
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ async def _collect(
 
 
 def _kill_now(process: Process, cgroup: PidsCgroup | None) -> None:
-    signal_group(process.pid, signal.SIGKILL)
+    signal_group(process.pid, SIGKILL)
     if cgroup is not None:
         cgroup.kill_all()
 
@@ -190,7 +190,7 @@ async def _terminate(process: Process, cgroup: PidsCgroup | None) -> None:
         signal_group(process.pid, signal.SIGTERM)
         with anyio.move_on_after(TERM_GRACE_S):
             await process.wait()
-    signal_group(process.pid, signal.SIGKILL)  # descendants may outlive the leader
+    signal_group(process.pid, SIGKILL)  # descendants may outlive the leader
     if cgroup is not None:
         for _ in range(100):
             if not cgroup.pids():

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution.containment import Limits, PidsCgroup
 from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescription
@@ -142,8 +144,9 @@ async def execute_skill(
             on_progress=on_progress,
         )
     finally:
-        if cgroup is not None:
-            cgroup.remove()
+        with anyio.CancelScope(shield=True):
+            if cgroup is not None:
+                await cgroup.remove()
         remove_work_dir(work_dir)
     scrub = _Scrubber(library, plan, work_dir)
     result = _interpret(plan, outcome, limits, describe(plan, limits, cgroup is not None), scrub)
