@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
+from pydantic import BaseModel
 
 from skillshelf import __version__
 from skillshelf.errors import SkillshelfError
@@ -96,6 +97,11 @@ def _fail(exc: SkillshelfError) -> click.ClickException:
 
 def _print_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def _print_model(model: BaseModel) -> None:
+    """A tool's data as the tools send it (camelCase, no empty optional fields)."""
+    _print_json(model.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -220,7 +226,7 @@ def search(
         except SkillshelfError as exc:
             raise _fail(exc) from exc
     if as_json:
-        _print_json(result.model_dump(mode="json", by_alias=True))
+        _print_model(result)
         return
     if not result.hits:
         click.echo("No skills found. Try other words, or `skillshelf categories`.")
@@ -246,7 +252,7 @@ def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) 
         except SkillshelfError as exc:
             raise _fail(exc) from exc
     if as_json:
-        _print_json(skill.model_dump(mode="json", by_alias=True, exclude_none=True))
+        _print_model(skill)
         return
     meta = skill.metadata
     click.echo(click.style(skill.id, bold=True) + f"  ({skill.layout})")
@@ -277,7 +283,7 @@ def categories(libraries: tuple[Path, ...], as_json: bool) -> None:
     with open_library(libraries) as library:
         result = service.list_categories(library)
     if as_json:
-        _print_json(result.model_dump(mode="json", by_alias=True))
+        _print_model(result)
         return
     width = max((len(c.name) for c in result.categories), default=8)
     click.echo(f"{'category':<{width}}  skills  code  verified  quality")
@@ -324,7 +330,7 @@ def run_skill(
             if exc.details and exc.details.get("stderrTail"):
                 click.echo(exc.details["stderrTail"].rstrip(), err=True)
             raise _fail(exc) from exc
-    _print_json(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+    _print_model(result)
 
 
 def _read_input(text: str) -> Any:
@@ -350,7 +356,7 @@ def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
     with open_library(libraries) as library:
         report = library_stats(library)
     if as_json:
-        _print_json(report.model_dump(mode="json", by_alias=True))
+        _print_model(report)
         return
     click.echo(f"{report.skills} skills, mean quality {report.mean_quality:.1f}, {report.verified} verified, "
                f"{report.executable} with code")  # fmt: skip
@@ -384,7 +390,7 @@ def usage(libraries: tuple[Path, ...], as_json: bool, skill_id: str | None, sort
         except SkillshelfError as exc:
             raise _fail(exc) from exc
     if as_json:
-        _print_json(report.model_dump(mode="json", by_alias=True))
+        _print_model(report)
         return
     if not report.patterns:
         click.echo("No recorded use yet. Agents record it with trackPatternUsage.")
@@ -429,7 +435,7 @@ def notes(
     except SkillshelfError as exc:
         raise _fail(exc) from exc
     if as_json:
-        _print_json(result.model_dump(mode="json", by_alias=True))
+        _print_model(result)
         return
     for note in result.notes:
         tags = f"  [{', '.join(note.tags)}]" if note.tags else ""
@@ -458,7 +464,7 @@ def sessions(project_roots: tuple[Path, ...], as_json: bool, project: str, query
     except SkillshelfError as exc:
         raise _fail(exc) from exc
     if as_json:
-        _print_json(result.model_dump(mode="json", by_alias=True))
+        _print_model(result)
         return
     if not result.hits:
         click.echo("No sessions found.")
