@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,6 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
-from skillshelf.metrics.reuse import SessionMention
 from skillshelf.server import build_server
 from skillshelf.settings import Settings
 from tests.conftest import write
@@ -63,6 +63,13 @@ async def test_reuse_reports_counts_projects_and_sorts(client: Client) -> None:
     assert [p["patternId"] for p in by_category["patterns"]] == ["python/slugify"]
     one = await call(client, "getPatternReuse", {"patternId": "database/rls-policy"})
     assert one["patterns"][0]["reuseCount"] == 0 and one["patterns"][0]["verified"] is True
+
+
+@dataclass(frozen=True)
+class SessionMention:
+    project: str
+    session_id: str
+    date: str | None
 
 
 async def test_reuse_counts_sessions_that_mention_a_skill(sample_root: Path, tmp_path: Path) -> None:

@@ -113,7 +113,6 @@ class SessionArchive(BackgroundSync[SyncReport]):
         self.index_path = index_path_for(projects, index_dir)
         self.index = ArtifactIndex(self.index_path)
         self.findings: dict[str, list[str]] = {}
-        self.last_sync = SyncReport()
         self._extra_projects: dict[str, None] = {}  # nested projects asked for by name
         self._known_projects: frozenset[str] = frozenset()
         self._plan = WatchPlan()
@@ -139,7 +138,6 @@ class SessionArchive(BackgroundSync[SyncReport]):
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("session index synced: %d parsed, %d removed in %.2fs", *astuple(report))
-        self.last_sync = report
         return report
 
     def _after_sync(self) -> None:

@@ -54,11 +54,6 @@ def search_artifacts(
     return ArtifactSearchResult(query=query, hits=[_hit(s) for s in found], warnings=archive.warnings(names))
 
 
-def list_sessions(archive: SessionArchive, project: str, limit: int = MAX_LIMIT) -> ArtifactSearchResult:
-    """A project's sessions, newest first (the CLI's `skillshelf sessions PROJECT`)."""
-    return search_artifacts(archive, "", project=project, limit=limit)
-
-
 def sessions_mentioning(archive: SessionArchive, pattern_ids: Sequence[str]) -> dict[str, list[SessionRef]]:
     """For each skill id, the sessions that mention it, newest first (pattern reuse counts these)."""
     return archive.sessions_mentioning(pattern_ids)

@@ -8,7 +8,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -185,17 +185,9 @@ def _interpret(
         return _function_result(plan, outcome, parsed, details, ran, stderr)
     if outcome.exit_code != 0:
         raise SkillshelfError(ErrorCode.SKILL_EXECUTION_FAILED, _exit_message(plan, outcome, stderr), details=details)
-    return ExecutionResult(
-        skill_id=plan.skill_id,
-        output=parsed if parsed is not None else scrub(stdout),
-        output_format="json" if parsed is not None else "text",
-        exit_code=0,
-        duration_ms=details["durationMs"],
-        stdout_truncated=False,
-        stderr_truncated=outcome.stderr_truncated,
-        stderr_tail=stderr or None,
-        ran=ran,
-    )
+    if parsed is None:
+        return _succeeded(plan, outcome, scrub(stdout), "text", ran, stderr)
+    return _succeeded(plan, outcome, parsed, "json", ran, stderr)
 
 
 def _function_result(
@@ -216,12 +208,23 @@ def _function_result(
         )
     if outcome.exit_code != 0 or not (isinstance(parsed, dict) and "result" in parsed):
         raise SkillshelfError(ErrorCode.SKILL_EXECUTION_FAILED, _exit_message(plan, outcome, stderr), details=details)
+    return _succeeded(plan, outcome, parsed["result"], "json", ran, stderr)
+
+
+def _succeeded(
+    plan: RunPlan,
+    outcome: RunOutcome,
+    output: Any,
+    output_format: Literal["json", "text"],
+    ran: RunDescription,
+    stderr: str,
+) -> ExecutionResult:
     return ExecutionResult(
         skill_id=plan.skill_id,
-        output=parsed["result"],
-        output_format="json",
+        output=output,
+        output_format=output_format,
         exit_code=0,
-        duration_ms=details["durationMs"],
+        duration_ms=round(outcome.duration_s * 1000, 1),
         stdout_truncated=False,
         stderr_truncated=outcome.stderr_truncated,
         stderr_tail=stderr or None,

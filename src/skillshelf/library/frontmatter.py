@@ -36,7 +36,6 @@ class ParsedDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     body: str = ""
     has_frontmatter: bool = False
-    body_start_line: int = 1
 
 
 def parse_document(text: str, report: Reporter) -> ParsedDocument:
@@ -46,9 +45,8 @@ def parse_document(text: str, report: Reporter) -> ParsedDocument:
         raw_yaml, body = _HANDLER.split(text)
     except ValueError:
         return _recover_unclosed(text, report)
-    body_start = raw_yaml.count("\n") + 3
     metadata = _load_mapping(raw_yaml, report, first_line=1)  # raw_yaml starts with the opening line's newline
-    return ParsedDocument(metadata=metadata, body=body.lstrip("\n"), has_frontmatter=True, body_start_line=body_start)
+    return ParsedDocument(metadata=metadata, body=body.lstrip("\n"), has_frontmatter=True)
 
 
 def _load_mapping(raw_yaml: str, report: Reporter, first_line: int) -> dict[str, Any]:
@@ -123,7 +121,7 @@ def _recover_unclosed(text: str, report: Reporter) -> ParsedDocument:
     quiet = Reporter(report.path, report.root)
     metadata = _load_mapping("\n".join(lines[1:end]), quiet, first_line=2)
     body = "\n".join(lines[end:]).lstrip("\n")
-    return ParsedDocument(metadata=metadata, body=body, has_frontmatter=True, body_start_line=end + 1)
+    return ParsedDocument(metadata=metadata, body=body, has_frontmatter=True)
 
 
 def normalise(value: Any) -> Any:

@@ -80,16 +80,6 @@ class FtsIndex:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
-    def rebuild(self) -> None:
-        """Drop everything; the next sync re-reads every document."""
-        with self._lock:
-            try:
-                self._conn.close()
-            finally:
-                self._delete_files()
-                self._conn = self._connect()
-                self._document_frequency.clear()
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()

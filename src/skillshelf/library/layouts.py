@@ -99,7 +99,6 @@ class _Loader:
         tags = _tags(frontmatter)
         facts = QualityFacts(
             description=description,
-            body=document.body,
             headings=tuple(shape.headings),
             code_blocks=len(shape.code_languages),
             word_count=shape.word_count,

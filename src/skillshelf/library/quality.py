@@ -23,7 +23,6 @@ class QualityFacts:
     """What the static checks look at; gathered once while parsing."""
 
     description: str
-    body: str
     headings: tuple[str, ...]
     code_blocks: int
     word_count: int

@@ -22,10 +22,6 @@ class Reporter:
     def add(self, severity: Severity, code: str, message: str, line: int | None = None) -> None:
         self.findings.append(Finding(self.path, line, severity, code, message, self.root))
 
-    @property
-    def has_errors(self) -> bool:
-        return any(f.severity == "error" for f in self.findings)
-
 
 def read_text(path: Path, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | None:
     """Read a text file; None when it cannot be used at all (unreadable or binary).

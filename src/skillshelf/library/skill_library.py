@@ -114,7 +114,6 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.index = SkillIndex(self.index_path)
         self.discovery_findings: list[Finding] = []
         self._watcher: DirectoryWatcher | None = None
-        self.last_sync = SyncReport()
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
@@ -134,7 +133,6 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
-        self.last_sync = report
         return report
 
     def _watcher_failed(self) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from skillshelf.library.skill_library import SkillLibrary
@@ -22,13 +21,6 @@ class Mention(Protocol):
 
     @property
     def date(self) -> str | None: ...
-
-
-@dataclass(frozen=True)
-class SessionMention:
-    project: str
-    session_id: str
-    date: str | None
 
 
 # Given skill ids, the sessions that mention each (the artifacts module provides it when configured).
