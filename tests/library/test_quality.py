@@ -41,7 +41,7 @@ def test_a_breakdown_without_a_declared_score_uses_the_mean(tmp_path: Path) -> N
 
 def test_the_estimate_is_deterministic_and_names_every_missing_point() -> None:
     facts = QualityFacts(
-        description="Short.", body="", headings=(), code_blocks=0, word_count=3,
+        description="Short.", headings=(), code_blocks=0, word_count=3,
         executable=False, has_tags=False, has_metadata=False,
     )  # fmt: skip
     first = estimate(facts, [])
