@@ -18,8 +18,8 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from skillshelf.memory import service, store
-from skillshelf.memory.tools import memory_tools
 from skillshelf.projects import ProjectRoots
+from skillshelf.server.tools.memory import memory_tools
 
 NOTES = 10_000
 TYPES = ["decision", "hypothesis", "blocker", "general"]

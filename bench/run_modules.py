@@ -323,7 +323,7 @@ class ArtifactsRun:
 
 
 def artifacts_import_ok() -> tuple[bool, str]:
-    code = "from skillshelf.artifacts.tools import artifacts_tools"
+    code = "from skillshelf.server.tools.artifacts import artifacts_tools"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=REPO)
     return done.returncode == 0, done.stderr.strip()[-300:]
 

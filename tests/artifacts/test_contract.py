@@ -7,7 +7,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.artifacts.tools import artifacts_tools
+from skillshelf.server.tools.artifacts import artifacts_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -15,13 +15,11 @@ CONTRACT = {
     "searchArtifacts": ["query", "project", "since", "until", "limit"],
     "loadSession": ["project", "sessionId", "sections"],
     "getSessionCode": ["project", "sessionId", "language"],
-    "getCompressionRatio": ["project", "sessionId"],
 }
 REQUIRED = {
     "searchArtifacts": ["query"],
     "loadSession": ["project", "sessionId"],
     "getSessionCode": ["project", "sessionId"],
-    "getCompressionRatio": ["project"],
 }
 
 

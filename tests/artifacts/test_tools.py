@@ -11,17 +11,24 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.artifacts.tools import artifacts_tools
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.server.tools.artifacts import artifacts_tools
+from skillshelf.server.tools.metrics import metrics_tools
 from tests.conftest import call
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def client(archive: SessionArchive) -> AsyncIterator[Client]:
-    server: MCPServer[Any] = MCPServer("test", tools=artifacts_tools(archive))
-    async with Client(server, raise_exceptions=True) as connected:
-        yield connected
+async def client(archive: SessionArchive, tmp_path: Path) -> AsyncIterator[Client]:
+    """The artifacts tools, and getCompressionRatio from the metrics tools (it reads the same sessions)."""
+    library = SkillLibrary(LibraryConfig(roots=[tmp_path / "no-skills"], index_dir=tmp_path / "index", watch=False))
+    server: MCPServer[Any] = MCPServer("test", tools=[*artifacts_tools(archive), *metrics_tools(library, archive)])
+    try:
+        async with Client(server, raise_exceptions=True) as connected:
+            yield connected
+    finally:
+        library.close()
 
 
 async def test_search_returns_compact_hits_in_the_envelope(client: Client) -> None:

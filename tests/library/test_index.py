@@ -133,7 +133,7 @@ def test_the_first_root_wins_a_collision_and_the_loser_is_reported(
     library = SkillLibrary(LibraryConfig(roots=[sample_root, second], index_dir=tmp_path / "idx", watch=False))
     try:
         library.sync()
-        assert library.get("python/slugify").payload["rootIndex"] == 0  # type: ignore[union-attr]
+        assert library.find("python/slugify").details.root_index == 0
         assert library.get("python/only-here") is not None
         collisions = [f for f in library.findings() if f.code == "name-collision"]
         assert len(collisions) == 1 and collisions[0].path == "python/slugify.md"

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from skillshelf.memory.tools import memory_tools
 from skillshelf.projects import ProjectRoots
+from skillshelf.server.tools.memory import memory_tools
 
 pytestmark = pytest.mark.anyio
 

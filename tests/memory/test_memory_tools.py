@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from skillshelf.memory.tools import memory_tools
 from skillshelf.projects import ProjectRoots
+from skillshelf.server.tools.memory import memory_tools
 from tests.conftest import call
 from tests.memory.conftest import notes_file
 

@@ -78,7 +78,7 @@ class RunPlan:
 
 
 def plan_for(skill: IndexedSkill, root: Path, script: str | None) -> RunPlan:
-    declared = skill.payload.get("inputSchema")
+    declared = skill.details.input_schema
     if skill.layout == "three-file":
         return _three_file_plan(skill, root, declared)
     return _script_plan(skill, root, script, declared)
@@ -89,7 +89,7 @@ def _not_executable(skill_id: str, reason: str) -> SkillshelfError:
 
 
 def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] | None) -> RunPlan:
-    code_file = skill.payload.get("codeFile")
+    code_file = skill.details.code_file
     if not code_file:
         raise _not_executable(
             skill.id, "it has no implementation (.py, .js or .ts beside its .md). Read it with loadSkill."
@@ -133,8 +133,8 @@ def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] |
 
 
 def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: dict[str, Any] | None) -> RunPlan:
-    skill_dir = (root / skill.payload["docFile"]).parent
-    scripts = [r for r in skill.payload["resources"] if r.startswith("scripts/")]
+    skill_dir = (root / skill.details.doc_file).parent
+    scripts = [r for r in skill.details.resources if r.startswith("scripts/")]
     if not scripts:
         raise _not_executable(skill.id, "it has no scripts/ folder. Read it with loadSkill and follow its steps.")
     chosen = _choose_script(skill.id, scripts, script)

@@ -26,7 +26,6 @@ from skillshelf.execution.runner import (
 )
 from skillshelf.execution.schema import validation_errors
 from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.patterns.service import find_skill
 from skillshelf.settings import ExecutionSettings
 
 MAX_INPUT_BYTES = 1024 * 1024
@@ -78,7 +77,7 @@ def prepare(
     library: SkillLibrary, settings: ExecutionSettings, skill_id: str, payload: Any, script: str | None
 ) -> tuple[RunPlan, str]:
     """The plan and the JSON input, after every check that needs no process."""
-    skill = find_skill(library, skill_id)
+    skill = library.find(skill_id)
     plan = plan_for(skill, library.root_of(skill), script)
     encoded = json.dumps(payload, ensure_ascii=False)
     if len(encoded.encode()) > MAX_INPUT_BYTES:

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
 from skillshelf.library.fts import FtsIndex
 from skillshelf.library.layouts import summary
 from skillshelf.library.models import Finding, Skill, SkillSource
@@ -138,6 +141,26 @@ def match_expression(terms: list[str]) -> str | None:
     return " OR ".join(f'"{w}"' for w in terms) if terms else None
 
 
+class SkillDetails(BaseModel):
+    """Everything about an indexed skill beyond its hit row, stored as JSON (camelCase keys) in the index."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    declared_name: str
+    description: str
+    tags: list[str]
+    language: str | None
+    frontmatter: dict[str, Any]
+    input_schema: dict[str, Any] | None
+    resources: list[str]  # relative to the skill's folder
+    quality_reasons: list[str]
+    root_index: int
+    doc_file: str  # relative to the root, POSIX
+    code_file: str | None
+    meta_file: str | None
+    findings: list[dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class IndexedSkill:
     id: str
@@ -147,16 +170,15 @@ class IndexedSkill:
     summary: str
     quality: float
     quality_source: str
-    verified: bool
+    quality_verified: bool  # quality of at least 7.0; SkillLibrary.is_verified adds verification by use
     executable: bool
     tokens: int
     payload_json: str
 
     @cached_property
-    def payload(self) -> dict[str, Any]:
+    def details(self) -> SkillDetails:
         """Everything else about the skill; decoded only when a caller needs it (hits do not)."""
-        decoded: dict[str, Any] = json.loads(self.payload_json)
-        return decoded
+        return SkillDetails.model_validate_json(self.payload_json)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> IndexedSkill:
@@ -168,7 +190,7 @@ class IndexedSkill:
             summary=row["summary"],
             quality=row["quality"],
             quality_source=row["quality_source"],
-            verified=bool(row["verified"]),
+            quality_verified=bool(row["verified"]),
             executable=bool(row["executable"]),
             tokens=row["tokens"],
             payload_json=row["payload"],
@@ -243,21 +265,21 @@ class SkillIndex(FtsIndex):
     @staticmethod
     def _insert_skill(conn: sqlite3.Connection, skill: Skill) -> None:
         source = skill.source
-        payload = {
-            "declaredName": skill.declared_name,
-            "description": skill.description,
-            "tags": skill.tags,
-            "language": skill.language,
-            "frontmatter": skill.frontmatter,
-            "inputSchema": skill.input_schema,
-            "resources": skill.resources,
-            "qualityReasons": list(skill.quality.reasons),
-            "rootIndex": source.root_index,
-            "docFile": source.doc_file.relative_to(source.root).as_posix(),
-            "codeFile": source.code_file.relative_to(source.root).as_posix() if source.code_file else None,
-            "metaFile": source.meta_file.relative_to(source.root).as_posix() if source.meta_file else None,
-            "findings": [f.to_dict() for f in skill.findings],
-        }
+        details = SkillDetails(
+            declared_name=skill.declared_name,
+            description=skill.description,
+            tags=skill.tags,
+            language=skill.language,
+            frontmatter=skill.frontmatter,
+            input_schema=skill.input_schema,
+            resources=skill.resources,
+            quality_reasons=list(skill.quality.reasons),
+            root_index=source.root_index,
+            doc_file=source.doc_file.relative_to(source.root).as_posix(),
+            code_file=source.code_file.relative_to(source.root).as_posix() if source.code_file else None,
+            meta_file=source.meta_file.relative_to(source.root).as_posix() if source.meta_file else None,
+            findings=[f.to_dict() for f in skill.findings],
+        )
         cursor = conn.execute(
             """INSERT INTO skills(id, source_key, name, name_key, category, layout, summary, quality,
                    quality_source, verified, executable, tokens, payload)
@@ -275,7 +297,7 @@ class SkillIndex(FtsIndex):
                 int(skill.quality.verified),
                 int(skill.executable),
                 skill.load_tokens,
-                json.dumps(payload, ensure_ascii=False),
+                details.model_dump_json(by_alias=True),
             ),
         )
         names = skill.declared_name if skill.declared_name == skill.name else f"{skill.declared_name} {skill.name}"

@@ -7,16 +7,20 @@ syncs before answering. No read rescans an unchanged library.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import logging
 import os
+import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
@@ -34,6 +38,7 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 INDEX_DIR_NAME = ".skillshelf"
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
+SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
 
 
 @dataclass
@@ -176,20 +181,58 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.ensure_fresh()
         return self.index.get(skill_id)
 
+    def find(self, skill_id: str) -> IndexedSkill:
+        """The skill with this id, or an error that names close matches (the agent's next step)."""
+        if not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+            raise SkillshelfError(
+                ErrorCode.VALIDATION_ERROR,
+                f"{skill_id!r} is not a skill id; ids look like 'category/name' (see searchPatterns hits).",
+            )
+        skill = self.get(skill_id)
+        if skill is None:
+            raise PatternNotFoundError(skill_id, self.suggest(skill_id))
+        return skill
+
+    def suggest(self, skill_id: str, limit: int = 3) -> list[str]:
+        """Close matches for an unknown id: same name elsewhere, similar ids, then a search on its words."""
+        pairs = self.index.ids_and_names()
+        wanted_name = skill_id.rsplit("/", 1)[-1].lower()
+        same_name = [i for i, n in pairs if n.lower() == wanted_name or i.rsplit("/", 1)[-1] == wanted_name]
+        similar = difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
+        by_name = difflib.get_close_matches(wanted_name, [i.rsplit("/", 1)[-1] for i, _ in pairs], n=limit, cutoff=0.6)
+        similar_names = [i for name in by_name for i, _ in pairs if i.rsplit("/", 1)[-1] == name]
+        searched = [s.id for s in self.search(skill_id.replace("/", " "), SearchFilters(), limit)]
+        return list(dict.fromkeys([*same_name, *similar, *similar_names, *searched]))[:limit]
+
+    def verified_ids(self) -> frozenset[str]:
+        """Ids verified by use (three distinct projects); quality-verified skills say so themselves."""
+        return self.usage.verified_by_use()
+
+    def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool:
+        """The one rule: quality of at least 7.0, or used from three distinct projects."""
+        return skill.quality_verified or skill.id in (self.verified_ids() if by_use is None else by_use)
+
     def has_category(self, name: str) -> bool:
         self.ensure_fresh()
         return self.index.has_category(name)
 
     def categories(self) -> list[CategoryStats]:
+        """Per category counts; `verified` counts skills verified by quality or by use, as everywhere."""
         self.ensure_fresh()
-        return self.index.categories()
+        stats = self.index.categories()
+        extra: Counter[str] = Counter()
+        for skill_id in self.verified_ids():
+            skill = self.index.get(skill_id)
+            if skill is not None and not skill.quality_verified:
+                extra[skill.category] += 1
+        return [replace(s, verified=s.verified + extra[s.name]) if extra[s.name] else s for s in stats]
 
     def overview(self) -> list[IndexedSkill]:
         self.ensure_fresh()
         return self.index.overview()
 
     def root_of(self, skill: IndexedSkill) -> Path:
-        return self.roots[int(skill.payload["rootIndex"])]
+        return self.roots[skill.details.root_index]
 
     def findings(self) -> list[Finding]:
         self.ensure_fresh()

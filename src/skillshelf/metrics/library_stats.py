@@ -15,7 +15,7 @@ NEVER_USED_LISTED = 20
 def library_stats(library: SkillLibrary) -> LibraryStats:
     skills = library.overview()
     usage = {u.pattern_id: u for u in library.usage.usage()}
-    verified_by_use = library.usage.verified_by_use()
+    by_use = library.verified_ids()
     layouts: dict[str, Counter[str]] = {}
     histogram = {f"{band}-{band + 1}": 0 for band in range(10)}
     for skill in skills:
@@ -34,7 +34,7 @@ def library_stats(library: SkillLibrary) -> LibraryStats:
         ],
         quality_histogram=histogram,
         mean_quality=round(sum(s.quality for s in skills) / len(skills), 2) if skills else 0.0,
-        verified=sum(1 for s in skills if s.verified or s.id in verified_by_use),
+        verified=sum(1 for s in skills if library.is_verified(s, by_use)),
         executable=sum(1 for s in skills if s.executable),
         load_tokens_total=total_tokens,
         load_tokens_mean=round(total_tokens / len(skills), 1) if skills else 0.0,

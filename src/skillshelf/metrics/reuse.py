@@ -6,9 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol
 
 from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.library.usage import VERIFIED_PROJECTS, PatternUsage
+from skillshelf.library.usage import PatternUsage
 from skillshelf.metrics.models import PatternReuse, ReuseReport
-from skillshelf.patterns.service import find_skill
 
 SortBy = Literal["reuseCount", "recent", "category"]
 
@@ -36,7 +35,7 @@ def pattern_reuse(
     limit: int = 50,
 ) -> ReuseReport:
     if pattern_id is not None:
-        ids = [find_skill(library, pattern_id).id]
+        ids = [library.find(pattern_id).id]
     else:
         ids = [s.id for s in library.overview()]
     usage = {u.pattern_id: u for u in library.usage.usage(pattern_id and ids[0])}
@@ -64,7 +63,7 @@ def _reuse(
         projects=projects,
         first_used=min(dates) if dates else None,
         last_used=max(dates) if dates else None,
-        verified=bool(indexed and indexed.verified) or len(usage.projects if usage else []) >= VERIFIED_PROJECTS,
+        verified=indexed is not None and library.is_verified(indexed),
     )
 
 

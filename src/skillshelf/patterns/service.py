@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import difflib
 import posixpath
-import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from skillshelf.errors import CategoryInvalidError, ErrorCode, PatternNotFoundError, SkillshelfError
+from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
 from skillshelf.execution.schema import derive_python_schema, read_source
 from skillshelf.library.frontmatter import parse_document
 from skillshelf.library.index import IndexedSkill, SearchFilters
@@ -16,7 +15,7 @@ from skillshelf.library.layouts import CODE_LANGUAGES
 from skillshelf.library.paths import is_within
 from skillshelf.library.reading import Reporter, read_text
 from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.library.usage import VERIFIED_PROJECTS, PatternUsage
+from skillshelf.library.usage import PatternUsage
 from skillshelf.patterns.models import (
     CategoryInfo,
     CategoryList,
@@ -35,7 +34,6 @@ from skillshelf.projects import ProjectRoots
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_CODE_BYTES = 256 * 1024
-SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
 SCRIPT_LANGUAGES = {**CODE_LANGUAGES, ".sh": "sh", ".bash": "bash"}
 
 
@@ -53,90 +51,68 @@ def search_patterns(
         raise CategoryInvalidError(category, [c.name for c in library.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    verified_by_use = library.usage.verified_by_use()
-    return SearchResult(query=query, hits=[_hit(s, verified_by_use) for s in found])
+    by_use = library.verified_ids()
+    return SearchResult(query=query, hits=[_hit(s, library.is_verified(s, by_use)) for s in found])
 
 
-def _hit(skill: IndexedSkill, verified_by_use: frozenset[str]) -> SkillHit:
+def _hit(skill: IndexedSkill, verified: bool) -> SkillHit:
     return SkillHit(
         id=skill.id,
         name=skill.name,
         category=skill.category,
         description=skill.summary,
         quality=skill.quality,
-        verified=skill.verified or skill.id in verified_by_use,
+        verified=verified,
         executable=skill.executable,
         tokens=skill.tokens,
         layout=skill.layout,
     )
 
 
-def find_skill(library: SkillLibrary, skill_id: str) -> IndexedSkill:
-    if not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
-        raise SkillshelfError(
-            ErrorCode.VALIDATION_ERROR,
-            f"{skill_id!r} is not a skill id; ids look like 'category/name' (see searchPatterns hits).",
-        )
-    skill = library.get(skill_id)
-    if skill is None:
-        raise PatternNotFoundError(skill_id, suggest(library, skill_id))
-    return skill
-
-
-def suggest(library: SkillLibrary, skill_id: str, limit: int = 3) -> list[str]:
-    """Close matches for an unknown id: same name elsewhere, similar ids, then a search on its words."""
-    pairs = library.index.ids_and_names()
-    wanted_name = skill_id.rsplit("/", 1)[-1].lower()
-    same_name = [i for i, n in pairs if n.lower() == wanted_name or i.rsplit("/", 1)[-1] == wanted_name]
-    similar = difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
-    by_name = difflib.get_close_matches(wanted_name, [i.rsplit("/", 1)[-1] for i, _ in pairs], n=limit, cutoff=0.6)
-    similar_names = [i for name in by_name for i, _ in pairs if i.rsplit("/", 1)[-1] == name]
-    searched = [s.id for s in library.search(skill_id.replace("/", " "), SearchFilters(), limit)]
-    return list(dict.fromkeys([*same_name, *similar, *similar_names, *searched]))[:limit]
-
-
 def load_skill(
     library: SkillLibrary, skill_id: str, *, include_code: bool = False, include_metadata: bool = True
 ) -> LoadedSkill:
-    skill = find_skill(library, skill_id)
+    skill = library.find(skill_id)
     root = library.root_of(skill)
-    doc_file = root / skill.payload["docFile"]
-    text = _read_within(doc_file, root, skill.payload["docFile"], library.config.max_file_bytes)
+    doc_file = root / skill.details.doc_file
+    text = _read_within(doc_file, root, skill.details.doc_file, library.config.max_file_bytes)
     if text is None:
         library.mark_dirty()
         raise SkillshelfError(
             ErrorCode.FILESYSTEM_ERROR,
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
-    body = parse_document(text, Reporter(skill.payload["docFile"])).body
+    body = parse_document(text, Reporter(skill.details.doc_file)).body
     return LoadedSkill(
         id=skill.id,
         name=skill.name,
         category=skill.category,
         layout=skill.layout,
-        description=skill.payload["description"],
+        description=skill.details.description,
         executable=skill.executable,
         documentation=body,
         code=_code_files(skill, root) if include_code else None,
-        metadata=_metadata(skill, library.usage.usage(skill.id), root) if include_metadata else None,
+        metadata=_metadata(skill, library.usage.usage(skill.id), root, library.is_verified(skill))
+        if include_metadata
+        else None,
     )
 
 
 def skill_files(skill: IndexedSkill) -> dict[str, str]:
     """The files a skill may serve, by the path an agent uses -> path relative to the library root."""
-    payload = skill.payload
+    details = skill.details
     if skill.layout == "three-file":
-        rels = [payload["docFile"], payload.get("codeFile"), payload.get("metaFile")]
+        rels = [details.doc_file, details.code_file, details.meta_file]
         return {Path(rel).name: rel for rel in rels if rel}
-    folder = Path(payload["docFile"]).parent
-    files = {Path(payload["docFile"]).name: payload["docFile"]}
-    files.update({rel: (folder / rel).as_posix() for rel in payload["resources"]})
+    folder = Path(details.doc_file).parent
+    files = {Path(details.doc_file).name: details.doc_file}
+    files.update({rel: (folder / rel).as_posix() for rel in details.resources})
     return files
 
 
 def read_skill_file(library: SkillLibrary, skill_id: str, path: str) -> SkillFile:
     """One of a skill's own files (a reference, script or asset), never anything else."""
-    skill = find_skill(library, skill_id)
+    skill = library.find(skill_id)
     files = skill_files(skill)
     wanted = posixpath.normpath(path.replace("\\", "/"))
     if wanted not in files:
@@ -168,13 +144,13 @@ def _read_within(path: Path, root: Path, label: str, max_bytes: int) -> str | No
 
 def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
     if skill.layout == "three-file":
-        code_file = skill.payload.get("codeFile")
+        code_file = skill.details.code_file
         paths = [code_file] if code_file else []
         base = root
     else:
-        base = (root / skill.payload["docFile"]).parent
+        base = (root / skill.details.doc_file).parent
         prefix = base.relative_to(root).as_posix()
-        paths = [f"{prefix}/{r}" for r in skill.payload["resources"] if r.startswith("scripts/")]
+        paths = [f"{prefix}/{r}" for r in skill.details.resources if r.startswith("scripts/")]
     files: list[CodeFile] = []
     budget = MAX_CODE_BYTES
     for relative in paths:
@@ -187,7 +163,7 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
         files.append(
             CodeFile(
                 path=path.relative_to(base).as_posix() if base != root else path.name,
-                language=SCRIPT_LANGUAGES.get(path.suffix, skill.payload.get("language")),
+                language=SCRIPT_LANGUAGES.get(path.suffix, skill.details.language),
                 content=text,
                 truncated=truncated,
             )
@@ -199,10 +175,10 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
 
 def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The declared input schema, else one derived from a Python implementation's signature (not run)."""
-    declared = skill.payload.get("inputSchema")
+    declared = skill.details.input_schema
     if declared:
         return declared, "declared"
-    code_file = skill.payload.get("codeFile")
+    code_file = skill.details.code_file
     if skill.layout != "three-file" or not code_file or not code_file.endswith(".py"):
         return None, None
     path = root / code_file
@@ -211,28 +187,28 @@ def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None
     return derived, ("derived" if derived else None)
 
 
-def _metadata(skill: IndexedSkill, usage: list[PatternUsage], root: Path) -> SkillMetadata:
-    payload = skill.payload
+def _metadata(skill: IndexedSkill, usage: list[PatternUsage], root: Path, verified: bool) -> SkillMetadata:
+    details = skill.details
     used = usage[0] if usage else None
     schema, schema_source = input_schema(skill, root)
     return SkillMetadata(
         quality=skill.quality,
         quality_source=skill.quality_source,
-        verified=skill.verified or (used is not None and len(used.projects) >= VERIFIED_PROJECTS),
+        verified=verified,
         usage=UsageInfo(
             uses=used.uses if used else 0,
             projects=used.projects if used else [],
             first_used=used.first_used if used else None,
             last_used=used.last_used if used else None,
         ),
-        quality_reasons=payload["qualityReasons"],
-        tags=payload["tags"],
-        language=payload["language"],
+        quality_reasons=details.quality_reasons,
+        tags=details.tags,
+        language=details.language,
         input_schema=schema,
         input_schema_source=schema_source,
-        frontmatter=payload["frontmatter"],
-        resources=payload["resources"],
-        findings=[FindingInfo(**f) for f in payload["findings"]],
+        frontmatter=details.frontmatter,
+        resources=details.resources,
+        findings=[FindingInfo(**f) for f in details.findings],
     )
 
 
@@ -253,7 +229,7 @@ def track_usage(
     library: SkillLibrary, projects: ProjectRoots | None, pattern_id: str, project: str | None, note: str | None
 ) -> UsageRecorded:
     """Record that a skill was used (from a project, with a note); three projects make it verified."""
-    skill = find_skill(library, pattern_id)
+    skill = library.find(pattern_id)
     label = project_label(projects, project) if project else None
     at = library.usage.record(skill.id, label, note, source="tool")
     (usage,) = library.usage.usage(skill.id)
@@ -263,7 +239,7 @@ def track_usage(
         recorded_at=at,
         uses=usage.uses,
         projects=usage.projects,
-        verified=skill.verified or len(usage.projects) >= VERIFIED_PROJECTS,
+        verified=library.is_verified(skill),
     )
 
 

@@ -14,14 +14,14 @@ from starlette.responses import JSONResponse
 
 from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.artifacts.tools import artifacts_tools
 from skillshelf.errors import SkillshelfError
-from skillshelf.execution.tools import execution_tools
 from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.memory.tools import memory_tools
-from skillshelf.metrics.tools import metrics_tools
 from skillshelf.patterns import service
-from skillshelf.patterns.tools import patterns_tools
+from skillshelf.server.tools.artifacts import artifacts_tools
+from skillshelf.server.tools.execution import execution_tools
+from skillshelf.server.tools.memory import memory_tools
+from skillshelf.server.tools.metrics import metrics_tools
+from skillshelf.server.tools.patterns import patterns_tools
 from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def build_server(
             *execution_tools(shelf, settings.execution),
             *artifacts_tools(sessions),
             *memory_tools(projects),
-            *metrics_tools(shelf, sessions.sessions_mentioning),
+            *metrics_tools(shelf, sessions),
         ],
     )
 

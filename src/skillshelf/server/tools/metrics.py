@@ -1,4 +1,4 @@
-"""MCP tools of the metrics module (getCompressionRatio lives with the artifacts it reads)."""
+"""MCP tools of the metrics module: compression of sessions, reuse of skills, library health."""
 
 from __future__ import annotations
 
@@ -8,15 +8,33 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.envelope import Envelope
 from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.metrics import compression
+from skillshelf.metrics.compression import CompressionReport
 from skillshelf.metrics.library_stats import library_stats
 from skillshelf.metrics.models import LibraryStats, ReuseReport
 from skillshelf.metrics.reuse import MentionFinder, pattern_reuse
-from skillshelf.server.tooling import make_tool, respond_fresh
+from skillshelf.server.tooling import make_tool, respond, respond_fresh
+from skillshelf.server.tools.artifacts import PROJECT, SESSION_ID
 
 
-def metrics_tools(library: SkillLibrary, mentions: MentionFinder | None = None) -> list[Tool]:
+def metrics_tools(library: SkillLibrary, archive: SessionArchive) -> list[Tool]:
+    mentions: MentionFinder = archive.sessions_mentioning
+
+    def get_compression_ratio(
+        project: Annotated[str, Field(description=PROJECT, min_length=1, max_length=1000)],
+        sessionId: Annotated[
+            str | None, Field(description=SESSION_ID + " Omit for every session of the project.", max_length=200)
+        ] = None,
+    ) -> Annotated[CallToolResult, Envelope[CompressionReport]]:
+        """Report how much sessions compressed their context: per session the original and compressed tokens, the ratio (compressed/original, lower is better) and tokens saved. The aggregate gives the mean ratio, total tokens saved and the best and worst sessions."""  # noqa: E501
+        return respond(
+            lambda: compression.compression_report(archive.projects, project, sessionId, archive.max_file_bytes),
+            lambda result: len(result.sessions),
+        )
+
     async def get_pattern_reuse(
         patternId: Annotated[str | None, Field(description="One skill id; omit for every reused skill.")] = None,
         minReuse: Annotated[int, Field(description="Only skills reused at least this often.", ge=0)] = 0,
@@ -37,6 +55,7 @@ def metrics_tools(library: SkillLibrary, mentions: MentionFinder | None = None) 
         return await respond_fresh(library, lambda: library_stats(library))
 
     return [
+        make_tool(get_compression_ratio, "getCompressionRatio", "Session compression ratios"),
         make_tool(get_pattern_reuse, "getPatternReuse", "Pattern reuse"),
         make_tool(get_library_stats, "getLibraryStats", "Library health"),
     ]

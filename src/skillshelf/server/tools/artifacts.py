@@ -1,4 +1,4 @@
-"""MCP tools of the artifacts module (and getCompressionRatio): thin wrappers (validate, call the service, wrap)."""
+"""MCP tools of the artifacts module: thin wrappers (validate, call the service, wrap)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from skillshelf.artifacts import service
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.models import ArtifactSearchResult, LoadedSession, SectionName, SessionCode
 from skillshelf.envelope import Envelope
-from skillshelf.metrics import compression
-from skillshelf.metrics.compression import CompressionReport
 from skillshelf.server.tooling import make_tool, respond, respond_fresh
 
 T = TypeVar("T", bound=BaseModel)
@@ -77,21 +75,8 @@ def artifacts_tools(archive: SessionArchive) -> list[Tool]:
             lambda result: len(result.blocks),
         )
 
-    def get_compression_ratio(
-        project: Annotated[str, Field(description=PROJECT, min_length=1, max_length=1000)],
-        sessionId: Annotated[
-            str | None, Field(description=SESSION_ID + " Omit for every session of the project.", max_length=200)
-        ] = None,
-    ) -> Annotated[CallToolResult, Envelope[CompressionReport]]:
-        """Report how much sessions compressed their context: per session the original and compressed tokens, the ratio (compressed/original, lower is better) and tokens saved. The aggregate gives the mean ratio, total tokens saved and the best and worst sessions."""  # noqa: E501
-        return respond(
-            lambda: compression.compression_report(archive.projects, project, sessionId, archive.max_file_bytes),
-            lambda result: len(result.sessions),
-        )
-
     return [
         make_tool(search_artifacts, "searchArtifacts", "Search past sessions"),
         make_tool(load_session, "loadSession", "Load a past session"),
         make_tool(get_session_code, "getSessionCode", "Get a session's code"),
-        make_tool(get_compression_ratio, "getCompressionRatio", "Session compression ratios"),
     ]
