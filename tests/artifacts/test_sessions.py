@@ -14,18 +14,25 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import AUTH_SUMMARY, session_file, session_json, set_mtime
 
-ROOT = Path("/home/me/Dev")
-APP = ROOT / "app"
+# Paths are made inside each test: on Python 3.13 a Path built before pyfakefs patches resolves on the real disk.
+
+
+def root() -> Path:
+    return Path("/home/me/Dev")
+
+
+def app() -> Path:
+    return root() / "app"
 
 
 @pytest.fixture
 def roots(fs: Patcher) -> ProjectRoots:
-    APP.mkdir(parents=True)
-    return ProjectRoots.of([ROOT])
+    app().mkdir(parents=True)
+    return ProjectRoots.of([root()])
 
 
 def test_a_session_summary_gives_every_section_and_the_code_blocks(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
+    session_file(app(), "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
     loaded = service.load_session(roots, "app", "2025-11-05-auth-flow")
     assert (loaded.project, loaded.session_id, loaded.date) == ("app", "2025-11-05-auth-flow", "2025-11-05")
     assert loaded.title == "Auth flow with JWT refresh"
@@ -49,8 +56,8 @@ def test_a_session_summary_gives_every_section_and_the_code_blocks(roots: Projec
 
 
 def test_the_flat_form_is_a_session_and_its_metrics_file_belongs_to_it(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-10-01-billing.md", "# Billing\n\n## Decisions\n\n- Idempotent webhooks\n")
-    session_json(APP, "2025-10-01-billing.metrics.json", {"tokens": {"original": 10, "compressed": 1}})
+    session_file(app(), "2025-10-01-billing.md", "# Billing\n\n## Decisions\n\n- Idempotent webhooks\n")
+    session_json(app(), "2025-10-01-billing.metrics.json", {"tokens": {"original": 10, "compressed": 1}})
     sessions = scan_project(roots.resolve("app")).sessions
     assert list(sessions) == ["2025-10-01-billing"]
     loaded = service.load_session(roots, "app", "2025-10-01-billing")
@@ -60,13 +67,13 @@ def test_the_flat_form_is_a_session_and_its_metrics_file_belongs_to_it(roots: Pr
 
 def test_both_forms_of_one_id_and_all_files_of_a_folder_are_one_session(roots: ProjectRoots) -> None:
     session_json(
-        APP,
+        app(),
         "2025-11-06-search/finalization-pack.json",
         {"title": "Search", "decisions": ["BM25 over titles"], "nextSteps": ["Tune weights"]},
     )
-    session_file(APP, "2025-11-06-search/finalization-pack.md", "# Pack\n\n## Challenges\n\n- Stemming surprises\n")
-    session_file(APP, "2025-11-06-search/session-summary.md", "# Search summary\n\n## Decisions\n\n- Ignored\n")
-    session_file(APP, "2025-11-06-search.md", "# Flat\n\n## Implementation\n\n- An FTS5 index\n")
+    session_file(app(), "2025-11-06-search/finalization-pack.md", "# Pack\n\n## Challenges\n\n- Stemming surprises\n")
+    session_file(app(), "2025-11-06-search/session-summary.md", "# Search summary\n\n## Decisions\n\n- Ignored\n")
+    session_file(app(), "2025-11-06-search.md", "# Flat\n\n## Implementation\n\n- An FTS5 index\n")
     loaded = service.load_session(roots, "app", "2025-11-06-search")
     assert loaded.title == "Search"  # the JSON pack comes first, then the markdown files
     assert loaded.decisions == ["BM25 over titles"]
@@ -78,7 +85,7 @@ def test_both_forms_of_one_id_and_all_files_of_a_folder_are_one_session(roots: P
 
 def test_a_json_pack_is_read_in_camel_case_and_snake_case_with_object_entries(roots: ProjectRoots) -> None:
     session_json(
-        APP,
+        app(),
         "camel/finalization-pack.json",
         {
             "sessionTitle": "Camel",
@@ -91,7 +98,7 @@ def test_a_json_pack_is_read_in_camel_case_and_snake_case_with_object_entries(ro
         },
     )
     session_json(
-        APP,
+        app(),
         "snake/finalization-pack.json",
         {"session": {"title": "Snake", "key_decisions": ["One"], "next_steps": "Just one step"}},
     )
@@ -109,8 +116,8 @@ def test_a_json_pack_is_read_in_camel_case_and_snake_case_with_object_entries(ro
 
 
 def test_malformed_json_is_a_warning_and_the_markdown_still_loads(roots: ProjectRoots) -> None:
-    session_file(APP, "s1/finalization-pack.json", '{"title": "broken",')
-    session_file(APP, "s1/session-summary.md", "# Still here\n\n## Decisions\n\n- Kept\n")
+    session_file(app(), "s1/finalization-pack.json", '{"title": "broken",')
+    session_file(app(), "s1/session-summary.md", "# Still here\n\n## Decisions\n\n- Kept\n")
     loaded = service.load_session(roots, "app", "s1")
     assert (loaded.title, loaded.decisions) == ("Still here", ["Kept"])
     (warning,) = loaded.warnings
@@ -119,14 +126,14 @@ def test_malformed_json_is_a_warning_and_the_markdown_still_loads(roots: Project
 
 @pytest.mark.parametrize("data", [["a", "list"], "a string", 42, None])
 def test_json_of_the_wrong_shape_is_a_warning(roots: ProjectRoots, data: object) -> None:
-    session_json(APP, "s2/finalization-pack.json", data)
+    session_json(app(), "s2/finalization-pack.json", data)
     loaded = service.load_session(roots, "app", "s2")
     assert loaded.title == "s2" and loaded.decisions == []
     assert len(loaded.warnings) == 1 and "expected a JSON object" in loaded.warnings[0]
 
 
 def test_pack_fields_of_the_wrong_type_are_skipped_with_warnings(roots: ProjectRoots) -> None:
-    session_json(APP, "s3/finalization-pack.json", {"decisions": 7, "code": [{"file": "x.py"}, 3], "title": ["x"]})
+    session_json(app(), "s3/finalization-pack.json", {"decisions": 7, "code": [{"file": "x.py"}, 3], "title": ["x"]})
     loaded = service.load_session(roots, "app", "s3")
     assert (loaded.title, loaded.decisions, loaded.code) == ("s3", [], [])
     assert len(loaded.warnings) == 3
@@ -134,7 +141,7 @@ def test_pack_fields_of_the_wrong_type_are_skipped_with_warnings(roots: ProjectR
 
 def test_markdown_without_the_expected_sections_still_gives_title_summary_and_code(roots: ProjectRoots) -> None:
     session_file(
-        APP,
+        app(),
         "notes.md",
         "Just some notes about caching with Redis.\n\n## Random thoughts\n\nNothing structured.\n\n"
         "    indented_code()\n\n```\nplain fence\n```\n",
@@ -147,18 +154,18 @@ def test_markdown_without_the_expected_sections_still_gives_title_summary_and_co
 
 
 def test_a_session_without_a_date_in_its_id_is_dated_by_its_files(roots: ProjectRoots) -> None:
-    set_mtime(session_file(APP, "undated/session-summary.md", "# Undated\n"), "2024-03-01")
-    set_mtime(session_file(APP, "undated/finalization-pack.md", "# Pack\n"), "2024-03-09")
-    set_mtime(session_file(APP, "2025-13-40-bad-date.md", "# Bad date\n"), "2024-02-02")
+    set_mtime(session_file(app(), "undated/session-summary.md", "# Undated\n"), "2024-03-01")
+    set_mtime(session_file(app(), "undated/finalization-pack.md", "# Pack\n"), "2024-03-09")
+    set_mtime(session_file(app(), "2025-13-40-bad-date.md", "# Bad date\n"), "2024-02-02")
     assert service.load_session(roots, "app", "undated").date == "2024-03-09"  # the newest file
     assert service.load_session(roots, "app", "2025-13-40-bad-date").date == "2024-02-02"
 
 
 def test_a_binary_file_is_skipped_with_a_warning(roots: ProjectRoots) -> None:
-    path = APP / ".agent-artifacts" / "bin" / "session-summary.md"
+    path = app() / ".agent-artifacts" / "bin" / "session-summary.md"
     path.parent.mkdir(parents=True)
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
-    session_json(APP, "bin/finalization-pack.json", {"title": "From the pack"})
+    session_json(app(), "bin/finalization-pack.json", {"title": "From the pack"})
     loaded = service.load_session(roots, "app", "bin")
     assert loaded.title == "From the pack"
     assert loaded.warnings == ["bin/session-summary.md is binary (contains NUL bytes); it was skipped"]
@@ -166,8 +173,8 @@ def test_a_binary_file_is_skipped_with_a_warning(roots: ProjectRoots) -> None:
 
 def test_a_huge_file_is_cut_and_reported_and_huge_json_is_skipped(roots: ProjectRoots) -> None:
     big = "# Big\n\n## Decisions\n\n- First decision\n\n" + "filler words here\n" * 400
-    session_file(APP, "big/session-summary.md", big)
-    session_file(APP, "big/finalization-pack.json", '{"title": "x", "pad": "' + "y" * 5000 + '"}')
+    session_file(app(), "big/session-summary.md", big)
+    session_file(app(), "big/finalization-pack.json", '{"title": "x", "pad": "' + "y" * 5000 + '"}')
     loaded = service.load_session(roots, "app", "big", max_bytes=2048)
     assert (loaded.title, loaded.decisions) == ("Big", ["First decision"])
     assert loaded.warnings == [
@@ -177,7 +184,7 @@ def test_a_huge_file_is_cut_and_reported_and_huge_json_is_skipped(roots: Project
 
 
 def test_sections_restrict_what_is_returned(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
+    session_file(app(), "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
     loaded = service.load_session(roots, "app", "2025-11-05-auth-flow", sections=["decisions", "nextSteps"])
     assert loaded.decisions and loaded.next_steps
     assert (loaded.summary, loaded.implementations, loaded.challenges, loaded.code) == (None, None, None, None)
@@ -186,7 +193,7 @@ def test_sections_restrict_what_is_returned(roots: ProjectRoots) -> None:
 
 
 def test_session_code_filters_by_language_and_understands_aliases(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
+    session_file(app(), "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
     code = service.get_session_code(roots, "app", "2025-11-05-auth-flow", "typescript")
     assert [b.file for b in code.blocks] == ["src/auth.ts"] and code.languages == ["python", "typescript"]
     assert [b.file for b in service.get_session_code(roots, "app", "2025-11-05-auth-flow", "py").blocks] == ["auth.py"]
@@ -196,23 +203,23 @@ def test_session_code_filters_by_language_and_understands_aliases(roots: Project
 
 
 def test_frontmatter_title_and_summary_are_used_and_not_shown_as_text(roots: ProjectRoots) -> None:
-    session_file(APP, "fm.md", "---\ntitle: From frontmatter\nsummary: A short one.\n---\n# Heading title\n\nBody.\n")
+    session_file(app(), "fm.md", "---\ntitle: From frontmatter\nsummary: A short one.\n---\n# Heading title\n\nBody.\n")
     loaded = service.load_session(roots, "app", "fm")
     assert (loaded.title, loaded.summary) == ("From frontmatter", "A short one.")
 
 
 def test_readme_hidden_entries_and_unknown_files_are_not_sessions(roots: ProjectRoots) -> None:
-    session_file(APP, "README.md", "# About this folder\n")
-    session_file(APP, ".draft.md", "# Draft\n")
-    session_file(APP, "notes.txt", "text\n")
-    session_file(APP, "empty-folder/image.png", "x")
-    session_file(APP, "real.md", "# Real\n")
+    session_file(app(), "README.md", "# About this folder\n")
+    session_file(app(), ".draft.md", "# Draft\n")
+    session_file(app(), "notes.txt", "text\n")
+    session_file(app(), "empty-folder/image.png", "x")
+    session_file(app(), "real.md", "# Real\n")
     assert list(scan_project(roots.resolve("app")).sessions) == ["real"]
 
 
 def test_an_unknown_session_is_session_not_found_with_close_matches(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
-    session_file(APP, "2025-10-01-billing.md", "# Billing\n")
+    session_file(app(), "2025-11-05-auth-flow/session-summary.md", AUTH_SUMMARY)
+    session_file(app(), "2025-10-01-billing.md", "# Billing\n")
     with pytest.raises(SkillshelfError) as raised:
         service.load_session(roots, "app", "2025-11-05-auth")
     assert raised.value.code == ErrorCode.SESSION_NOT_FOUND
@@ -228,7 +235,7 @@ def test_a_project_without_artifacts_has_no_sessions(roots: ProjectRoots) -> Non
 
 @pytest.mark.parametrize("session_id", ["../secrets", "a/b", "a\\b", "..", ".", "x\x00y", " ", "x" * 201, "a..b"])
 def test_a_session_id_that_is_not_a_single_name_is_a_validation_error(roots: ProjectRoots, session_id: str) -> None:
-    session_file(APP, "ok.md", "# Ok\n")
+    session_file(app(), "ok.md", "# Ok\n")
     with pytest.raises(SkillshelfError) as raised:
         service.load_session(roots, "app", session_id)
     assert raised.value.code == ErrorCode.VALIDATION_ERROR

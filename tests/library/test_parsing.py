@@ -11,16 +11,20 @@ from pyfakefs.helpers import set_uid
 from skillshelf.library.checker import check_roots
 from skillshelf.library.models import Finding
 
-ROOT = Path("/lib")
+# Paths are made inside each test: on Python 3.13 a Path built before pyfakefs patches resolves on the real disk.
+
+
+def root() -> Path:
+    return Path("/lib")
 
 
 def check(fs: FakeFilesystem, files: dict[str, str | bytes]) -> tuple[dict[str, object], list[Finding]]:
     for rel, content in files.items():
         if isinstance(content, bytes):
-            fs.create_file(ROOT / rel, contents=content)
+            fs.create_file(root() / rel, contents=content)
         else:
-            fs.create_file(ROOT / rel, contents=content, encoding="utf-8")
-    report = check_roots([ROOT])
+            fs.create_file(root() / rel, contents=content, encoding="utf-8")
+    report = check_roots([root()])
     return {s.id: s for s in report.skills}, report.findings
 
 
@@ -100,9 +104,9 @@ def test_a_huge_file_is_capped_and_reported(fs: FakeFilesystem) -> None:
 def test_an_unreadable_file_is_reported_and_does_not_stop_the_scan(fs: FakeFilesystem) -> None:
     set_uid(1000)  # pyfakefs enforces permissions only for a non-root user
     try:
-        fs.create_file(ROOT / "cat/locked.md", contents="# Locked\n", st_mode=0o100000)
-        fs.create_file(ROOT / "cat/open.md", contents="# Open\n\nReadable.\n")
-        report = check_roots([ROOT])
+        fs.create_file(root() / "cat/locked.md", contents="# Locked\n", st_mode=0o100000)
+        fs.create_file(root() / "cat/open.md", contents="# Open\n\nReadable.\n")
+        report = check_roots([root()])
     finally:
         set_uid(0)
     assert [s.id for s in report.skills] == ["cat/open"]

@@ -13,8 +13,16 @@ from skillshelf.metrics.compression import TokenCounts, compression_report, extr
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file, session_json
 
-ROOT = Path("/home/me/Dev")
-APP = ROOT / "app"
+# Paths are made inside each test: on Python 3.13 a Path built before pyfakefs patches resolves on the real disk.
+
+
+def root() -> Path:
+    return Path("/home/me/Dev")
+
+
+def app() -> Path:
+    return root() / "app"
+
 
 SHAPES: dict[str, dict[str, Any]] = {
     "compressionMetrics": {"compressionMetrics": {"inputTokens": {"total": 50000}, "outputArtifacts": {"total": 2500}}},
@@ -34,8 +42,8 @@ TOP_LEVEL: dict[str, dict[str, Any]] = {
 
 @pytest.fixture
 def roots(fs: Patcher) -> ProjectRoots:
-    APP.mkdir(parents=True)
-    return ProjectRoots.of([ROOT])
+    app().mkdir(parents=True)
+    return ProjectRoots.of([root()])
 
 
 def only_session(roots: ProjectRoots, session_id: str = "2025-11-05-s") -> tuple[dict[str, Any], list[str]]:
@@ -49,7 +57,7 @@ def only_session(roots: ProjectRoots, session_id: str = "2025-11-05-s") -> tuple
 def test_every_wrapped_format_in_every_session_file_gives_the_ratio(
     roots: ProjectRoots, shape: dict[str, Any], source: str
 ) -> None:
-    session_json(APP, f"2025-11-05-s/{source}", shape)
+    session_json(app(), f"2025-11-05-s/{source}", shape)
     row, warnings = only_session(roots)
     assert row == {
         "sessionId": "2025-11-05-s",
@@ -67,16 +75,16 @@ def test_every_wrapped_format_in_every_session_file_gives_the_ratio(
 def test_the_flat_metrics_file_accepts_every_shape_wrapped_or_at_its_top_level(
     roots: ProjectRoots, shape: dict[str, Any]
 ) -> None:
-    session_file(APP, "2025-11-05-s.md", "# S\n")
-    session_json(APP, "2025-11-05-s.metrics.json", shape)
+    session_file(app(), "2025-11-05-s.md", "# S\n")
+    session_json(app(), "2025-11-05-s.metrics.json", shape)
     row, warnings = only_session(roots)
     assert (row["ratio"], row["tokensSaved"], row["source"]) == (0.05, 47500, "2025-11-05-s.metrics.json")
     assert warnings == []
 
 
 def test_compression_metrics_win_over_the_pack(roots: ProjectRoots) -> None:
-    session_json(APP, "2025-11-05-s/finalization-pack.json", SHAPES["tokens"])
-    session_json(APP, "2025-11-05-s/compression-metrics.json", {"tokens": {"original": 1000, "compressed": 500}})
+    session_json(app(), "2025-11-05-s/finalization-pack.json", SHAPES["tokens"])
+    session_json(app(), "2025-11-05-s/compression-metrics.json", {"tokens": {"original": 1000, "compressed": 500}})
     row, _ = only_session(roots)
     assert (row["ratio"], row["source"]) == (0.5, "2025-11-05-s/compression-metrics.json")
 
@@ -93,7 +101,7 @@ def test_compression_metrics_win_over_the_pack(roots: ProjectRoots) -> None:
 def test_a_zero_or_missing_original_is_reported_and_never_divided_by(
     roots: ProjectRoots, data: dict[str, Any], said: str
 ) -> None:
-    session_json(APP, "2025-11-05-s/compression-metrics.json", data)
+    session_json(app(), "2025-11-05-s/compression-metrics.json", data)
     report = compression_report(roots, "app")
     (row,) = report.sessions
     assert row.ratio is None and row.tokens_saved is None
@@ -102,15 +110,15 @@ def test_a_zero_or_missing_original_is_reported_and_never_divided_by(
 
 
 def test_a_missing_compressed_count_gives_no_ratio(roots: ProjectRoots) -> None:
-    session_json(APP, "2025-11-05-s/compression-metrics.json", {"tokens": {"original": 1000}})
+    session_json(app(), "2025-11-05-s/compression-metrics.json", {"tokens": {"original": 1000}})
     row, warnings = only_session(roots)
     assert row == {"sessionId": "2025-11-05-s", "date": "2025-11-05", "originalTokens": 1000, "source": row["source"]}
     assert "compressed token count" in warnings[0]
 
 
 def test_malformed_metrics_json_is_a_warning_and_the_pack_is_used_instead(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-11-05-s/compression-metrics.json", '{"tokens": {"original": 10')
-    session_json(APP, "2025-11-05-s/finalization-pack.json", SHAPES["metrics"])
+    session_file(app(), "2025-11-05-s/compression-metrics.json", '{"tokens": {"original": 10')
+    session_json(app(), "2025-11-05-s/finalization-pack.json", SHAPES["metrics"])
     row, warnings = only_session(roots)
     assert (row["ratio"], row["source"]) == (0.05, "2025-11-05-s/finalization-pack.json")
     (warning,) = warnings
@@ -119,7 +127,7 @@ def test_malformed_metrics_json_is_a_warning_and_the_pack_is_used_instead(roots:
 
 @pytest.mark.parametrize("data", [[1, 2], "text", {"unrelated": {"keys": 1}}])
 def test_metrics_json_of_the_wrong_shape_is_a_warning(roots: ProjectRoots, data: Any) -> None:
-    session_json(APP, "2025-11-05-s/compression-metrics.json", data)
+    session_json(app(), "2025-11-05-s/compression-metrics.json", data)
     row, warnings = only_session(roots)
     assert row == {"sessionId": "2025-11-05-s", "date": "2025-11-05"}
     assert warnings == [
@@ -129,10 +137,12 @@ def test_metrics_json_of_the_wrong_shape_is_a_warning(roots: ProjectRoots, data:
 
 
 def test_binary_and_huge_metrics_files_are_skipped_with_warnings(roots: ProjectRoots) -> None:
-    binary = APP / ".agent-artifacts" / "2025-11-05-s" / "compression-metrics.json"
+    binary = app() / ".agent-artifacts" / "2025-11-05-s" / "compression-metrics.json"
     binary.parent.mkdir(parents=True)
     binary.write_bytes(b"\x00\x01\x02")
-    session_file(APP, "2025-11-06-t.metrics.json", '{"tokens": {"original": 1, "compressed": 1}, "pad": "' + "x" * 4096)
+    session_file(
+        app(), "2025-11-06-t.metrics.json", '{"tokens": {"original": 1, "compressed": 1}, "pad": "' + "x" * 4096
+    )
     report = compression_report(roots, "app", max_bytes=1024)
     assert [s.ratio for s in report.sessions] == []
     assert report.warnings == [
@@ -151,10 +161,10 @@ def test_counts_may_be_numeric_strings_floats_or_objects_without_a_total() -> No
 
 
 def test_the_aggregate_covers_every_session_with_a_ratio(roots: ProjectRoots) -> None:
-    session_json(APP, "2025-01-01-a/compression-metrics.json", {"tokens": {"original": 1000, "compressed": 100}})
-    session_json(APP, "2025-01-02-b.metrics.json", {"tokens": {"original": 1000, "compressed": 300}})
-    session_json(APP, "2025-01-03-c/finalization-pack.json", {"metrics": {"original_context_size_tokens": 0}})
-    session_file(APP, "2025-01-04-d.md", "# No metrics at all\n")
+    session_json(app(), "2025-01-01-a/compression-metrics.json", {"tokens": {"original": 1000, "compressed": 100}})
+    session_json(app(), "2025-01-02-b.metrics.json", {"tokens": {"original": 1000, "compressed": 300}})
+    session_json(app(), "2025-01-03-c/finalization-pack.json", {"metrics": {"original_context_size_tokens": 0}})
+    session_file(app(), "2025-01-04-d.md", "# No metrics at all\n")
     report = compression_report(roots, "app")
     assert [(s.session_id, s.ratio) for s in report.sessions] == [
         ("2025-01-01-a", 0.1),
@@ -172,14 +182,14 @@ def test_the_aggregate_covers_every_session_with_a_ratio(roots: ProjectRoots) ->
 
 
 def test_one_session_without_metrics_is_listed_with_nulls_and_a_warning(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-01-04-d.md", "# No metrics\n")
+    session_file(app(), "2025-01-04-d.md", "# No metrics\n")
     row, warnings = only_session(roots, "2025-01-04-d")
     assert row == {"sessionId": "2025-01-04-d", "date": "2025-01-04"}
     assert warnings == ["2025-01-04-d has no compression metrics; add compression-metrics.json"]
 
 
 def test_unknown_sessions_and_projects_fail_with_their_codes(roots: ProjectRoots) -> None:
-    session_file(APP, "2025-01-04-d.md", "# D\n")
+    session_file(app(), "2025-01-04-d.md", "# D\n")
     for project, session_id, code in [
         ("app", "2025-01-04-e", ErrorCode.SESSION_NOT_FOUND),
         ("nope", None, ErrorCode.PROJECT_NOT_FOUND),

@@ -23,6 +23,9 @@ def is_within(path: Path, root: Path) -> bool:
     """True when `path` (resolved, following symlinks) stays inside `root` (resolved)."""
     try:
         resolved = path.resolve(strict=True)
+    except PermissionError:
+        # Not a question of where it points: the read that follows reports it as unreadable.
+        resolved = path.resolve()
     except (OSError, RuntimeError):
         return False
     return resolved == root or resolved.is_relative_to(root)

@@ -42,12 +42,14 @@ def build_server(
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
 
-    The lifespan starts their background sync and watchers and stops them; closing them (their
-    SQLite connections) is the caller's job, so one server can be entered more than once.
+    The lifespan starts their background sync and watchers and stops them. What the factory
+    created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
+    that passes its own library or archive closes it, and may enter the server again.
     """
     shelf = library or SkillLibrary(settings.library_config())
     projects = settings.projects()
     sessions = archive or SessionArchive(projects, watch=settings.watch)
+    owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
@@ -58,6 +60,8 @@ def build_server(
         finally:
             shelf.stop_watching()
             sessions.stop_watching()
+            for resource in owned:
+                resource.close()
 
     server: MCPServer[Any] = MCPServer(
         "skillshelf",

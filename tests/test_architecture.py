@@ -1,0 +1,112 @@
+"""The layers hold: domain and library code import nothing from MCP or the server, and no cycles.
+
+An import graph read from the source (AST), not from what happens to be loaded: a lazy import
+inside a function counts as much as one at the top, since it is a dependency all the same.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
+# The edges of the system: they may import anything. Everything else is core.
+EDGES = frozenset({"server", "cli", "__main__"})
+FORBIDDEN_IN_CORE = ("mcp", "starlette", "uvicorn", "skillshelf.server", "skillshelf.cli")
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        yield name, path
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    """Every module this file imports, relative imports resolved."""
+    found: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+def package_of(module: str) -> str:
+    """`skillshelf.library.index` -> `library`; top-level modules are their own package."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def is_core(module: str) -> bool:
+    return package_of(module) not in EDGES
+
+
+GRAPH = {name: imports_of(path, name) for name, path in modules()}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if is_core(m)))
+def test_core_modules_import_nothing_from_mcp_or_the_edges(module: str) -> None:
+    bad = sorted(i for i in GRAPH[module] if any(i == f or i.startswith(f + ".") for f in FORBIDDEN_IN_CORE))
+    assert not bad, f"{module} imports {bad}: domain and library code must stay free of MCP and the server"
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, imported in GRAPH.items():
+        source = package_of(module)
+        targets = {package_of(i) for i in imported if i.startswith("skillshelf.") and i in GRAPH}
+        graph.setdefault(source, set()).update(t for t in targets if t != source)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle as a path of packages, or None (depth-first search with colours)."""
+    colour: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        colour[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if colour.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in colour and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        colour[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in colour and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_packages_form_no_import_cycle() -> None:
+    cycle = find_cycle(package_graph())
+    assert cycle is None, "package import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    # The check above must be able to fail.
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_forbidden_import_check_sees_lazy_imports(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from mcp.types import Tool\n    from .sibling import x\n", encoding="utf-8")
+    found = imports_of(sample, "skillshelf.library.sample")
+    assert "mcp.types" in found
+    assert "skillshelf.library.sibling" in found

@@ -1,0 +1,64 @@
+"""`verified` is one rule on every surface: quality of at least 7.0, or uses from three projects.
+
+python/retry-backoff declares 6.5, so it is verified only once three distinct projects record a use.
+Search, load, categories, stats, reuse and the CLI must all agree before and after.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+
+from skillshelf.cli import cli
+from skillshelf.server import build_server
+from skillshelf.settings import Settings
+from tests.conftest import call
+
+pytestmark = pytest.mark.anyio
+SKILL = "python/retry-backoff"
+
+
+async def surfaces(client: Client) -> dict[str, Any]:
+    _, search = await call(client, "searchPatterns", {"query": "retry backoff jitter"})
+    _, load = await call(client, "loadSkill", {"skillId": SKILL})
+    _, categories = await call(client, "listCategories", {})
+    _, stats = await call(client, "getLibraryStats", {})
+    _, reuse = await call(client, "getPatternReuse", {"patternId": SKILL})
+    (python,) = [c for c in categories["data"]["categories"] if c["name"] == "python"]
+    return {
+        "search": next(h["verified"] for h in search["data"]["hits"] if h["id"] == SKILL),
+        "load": load["data"]["metadata"]["verified"],
+        "categories": python["verified"],
+        "stats": stats["data"]["verified"],
+        "reuse": reuse["data"]["patterns"][0]["verified"],
+    }
+
+
+def cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(cli, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+async def test_every_surface_agrees_once_three_projects_used_a_skill(sample_root: Path) -> None:
+    # The CLI and the server share the library's state folder (sample_root/.skillshelf), as in real use.
+    server = build_server(Settings(roots=[sample_root], watch=False))
+    async with Client(server, raise_exceptions=True) as client:
+        before = await surfaces(client)
+        for project in ("alpha", "beta", "gamma"):
+            await call(client, "trackPatternUsage", {"patternId": SKILL, "projectPath": project})
+        after = await surfaces(client)
+    # Quality-verified skills in the sample: database/rls-policy (8.5) only.
+    assert before == {"search": False, "load": False, "categories": 0, "stats": 1, "reuse": False}
+    assert after == {"search": True, "load": True, "categories": 1, "stats": 2, "reuse": True}
+
+    library = ["--library", str(sample_root)]
+    (python,) = [c for c in cli_json("categories", *library)["categories"] if c["name"] == "python"]
+    assert python["verified"] == 1
+    assert cli_json("stats", *library)["verified"] == 2
+    assert cli_json("search", *library, "retry", "backoff")["hits"][0]["verified"] is True
