@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -114,6 +114,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.index = SkillIndex(self.index_path)
         self.discovery_findings: list[Finding] = []
         self._watcher: DirectoryWatcher | None = None
+        self._change_listeners: list[Callable[[], None]] = []
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
@@ -134,6 +135,22 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         if changed or removed:
             logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
         return report
+
+    def add_change_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (on the watcher's thread, after re-syncing) whenever files under the roots change.
+
+        Any change counts, even one the index does not store (a file deep in a skill's folder):
+        listeners such as the MCP server tell clients to refresh what they hold.
+        """
+        self._change_listeners.append(listener)
+
+    def _on_change(self) -> None:
+        super()._on_change()
+        for listener in list(self._change_listeners):
+            try:
+                listener()
+            except Exception:
+                logger.exception("a library change listener failed")
 
     def _watcher_failed(self) -> bool:
         return self._watcher is not None and self._watcher.failed

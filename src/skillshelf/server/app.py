@@ -22,6 +22,8 @@ from skillshelf.memory.tools import memory_tools
 from skillshelf.metrics.tools import metrics_tools
 from skillshelf.patterns import service
 from skillshelf.patterns.tools import patterns_tools
+from skillshelf.server.prompts import register_prompts
+from skillshelf.server.skills_ext import SkillsSurface
 from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -33,7 +35,7 @@ skillshelf serves a curated library of reusable skills (how-tos with optional co
 3. Apply it (executeSkill runs its code when the user enabled it); readSkillFile fetches a reference or script.
 4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers;
    searchArtifacts and loadSession recall what past sessions decided and built.
-listCategories shows what the library covers; skills are also resources skill://{category}/{name}.
+listCategories shows what the library covers; skills are also resources skill://{category}/{name}/SKILL.md.
 """
 
 
@@ -48,6 +50,7 @@ def build_server(
     shelf = library or SkillLibrary(settings.library_config())
     projects = settings.projects()
     sessions = archive or SessionArchive(projects, watch=settings.watch)
+    skills = SkillsSurface(shelf)  # views will pass their visible(skill_id) predicate here
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
@@ -65,6 +68,8 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level="WARNING",
+        extensions=[skills.extension],
+        subscriptions=skills.bus,
         tools=[
             *patterns_tools(shelf, projects),
             *execution_tools(shelf, settings.execution),
@@ -86,6 +91,9 @@ def build_server(
             return service.read_documentation(shelf, f"{category}/{name}")
         except SkillshelfError as exc:
             raise ResourceNotFoundError(exc.message) from exc
+
+    skills.install(server)
+    register_prompts(server)
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
