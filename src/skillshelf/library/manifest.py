@@ -99,7 +99,7 @@ class SkillManifests:
         The cheap check (no file is read), for listings that must not hash every skill.
         """
         declared = str(skill.payload.get("declaredName") or skill.name)
-        if declared != skill.name or not valid_name(declared):
+        if declared != folder_name(skill) or not valid_name(declared):
             return None
         return declared
 
@@ -107,6 +107,7 @@ class SkillManifests:
         """The skill's frontmatter and complete file list with digests; raises `NotPublishableError`."""
         if self.uri_name(skill) is None:
             self._check_name(skill, str(skill.payload.get("declaredName") or skill.name))
+        name = folder_name(skill)
         files = self._file_map(skill)
         sizes = {path: self._size(skill, path, source) for path, source in files.items()}
         total = sum(sizes.values())
@@ -123,7 +124,7 @@ class SkillManifests:
             ManifestFile(path, len(doc) if path == SKILL_DOC else sizes[path], self._digest(skill, path, source, doc))
             for path, source in sorted(files.items(), key=lambda item: (item[0] != SKILL_DOC, item[0]))
         ]
-        return SkillManifest(skill.id, skill.category, frontmatter["name"], frontmatter, tuple(entries))
+        return SkillManifest(skill.id, skill.category, name, frontmatter, tuple(entries))
 
     def read(self, skill: IndexedSkill, path: str) -> bytes:
         """A file of the skill as served (raw bytes; the three-file SKILL.md as written from the skill)."""
@@ -216,11 +217,11 @@ class SkillManifests:
 
     # -- frontmatter ------------------------------------------------------------------------
     def _check_name(self, skill: IndexedSkill, declared: str) -> None:
-        if declared != skill.name:
+        if declared != folder_name(skill):
             raise NotPublishableError(
                 skill.id,
                 "name-mismatch",
-                f"{skill.id}: frontmatter name {declared!r} differs from its folder {skill.name!r}; the MCP skills "
+                f"{skill.id}: frontmatter name {declared!r} differs from {folder_name(skill)!r}; the MCP skills "
                 "extension requires them to match. Rename one.",
             )
         raise NotPublishableError(
@@ -253,7 +254,7 @@ class SkillManifests:
                 "description-missing",
                 f"{skill.id}: frontmatter needs a `description` string to be published as an MCP skill.",
             )
-        if name != skill.name:
+        if name != folder_name(skill):
             self._check_name(skill, str(name))
         return frontmatter
 
@@ -273,9 +274,14 @@ class SkillManifests:
         metadata = {"category": skill.category, "layout": "three-file", "quality": f"{skill.quality:g}"}
         if skill.payload.get("tags"):
             metadata["tags"] = ", ".join(skill.payload["tags"])
-        frontmatter: dict[str, Any] = {"name": skill.name, "description": description, "metadata": metadata}
+        frontmatter: dict[str, Any] = {"name": folder_name(skill), "description": description, "metadata": metadata}
         head = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=10_000)
         return f"---\n{head}---\n\n{body}".encode()
+
+
+def folder_name(skill: IndexedSkill) -> str:
+    """The skill's name from its path (folder or file stem), which the extension's URI ends with."""
+    return skill.id.split("/", 1)[1]
 
 
 def _kept(name: str) -> bool:

@@ -44,6 +44,7 @@ from skillshelf.library.manifest import (
     SkillFileNotFoundError,
     SkillManifest,
     SkillManifests,
+    folder_name,
 )
 from skillshelf.library.skill_library import SkillLibrary
 
@@ -212,8 +213,8 @@ class SkillsSurface:
         page = skills[start : start + RESOURCES_PAGE]
         resources = [
             types.Resource(
-                uri=skill_uri(s.category, s.name),
-                name=s.name,
+                uri=skill_uri(s.category, folder_name(s)),
+                name=folder_name(s),
                 title=f"{s.id} ({s.layout})",
                 description=str(s.payload.get("description") or s.summary),
                 mime_type="text/markdown",
