@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from skillshelf.library import skill_library
 from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression, query_terms
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, choose_index_path
 from tests.conftest import agent_skill, three_file, write
@@ -222,3 +223,19 @@ def test_words_found_in_most_skills_neither_hide_matches_nor_break_single_word_q
         assert len(ids(library, "guide")) == 7  # the only word: kept even though it is everywhere
     finally:
         library.close()
+
+
+def test_a_first_index_reports_progress_batch_by_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "many"
+    for number in range(5):
+        write(root / "bulk" / f"skill-{number}.md", f"# Skill {number}\n\nDoes thing {number}.\n")
+    monkeypatch.setattr(skill_library, "WRITE_BATCH", 2)
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
+    seen: list[tuple[int, int]] = []
+    library.add_progress_listener(lambda done, total: seen.append((done, total)))
+    try:
+        library.sync()
+        library.sync()  # nothing changed: nothing to report
+    finally:
+        library.close()
+    assert seen == [(2, 5), (4, 5), (5, 5)]

@@ -77,3 +77,67 @@ def test_stdout_carries_only_json_rpc_even_when_the_server_logs(
     messages += [json.loads(line) for line in rest.splitlines() if line.strip()]
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
     assert "index synced" in (tmp_path / "stderr.log").read_text(encoding="utf-8")  # the logs went to stderr
+
+
+def test_the_skills_extension_answers_a_raw_json_rpc_client_over_stdio(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    """skills/list and skills/get are custom methods: drive them byte for byte, as any client would."""
+    import base64
+    import hashlib
+    import json
+    import subprocess
+
+    params = server_params("--library", str(sample_root), home=isolated_environment)
+    log = (tmp_path / "stderr.log").open("w", encoding="utf-8")
+    process = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=params.env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    next_id = iter(range(1, 1000))
+
+    def ask(method: str, params: dict[str, object]) -> dict[str, object]:
+        assert process.stdin is not None and process.stdout is not None
+        number = next(next_id)
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}) + "\n")
+        process.stdin.flush()
+        while True:
+            line = process.stdout.readline()
+            assert line, "the server closed stdout before answering"
+            message = json.loads(line)
+            if message.get("id") == number:
+                return message
+
+    try:
+        ask(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        )
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        listed = ask("skills/list", {})["result"]
+        got = ask("skills/get", {"uri": "skill://git/release-notes/SKILL.md"})["result"]
+        missing = ask("skills/get", {"uri": "skill://nope/nothing/SKILL.md"})["error"]
+        reads = {
+            resource["uri"]: ask("resources/read", {"uri": resource["uri"]})["result"]["contents"][0]
+            for skill in listed["skills"]  # type: ignore[index]
+            for resource in skill["resources"]
+        }
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+        process.stdout.close()
+        log.close()
+    assert listed["resultType"] == "complete" and listed["ttlMs"] > 0  # type: ignore[index,operator]
+    assert len(listed["skills"]) == 4  # type: ignore[arg-type,index]
+    assert got["skill"]["frontmatter"]["name"] == "release-notes"  # type: ignore[index]
+    assert missing["code"] == -32602  # type: ignore[index]
+    for skill in listed["skills"]:  # type: ignore[index]
+        for resource in skill["resources"]:
+            content = reads[resource["uri"]]
+            data = content["text"].encode() if "text" in content else base64.b64decode(content["blob"])
+            assert resource["digest"] == "sha256:" + hashlib.sha256(data).hexdigest()

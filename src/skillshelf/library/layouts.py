@@ -353,6 +353,12 @@ class _AgentSkillLoader(_Loader):
         return found
 
 
+def valid_name(name: str) -> bool:
+    """True when `name` follows the Agent Skills naming rules (after NFKC normalisation)."""
+    normalised = unicodedata.normalize("NFKC", name)
+    return len(normalised) <= MAX_NAME and _name_chars_ok(normalised)
+
+
 def _name_chars_ok(name: str) -> bool:
     if not name or name != name.lower() or name.startswith("-") or name.endswith("-") or "--" in name:
         return False

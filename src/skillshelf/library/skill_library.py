@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -119,6 +119,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.index = SkillIndex(self.index_path)
         self.discovery_findings: list[Finding] = []
         self._watcher: DirectoryWatcher | None = None
+        self._change_listeners: list[Callable[[], None]] = []
+        self._progress_listeners: list[Callable[[int, int], None]] = []
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
@@ -133,12 +135,45 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         removed = [key for key in stored if key not in current]
         if removed:
             self.index.apply([], removed)
+        done = 0
         for batch in batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
             self.index.apply(batch, [])
+            done += len(batch)
+            self._progress(done, len(changed))
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
         return report
+
+    def add_change_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (on the watcher's thread, after re-syncing) whenever files under the roots change.
+
+        Any change counts, even one the index does not store (a file deep in a skill's folder):
+        listeners such as the MCP server tell clients to refresh what they hold.
+        """
+        self._change_listeners.append(listener)
+
+    def add_progress_listener(self, listener: Callable[[int, int], None]) -> None:
+        """Call `listener(parsed, to_parse)` after each stored batch of a sync (a first index: thousands).
+
+        For a terminal progress line or MCP progress notifications while a call waits on the index.
+        """
+        self._progress_listeners.append(listener)
+
+    def _progress(self, done: int, total: int) -> None:
+        for listener in list(self._progress_listeners):
+            try:
+                listener(done, total)
+            except Exception:
+                logger.exception("a sync progress listener failed")
+
+    def _on_change(self) -> None:
+        super()._on_change()
+        for listener in list(self._change_listeners):
+            try:
+                listener()
+            except Exception:
+                logger.exception("a library change listener failed")
 
     def _watcher_failed(self) -> bool:
         return self._watcher is not None and self._watcher.failed

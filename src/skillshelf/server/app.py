@@ -17,6 +17,8 @@ from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
+from skillshelf.server.prompts import register_prompts
+from skillshelf.server.skills_ext import SkillsSurface
 from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
@@ -33,7 +35,7 @@ skillshelf serves a curated library of reusable skills (how-tos with optional co
 3. Apply it (executeSkill runs its code when the user enabled it); readSkillFile fetches a reference or script.
 4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers;
    searchArtifacts and loadSession recall what past sessions decided and built.
-listCategories shows what the library covers; skills are also resources skill://{category}/{name}.
+listCategories shows what the library covers; skills are also resources skill://{category}/{name}/SKILL.md.
 """
 
 
@@ -50,6 +52,7 @@ def build_server(
     projects = settings.projects()
     sessions = archive or SessionArchive(projects, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
+    skills = SkillsSurface(shelf)  # views will pass their visible(skill_id) predicate here
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
@@ -69,6 +72,8 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         log_level="WARNING",
+        extensions=[skills.extension],
+        subscriptions=skills.bus,
         tools=[
             *patterns_tools(shelf, projects),
             *execution_tools(shelf, settings.execution),
@@ -90,6 +95,9 @@ def build_server(
             return service.read_documentation(shelf, f"{category}/{name}")
         except SkillshelfError as exc:
             raise ResourceNotFoundError(exc.message) from exc
+
+    skills.install(server)
+    register_prompts(server)
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:

@@ -1,0 +1,337 @@
+"""The MCP Skills extension (`io.modelcontextprotocol/skills`, SEP-2640) and skills as resources.
+
+- `skills/list` (paginated, `ttlMs`/`cacheScope`) and `skills/get` serve each published skill's
+  `SKILL.md` URI, its frontmatter verbatim and its complete resources manifest (`uri`, `sha256:`
+  digest, size), through the SDK's `Extension` hook; the extension is advertised in capabilities.
+- `resources/list` lists every skill's `SKILL.md` (paginated) and `resources/read` serves every
+  file a manifest lists, as the same bytes the digest covers.
+- Files changing under the library send `notifications/resources/list_changed` (legacy sessions)
+  and a `ResourcesListChanged` event (2026 `subscriptions/listen` streams).
+
+URIs are `skill://<category>/<name>/<file>`; the skill name is the last directory segment.
+A `visible(skill_id)` predicate (views and filters) hides skills: a hidden skill is absent from
+every listing and unreadable, exactly like one that does not exist.
+The MCPServer has no public hook for replacing `resources/list` and `resources/read`, so
+`install` registers those two on its low-level server (mcp is pinned to 2.3.x).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import mimetypes
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+from urllib.parse import quote, unquote
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from mcp import MCPError, types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import MCPServer
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from skillshelf.library.index import IndexedSkill
+from skillshelf.library.manifest import (
+    SKILL_DOC,
+    NotPublishableError,
+    SkillFileNotFoundError,
+    SkillManifest,
+    SkillManifests,
+    folder_name,
+)
+from skillshelf.library.skill_library import SkillLibrary
+
+logger = logging.getLogger(__name__)
+
+EXTENSION_ID = "io.modelcontextprotocol/skills"
+SCHEME = "skill://"
+SKILLS_PAGE = 50  # entries carry whole manifests
+RESOURCES_PAGE = 200
+LIST_TTL_MS = 30_000  # a hint only: files change under a watcher, and resources/list_changed says so
+MAX_TRACKED_SESSIONS = 256
+Visible = Callable[[str], bool]
+
+
+def everything(_skill_id: str) -> bool:
+    return True
+
+
+def skill_uri(category: str, name: str, path: str = SKILL_DOC) -> str:
+    segments = [quote(category, safe=""), quote(name, safe=""), *(quote(p, safe="") for p in path.split("/"))]
+    return SCHEME + "/".join(segments)
+
+
+def parse_skill_uri(uri: str) -> tuple[str, str, str | None] | None:
+    """(category, name, file path or None for the bare `skill://category/name`); None if not a skill URI."""
+    if not uri.startswith(SCHEME):
+        return None
+    segments = [unquote(s) for s in uri[len(SCHEME) :].split("/")]
+    if len(segments) < 2 or any(not s or "/" in s for s in segments):
+        return None
+    category, name, *path = segments
+    return category, name, "/".join(path) if path else None
+
+
+# -- wire shapes (field names become camelCase on the wire, as in mcp.types) --------------------
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class SkillResource(_Wire):
+    uri: str
+    digest: str
+    size: int
+
+
+class SkillEntry(_Wire):
+    uri: str
+    frontmatter: dict[str, Any]
+    resources: list[SkillResource]
+
+
+class ListSkillsResult(types.PaginatedResult, types.CacheableResult):
+    skills: list[SkillEntry]
+    result_type: Literal["complete"] = "complete"
+
+
+class GetSkillParams(types.RequestParams):
+    uri: str
+
+
+class GetSkillResult(types.CacheableResult):
+    skill: SkillEntry
+    result_type: Literal["complete"] = "complete"
+
+
+class SkillsExtension(Extension):
+    identifier = EXTENSION_ID
+
+    def __init__(self, surface: SkillsSurface) -> None:
+        self.surface = surface
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (
+            MethodBinding("skills/list", types.PaginatedRequestParams, self.surface.list_skills),
+            MethodBinding("skills/get", GetSkillParams, self.surface.get_skill),
+        )
+
+
+class SkillsSurface:
+    """Skills as MCP resources and as the Skills extension, over one library and one visibility rule."""
+
+    def __init__(self, library: SkillLibrary, visible: Visible = everything) -> None:
+        self.library = library
+        self.visible = visible
+        self.manifests = SkillManifests(library.roots)
+        self.bus = InMemorySubscriptionBus()
+        self.extension = SkillsExtension(self)
+        self._sessions: list[ServerSession] = []  # legacy connections, told when the resource list changes
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._reported: set[tuple[str, str]] = set()
+        self._read_fallback: Callable[..., Any] | None = None
+
+    def install(self, server: MCPServer[Any]) -> None:
+        """Serve resources/list and resources/read for skills, and announce library changes."""
+        lowlevel = server._lowlevel_server  # no public hook replaces a spec handler; see the module docstring
+        original = lowlevel.get_request_handler("resources/read")
+        self._read_fallback = original.handler if original is not None else None
+        lowlevel.add_request_handler("resources/list", types.PaginatedRequestParams, self.list_resources)
+        lowlevel.add_request_handler("resources/read", types.ReadResourceRequestParams, self.read_resource)
+        server.middleware.append(self.middleware)
+        self.library.add_change_listener(self.library_changed)
+
+    # -- skills/list and skills/get ------------------------------------------------------------
+    async def list_skills(
+        self, _ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+    ) -> ListSkillsResult:
+        return await anyio.to_thread.run_sync(self._skills_page, params.cursor)
+
+    def _skills_page(self, cursor: str | None) -> ListSkillsResult:
+        skills = self._visible_skills()
+        start = _page_start(skills, cursor)
+        entries: list[SkillEntry] = []
+        position = start
+        while position < len(skills) and len(entries) < SKILLS_PAGE:
+            manifest = self._manifest(skills[position])
+            if manifest is not None:
+                entries.append(_entry(manifest))
+            position += 1
+        next_cursor = _cursor(skills[position - 1].id) if position < len(skills) else None
+        return ListSkillsResult(skills=entries, next_cursor=next_cursor, ttl_ms=LIST_TTL_MS, cache_scope="private")
+
+    async def get_skill(self, _ctx: ServerRequestContext[Any, Any], params: GetSkillParams) -> GetSkillResult:
+        manifest = await anyio.to_thread.run_sync(self._get_manifest, params.uri)
+        return GetSkillResult(skill=_entry(manifest), ttl_ms=LIST_TTL_MS, cache_scope="private")
+
+    def _get_manifest(self, uri: str) -> SkillManifest:
+        parsed = parse_skill_uri(uri)
+        if parsed is None or parsed[2] != SKILL_DOC:
+            raise _invalid(f"{uri} is not a skill URI; skills are addressed as skill://<category>/<name>/SKILL.md")
+        skill = self._find(parsed[0], parsed[1])
+        if skill is None:
+            raise _invalid(f"No skill is served at {uri}; skills/list shows the skills this server serves")
+        try:
+            return self.manifests.build(skill)
+        except NotPublishableError as exc:
+            self._report(exc)
+            raise _invalid(f"No skill is served at {uri}: {exc.message}") from exc
+        except SkillFileNotFoundError as exc:
+            self.library.mark_dirty()
+            raise _invalid(f"No skill is served at {uri}: {exc}") from exc
+
+    def _manifest(self, skill: IndexedSkill) -> SkillManifest | None:
+        try:
+            return self.manifests.build(skill)
+        except NotPublishableError as exc:
+            self._report(exc)
+        except SkillFileNotFoundError:
+            self.library.mark_dirty()  # changed under us; the next listing sees the new state
+        return None
+
+    def _report(self, exc: NotPublishableError) -> None:
+        """Once per skill and reason: why a skill is not published (never silently left out)."""
+        if (exc.skill_id, exc.reason) not in self._reported:
+            self._reported.add((exc.skill_id, exc.reason))
+            logger.warning("not published through the MCP skills extension: %s [%s]", exc.message, exc.reason)
+
+    # -- resources ------------------------------------------------------------------------------
+    async def list_resources(
+        self, _ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
+    ) -> types.ListResourcesResult:
+        return await anyio.to_thread.run_sync(self._resources_page, params.cursor)
+
+    def _resources_page(self, cursor: str | None) -> types.ListResourcesResult:
+        skills = [s for s in self._visible_skills() if self.manifests.uri_name(s) is not None]
+        start = _page_start(skills, cursor)
+        page = skills[start : start + RESOURCES_PAGE]
+        resources = [
+            types.Resource(
+                uri=skill_uri(s.category, folder_name(s)),
+                name=folder_name(s),
+                title=f"{s.id} ({s.layout})",
+                description=str(s.details.description or s.summary),
+                mime_type="text/markdown",
+            )
+            for s in page
+        ]
+        more = start + RESOURCES_PAGE < len(skills)
+        return types.ListResourcesResult(resources=resources, next_cursor=_cursor(page[-1].id) if more else None)
+
+    async def read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> HandlerResult:
+        parsed = parse_skill_uri(params.uri)
+        if parsed is not None and parsed[2] is not None:
+            return await anyio.to_thread.run_sync(self._read_file, params.uri, *parsed)
+        if parsed is not None and not self.visible(f"{parsed[0]}/{parsed[1]}"):
+            raise _not_found(params.uri, f"No skill {parsed[0]}/{parsed[1]}; call searchPatterns to find skill ids.")
+        if self._read_fallback is None:
+            raise _not_found(params.uri, f"Unknown resource {params.uri}")
+        result: HandlerResult = await self._read_fallback(ctx, params)
+        return result
+
+    def _read_file(self, uri: str, category: str, name: str, path: str | None) -> types.ReadResourceResult:
+        skill = self._find(category, name)
+        if skill is None or path is None or self.manifests.uri_name(skill) is None:
+            raise _not_found(uri, f"No skill is served at {uri}; resources/list shows the skills' SKILL.md files")
+        try:
+            data = self.manifests.read(skill, path)
+        except SkillFileNotFoundError as exc:
+            raise _not_found(uri, f"{exc}; skills/get lists the skill's files") from exc
+        mime = "text/markdown" if path.endswith(".md") else mimetypes.guess_type(path)[0]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            blob = base64.b64encode(data).decode("ascii")
+            contents: Any = types.BlobResourceContents(uri=uri, blob=blob, mime_type=mime or "application/octet-stream")
+        else:
+            contents = types.TextResourceContents(uri=uri, text=text, mime_type=mime or "text/plain")
+        return types.ReadResourceResult(contents=[contents])
+
+    # -- change notifications ----------------------------------------------------------------------
+    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Remembers the event loop and legacy sessions, and advertises resources.listChanged on them."""
+        self._token = anyio.lowlevel.current_token()
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            if isinstance(result, BaseModel):
+                result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            resources = (result or {}).get("capabilities", {}).get("resources")
+            if isinstance(resources, dict):
+                resources["listChanged"] = True
+            self._sessions = [*self._sessions, ctx.session][-MAX_TRACKED_SESSIONS:]
+        return result
+
+    def library_changed(self) -> None:
+        """Called on the library watcher's thread: tell every client to re-list."""
+        token = self._token
+        if token is None:
+            return  # no client has asked for anything yet
+        try:
+            anyio.from_thread.run(self.announce_change, token=token)
+        except RuntimeError:
+            logger.debug("no event loop to announce a library change on (server stopped)")
+
+    async def announce_change(self) -> None:
+        await self.bus.publish(ResourcesListChanged())
+        alive: list[ServerSession] = []
+        for session in self._sessions:
+            try:
+                with anyio.fail_after(5):
+                    await session.send_resource_list_changed()
+            except Exception:
+                logger.debug("dropping a closed session from change notifications", exc_info=True)
+                continue
+            alive.append(session)
+        self._sessions = alive
+
+    # -- lookups ------------------------------------------------------------------------------
+    def _visible_skills(self) -> list[IndexedSkill]:
+        return [s for s in self.library.overview() if self.visible(s.id)]  # ordered by id
+
+    def _find(self, category: str, name: str) -> IndexedSkill | None:
+        skill_id = f"{category}/{name}"
+        if not self.visible(skill_id):
+            return None
+        return self.library.get(skill_id)
+
+
+def _entry(manifest: SkillManifest) -> SkillEntry:
+    return SkillEntry(
+        uri=skill_uri(manifest.category, manifest.name),
+        frontmatter=manifest.frontmatter,
+        resources=[
+            SkillResource(uri=skill_uri(manifest.category, manifest.name, f.path), digest=f.digest, size=f.size)
+            for f in manifest.files
+        ],
+    )
+
+
+def _cursor(after_id: str) -> str:
+    return base64.urlsafe_b64encode(after_id.encode()).decode("ascii")
+
+
+def _page_start(skills: list[IndexedSkill], cursor: str | None) -> int:
+    """Index of the first skill after the cursor's id (ids are sorted, so removals do not shift pages)."""
+    if not cursor:
+        return 0
+    try:
+        after = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
+    except (binascii.Error, UnicodeError, ValueError) as exc:
+        raise _invalid("cursor is not one this server issued; list again without a cursor") from exc
+    return next((i for i, s in enumerate(skills) if s.id > after), len(skills))
+
+
+def _invalid(message: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message)
+
+
+def _not_found(uri: str, message: str) -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri})
