@@ -16,6 +16,7 @@ from skillshelf.execution import service
 from skillshelf.execution.containment import PidsCgroup, user_process_allowance
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.settings import ExecutionSettings
+from tests.execution.conftest import all_gone, started_run
 
 pytestmark = pytest.mark.anyio
 
@@ -99,7 +100,16 @@ async def test_the_servers_secrets_never_reach_the_skill(
     monkeypatch.setenv("ALLOWED_ONE", "visible")
     result = await run(run_library, enabled.model_copy(update={"env": ["ALLOWED_ONE"]}), "run/leak")
     assert "GITHUB_TOKEN" not in result.output and result.output["ALLOWED_ONE"] == "visible"
-    assert set(result.output) <= {"PATH", "LANG", "HOME", "TMPDIR", "SKILLSHELF_SKILL_DIR", "ALLOWED_ONE", "LC_CTYPE"}
+    assert set(result.output) <= {
+        "PATH",
+        "LANG",
+        "HOME",
+        "TMPDIR",
+        "SKILLSHELF_SKILL_DIR",
+        "ALLOWED_ONE",
+        "LC_CTYPE",
+        "PWD",
+    }
     assert result.output["HOME"] == result.output["TMPDIR"] and not Path(result.output["HOME"]).exists()  # removed
 
 
@@ -158,28 +168,16 @@ async def test_docs_only_skills_are_not_executable(run_library: SkillLibrary, en
     assert error.code == ErrorCode.NOT_EXECUTABLE and "loadSkill" in error.message
 
 
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="finding the run's processes needs /proc")
 async def test_cancelling_a_run_kills_the_child_and_leaves_no_orphan(
-    run_library: SkillLibrary, enabled: ExecutionSettings, tmp_path: Path
+    run_library: SkillLibrary, enabled: ExecutionSettings
 ) -> None:
-    pid_file = tmp_path / "pid"
     async with anyio.create_task_group() as group:
-        group.start_soon(run, run_library, enabled, "run/sleeper", {"pid_file": str(pid_file), "seconds": 30})
-        with anyio.fail_after(10):
-            while not pid_file.exists() or not pid_file.read_text():
-                await anyio.sleep(0.02)
+        group.start_soon(run, run_library, enabled, "run/sleeper", {"token": "cancel-me", "seconds": 30})
+        pids = await started_run("cancel-me")
+        assert pids
         group.cancel_scope.cancel()
-    pid = int(pid_file.read_text())
-    with anyio.fail_after(5):
-        while _alive(pid):
-            await anyio.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    await all_gone(pids)
 
 
 async def test_a_dry_run_validates_and_describes_without_running(run_library: SkillLibrary, tmp_path: Path) -> None:
