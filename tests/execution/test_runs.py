@@ -14,11 +14,12 @@ import pytest
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import service
 from skillshelf.execution.containment import PidsCgroup, user_process_allowance
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.execution.conftest import all_gone, started_run
 
 pytestmark = pytest.mark.anyio
+BUNDLED = Path(__file__).resolve().parents[2] / "patterns"
 
 
 async def run(library: SkillLibrary, settings: ExecutionSettings, skill: str, payload: Any = None, **kw: Any) -> Any:
@@ -118,8 +119,33 @@ async def test_scripts_outside_scripts_are_refused(
     run_library: SkillLibrary, enabled: ExecutionSettings, script: str
 ) -> None:
     error = await failure(run_library, enabled, "run/tools", script=script)
-    assert error.code in {ErrorCode.ACCESS_DENIED, ErrorCode.VALIDATION_ERROR}
+    assert error.code == ErrorCode.ACCESS_DENIED  # as docs/security.md says
     assert "escaped" not in str(error.details)
+
+
+@pytest.mark.parametrize("extra", [{"script": "scripts/ok.sh"}, {"args": ["--fast"]}])
+async def test_script_or_args_on_a_three_file_skill_is_refused_not_ignored(
+    run_library: SkillLibrary, enabled: ExecutionSettings, extra: dict[str, Any]
+) -> None:
+    error = await failure(run_library, enabled, "run/echo", {"text": "x"}, **extra)
+    assert error.code == ErrorCode.VALIDATION_ERROR and "three-file" in error.message
+    assert next(iter(extra)) in error.message
+
+
+async def test_a_script_gets_its_command_line_arguments(run_library: SkillLibrary, enabled: ExecutionSettings) -> None:
+    library = SkillLibrary(
+        LibraryConfig(roots=[BUNDLED], index_dir=run_library.index_path.parent / "bundled", watch=False)
+    )
+    try:
+        library.sync()
+        good = await run(library, enabled, "git/git-bisect-workflow", args=["exit 0"])
+        assert good.output == {"verdict": "good", "exit_code": 0, "build_status": None, "test_status": 0}
+        error = await failure(library, enabled, "git/git-bisect-workflow", args=["exit 3"])
+        assert error.details is not None and error.details["exitCode"] == 1  # bisect's "bad"
+        error = await failure(library, enabled, "git/git-bisect-workflow", args=["x"] * 65)
+        assert error.code == ErrorCode.VALIDATION_ERROR and "args" in error.message
+    finally:
+        library.close()
 
 
 async def test_a_raising_skill_reports_its_exception_without_foreign_paths(

@@ -172,7 +172,7 @@ def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: 
     scripts = [r for r in skill.payload["resources"] if r.startswith("scripts/")]
     if not scripts:
         raise _not_executable(skill.id, "it has no scripts/ folder. Read it with loadSkill and follow its steps.")
-    chosen = _choose_script(skill.id, scripts, script)
+    chosen = _choose_script(skill.id, scripts, script, skill_dir)
     target = skill_dir / chosen
     if not is_within(target, (skill_dir / "scripts").resolve()):
         raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{chosen!r} resolves outside {skill.id}/scripts/; refused")
@@ -190,7 +190,7 @@ def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: 
     )
 
 
-def _choose_script(skill_id: str, scripts: list[str], script: str | None) -> str:
+def _choose_script(skill_id: str, scripts: list[str], script: str | None, skill_dir: Path) -> str:
     if script is None:
         if len(scripts) == 1:
             return scripts[0]
@@ -210,6 +210,10 @@ def _choose_script(skill_id: str, scripts: list[str], script: str | None) -> str
         wanted = posixpath.normpath(f"scripts/{wanted}")
     if ".." in wanted.split("/") or wanted.startswith("/") or not wanted.startswith("scripts/"):
         raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"script {script!r} is outside {skill_id}/scripts/; refused")
+    # The index leaves out links that lead out of the skill: say why it cannot run, not "no such script".
+    link = skill_dir / wanted
+    if wanted not in scripts and link.is_symlink() and not is_within(link, (skill_dir / "scripts").resolve()):
+        raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{wanted!r} resolves outside {skill_id}/scripts/; refused")
     if wanted not in scripts:
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,
