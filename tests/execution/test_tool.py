@@ -38,6 +38,26 @@ async def test_a_dry_run_works_even_when_execution_is_off(run_library: SkillLibr
     data = result.structured_content["data"]
     assert data["dryRun"] is True and data["executionEnabled"] is False and data["schemaSource"] == "derived"
     assert data["inputSchema"]["required"] == ["text"]
+    assert data["wouldRun"]["isolation"] in {"bubblewrap", "rlimits-only"} and data["wouldRun"]["isolationNote"]
+
+
+async def test_args_reach_a_script_and_are_refused_for_a_three_file_skill(
+    run_library: SkillLibrary, run_root: Path, enabled: ExecutionSettings
+) -> None:
+    scripts = run_root / "run" / "tools" / "scripts"
+    (scripts / "argv.py").write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n", encoding="utf-8")
+    run_library.sync()
+    async with Client(server_for(run_library, run_root, enabled)) as client:
+        ran = await client.call_tool(
+            "executeSkill", {"skillId": "run/tools", "script": "argv.py", "args": ["--name", "a b", "*"]}
+        )
+        refused = await client.call_tool(
+            "executeSkill", {"skillId": "run/echo", "input": {"text": "x"}, "args": ["-v"]}
+        )
+    assert ran.structured_content is not None and not ran.is_error, ran.structured_content
+    assert ran.structured_content["data"]["output"] == ["--name", "a b", "*"]  # no shell: passed as they are
+    assert refused.is_error and refused.structured_content is not None
+    assert refused.structured_content["error"]["code"] == "VALIDATION_ERROR"
 
 
 async def test_a_run_reports_progress_and_the_server_keeps_answering_meanwhile(
