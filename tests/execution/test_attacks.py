@@ -289,3 +289,15 @@ async def _none_left(marker: str) -> None:
     with anyio.fail_after(10):
         while _with_marker(marker):
             await anyio.sleep(0.02)
+
+
+@needs_bubblewrap
+async def test_the_sandbox_holds_where_no_cgroup_can_be_made(
+    attack_library: SkillLibrary, victim: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(PidsCgroup, "create", classmethod(lambda cls, max_processes: None))  # e.g. not root
+    key = await attack(attack_library, SANDBOXED, "read-file", {"path": str(victim["key"])})
+    assert key.output == {"error": "FileNotFoundError"} and key.ran.process_cgroup is False
+    marker = _marker()
+    assert (await attack(attack_library, SANDBOXED, "daemon", {"marker": marker})).output == "daemon started"
+    await _none_left(marker)  # the pid namespace ends with the skill

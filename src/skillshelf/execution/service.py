@@ -192,8 +192,8 @@ def _argv(
     work_dir: Path,
     cgroup: PidsCgroup | None,
 ) -> list[str]:
-    """The child's command line: `_child.py` directly, or `_child.py` joining the cgroup and then
-    starting bubblewrap, which runs a second `_child.py` (limits, then the skill) inside the sandbox."""
+    """The child's command line: `_child.py` directly, or bubblewrap running `_child.py` (limits, then
+    the skill) inside the sandbox, started by a first `_child.py` that joins the run's cgroup."""
     procs = str(cgroup.procs_file) if cgroup else None
     limited = limits.for_child(node=plan.interpreter == "node")
     if isolation.bwrap is None:
@@ -207,6 +207,8 @@ def _argv(
         network=network,
         command=inner,
     )
+    if procs is None:
+        return command
     # The cgroup is joined outside the sandbox (it has no /sys), before bubblewrap starts.
     return plan.argv(json.dumps({"mode": "exec", "limits": {}, "cgroup_procs": procs, "argv": command}))
 
