@@ -119,6 +119,15 @@ def test_run_executes_a_skill_and_prints_its_json(tmp_path: Path) -> None:
     assert code == 0 and json.loads(output)["wouldRun"]["entry"] == "slugify(**input)"
 
 
+def test_run_passes_script_arguments_and_says_which_isolation_applied() -> None:
+    bundled = Path(__file__).resolve().parents[1] / "patterns"
+    code, output = run("run", "-l", str(bundled), "git/git-bisect-workflow", "--arg", "exit 0")
+    assert code == 0, output
+    result = json.loads(output)
+    assert result["output"]["verdict"] == "good"
+    assert result["ran"]["isolation"] in {"bubblewrap", "rlimits-only"} and result["ran"]["isolationNote"]
+
+
 def test_notes_lists_a_projects_memory(tmp_path: Path) -> None:
     from skillshelf.memory.service import add_note
     from skillshelf.projects import ProjectRoots

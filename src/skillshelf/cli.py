@@ -297,6 +297,7 @@ def categories(libraries: tuple[Path, ...], as_json: bool) -> None:
 @click.argument("skill_id")
 @click.option("--input", "input_text", default="{}", help="JSON input, or @FILE to read it from a file.")
 @click.option("--script", help="For Agent Skills folders with several scripts, e.g. scripts/check.py.")
+@click.option("--arg", "args", multiple=True, help="A command-line argument for the script (repeatable).")
 @click.option("--dry-run", is_flag=True, help="Validate the input and show what would run; run nothing.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), help="Wall-clock limit in seconds.")
 def run_skill(
@@ -304,6 +305,7 @@ def run_skill(
     skill_id: str,
     input_text: str,
     script: str | None,
+    args: tuple[str, ...],
     dry_run: bool,
     timeout_s: float | None,
 ) -> None:
@@ -321,10 +323,12 @@ def run_skill(
         settings = _settings(libraries).execution.model_copy(update={"enabled": True})
         try:
             if dry_run:
-                result: Any = service.dry_run(library, settings, skill_id, payload, script, timeout_s)
+                result: Any = service.dry_run(library, settings, skill_id, payload, script, timeout_s, list(args))
             else:
                 result = anyio.run(
-                    lambda: service.execute_skill(library, settings, skill_id, payload, script, timeout_s)
+                    lambda: service.execute_skill(
+                        library, settings, skill_id, payload, script, timeout_s, args=list(args)
+                    )
                 )
         except SkillshelfError as exc:
             if exc.details and exc.details.get("stderrTail"):

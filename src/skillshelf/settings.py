@@ -49,6 +49,9 @@ class ExecutionSettings(BaseModel):
     max_output_bytes: int = Field(default=1024 * 1024, ge=1024)
     max_stderr_bytes: int = Field(default=64 * 1024, ge=1024)
     env: list[str] = Field(default_factory=list, description="Extra environment variable names passed to skills")
+    bubblewrap: bool = Field(default=True, description="Run skills in a bubblewrap sandbox when bwrap works here")
+    require_isolation: bool = Field(default=False, description="Refuse to run skills without the sandbox")
+    network: list[str] = Field(default_factory=list, description="Skill id patterns that may use the network")
 
 
 class ConfigFile(BaseModel):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
@@ -41,8 +44,8 @@ PY_SKILLS = {
     "sleeper": (
         "import os, time\n"
         "from pathlib import Path\n"
-        "def sleeper(pid_file: str, seconds: float) -> str:\n"
-        "    Path(pid_file).write_text(str(os.getpid()))\n"
+        "def sleeper(token: str, seconds: float) -> str:\n"
+        "    Path(token).write_text(str(os.getpid()))  # in its working directory: visible in a sandbox too\n"
         "    time.sleep(seconds)\n"
         "    return 'woke'\n"
     ),
@@ -52,6 +55,47 @@ PY_SKILLS = {
     ),
     "viarun": "def run(input: dict) -> dict:\n    return {'keys': sorted(input)}\n",
 }
+
+
+async def started_run(token: str) -> list[int]:
+    """Wait for the run whose skill wrote `token` into its working directory; its processes' host pids.
+
+    In a sandbox the skill sees only its own pid namespace, so its processes are found from outside:
+    every process whose working directory is that run's directory.
+    """
+    with anyio.fail_after(10):
+        while True:
+            found = [p for p in Path(tempfile.gettempdir()).glob(f"skillshelf-run-*/{token}") if p.read_text()]
+            if found:
+                break
+            await anyio.sleep(0.02)
+    work_dir = os.path.realpath(found[0].parent)
+    return [pid for pid in _pids() if _cwd(pid) == work_dir]
+
+
+def _pids() -> list[int]:
+    return [int(entry.name) for entry in os.scandir("/proc") if entry.name.isdigit()]
+
+
+def _cwd(pid: int) -> str | None:
+    try:
+        return str(Path(f"/proc/{pid}/cwd").readlink())
+    except OSError:
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "zombie" not in status.lower()
+
+
+async def all_gone(pids: list[int]) -> None:
+    with anyio.fail_after(10):
+        while any(alive(pid) for pid in pids):
+            await anyio.sleep(0.02)
 
 
 @pytest.fixture

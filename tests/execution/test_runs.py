@@ -14,10 +14,12 @@ import pytest
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import service
 from skillshelf.execution.containment import PidsCgroup, user_process_allowance
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
+from tests.execution.conftest import all_gone, started_run
 
 pytestmark = pytest.mark.anyio
+BUNDLED = Path(__file__).resolve().parents[2] / "patterns"
 
 
 async def run(library: SkillLibrary, settings: ExecutionSettings, skill: str, payload: Any = None, **kw: Any) -> Any:
@@ -99,7 +101,16 @@ async def test_the_servers_secrets_never_reach_the_skill(
     monkeypatch.setenv("ALLOWED_ONE", "visible")
     result = await run(run_library, enabled.model_copy(update={"env": ["ALLOWED_ONE"]}), "run/leak")
     assert "GITHUB_TOKEN" not in result.output and result.output["ALLOWED_ONE"] == "visible"
-    assert set(result.output) <= {"PATH", "LANG", "HOME", "TMPDIR", "SKILLSHELF_SKILL_DIR", "ALLOWED_ONE", "LC_CTYPE"}
+    assert set(result.output) <= {
+        "PATH",
+        "LANG",
+        "HOME",
+        "TMPDIR",
+        "SKILLSHELF_SKILL_DIR",
+        "ALLOWED_ONE",
+        "LC_CTYPE",
+        "PWD",
+    }
     assert result.output["HOME"] == result.output["TMPDIR"] and not Path(result.output["HOME"]).exists()  # removed
 
 
@@ -108,8 +119,33 @@ async def test_scripts_outside_scripts_are_refused(
     run_library: SkillLibrary, enabled: ExecutionSettings, script: str
 ) -> None:
     error = await failure(run_library, enabled, "run/tools", script=script)
-    assert error.code in {ErrorCode.ACCESS_DENIED, ErrorCode.VALIDATION_ERROR}
+    assert error.code == ErrorCode.ACCESS_DENIED  # as docs/security.md says
     assert "escaped" not in str(error.details)
+
+
+@pytest.mark.parametrize("extra", [{"script": "scripts/ok.sh"}, {"args": ["--fast"]}])
+async def test_script_or_args_on_a_three_file_skill_is_refused_not_ignored(
+    run_library: SkillLibrary, enabled: ExecutionSettings, extra: dict[str, Any]
+) -> None:
+    error = await failure(run_library, enabled, "run/echo", {"text": "x"}, **extra)
+    assert error.code == ErrorCode.VALIDATION_ERROR and "three-file" in error.message
+    assert next(iter(extra)) in error.message
+
+
+async def test_a_script_gets_its_command_line_arguments(run_library: SkillLibrary, enabled: ExecutionSettings) -> None:
+    library = SkillLibrary(
+        LibraryConfig(roots=[BUNDLED], index_dir=run_library.index_path.parent / "bundled", watch=False)
+    )
+    try:
+        library.sync()
+        good = await run(library, enabled, "git/git-bisect-workflow", args=["exit 0"])
+        assert good.output == {"verdict": "good", "exit_code": 0, "build_status": None, "test_status": 0}
+        error = await failure(library, enabled, "git/git-bisect-workflow", args=["exit 3"])
+        assert error.details is not None and error.details["exitCode"] == 1  # bisect's "bad"
+        error = await failure(library, enabled, "git/git-bisect-workflow", args=["x"] * 65)
+        assert error.code == ErrorCode.VALIDATION_ERROR and "args" in error.message
+    finally:
+        library.close()
 
 
 async def test_a_raising_skill_reports_its_exception_without_foreign_paths(
@@ -158,28 +194,16 @@ async def test_docs_only_skills_are_not_executable(run_library: SkillLibrary, en
     assert error.code == ErrorCode.NOT_EXECUTABLE and "loadSkill" in error.message
 
 
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="finding the run's processes needs /proc")
 async def test_cancelling_a_run_kills_the_child_and_leaves_no_orphan(
-    run_library: SkillLibrary, enabled: ExecutionSettings, tmp_path: Path
+    run_library: SkillLibrary, enabled: ExecutionSettings
 ) -> None:
-    pid_file = tmp_path / "pid"
     async with anyio.create_task_group() as group:
-        group.start_soon(run, run_library, enabled, "run/sleeper", {"pid_file": str(pid_file), "seconds": 30})
-        with anyio.fail_after(10):
-            while not pid_file.exists() or not pid_file.read_text():
-                await anyio.sleep(0.02)
+        group.start_soon(run, run_library, enabled, "run/sleeper", {"token": "cancel-me", "seconds": 30})
+        pids = await started_run("cancel-me")
+        assert pids
         group.cancel_scope.cancel()
-    pid = int(pid_file.read_text())
-    with anyio.fail_after(5):
-        while _alive(pid):
-            await anyio.sleep(0.02)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    await all_gone(pids)
 
 
 async def test_a_dry_run_validates_and_describes_without_running(run_library: SkillLibrary, tmp_path: Path) -> None:

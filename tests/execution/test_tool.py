@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from mcp import Client
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.settings import ExecutionSettings, Settings
+from tests.execution.conftest import all_gone, started_run
 
 pytestmark = pytest.mark.anyio
 
@@ -38,6 +38,26 @@ async def test_a_dry_run_works_even_when_execution_is_off(run_library: SkillLibr
     data = result.structured_content["data"]
     assert data["dryRun"] is True and data["executionEnabled"] is False and data["schemaSource"] == "derived"
     assert data["inputSchema"]["required"] == ["text"]
+    assert data["wouldRun"]["isolation"] in {"bubblewrap", "rlimits-only"} and data["wouldRun"]["isolationNote"]
+
+
+async def test_args_reach_a_script_and_are_refused_for_a_three_file_skill(
+    run_library: SkillLibrary, run_root: Path, enabled: ExecutionSettings
+) -> None:
+    scripts = run_root / "run" / "tools" / "scripts"
+    (scripts / "argv.py").write_text("import json, sys\nprint(json.dumps(sys.argv[1:]))\n", encoding="utf-8")
+    run_library.sync()
+    async with Client(server_for(run_library, run_root, enabled)) as client:
+        ran = await client.call_tool(
+            "executeSkill", {"skillId": "run/tools", "script": "argv.py", "args": ["--name", "a b", "*"]}
+        )
+        refused = await client.call_tool(
+            "executeSkill", {"skillId": "run/echo", "input": {"text": "x"}, "args": ["-v"]}
+        )
+    assert ran.structured_content is not None and not ran.is_error, ran.structured_content
+    assert ran.structured_content["data"]["output"] == ["--name", "a b", "*"]  # no shell: passed as they are
+    assert refused.is_error and refused.structured_content is not None
+    assert refused.structured_content["error"]["code"] == "VALIDATION_ERROR"
 
 
 async def test_a_run_reports_progress_and_the_server_keeps_answering_meanwhile(
@@ -54,15 +74,13 @@ async def test_a_run_reports_progress_and_the_server_keeps_answering_meanwhile(
         async def slow_run() -> None:
             outcome["result"] = await client.call_tool(
                 "executeSkill",
-                {"skillId": "run/sleeper", "input": {"pid_file": str(tmp_path / "pid"), "seconds": 2.5}},
+                {"skillId": "run/sleeper", "input": {"token": "progress", "seconds": 2.5}},
                 progress_callback=on_progress,
             )
 
         async with anyio.create_task_group() as group:
             group.start_soon(slow_run)
-            with anyio.fail_after(10):
-                while not (tmp_path / "pid").exists():
-                    await anyio.sleep(0.02)
+            await started_run("progress")
             listed = await client.call_tool("listCategories", {})
             assert not listed.is_error and "result" not in outcome  # answered while the skill still runs
     result = outcome["result"]
@@ -71,29 +89,22 @@ async def test_a_run_reports_progress_and_the_server_keeps_answering_meanwhile(
 
 
 async def test_cancelling_the_request_kills_the_skill(
-    run_library: SkillLibrary, run_root: Path, enabled: ExecutionSettings, tmp_path: Path
+    run_library: SkillLibrary, run_root: Path, enabled: ExecutionSettings
 ) -> None:
-    pid_file = tmp_path / "pid"
     async with Client(server_for(run_library, run_root, enabled), mode="legacy") as client:
         async with anyio.create_task_group() as group:
 
             async def call() -> None:
                 await client.call_tool(
-                    "executeSkill", {"skillId": "run/sleeper", "input": {"pid_file": str(pid_file), "seconds": 60}}
+                    "executeSkill", {"skillId": "run/sleeper", "input": {"token": "cancel-request", "seconds": 60}}
                 )
 
             group.start_soon(call)
-            with anyio.fail_after(10):
-                while not pid_file.exists() or not pid_file.read_text():
-                    await anyio.sleep(0.02)
+            pids = await started_run("cancel-request")
+            assert pids
             group.cancel_scope.cancel()
-        pid = int(pid_file.read_text())
-        with anyio.fail_after(10):
-            while Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower():
-                await anyio.sleep(0.05)
+        await all_gone(pids)
         assert not (await client.call_tool("listCategories", {})).is_error  # the connection is still fine
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
 
 
 async def test_load_skill_shows_the_input_schema_declared_or_derived(run_library: SkillLibrary, run_root: Path) -> None:

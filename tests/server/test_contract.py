@@ -20,7 +20,7 @@ CONTRACT = {
     "readSkillFile": ["skillId", "path"],
     "trackPatternUsage": ["patternId", "projectPath", "note"],
     "listCategories": [],
-    "executeSkill": ["skillId", "input", "script", "dryRun", "timeoutS"],
+    "executeSkill": ["skillId", "input", "script", "args", "dryRun", "timeoutS"],
     "searchArtifacts": ["query", "project", "since", "until", "limit"],
     "loadSession": ["project", "sessionId", "sections"],
     "getSessionCode": ["project", "sessionId", "language"],
@@ -38,7 +38,8 @@ CONTRACT = {
 ANNOTATIONS = dict.fromkeys(CONTRACT, (True, False, True, False)) | {
     "trackPatternUsage": (False, False, False, False),
     "addNote": (False, False, False, False),  # appends a note; repeating it appends another
-    # executeSkill runs arbitrary skill code: it may change things and reach the network.
+    # executeSkill runs arbitrary skill code: it may change things and reach the network (without the
+    # sandbox, or where the configuration allows it).
     "executeSkill": (False, True, False, True),
 }
 

@@ -26,6 +26,7 @@ V1_PIDS = Path("/sys/fs/cgroup/pids")
 SIGKILL: signal.Signals = getattr(signal, "SIGKILL", signal.SIGTERM)
 STALE_CGROUP_S = 60  # a cgroup is joined within milliseconds of its creation
 FSIZE_BYTES = 256 * 1024 * 1024  # no single file a skill writes may exceed this
+NODE_RESERVED_BYTES = 1024 * 1024 * 1024  # Node 20 needs ~700 MB of address space before it allocates
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,15 @@ class Limits:
     max_output_bytes: int
     max_stderr_bytes: int
 
-    def for_child(self, *, memory: bool = True) -> dict[str, int | None]:
+    def for_child(self, *, node: bool = False) -> dict[str, int | None]:
+        memory = self.memory_bytes
+        if memory is not None and node:
+            # V8 reserves address space it never uses (code range, heap cages): Node gets that on top
+            # of the cap, so its heap (--max-old-space-size) and its Buffers stay near the limit.
+            memory += NODE_RESERVED_BYTES
         return {
             "cpu_s": self.cpu_s,
-            "memory_bytes": self.memory_bytes if memory else None,
+            "memory_bytes": memory,
             "nproc": user_process_allowance(self.max_processes),
             "fsize_bytes": FSIZE_BYTES,
         }
@@ -84,6 +90,11 @@ class PidsCgroup:
                 continue
             return cls(path)
         return None
+
+    @staticmethod
+    def available() -> bool:
+        """Whether a run here would get a cgroup (what a dry run reports, without creating one)."""
+        return bool(_candidate_parents())
 
     def pids(self) -> list[int]:
         try:

@@ -18,6 +18,9 @@ class RunDescription(WireModel):
     max_processes: int
     max_output_bytes: int
     process_cgroup: bool  # a pids cgroup contains the run (see docs/security.md)
+    isolation: Literal["bubblewrap", "rlimits-only"]  # a bubblewrap sandbox, or the limits above alone
+    isolation_note: str  # what the sandbox hides, or why there is none
+    network: bool  # whether the skill can open network connections
 
 
 class ExecutionResult(WireModel):

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +44,8 @@ class RunPlan:
     call_style: Literal["kwargs", "dict"] = "dict"
     input_schema: dict[str, Any] | None = None
     schema_source: Literal["declared", "derived"] | None = None
+    files: tuple[Path, ...] = ()  # what the skill owns: all a sandboxed run sees of the library
+    args: tuple[str, ...] = ()  # command-line arguments for a script
 
     def child_config(
         self, limits: dict[str, int | None], cgroup_procs: str | None, node_heap_mb: int | None = None
@@ -54,7 +56,7 @@ class RunPlan:
             config |= {"skill_path": str(self.target), "function": self.function, "call_style": self.call_style}
             config["display_name"] = self.target.name
         elif self.mode == "script":
-            config["argv"] = [str(self.target)]
+            config["argv"] = [str(self.target), *self.args]
         else:
             config["argv"] = self.exec_argv(node_heap_mb)
         return config
@@ -70,18 +72,47 @@ class RunPlan:
             if self.function is not None:  # a three-file JavaScript skill: call its function
                 names = ",".join(dict.fromkeys([self.function, camel_name(self.skill_id.split("/")[-1]), "run"]))
                 return [binary, *node_flags, "--", str(CHILD_JS), str(self.target), names, self.target.name]
-            return [binary, *node_flags, "--", str(self.target)]
-        return [binary, "--", str(self.target)]
+            return [binary, *node_flags, "--", str(self.target), *self.args]
+        return [binary, "--", str(self.target), *self.args]
 
     def argv(self, config_json: str) -> list[str]:
         return [sys.executable, "-I", "-X", "utf8", "--", str(CHILD), config_json]
 
+    def binaries(self) -> list[str]:
+        """The interpreters this run starts (their installations must be visible in a sandbox)."""
+        return [sys.executable, _which(self.interpreter) if self.interpreter != "python" else ""]
 
-def plan_for(skill: IndexedSkill, root: Path, script: str | None) -> RunPlan:
+    def exposed(self) -> list[Path]:
+        """Read-only in a sandbox: the skill's own files and skillshelf's child-side code."""
+        return [*self.files, CHILD, CHILD_JS]
+
+
+MAX_ARGS = 64
+MAX_ARG_CHARS = 4096
+
+
+def plan_for(skill: IndexedSkill, root: Path, script: str | None, args: list[str] | None = None) -> RunPlan:
     declared = skill.details.input_schema
     if skill.layout == "three-file":
+        if script is not None or args:
+            given = "script" if script is not None else "args"
+            raise SkillshelfError(
+                ErrorCode.VALIDATION_ERROR,
+                f"{skill.id!r} is a three-file skill: it runs its implementation with the JSON input and takes no "
+                f"{given}. Call it again without {given}.",
+            )
         return _three_file_plan(skill, root, declared)
-    return _script_plan(skill, root, script, declared)
+    _check_args(args or [])
+    plan = _script_plan(skill, root, script, declared)
+    return replace(plan, args=tuple(args or ()))
+
+
+def _check_args(args: list[str]) -> None:
+    if len(args) > MAX_ARGS or any(len(arg) > MAX_ARG_CHARS or "\0" in arg for arg in args):
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"args: at most {MAX_ARGS} arguments of at most {MAX_ARG_CHARS} characters each, without NUL bytes",
+        )
 
 
 def _not_executable(skill_id: str, reason: str) -> SkillshelfError:
@@ -98,6 +129,8 @@ def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] |
     if not is_within(target, root.resolve()):
         raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{skill.id!r}: its implementation resolves outside the library")
     skill_name = skill.id.split("/", 1)[1]
+    owned = [root / name for name in (code_file, skill.details.doc_file, skill.details.meta_file) if name]
+    files = tuple(path for path in owned if is_within(path, root.resolve()))
     if target.suffix == ".py":
         source = read_source(target) or ""
         derived, entry = derive_python_schema(source, skill_name)
@@ -117,6 +150,7 @@ def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] |
             call_style="kwargs" if kwargs else "dict",
             input_schema=declared or derived,
             schema_source="declared" if declared else ("derived" if derived else None),
+            files=files,
         )
     _require_node(skill.id, typescript=target.suffix == ".ts")
     return RunPlan(
@@ -129,6 +163,7 @@ def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] |
         function=function_name(skill_name),
         input_schema=declared,
         schema_source="declared" if declared else None,
+        files=files,
     )
 
 
@@ -137,7 +172,7 @@ def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: 
     scripts = [r for r in skill.details.resources if r.startswith("scripts/")]
     if not scripts:
         raise _not_executable(skill.id, "it has no scripts/ folder. Read it with loadSkill and follow its steps.")
-    chosen = _choose_script(skill.id, scripts, script)
+    chosen = _choose_script(skill.id, scripts, script, skill_dir)
     target = skill_dir / chosen
     if not is_within(target, (skill_dir / "scripts").resolve()):
         raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{chosen!r} resolves outside {skill.id}/scripts/; refused")
@@ -151,10 +186,11 @@ def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: 
         target=target,
         input_schema=declared,
         schema_source="declared" if declared else None,
+        files=(skill_dir,),
     )
 
 
-def _choose_script(skill_id: str, scripts: list[str], script: str | None) -> str:
+def _choose_script(skill_id: str, scripts: list[str], script: str | None, skill_dir: Path) -> str:
     if script is None:
         if len(scripts) == 1:
             return scripts[0]
@@ -163,11 +199,21 @@ def _choose_script(skill_id: str, scripts: list[str], script: str | None) -> str
             f"{skill_id!r} has several scripts; pass script as one of: {', '.join(scripts)}",
             suggestions=scripts[:10],
         )
-    wanted = posixpath.normpath(script.replace("\\", "/"))
+    given = script.replace("\\", "/")
+    if given.startswith("/") or re.match(r"^[A-Za-z]:", given):
+        raise SkillshelfError(
+            ErrorCode.ACCESS_DENIED,
+            f"script {script!r} is an absolute path; refused. Name one of {skill_id}'s scripts, e.g. {scripts[0]!r}",
+        )
+    wanted = posixpath.normpath(given)
     if not wanted.startswith("scripts/"):
         wanted = posixpath.normpath(f"scripts/{wanted}")
     if ".." in wanted.split("/") or wanted.startswith("/") or not wanted.startswith("scripts/"):
         raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"script {script!r} is outside {skill_id}/scripts/; refused")
+    # The index leaves out links that lead out of the skill: say why it cannot run, not "no such script".
+    link = skill_dir / wanted
+    if wanted not in scripts and link.is_symlink() and not is_within(link, (skill_dir / "scripts").resolve()):
+        raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{wanted!r} resolves outside {skill_id}/scripts/; refused")
     if wanted not in scripts:
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,

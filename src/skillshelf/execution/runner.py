@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 
 TERM_GRACE_S = 0.5  # SIGTERM, then this long, then SIGKILL: a killed run ends within timeout + 1 s
 PROGRESS_EVERY_S = 1.0
+DRAIN_S = 1.0  # after the main process exits, how long output is still read from leftovers
 ProgressCallback = Callable[[float, float], Awaitable[None]]
 
 
@@ -86,12 +87,7 @@ async def run_child(
             if on_progress is not None:
                 progress_group.start_soon(_report_progress, on_progress, started, limits.timeout_s)
             with anyio.move_on_after(limits.timeout_s) as deadline:
-                async with anyio.create_task_group() as io_group:
-                    assert process.stdin and process.stdout and process.stderr
-                    io_group.start_soon(_feed, process.stdin, stdin)
-                    io_group.start_soon(_collect, process.stdout, stdout, lambda: _kill_now(process, cgroup))
-                    io_group.start_soon(_collect, process.stderr, stderr, None)
-                await process.wait()
+                await _run_until_main_exits(process, stdin, stdout, stderr, cgroup)
             timed_out = deadline.cancelled_caught
             progress_group.cancel_scope.cancel()
     finally:
@@ -106,6 +102,29 @@ async def run_child(
         stderr_truncated=stderr.truncated,
         duration_s=time.monotonic() - started,
     )
+
+
+async def _run_until_main_exits(
+    process: Process, stdin: bytes, stdout: _CappedBuffer, stderr: _TailBuffer, cgroup: PidsCgroup | None
+) -> None:
+    """Feed and collect until the skill's main process exits; then kill what it left behind.
+
+    A daemon the skill started may hold stdout open forever: the run still ends with the main
+    process, its leftovers are killed, and output already written is kept (read for at most
+    DRAIN_S more, for leftovers that escaped every kill).
+    """
+    assert process.stdin and process.stdout and process.stderr
+    drained = [anyio.Event(), anyio.Event()]
+    async with anyio.create_task_group() as io_group:
+        io_group.start_soon(_feed, process.stdin, stdin)
+        io_group.start_soon(_collect, process.stdout, stdout, lambda: _kill_now(process, cgroup), drained[0])
+        io_group.start_soon(_collect, process.stderr, stderr, None, drained[1])
+        await process.wait()
+        _kill_now(process, cgroup)  # the main process is gone: so is the run
+        with anyio.move_on_after(DRAIN_S):
+            for event in drained:
+                await event.wait()
+        io_group.cancel_scope.cancel()
 
 
 async def _report_progress(on_progress: ProgressCallback, started: float, total: float) -> None:
@@ -166,7 +185,10 @@ class _TailBuffer:
 
 
 async def _collect(
-    stream: ByteReceiveStream, sink: _CappedBuffer | _TailBuffer, on_overflow: Callable[[], None] | None
+    stream: ByteReceiveStream,
+    sink: _CappedBuffer | _TailBuffer,
+    on_overflow: Callable[[], None] | None,
+    done: anyio.Event,
 ) -> None:
     try:
         async for chunk in stream:
@@ -176,6 +198,8 @@ async def _collect(
                 return
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         return
+    finally:
+        done.set()
 
 
 def _kill_now(process: Process, cgroup: PidsCgroup | None) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import anyio
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.execution import sandbox
 from skillshelf.execution.containment import Limits, PidsCgroup
 from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescription
 from skillshelf.execution.plan import RunPlan, plan_for
@@ -60,7 +61,26 @@ def limits_for(settings: ExecutionSettings, timeout_s: float | None) -> Limits:
     )
 
 
-def describe(plan: RunPlan, limits: Limits, cgroup: bool) -> RunDescription:
+def network_allowed(settings: ExecutionSettings, skill_id: str) -> bool:
+    return any(fnmatch.fnmatchcase(skill_id, pattern) for pattern in settings.network)
+
+
+def isolation_for(settings: ExecutionSettings, skill_id: str) -> sandbox.Isolation:
+    """The isolation this run gets; with require_isolation, no sandbox means no run."""
+    isolation = sandbox.isolation(settings.bubblewrap)
+    if settings.require_isolation and not isolation.sandboxed:
+        raise SkillshelfError(
+            ErrorCode.EXECUTION_DISABLED,
+            f"{skill_id} was not run: execution requires isolation (require_isolation = true) and there is none "
+            f"here: {isolation.note}. Read the skill with loadSkill and apply it yourself.",
+            details={"isolation": isolation.kind, "isolationNote": isolation.note},
+        )
+    return isolation
+
+
+def describe(
+    plan: RunPlan, limits: Limits, cgroup: bool, isolation: sandbox.Isolation, network: bool
+) -> RunDescription:
     return RunDescription(
         interpreter=plan.interpreter,
         entry=plan.entry,
@@ -70,15 +90,23 @@ def describe(plan: RunPlan, limits: Limits, cgroup: bool) -> RunDescription:
         max_processes=limits.max_processes,
         max_output_bytes=limits.max_output_bytes,
         process_cgroup=cgroup,
+        isolation=isolation.kind,
+        isolation_note=isolation.note,
+        network=network or not isolation.sandboxed,
     )
 
 
 def prepare(
-    library: SkillLibrary, settings: ExecutionSettings, skill_id: str, payload: Any, script: str | None
+    library: SkillLibrary,
+    settings: ExecutionSettings,
+    skill_id: str,
+    payload: Any,
+    script: str | None,
+    args: list[str] | None = None,
 ) -> tuple[RunPlan, str]:
     """The plan and the JSON input, after every check that needs no process."""
     skill = library.find(skill_id)
-    plan = plan_for(skill, library.root_of(skill), script)
+    plan = plan_for(skill, library.root_of(skill), script, args)
     encoded = json.dumps(payload, ensure_ascii=False)
     if len(encoded.encode()) > MAX_INPUT_BYTES:
         raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"input is over {MAX_INPUT_BYTES // 1024} KiB; send less")
@@ -100,16 +128,18 @@ def dry_run(
     payload: Any,
     script: str | None,
     timeout_s: float | None,
+    args: list[str] | None = None,
 ) -> DryRunResult:
-    plan, _ = prepare(library, settings, skill_id, payload, script)
+    plan, _ = prepare(library, settings, skill_id, payload, script, args)
     limits = limits_for(settings, timeout_s)
+    isolation = sandbox.isolation(settings.bubblewrap)
     return DryRunResult(
         skill_id=plan.skill_id,
         input_valid=True,
         input_schema=plan.input_schema,
         schema_source=plan.schema_source,
         execution_enabled=settings.enabled,
-        would_run=describe(plan, limits, cgroup=False),
+        would_run=describe(plan, limits, PidsCgroup.available(), isolation, network_allowed(settings, plan.skill_id)),
     )
 
 
@@ -121,20 +151,18 @@ async def execute_skill(
     script: str | None = None,
     timeout_s: float | None = None,
     on_progress: ProgressCallback | None = None,
+    args: list[str] | None = None,
 ) -> ExecutionResult:
     check_allowed(settings, skill_id)
-    plan, encoded = prepare(library, settings, skill_id, payload, script)
+    plan, encoded = prepare(library, settings, skill_id, payload, script, args)
     limits = limits_for(settings, timeout_s)
+    isolation = await anyio.to_thread.run_sync(isolation_for, settings, plan.skill_id)
+    network = network_allowed(settings, plan.skill_id)
     work_dir = make_work_dir()
     cgroup = PidsCgroup.create(limits.max_processes)
     try:
-        config = plan.child_config(
-            limits.for_child(memory=plan.interpreter != "node"),
-            str(cgroup.procs_file) if cgroup else None,
-            node_heap_mb=settings.memory_mb,
-        )
         outcome = await run_child(
-            plan.argv(json.dumps(config)),
+            _argv(plan, limits, settings, isolation, network, work_dir, cgroup),
             encoded.encode(),
             env=child_environment(work_dir, plan.skill_dir, settings.env),
             work_dir=work_dir,
@@ -148,9 +176,40 @@ async def execute_skill(
                 await cgroup.remove()
         remove_work_dir(work_dir)
     scrub = _Scrubber(library, plan, work_dir)
-    result = _interpret(plan, outcome, limits, describe(plan, limits, cgroup is not None), scrub)
+    ran = describe(plan, limits, cgroup is not None, isolation, network)
+    result = _interpret(plan, outcome, limits, ran, scrub)
     library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
     return result
+
+
+def _argv(
+    plan: RunPlan,
+    limits: Limits,
+    settings: ExecutionSettings,
+    isolation: sandbox.Isolation,
+    network: bool,
+    work_dir: Path,
+    cgroup: PidsCgroup | None,
+) -> list[str]:
+    """The child's command line: `_child.py` directly, or bubblewrap running `_child.py` (limits, then
+    the skill) inside the sandbox, started by a first `_child.py` that joins the run's cgroup."""
+    procs = str(cgroup.procs_file) if cgroup else None
+    limited = limits.for_child(node=plan.interpreter == "node")
+    if isolation.bwrap is None:
+        return plan.argv(json.dumps(plan.child_config(limited, procs, node_heap_mb=settings.memory_mb)))
+    inner = plan.argv(json.dumps(plan.child_config(limited, None, node_heap_mb=settings.memory_mb)))
+    command = sandbox.bwrap_argv(
+        isolation.bwrap,
+        work_dir=work_dir,
+        read_only=plan.exposed(),
+        runtimes=sandbox.runtime_dirs(plan.binaries()),
+        network=network,
+        command=inner,
+    )
+    if procs is None:
+        return command
+    # The cgroup is joined outside the sandbox (it has no /sys), before bubblewrap starts.
+    return plan.argv(json.dumps({"mode": "exec", "limits": {}, "cgroup_procs": procs, "argv": command}))
 
 
 def _interpret(
@@ -164,6 +223,7 @@ def _interpret(
         "stdoutTruncated": outcome.output_limited,
         "stderrTruncated": outcome.stderr_truncated,
         "stderrTail": stderr or None,
+        "isolation": ran.isolation,
     }
     if outcome.timed_out:
         raise SkillshelfError(

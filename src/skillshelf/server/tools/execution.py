@@ -17,7 +17,7 @@ from skillshelf.server.tooling import make_tool, respond, respond_async
 from skillshelf.settings import ExecutionSettings
 
 # Running code can do anything the skill does: not read-only, possibly destructive, not idempotent,
-# and it may reach the network (skills are not network-isolated; see docs/security.md).
+# and it may reach the network (without bubblewrap, or where the configuration allows; docs/security.md).
 RUNS_CODE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 
@@ -31,6 +31,13 @@ def execution_tools(library: SkillLibrary, settings: ExecutionSettings) -> list[
         script: Annotated[
             str | None, Field(description="For Agent Skills with several scripts: e.g. 'scripts/check.py'.")
         ] = None,
+        args: Annotated[
+            list[str] | None,
+            Field(
+                description="Command-line arguments for an Agent Skills script (not for three-file skills).",
+                max_length=64,
+            ),
+        ] = None,
         dryRun: Annotated[bool, Field(description="Only validate the input and show what would run.")] = False,
         timeoutS: Annotated[
             float | None, Field(description="Wall-clock limit in seconds (capped by the configured maximum).", gt=0)
@@ -38,13 +45,13 @@ def execution_tools(library: SkillLibrary, settings: ExecutionSettings) -> list[
     ) -> Annotated[CallToolResult, Envelope[ExecutionResult | DryRunResult]]:
         """Run a skill's implementation or script in a separate, resource-limited process with JSON input, and return its output, exit status and duration. Use dryRun first to validate input against the skill's schema; execution must be enabled by the user (EXECUTION_DISABLED otherwise)."""  # noqa: E501
         if dryRun:
-            return respond(lambda: service.dry_run(library, settings, skillId, input, script, timeoutS))
+            return respond(lambda: service.dry_run(library, settings, skillId, input, script, timeoutS, args))
 
         async def progress(elapsed: float, total: float) -> None:
             await ctx.report_progress(elapsed, total, message=f"{skillId} running for {elapsed:g} s")
 
         return await respond_async(
-            lambda: service.execute_skill(library, settings, skillId, input, script, timeoutS, progress)
+            lambda: service.execute_skill(library, settings, skillId, input, script, timeoutS, progress, args)
         )
 
     return [make_tool(execute_skill, "executeSkill", "Run a skill", RUNS_CODE)]
