@@ -22,6 +22,8 @@ from skillshelf.memory.tools import memory_tools
 from skillshelf.metrics.tools import metrics_tools
 from skillshelf.patterns import service
 from skillshelf.patterns.tools import patterns_tools
+from skillshelf.server.http import transport_security
+from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -38,9 +40,15 @@ listCategories shows what the library covers; skills are also resources skill://
 
 
 def build_server(
-    settings: Settings, library: SkillLibrary | None = None, archive: SessionArchive | None = None
+    settings: Settings,
+    library: SkillLibrary | None = None,
+    archive: SessionArchive | None = None,
+    web: WebAccess | None = None,
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
+
+    Over HTTP it also serves the read-only web view at `/` (`web`: who sees what; by default every
+    skill, to anyone passing the bind host's Host/Origin checks).
 
     The lifespan starts their background sync and watchers and stops them; closing them (their
     SQLite connections) is the caller's job, so one server can be entered more than once.
@@ -91,5 +99,8 @@ def build_server(
     async def health(_request: Request) -> JSONResponse:
         counts = {"skills": shelf.index.count(), "sessions": sessions.index.count()}
         return JSONResponse({"status": "healthy", "version": __version__, **counts})
+
+    for route in web_routes(shelf, web or WebAccess(security=transport_security(settings.http_host))):
+        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
     return server
