@@ -165,6 +165,8 @@ def _error(library: SkillLibrary, visible: Visible, base: str, exc: SkillshelfEr
 
 
 def _visible_categories(library: SkillLibrary, visible: Visible) -> list[tuple[str, int]]:
+    if visible is everything:  # the index's own counts; no need to read every skill
+        return sorted((c.name, c.skills) for c in library.categories())
     counts = Counter(s.category for s in library.overview() if visible(s.id))
     return sorted(counts.items())
 
