@@ -173,24 +173,38 @@ def serve(
     library = SkillLibrary(settings.library_config())
     archive = SessionArchive(settings.projects(), watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
-    server = build_server(settings, library, archive)
+    from skillshelf.server.http import transport_security
+    from skillshelf.server.web import WebAccess
+
+    security = transport_security(host, allowed_hosts)
+    server = build_server(settings, library, archive, WebAccess(security=security))
     try:
         if http:
-            logger.warning("serving MCP on http://%s:%d/mcp (health: /health)", host, port)
-            from skillshelf.server.http import transport_security
-
+            logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)
             server.run(
                 "streamable-http",
                 host=host,
                 port=port,
                 streamable_http_path="/mcp",
-                transport_security=transport_security(host, allowed_hosts),
+                transport_security=security,
             )
         else:
             server.run()
     finally:
         library.close()
         archive.close()
+
+
+@cli.command()
+@library_option
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port on 127.0.0.1.")
+@click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
+def web(libraries: tuple[Path, ...], port: int, no_watch: bool) -> None:
+    """Browse the library in a web browser: search, skill pages, charts (read-only, on 127.0.0.1)."""
+    from skillshelf.server.web import serve_web
+
+    with open_library(libraries, watch=not no_watch) as library:
+        serve_web(library, port)
 
 
 @cli.command()

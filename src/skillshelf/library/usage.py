@@ -115,6 +115,14 @@ class UsageStore:
             projects.setdefault(pattern, []).append(project)
         return [PatternUsage(row[0], row[1], projects.get(row[0], []), row[2], row[3]) for row in totals]
 
+    def daily_uses(self) -> list[tuple[str, str, int]]:
+        """(UTC day 'YYYY-MM-DD', skill id, uses that day) for every recorded use, oldest day first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT substr(at, 1, 10), pattern_id, count(*) FROM events GROUP BY 1, 2 ORDER BY 1, 2"
+            ).fetchall()
+        return [(str(day), str(pattern), int(count)) for day, pattern, count in rows]
+
     def verified_by_use(self) -> frozenset[str]:
         """Skills used from at least three distinct projects, cached until anyone records an event.
 

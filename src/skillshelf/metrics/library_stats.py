@@ -12,6 +12,12 @@ TOP = 10
 NEVER_USED_LISTED = 20
 
 
+def quality_band(score: float) -> str:
+    """The histogram band a 0-10 score falls in: '0-1' ... '9-10' (10 counts in '9-10')."""
+    band = min(9, max(0, math.floor(score)))
+    return f"{band}-{band + 1}"
+
+
 def library_stats(library: SkillLibrary) -> LibraryStats:
     skills = library.overview()
     usage = {u.pattern_id: u for u in library.usage.usage()}
@@ -20,8 +26,7 @@ def library_stats(library: SkillLibrary) -> LibraryStats:
     histogram = {f"{band}-{band + 1}": 0 for band in range(10)}
     for skill in skills:
         layouts.setdefault(skill.category, Counter())[skill.layout] += 1
-        band = min(9, max(0, math.floor(skill.quality)))
-        histogram[f"{band}-{band + 1}"] += 1
+        histogram[quality_band(skill.quality)] += 1
     findings = library.findings()
     unused = sorted((s for s in skills if s.id not in usage), key=lambda s: (-s.quality, s.id))
     most_used = sorted(usage.values(), key=lambda u: (-u.uses, u.pattern_id))[:TOP]

@@ -17,6 +17,7 @@ from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
+from skillshelf.server.http import transport_security
 from skillshelf.server.prompts import register_prompts
 from skillshelf.server.skills_ext import SkillsSurface
 from skillshelf.server.tools.artifacts import artifacts_tools
@@ -24,6 +25,7 @@ from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
 from skillshelf.server.tools.patterns import patterns_tools
+from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -40,9 +42,15 @@ listCategories shows what the library covers; skills are also resources skill://
 
 
 def build_server(
-    settings: Settings, library: SkillLibrary | None = None, archive: SessionArchive | None = None
+    settings: Settings,
+    library: SkillLibrary | None = None,
+    archive: SessionArchive | None = None,
+    web: WebAccess | None = None,
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
+
+    Over HTTP it also serves the read-only web view at `/` (`web`: who sees what; by default every
+    skill, to anyone passing the bind host's Host/Origin checks).
 
     The lifespan starts their background sync and watchers and stops them. What the factory
     created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
@@ -103,5 +111,8 @@ def build_server(
     async def health(_request: Request) -> JSONResponse:
         counts = {"skills": shelf.index.count(), "sessions": sessions.index.count()}
         return JSONResponse({"status": "healthy", "version": __version__, **counts})
+
+    for route in web_routes(shelf, web or WebAccess(security=transport_security(settings.http_host))):
+        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
     return server

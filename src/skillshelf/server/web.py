@@ -1,0 +1,201 @@
+"""The read-only web view over HTTP: search, skill pages and the library's charts.
+
+`web_routes` gives the routes `build_server` adds to the MCP HTTP app (`serve --http`), and
+`web_app` wraps them in an app of their own for `skillshelf web`. Both take a `WebAccess`:
+
+- `visible(skill_id)`: which skills this viewer may see (default all). Hidden skills are absent
+  everywhere (search, categories, charts, suggestions) and their pages answer 404 like unknown ids.
+- `authorize(request)`: whether this request may see anything (default yes); no gives a 401 page.
+- `security`: the MCP endpoint's Host/Origin checks (DNS-rebinding protection), applied here too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib.resources import files
+
+import anyio.to_thread
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from skillshelf import __version__
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.patterns import service
+from skillshelf.patterns.service import MAX_LIMIT
+from skillshelf.web import pages
+from skillshelf.web.stats import Visible, everything, library_view
+
+logger = logging.getLogger(__name__)
+
+Authorize = Callable[[Request], bool]
+Page = Callable[[Request, str], Response]  # (request, base URL) -> response; runs in a worker thread
+
+# Nothing runs on these pages; styles come from our own stylesheet; images in skill docs may be remote.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'self'; img-src 'self' http: https:; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def allow_everyone(_request: Request) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class WebAccess:
+    visible: Visible = everything
+    authorize: Authorize = allow_everyone
+    security: TransportSecuritySettings | None = None  # None: no Host/Origin checks (tests, in-process)
+
+
+def web_routes(library: SkillLibrary, access: WebAccess | None = None, *, catch_all: bool = True) -> list[Route]:
+    """The web view's routes; with `catch_all`, any other GET path gets the view's 404 page."""
+    access = access or WebAccess()
+    guard = TransportSecurityMiddleware(access.security) if access.security else None
+    visible = access.visible
+    stylesheet = files("skillshelf.web").joinpath(pages.STYLESHEET).read_text(encoding="utf-8")
+
+    def endpoint(page: Page) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            if guard is not None and (refused := await guard.validate_request(request)) is not None:
+                return refused
+            base = request.scope.get("root_path", "").rstrip("/")
+            if not access.authorize(request):
+                response: Response = _html(pages.unauthorized_page(base), 401)
+                response.headers["WWW-Authenticate"] = 'Bearer realm="skillshelf"'
+            else:
+                response = await anyio.to_thread.run_sync(page, request, base)
+            response.headers.update(SECURITY_HEADERS)
+            return response
+
+        return handle
+
+    def search(request: Request, base: str) -> Response:
+        query = request.query_params.get("q", "").strip()
+        category = request.query_params.get("category") or None
+        counts = _visible_categories(library, visible)
+        if category is not None and category not in dict(counts):
+            known = ", ".join(name for name, _ in counts) or "none"
+            page = pages.search_page(base, query, [], counts, None, f"No category {category!r}. Categories: {known}.")
+            return _html(page, 404)
+        found = service.search_patterns(library, query, category=category, limit=MAX_LIMIT)
+        hits = [hit for hit in found.hits if visible(hit.id)]
+        return _html(pages.search_page(base, query, hits, counts, category))
+
+    def skill(request: Request, base: str) -> Response:
+        skill_id = f"{request.path_params['category']}/{request.path_params['name']}"
+        try:
+            loaded = service.load_skill(library, _visible_id(visible, skill_id))
+        except SkillshelfError as exc:
+            return _error(library, visible, base, exc, skill_id)
+        indexed = library.get(loaded.id)
+        if indexed is None:  # removed between the two reads
+            return _error(library, visible, base, SkillshelfError(ErrorCode.PATTERN_NOT_FOUND, ""), skill_id)
+        files = sorted(service.skill_files(indexed))
+        return _html(pages.skill_page(base, pages.SkillPage(skill=loaded, tokens=indexed.tokens, files=files)))
+
+    def skill_file(request: Request, base: str) -> Response:
+        skill_id = f"{request.path_params['category']}/{request.path_params['name']}"
+        path = request.path_params["path"]
+        try:
+            found = service.read_skill_file(library, _visible_id(visible, skill_id), path)
+        except SkillshelfError as exc:
+            return _error(library, visible, base, exc, skill_id)
+        return _html(pages.file_page(base, found.skill_id, found.path, found.content, found.truncated))
+
+    def library_page(_request: Request, base: str) -> Response:
+        return _html(pages.library_page(base, library_view(library, visible)))
+
+    def not_found(request: Request, base: str) -> Response:
+        return _html(pages.not_found_page(base, f"There is no page at {request.url.path}.", []), 404)
+
+    async def to_slash(request: Request) -> Response:
+        return RedirectResponse(f"{request.url.path}/", status_code=308)
+
+    async def css(_request: Request) -> Response:
+        return Response(stylesheet, media_type="text/css", headers={"Cache-Control": "max-age=300"})
+
+    routes = [
+        Route("/", endpoint(search), methods=["GET", "HEAD"], name="web-search"),
+        Route("/library", endpoint(library_page), methods=["GET", "HEAD"], name="web-library"),
+        Route("/skills/{category}/{name}", to_slash, methods=["GET", "HEAD"]),
+        Route("/skills/{category}/{name}/", endpoint(skill), methods=["GET", "HEAD"], name="web-skill"),
+        Route("/skills/{category}/{name}/{path:path}", endpoint(skill_file), methods=["GET", "HEAD"]),
+        Route(f"/{pages.STYLESHEET}", css, methods=["GET", "HEAD"]),
+    ]
+    if catch_all:
+        routes.append(Route("/{path:path}", endpoint(not_found), methods=["GET", "HEAD"]))
+    return routes
+
+
+def _html(page: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(page, status_code=status)
+
+
+def _visible_id(visible: Visible, skill_id: str) -> str:
+    """The id if this viewer may see it; a hidden skill is reported exactly like a missing one."""
+    if not visible(skill_id):
+        raise SkillshelfError(ErrorCode.PATTERN_NOT_FOUND, f"No skill {skill_id!r}.")
+    return skill_id
+
+
+def _error(library: SkillLibrary, visible: Visible, base: str, exc: SkillshelfError, skill_id: str) -> Response:
+    if exc.code == ErrorCode.FILESYSTEM_ERROR:
+        message = "This file cannot be shown as text (it is binary, unreadable or gone)."
+        return _html(pages.not_found_page(base, message, []), 415)
+    missing_file = exc.code in (ErrorCode.PATTERN_NOT_FOUND, ErrorCode.ACCESS_DENIED)
+    if missing_file and visible(skill_id) and library.get(skill_id) is not None:
+        return _html(pages.not_found_page(base, "This skill has no such file.", []), 404)
+    suggestions = [s for s in library.suggest(skill_id) if visible(s)]
+    return _html(pages.not_found_page(base, f"No skill {skill_id!r} in this library.", suggestions), 404)
+
+
+def _visible_categories(library: SkillLibrary, visible: Visible) -> list[tuple[str, int]]:
+    if visible is everything:  # the index's own counts; no need to read every skill
+        return sorted((c.name, c.skills) for c in library.categories())
+    counts = Counter(s.category for s in library.overview() if visible(s.id))
+    return sorted(counts.items())
+
+
+def web_app(library: SkillLibrary, access: WebAccess | None = None) -> Starlette:
+    """The web view on its own (`skillshelf web`): its routes, /health, and the library's freshness."""
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        library.start()
+        try:
+            yield
+        finally:
+            library.stop_watching()
+
+    async def health(_request: Request) -> JSONResponse:
+        return JSONResponse({"status": "healthy", "version": __version__, "skills": library.index.count()})
+
+    routes = [Route("/health", health, methods=["GET"]), *web_routes(library, access)]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def serve_web(library: SkillLibrary, port: int) -> None:
+    """Serve the web view on 127.0.0.1 only, with loopback Host checks; blocks until interrupted."""
+    import uvicorn
+
+    from skillshelf.server.http import transport_security
+
+    host = "127.0.0.1"
+    app = web_app(library, WebAccess(security=transport_security(host)))
+    logger.warning("web view on http://%s:%d/", host, port)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

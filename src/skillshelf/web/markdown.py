@@ -1,0 +1,48 @@
+"""Skill markdown as safe HTML: skill content is untrusted.
+
+Raw HTML in the source is escaped (html off), and a link or image whose URL has a scheme other
+than http, https or mailto is left as text, so no script, no event handler and no javascript:
+(or data:, vbscript:, file:) URL reaches the page. Links get rel="nofollow noopener noreferrer".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from urllib.parse import unquote
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
+
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):")
+_INVISIBLE = re.compile(r"[\x00-\x20\x7f-\x9f\u200b-\u200f\u2028\u2029\ufeff]")
+
+
+def is_safe_url(url: str) -> bool:
+    """Relative URLs and anchors, or http(s)/mailto; browsers ignore controls and spaces in a scheme."""
+    compact = _INVISIBLE.sub("", unquote(url)).lower()
+    match = _SCHEME.match(compact)
+    return match is None or match.group(1) in SAFE_SCHEMES
+
+
+class _SafeMarkdown(MarkdownIt):
+    def validateLink(self, url: str) -> bool:
+        return is_safe_url(url)
+
+
+def _link_open(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    tokens[idx].attrSet("rel", "nofollow noopener noreferrer")
+    return renderer.renderToken(tokens, idx, options, env)
+
+
+_MD = _SafeMarkdown("commonmark", {"html": False}).enable(["table", "strikethrough"])
+_MD.add_render_rule("link_open", _link_open)
+
+
+def render_markdown(text: str) -> str:
+    """Sanitised HTML for a skill's markdown."""
+    html: str = _MD.render(text)
+    return html

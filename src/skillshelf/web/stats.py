@@ -1,0 +1,99 @@
+"""What the library page charts, over the skills a viewer may see."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.metrics.library_stats import quality_band
+
+Visible = Callable[[str], bool]
+BANDS = [f"{band}-{band + 1}" for band in range(10)]
+DAILY_UP_TO = 45  # days spanned before uses are counted per week, then per month past WEEKLY_UP_TO
+WEEKLY_UP_TO = 400
+
+
+def everything(_skill_id: str) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class LibraryView:
+    skills: int
+    mean_quality: float
+    verified: int
+    executable: int
+    total_tokens: int
+    quality_histogram: list[tuple[str, int]]  # band '0-1' ... '9-10' -> skills
+    categories: list[tuple[str, int]]  # most skills first
+    tokens: list[tuple[str, int]]  # skill id -> tokens to load, largest first
+    uses_over_time: list[tuple[str, int]]  # period start 'YYYY-MM-DD' -> uses, oldest first, gaps filled
+    period: str  # "day", "week" or "month"
+    uses: int
+    never_used: list[tuple[str, float]]  # skill id, quality: the best unused first
+    findings: dict[str, int] = field(default_factory=dict)  # severity -> count
+
+
+def library_view(library: SkillLibrary, visible: Visible = everything) -> LibraryView:
+    skills = [s for s in library.overview() if visible(s.id)]
+    ids = {s.id for s in skills}
+    events = [(day, skill_id, count) for day, skill_id, count in library.usage.daily_uses() if skill_id in ids]
+    daily = [(day, count) for day, _skill_id, count in events]
+    used = {skill_id for _day, skill_id, _count in events}
+    by_use = library.verified_ids()
+    histogram = Counter(quality_band(s.quality) for s in skills)
+    periods, period = uses_by_period(daily)
+    findings = Counter(f["severity"] for s in skills for f in s.details.findings)
+    return LibraryView(
+        skills=len(skills),
+        mean_quality=round(sum(s.quality for s in skills) / len(skills), 2) if skills else 0.0,
+        verified=sum(1 for s in skills if library.is_verified(s, by_use)),
+        executable=sum(1 for s in skills if s.executable),
+        total_tokens=sum(s.tokens for s in skills),
+        quality_histogram=[(band, histogram[band]) for band in BANDS],
+        categories=sorted(Counter(s.category for s in skills).items(), key=lambda kv: (-kv[1], kv[0])),
+        tokens=sorted(((s.id, s.tokens) for s in skills), key=lambda kv: (-kv[1], kv[0])),
+        uses_over_time=periods,
+        period=period,
+        uses=sum(count for _day, count in daily),
+        never_used=sorted(((s.id, s.quality) for s in skills if s.id not in used), key=lambda kv: (-kv[1], kv[0])),
+        findings=dict(findings),
+    )
+
+
+def uses_by_period(daily: list[tuple[str, int]]) -> tuple[list[tuple[str, int]], str]:
+    """Uses per day, week (from Monday) or month, whichever keeps the chart readable; no gaps."""
+    if not daily:
+        return [], "day"
+    days = [dt.date.fromisoformat(day) for day, _ in daily]
+    first, last = min(days), max(days)
+    span = (last - first).days
+    period = "day" if span < DAILY_UP_TO else "week" if span < WEEKLY_UP_TO else "month"
+    totals: Counter[dt.date] = Counter()
+    for day, (_text, count) in zip(days, daily, strict=True):
+        totals[_period_start(day, period)] += count
+    buckets: list[tuple[str, int]] = []
+    current = _period_start(first, period)
+    while current <= last:
+        buckets.append((current.isoformat(), totals[current]))
+        current = _next(current, period)
+    return buckets, period
+
+
+def _period_start(day: dt.date, period: str) -> dt.date:
+    if period == "week":
+        return day - dt.timedelta(days=day.weekday())
+    if period == "month":
+        return day.replace(day=1)
+    return day
+
+
+def _next(day: dt.date, period: str) -> dt.date:
+    if period == "week":
+        return day + dt.timedelta(days=7)
+    if period == "month":
+        return (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+    return day + dt.timedelta(days=1)

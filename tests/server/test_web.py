@@ -1,0 +1,235 @@
+"""The web view's routes in-process (httpx2 over ASGI), and wired into `serve --http` and `skillshelf web`."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from starlette.requests import Request
+
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.patterns import service
+from skillshelf.server.http import transport_security
+from skillshelf.server.web import WebAccess, web_app
+from tests.conftest import agent_skill
+from tests.server.test_http import free_port, wait_healthy
+
+pytestmark = pytest.mark.anyio
+
+
+def skill_ids(page: str) -> list[str]:
+    return re.findall(r'<li class="hit" data-skill="([^"]+)"', page)
+
+
+def chart_values(page: str, chart: str) -> dict[str, str]:
+    figure = page.split(f'data-chart="{chart}"', 1)[1].split("</figure>", 1)[0]
+    return dict(re.findall(r'data-label="([^"]*)" data-value="([^"]*)"', figure))
+
+
+@pytest.fixture
+async def web(sample_library: SkillLibrary) -> AsyncIterator[httpx2.AsyncClient]:
+    async with client(sample_library, WebAccess()) as http:
+        yield http
+
+
+def client(library: SkillLibrary, access: WebAccess) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=web_app(library, access)), base_url="http://t")
+
+
+async def test_search_ranks_hits_exactly_as_the_search_tool_does(
+    web: httpx2.AsyncClient, sample_library: SkillLibrary
+) -> None:
+    for query in ("retry flaky network calls", "postgres tenant", ""):
+        response = await web.get("/", params={"q": query})
+        assert response.status_code == 200
+        expected = [hit.id for hit in service.search_patterns(sample_library, query, limit=50).hits]
+        assert skill_ids(response.text) == expected and expected
+    only_python = await web.get("/", params={"q": "", "category": "python"})
+    assert skill_ids(only_python.text) == ["python/retry-backoff", "python/slugify"]
+
+
+async def test_an_unknown_category_is_a_404_that_lists_the_real_ones(web: httpx2.AsyncClient) -> None:
+    response = await web.get("/", params={"category": "nope"})
+    assert response.status_code == 404
+    assert "No category &#x27;nope&#x27;. Categories: database, git, python." in response.text
+
+
+async def test_a_skill_page_shows_its_docs_quality_cost_files_findings_and_usage(
+    web: httpx2.AsyncClient, sample_library: SkillLibrary
+) -> None:
+    sample_library.usage.record("python/retry-backoff", "billing", None, source="tool")
+    response = await web.get("/skills/python/retry-backoff/")
+    assert response.status_code == 200
+    page = response.text
+    assert "<h1>Retry With Backoff</h1>" in page  # the rendered documentation
+    assert "6.5<span>/10</span>" in page and '<p class="muted">declared</p>' in page
+    assert "<li>reusability: 6/10</li>" in page and "<li>test coverage: 6/10</li>" in page
+    tokens = sample_library.get("python/retry-backoff")
+    assert tokens is not None and f"~{tokens.tokens:,}<span> tokens</span>" in page
+    assert '<a href="/skills/python/retry-backoff/retry-backoff-SKILL.md">' in page
+    assert "<strong>1</strong> use from 1 project" in page and "billing" in page
+
+
+async def test_a_skill_page_lists_the_skills_findings(sample_root: Path, sample_library: SkillLibrary) -> None:
+    agent_skill(sample_root, "git", "odd", "name: other-name\ndescription: Short.\n")
+    sample_library.sync()
+    async with client(sample_library, WebAccess()) as web:
+        page = (await web.get("/skills/git/odd/")).text
+    assert '<li class="finding warning"><span class="sev">warning</span> <code>git/odd/SKILL.md:2</code>' in page
+    assert "name &#x27;other-name&#x27; differs from its folder &#x27;odd&#x27;" in page
+    assert "[name-mismatch]" in page
+
+
+async def test_a_skill_id_without_the_trailing_slash_redirects_to_the_page(web: httpx2.AsyncClient) -> None:
+    response = await web.get("/skills/python/slugify")
+    assert response.status_code == 308 and response.headers["location"].endswith("/skills/python/slugify/")
+
+
+async def test_a_skills_own_files_are_shown_and_nothing_else(web: httpx2.AsyncClient) -> None:
+    script = await web.get("/skills/git/release-notes/scripts/collect.sh")
+    assert script.status_code == 200 and "echo &#x27;{}&#x27;" in script.text
+    for path in ("scripts/missing.sh", "%2e%2e/%2e%2e/python/slugify.md", "..%2f..%2fpython%2fslugify.md"):
+        response = await web.get(f"/skills/git/release-notes/{path}")
+        assert response.status_code == 404, path
+        assert "no such file" in response.text
+
+
+async def test_unknown_pages_get_the_404_page_with_suggestions(web: httpx2.AsyncClient) -> None:
+    response = await web.get("/skills/python/slugifyy/")
+    assert response.status_code == 404
+    assert "No skill &#x27;python/slugifyy&#x27; in this library." in response.text
+    assert '<a href="/skills/python/slugify/">python/slugify</a>' in response.text
+    elsewhere = await web.get("/no/such/page")
+    assert elsewhere.status_code == 404 and "<h1>Not found</h1>" in elsewhere.text
+
+
+async def test_the_library_page_charts_the_same_counts_as_the_stats(
+    web: httpx2.AsyncClient, sample_library: SkillLibrary
+) -> None:
+    sample_library.usage.record("python/slugify", "app", None, source="tool")
+    page = (await web.get("/library")).text
+    assert chart_values(page, "categories") == {"python": "2", "database": "1", "git": "1"}
+    histogram = chart_values(page, "quality")
+    assert sum(int(v) for v in histogram.values()) == 4 and histogram["8-9"] == "1" and histogram["6-7"] == "1"
+    assert chart_values(page, "never-used") == {"used": "1", "never used": "3"}
+    assert sum(int(v) for v in chart_values(page, "uses").values()) == 1
+    assert len(chart_values(page, "tokens")) == 4
+
+
+async def test_hidden_skills_are_absent_everywhere_and_their_pages_are_404(sample_library: SkillLibrary) -> None:
+    access = WebAccess(visible=lambda skill_id: skill_id != "python/slugify")
+    async with client(sample_library, access) as web:
+        assert "python/slugify" not in skill_ids((await web.get("/", params={"q": "slug url title"})).text)
+        assert "python/slugify" not in skill_ids((await web.get("/")).text)
+        hidden = await web.get("/skills/python/slugify/")
+        missing = await web.get("/skills/python/nothing/")
+        assert hidden.status_code == missing.status_code == 404
+        assert "/skills/python/slugify/" not in (await web.get("/skills/python/slugifyy/")).text
+        assert "Turn any title" not in (await web.get("/skills/python/slugify/slugify.md")).text
+        library = (await web.get("/library")).text
+        assert chart_values(library, "categories")["python"] == "1"
+        assert "python/slugify" not in library
+
+
+async def test_a_refused_request_gets_a_401_page_and_sees_nothing(sample_library: SkillLibrary) -> None:
+    def bearer(request: Request) -> bool:
+        return request.headers.get("authorization") == "Bearer s3cret"
+
+    async with client(sample_library, WebAccess(authorize=bearer)) as web:
+        for path in ("/", "/library", "/skills/python/slugify/", "/nowhere"):
+            refused = await web.get(path)
+            assert refused.status_code == 401, path
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+            assert "python/slugify" not in refused.text and "Sign-in required" in refused.text
+        allowed = await web.get("/skills/python/slugify/", headers={"Authorization": "Bearer s3cret"})
+        assert allowed.status_code == 200
+        assert (await web.get("/static/skillshelf.css")).status_code == 200  # the 401 page keeps its styles
+
+
+async def test_a_foreign_host_or_origin_is_refused_as_on_the_mcp_endpoint(sample_library: SkillLibrary) -> None:
+    async with client(sample_library, WebAccess(security=transport_security("127.0.0.1"))) as web:
+        assert (await web.get("/", headers={"Host": "127.0.0.1:8765"})).status_code == 200
+        assert (await web.get("/", headers={"Host": "evil.example"})).status_code == 421
+        cross = await web.get("/", headers={"Host": "127.0.0.1:8765", "Origin": "http://evil.example"})
+        assert cross.status_code == 403
+
+
+async def test_hostile_skill_content_is_escaped_and_pages_forbid_scripts(tmp_path: Path) -> None:
+    root = tmp_path / "hostile"
+    agent_skill(
+        root,
+        "evil",
+        "xss",
+        """
+        name: xss
+        description: 'Looks fine <script>alert("d")</script> <img src=x onerror=alert(1)>'
+        metadata:
+          tags: "<b>tag</b>"
+        """,
+        '# Hi <script>alert(1)</script>\n\n[click](javascript:alert(1)) <a href="javascript:x" onclick="y">z</a>\n',
+    )
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    library.sync()
+    try:
+        async with client(library, WebAccess()) as web:
+            for path in ("/", "/skills/evil/xss/", "/library", "/?q=<script>alert(1)</script>"):
+                response = await web.get(path)
+                assert response.status_code == 200, path
+                assert "<script" not in response.text.lower()
+                assert not re.search(r"<[a-z][^>]*\son\w+=", response.text, re.IGNORECASE)
+                assert 'href="javascript' not in response.text.lower()
+                assert "script-src" not in response.headers["content-security-policy"]
+                assert "default-src 'none'" in response.headers["content-security-policy"]
+    finally:
+        library.close()
+
+
+# -- wired into the real commands --------------------------------------------------------------
+
+
+def start(command: list[str], home: Path, log: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "HOME": str(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
+    with log.open("wb") as sink:
+        process = subprocess.Popen([*command, "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=sink)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def served(sample_root: Path, isolated_environment: Path, tmp_path: Path) -> Iterator[str]:
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "-l", str(sample_root)]
+    yield from start(command, isolated_environment, tmp_path / "serve.log")
+
+
+@pytest.fixture
+def standalone(sample_root: Path, isolated_environment: Path, tmp_path: Path) -> Iterator[str]:
+    command = [sys.executable, "-m", "skillshelf", "web", "-l", str(sample_root)]
+    yield from start(command, isolated_environment, tmp_path / "web.log")
+
+
+async def test_serve_http_serves_the_web_view_beside_mcp(served: str) -> None:
+    await wait_healthy(served)
+    async with httpx2.AsyncClient() as http:
+        home = await http.get(f"{served}/", params={"q": "slugify"})
+        assert home.status_code == 200 and skill_ids(home.text)[0] == "python/slugify"
+        assert (await http.get(f"{served}/library")).status_code == 200
+        assert (await http.get(f"{served}/nope")).status_code == 404
+        assert (await http.get(f"{served}/", headers={"Host": "evil.example"})).status_code == 421
+
+
+async def test_skillshelf_web_serves_the_view_on_loopback(standalone: str) -> None:
+    await wait_healthy(standalone)
+    async with httpx2.AsyncClient() as http:
+        page = await http.get(f"{standalone}/skills/database/rls-policy/")
+        assert page.status_code == 200 and "Row Level Security Policy" in page.text
+        assert (await http.get(f"{standalone}/", headers={"Host": "evil.example"})).status_code == 421
