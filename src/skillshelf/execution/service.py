@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import os
 import re
 import sys
@@ -26,8 +27,11 @@ from skillshelf.execution.runner import (
 )
 from skillshelf.execution.schema import validation_errors
 from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.usage import UsageUnavailable
 from skillshelf.patterns.service import find_skill
 from skillshelf.settings import ExecutionSettings
+
+logger = logging.getLogger(__name__)
 
 MAX_INPUT_BYTES = 1024 * 1024
 STDERR_TAIL_CHARS = 2000
@@ -150,7 +154,10 @@ async def execute_skill(
         remove_work_dir(work_dir)
     scrub = _Scrubber(library, plan, work_dir)
     result = _interpret(plan, outcome, limits, describe(plan, limits, cgroup is not None), scrub)
-    library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
+    try:  # the run happened and its output is the answer: a usage file that cannot record must not lose it
+        library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
+    except UsageUnavailable as exc:
+        logger.warning("the run of %s is not counted as a use: %s", plan.skill_id, exc.message)
     return result
 
 

@@ -12,10 +12,11 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
@@ -25,11 +26,12 @@ from skillshelf.library.models import Finding, Skill, SkillSource
 from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
-from skillshelf.library.usage import USAGE_FILE, UsageStore
+from skillshelf.library.usage import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
 from skillshelf.library.watcher import DirectoryWatcher
 
 logger = logging.getLogger(__name__)
 ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
+T = TypeVar("T")
 
 INDEX_DIR_NAME = ".skillshelf"
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
@@ -50,6 +52,7 @@ class LibraryConfig:
     index_dir: Path | None = None  # None: first writable root's .skillshelf/, else the user cache
     read_only_roots: frozenset[Path] = field(default_factory=frozenset)  # never write an index here
     watch: bool = True
+    usage_busy_timeout: float = BUSY_TIMEOUT_S  # seconds to wait for another process's lock on usage
 
 
 def user_cache_dir() -> Path:
@@ -159,7 +162,16 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     @cached_property
     def usage(self) -> UsageStore:
         """Usage events, opened on first use (most CLI commands never need them)."""
-        return UsageStore(self.state_dir / USAGE_FILE)
+        return UsageStore(self.state_dir / USAGE_FILE, busy_timeout=self.config.usage_busy_timeout)
+
+    def read_usage(self, read: Callable[[UsageStore], T], warnings: list[str]) -> T | None:
+        """A usage read, or None with a warning when usage cannot be read: usage annotates
+        search, load and statistics, so its absence must never take them down."""
+        try:
+            return read(self.usage)
+        except UsageUnavailable as exc:
+            warnings.append(f"{exc.message} Usage counts are left out of this answer; the rest is current.")
+            return None
 
     def close(self) -> None:
         self.stop_watching()

@@ -14,8 +14,12 @@ NEVER_USED_LISTED = 20
 
 def library_stats(library: SkillLibrary) -> LibraryStats:
     skills = library.overview()
-    usage = {u.pattern_id: u for u in library.usage.usage()}
-    verified_by_use = library.usage.verified_by_use()
+    warnings: list[str] = []
+    rows = library.read_usage(lambda store: store.usage(), warnings)
+    usage = {u.pattern_id: u for u in rows or []}
+    verified_by_use = (
+        library.read_usage(lambda s: s.verified_by_use(), warnings) if rows is not None else None
+    ) or frozenset()
     layouts: dict[str, Counter[str]] = {}
     histogram = {f"{band}-{band + 1}": 0 for band in range(10)}
     for skill in skills:
@@ -44,4 +48,5 @@ def library_stats(library: SkillLibrary) -> LibraryStats:
         never_used=[s.id for s in unused[:NEVER_USED_LISTED]],
         findings_by_severity=dict(Counter(f.severity for f in findings)),
         findings_by_code=dict(Counter(f.code for f in findings).most_common()),
+        warnings=warnings or None,
     )

@@ -53,8 +53,9 @@ def search_patterns(
         raise CategoryInvalidError(category, [c.name for c in library.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    verified_by_use = library.usage.verified_by_use()
-    return SearchResult(query=query, hits=[_hit(s, verified_by_use) for s in found])
+    warnings: list[str] = []
+    verified_by_use = library.read_usage(lambda usage: usage.verified_by_use(), warnings) or frozenset()
+    return SearchResult(query=query, hits=[_hit(s, verified_by_use) for s in found], warnings=warnings or None)
 
 
 def _hit(skill: IndexedSkill, verified_by_use: frozenset[str]) -> SkillHit:
@@ -109,6 +110,8 @@ def load_skill(
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
     body = parse_document(text, Reporter(skill.payload["docFile"])).body
+    warnings: list[str] = []
+    usage = (library.read_usage(lambda store: store.usage(skill.id), warnings) or []) if include_metadata else []
     return LoadedSkill(
         id=skill.id,
         name=skill.name,
@@ -118,7 +121,8 @@ def load_skill(
         executable=skill.executable,
         documentation=body,
         code=_code_files(skill, root) if include_code else None,
-        metadata=_metadata(skill, library.usage.usage(skill.id), root) if include_metadata else None,
+        metadata=_metadata(skill, usage, root) if include_metadata else None,
+        warnings=warnings or None,
     )
 
 
