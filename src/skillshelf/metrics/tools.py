@@ -18,7 +18,9 @@ from skillshelf.server.tooling import make_tool, respond_fresh
 
 def metrics_tools(library: SkillLibrary, mentions: MentionFinder | None = None) -> list[Tool]:
     async def get_pattern_reuse(
-        patternId: Annotated[str | None, Field(description="One skill id; omit for every reused skill.")] = None,
+        patternId: Annotated[
+            str | None, Field(description="One skill id; omit for every reused skill.", max_length=300)
+        ] = None,
         minReuse: Annotated[int, Field(description="Only skills reused at least this often.", ge=0)] = 0,
         sortBy: Annotated[
             Literal["reuseCount", "recent", "category"], Field(description="Order of the report.")

@@ -13,7 +13,7 @@ from skillshelf.execution.schema import derive_python_schema, read_source
 from skillshelf.library.frontmatter import parse_document
 from skillshelf.library.index import IndexedSkill, SearchFilters
 from skillshelf.library.layouts import CODE_LANGUAGES
-from skillshelf.library.paths import is_within
+from skillshelf.library.paths import is_servable
 from skillshelf.library.reading import Reporter, read_text
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.library.usage import VERIFIED_PROJECTS, PatternUsage
@@ -36,6 +36,7 @@ DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_CODE_BYTES = 256 * 1024
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
+MAX_SKILL_ID = 300
 SCRIPT_LANGUAGES = {**CODE_LANGUAGES, ".sh": "sh", ".bash": "bash"}
 
 
@@ -73,10 +74,12 @@ def _hit(skill: IndexedSkill, verified_by_use: frozenset[str]) -> SkillHit:
 
 
 def find_skill(library: SkillLibrary, skill_id: str) -> IndexedSkill:
-    if not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+    if len(skill_id) > MAX_SKILL_ID or not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+        shown = skill_id if len(skill_id) <= 80 else skill_id[:80] + "..."
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,
-            f"{skill_id!r} is not a skill id; ids look like 'category/name' (see searchPatterns hits).",
+            f"{shown!r} is not a skill id; ids look like 'category/name', at most {MAX_SKILL_ID} characters "
+            "(see searchPatterns hits).",
         )
     skill = library.get(skill_id)
     if skill is None:
@@ -165,7 +168,7 @@ def read_documentation(library: SkillLibrary, skill_id: str) -> str:
 
 
 def _read_within(path: Path, root: Path, label: str, max_bytes: int) -> str | None:
-    if not is_within(path, root.resolve()):
+    if not is_servable(path, root.resolve()):
         return None
     return read_text(path, Reporter(label), max_bytes)
 
@@ -210,7 +213,7 @@ def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None
     if skill.layout != "three-file" or not code_file or not code_file.endswith(".py"):
         return None, None
     path = root / code_file
-    source = read_source(path) if is_within(path, root.resolve()) else None
+    source = read_source(path) if is_servable(path, root.resolve()) and path.is_file() else None
     derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
     return derived, ("derived" if derived else None)
 
