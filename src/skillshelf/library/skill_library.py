@@ -22,6 +22,7 @@ from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
+from skillshelf.library.locking import file_lock
 from skillshelf.library.models import Finding, Skill, SkillSource
 from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.paths import display_path
@@ -117,10 +118,19 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.index = SkillIndex(self.index_path)
         self.discovery_findings: list[Finding] = []
         self._watcher: DirectoryWatcher | None = None
+        self.progress: tuple[int, int] = (0, 0)  # (parsed, to parse) of the sync under way
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
-        """Re-parse only sources whose signature changed since the index was written."""
+        """Re-parse only sources whose signature changed since the index was written.
+
+        One process syncs an index file at a time (a lock beside it): servers started together on
+        one library wait for the first build instead of racing it, then find nothing left to parse.
+        """
+        with file_lock(self.index_path.with_name(self.index_path.name + ".lock")):
+            return self._sync_locked_files()
+
+    def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
         found: Discovery = discover(self.roots)
         self._log_new_discovery_findings(found.findings)
@@ -131,8 +141,10 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         removed = [key for key in stored if key not in current]
         if removed:
             self.index.apply([], removed)
+        self.progress = (0, len(changed))
         for batch in batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
             self.index.apply(batch, [])
+            self.progress = (self.progress[0] + len(batch), len(changed))
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
@@ -178,6 +190,24 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.index.close()
         if "usage" in self.__dict__:
             self.usage.close()
+
+    def status(self) -> dict[str, object]:
+        """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync."""
+        if self.sync_error is not None:
+            return {"status": "degraded", "indexError": self.sync_error}
+        if not self._ready.is_set():
+            parsed, total = self.progress
+            return {"status": "indexing", "progress": {"parsed": parsed, "toParse": total}}
+        return {"status": "healthy"}
+
+    def index_warning(self) -> str | None:
+        """Said with every answer while the index may be missing skills (its last sync failed)."""
+        if self.sync_error is None:
+            return None
+        return (
+            f"The search index may be incomplete: its last update failed ({self.sync_error}). These results can "
+            "miss skills; the update is retried on the next call."
+        )
 
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:

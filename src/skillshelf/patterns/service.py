@@ -54,7 +54,8 @@ def search_patterns(
         raise CategoryInvalidError(category, [c.name for c in library.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    warnings: list[str] = []
+    index_warning = library.index_warning()
+    warnings: list[str] = [index_warning] if index_warning else []
     verified_by_use = library.read_usage(lambda usage: usage.verified_by_use(), warnings) or frozenset()
     return SearchResult(query=query, hits=[_hit(s, verified_by_use) for s in found], warnings=warnings or None)
 
