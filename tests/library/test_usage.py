@@ -182,3 +182,21 @@ def test_the_wal_and_shm_of_a_damaged_file_move_aside_with_it(tmp_path: Path) ->
     (main,) = [p for p in asides(tmp_path) if not p.name.endswith(("-wal", "-shm"))]
     assert Path(f"{main}-wal").read_bytes() == b"old wal"  # the -shm is only an index of it, rebuilt freely
     assert Path(f"{main}-shm").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root ignores file permissions")
+def test_a_read_only_state_folder_falls_back_to_the_cache_and_says_usage_moved(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from skillshelf.library.skill_library import LibraryConfig, choose_state_dir, user_cache_dir
+
+    root = tmp_path / "library"
+    state = root / ".skillshelf"
+    state.mkdir(parents=True)
+    filled_store(state / "usage.sqlite3", events=1)
+    state.chmod(0o555)
+    try:
+        assert choose_state_dir(LibraryConfig(roots=[root])) == user_cache_dir()
+    finally:
+        state.chmod(0o755)
+    assert "usage is recorded in" in caplog.text

@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -90,10 +91,25 @@ def choose_state_dir(config: LibraryConfig) -> Path:
                 ignore.write_text(
                     "# skillshelf's search index and usage events (local to this machine)\n*\n", encoding="utf-8"
                 )
+            with tempfile.TemporaryFile(dir=directory):
+                pass  # a read-only .skillshelf/ in a writable root must fall back too
         except OSError:
+            _warn_if_usage_moves(directory)
             continue
         return directory
     return user_cache_dir()
+
+
+def _warn_if_usage_moves(unwritable: Path) -> None:
+    """History left in a folder that can no longer be written is not silently split from the new one."""
+    if (unwritable / USAGE_FILE).exists():
+        logger.warning(
+            "%s cannot be written, so usage is recorded in %s from now on; earlier uses stay in %s. "
+            "Make the folder writable again to keep one history.",
+            display_path(unwritable),
+            display_path(user_cache_dir()),
+            display_path(unwritable / USAGE_FILE),
+        )
 
 
 def parse_sources(sources: list[SkillSource], max_bytes: int) -> Iterator[ParsedSource]:

@@ -90,6 +90,6 @@ def build_server(
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
         counts = {"skills": shelf.index.count(), "sessions": sessions.index.count()}
-        return JSONResponse({"status": "healthy", "version": __version__, **counts})
+        return JSONResponse({**shelf.status(), "version": __version__, **counts})
 
     return server
