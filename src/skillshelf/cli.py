@@ -166,6 +166,13 @@ def serve(
         http_host=host,
         http_port=port,
     )
+    if http:
+        from skillshelf.server.http import refuse_unsafe_exposure
+
+        try:
+            refuse_unsafe_exposure(host, settings.execution.enabled)
+        except SkillshelfError as exc:
+            raise _fail(exc) from exc
     if settings.execution.enabled:
         scope = ", ".join(settings.execution.allow) or "any skill"
         logger.warning("skill execution is ON (%s); see docs/security.md", scope)
@@ -181,13 +188,9 @@ def serve(
     try:
         if http:
             logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)
-            server.run(
-                "streamable-http",
-                host=host,
-                port=port,
-                streamable_http_path="/mcp",
-                transport_security=security,
-            )
+            from skillshelf.server.http import run_http
+
+            run_http(server, host, port, allowed_hosts)
         else:
             server.run()
     finally:

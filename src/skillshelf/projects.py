@@ -17,6 +17,8 @@ from skillshelf.library.paths import display_path
 
 DEFAULT_PROJECTS_ROOT = Path("~/Dev")
 PROJECTS_ENV = "SKILLSHELF_PROJECTS"
+MAX_NAME_BYTES = 255  # NAME_MAX on Linux and macOS: a longer path component cannot exist
+MAX_PATH_CHARS = 1024
 
 
 class AccessDeniedError(SkillshelfError):
@@ -54,6 +56,14 @@ class ProjectRoots:
         """The project named `project`, or AccessDeniedError / ProjectNotFoundError."""
         if not project or "\x00" in project:
             raise SkillshelfError(ErrorCode.VALIDATION_ERROR, "project must be a non-empty name or path")
+        too_long = [part for part in Path(project).parts if len(part.encode("utf-8", "replace")) > MAX_NAME_BYTES]
+        if too_long or len(project) > MAX_PATH_CHARS:
+            shown = project if len(project) <= 60 else project[:60] + "..."
+            raise SkillshelfError(
+                ErrorCode.VALIDATION_ERROR,
+                f"project {shown!r} is not a usable path: each folder name must be at most {MAX_NAME_BYTES} "
+                f"bytes and the whole path at most {MAX_PATH_CHARS} characters. Pass the project's folder name.",
+            )
         candidates = self._candidates(project)
         for candidate in candidates:
             real = Path(os.path.realpath(candidate))

@@ -88,6 +88,7 @@ async def test_get_compression_ratio_reports_sessions_and_the_aggregate(client: 
     assert data["aggregate"] == {
         "sessions": 2,
         "meanRatio": 0.075,
+        "compressionRatio": 94.0,
         "totalSaved": 47000,
         "best": {"sessionId": "2025-11-05-auth-flow", "ratio": 0.05},
         "worst": {"sessionId": "2025-10-01-billing", "ratio": 0.1},

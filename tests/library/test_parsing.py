@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,31 @@ def test_a_root_holding_patterns_reads_its_categories_there(fs: FakeFilesystem) 
 def test_a_missing_root_is_one_error_not_a_crash(fs: FakeFilesystem) -> None:
     report = check_roots([Path("/nowhere")])
     assert report.skills == [] and [f.code for f in report.findings] == ["root-missing"]
+
+
+ALIAS_BOMB = (
+    "---\nname: bomb\ndescription: Expands to millions of values.\n"
+    'a: &a ["x","x","x","x","x","x","x","x","x","x"]\n'
+    "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+    "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+    "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+    "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+    "g: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
+    "---\n# Bomb\n\nA YAML alias bomb in the frontmatter.\n"
+)
+
+
+def test_a_yaml_alias_bomb_is_refused_with_a_finding_not_expanded(fs: FakeFilesystem) -> None:
+    skills, findings = check(fs, {"cat/bomb/SKILL.md": ALIAS_BOMB})
+    refused = [f for f in findings if f.code == "frontmatter-alias-bomb"]
+    assert refused and refused[0].severity == "error"
+    skill = skills["cat/bomb"]
+    assert len(json.dumps(skill.frontmatter)) < 1000  # type: ignore[attr-defined]
+
+
+def test_a_few_honest_aliases_still_load(fs: FakeFilesystem) -> None:
+    text = "---\nname: anchors\ndescription: Shares one list.\nx: &tags [a, b]\nmetadata:\n  also: *tags\n---\n# A\n"
+    skills, findings = check(fs, {"cat/anchors/SKILL.md": text})
+    assert skills["cat/anchors"].frontmatter["metadata"] == {"also": ["a", "b"]}  # type: ignore[attr-defined]
+    assert "frontmatter-alias-bomb" not in codes(findings)

@@ -188,7 +188,12 @@ def test_a_line_that_is_not_utf8_is_skipped(roots: ProjectRoots, project: Path) 
 
 
 def test_an_empty_or_missing_file_has_no_notes_and_reading_creates_nothing(roots: ProjectRoots, project: Path) -> None:
-    assert get_notes(roots, "app").model_dump() == {"project": "app", "notes": [], "total": 0, "skippedLines": []}
+    assert get_notes(roots, "app").model_dump(exclude_none=True) == {
+        "project": "app",
+        "notes": [],
+        "total": 0,
+        "skippedLines": [],
+    }
     assert not (project / ".agent-memory").exists()
     write_lines(project, b"")
     assert get_notes(roots, "app").total == 0

@@ -66,6 +66,7 @@ def test_every_wrapped_format_in_every_session_file_gives_the_ratio(
         "compressedTokens": 2500,
         "ratio": 0.05,
         "tokensSaved": 47500,
+        "compressionRatio": 95.0,
         "source": f"2025-11-05-s/{source}",
     }
     assert warnings == []
@@ -174,6 +175,7 @@ def test_the_aggregate_covers_every_session_with_a_ratio(roots: ProjectRoots) ->
     assert report.aggregate.model_dump(mode="json") == {
         "sessions": 2,
         "meanRatio": 0.2,
+        "compressionRatio": 80.0,
         "totalSaved": 1600,
         "best": {"sessionId": "2025-01-01-a", "ratio": 0.1},
         "worst": {"sessionId": "2025-01-02-b", "ratio": 0.3},
@@ -204,3 +206,10 @@ def test_unknown_sessions_and_projects_fail_with_their_codes(roots: ProjectRoots
 def test_a_project_without_artifacts_has_an_empty_report(roots: ProjectRoots) -> None:
     report = compression_report(roots, "app")
     assert (report.sessions, report.aggregate.sessions, report.warnings) == ([], 0, [])
+
+
+def test_the_seed_percentage_is_reported_under_the_seed_name(roots: ProjectRoots) -> None:
+    """The seed's example: 40,000 tokens compressed to 1,200 is compressionRatio 97.0 (percent saved)."""
+    session_json(app(), "2025-11-05-s/compression-metrics.json", {"tokens": {"original": 40000, "compressed": 1200}})
+    row, _ = only_session(roots)
+    assert (row["ratio"], row["compressionRatio"]) == (0.03, 97.0)

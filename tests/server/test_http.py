@@ -13,8 +13,12 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
-from skillshelf.server.http import transport_security
+from skillshelf.server.http import HostGuard, transport_security
 
 pytestmark = pytest.mark.anyio
 
@@ -44,10 +48,12 @@ async def wait_healthy(base: str) -> dict[str, object]:
         with anyio.fail_after(20):
             while True:
                 try:
-                    response = await http.get(f"{base}/health")
-                    return dict(response.json())
+                    health = dict((await http.get(f"{base}/health")).json())
+                    if health["status"] != "indexing":  # the first sync runs after the port opens
+                        return health
                 except httpx2.TransportError:
-                    await anyio.sleep(0.1)
+                    pass
+                await anyio.sleep(0.1)
 
 
 async def test_http_serves_tools_and_health(http_server: str) -> None:
@@ -80,3 +86,48 @@ def test_a_wider_bind_only_allows_the_hosts_asked_for() -> None:
         "skills.example.com", "skills.example.com:*",
     }  # fmt: skip
     assert "http://skills.example.com:*" in settings.allowed_origins
+
+
+async def test_health_gets_the_same_host_and_origin_checks(http_server: str) -> None:
+    await wait_healthy(http_server)
+    async with httpx2.AsyncClient() as http:
+        rebound = await http.get(f"{http_server}/health", headers={"Host": "evil.example"})
+        assert rebound.status_code == 421
+        cross_site = await http.get(f"{http_server}/health", headers={"Origin": "http://evil.example"})
+        assert cross_site.status_code == 403
+
+
+def guarded(bind: str, *allowed: str) -> Starlette:
+    async def ok(_request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    return HostGuard(Starlette(routes=[Route("/health", ok)]), transport_security(bind, allowed))  # type: ignore[return-value]
+
+
+async def status(app: Starlette, peer: str, headers: dict[str, str]) -> int:
+    transport = httpx2.ASGITransport(app=app, client=(peer, 40000))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        return int((await http.get("/health", headers=headers)).status_code)
+
+
+async def test_a_forged_loopback_host_from_a_remote_address_is_refused() -> None:
+    app = guarded("0.0.0.0", "skills.example.com")
+    assert await status(app, "127.0.0.1", {"Host": "localhost:8765"}) == 200
+    assert await status(app, "203.0.113.9", {"Host": "localhost:8765"}) == 421
+    assert await status(app, "203.0.113.9", {"Host": "127.0.0.1:8765"}) == 421
+
+
+async def test_honest_remote_clients_of_an_allowed_host_are_served() -> None:
+    app = guarded("0.0.0.0", "Skills.Example.com", "fd00::5", "192.0.2.7:8765")
+    for host in ("skills.example.com:8765", "SKILLS.example.com.", "[fd00::5]:8765", "192.0.2.7:8765"):
+        assert await status(app, "203.0.113.9", {"Host": host}) == 200, host
+    assert (
+        await status(app, "203.0.113.9", {"Host": "skills.example.com", "Origin": "https://skills.example.com"}) == 200
+    )
+    assert await status(app, "203.0.113.9", {"Host": "other.example.com"}) == 421
+
+
+def test_a_network_bind_with_execution_and_no_authentication_refuses_to_start(sample_root: Path) -> None:
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "--allow-exec"]
+    done = subprocess.run([*command, "-l", str(sample_root)], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "refusing to serve skill execution on 0.0.0.0" in done.stderr

@@ -223,7 +223,12 @@ async def _terminate(process: Process, cgroup: PidsCgroup | None) -> None:
             await anyio.sleep(0.01)
     with anyio.move_on_after(5):
         await process.wait()
-    for stream in (process.stdin, process.stdout, process.stderr):
+    if process.returncode is not None:
+        # aclose closes the pipe transports too, not only anyio's stream wrappers: otherwise the
+        # asyncio subprocess transport stays open until garbage collection (ResourceWarning).
+        await process.aclose()
+        return
+    for stream in (process.stdin, process.stdout, process.stderr):  # unkillable (D state): don't wait
         if stream is not None:
             await stream.aclose()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import os
 import re
 import sys
@@ -27,7 +28,10 @@ from skillshelf.execution.runner import (
 )
 from skillshelf.execution.schema import validation_errors
 from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.usage import UsageUnavailable
 from skillshelf.settings import ExecutionSettings
+
+logger = logging.getLogger(__name__)
 
 MAX_INPUT_BYTES = 1024 * 1024
 STDERR_TAIL_CHARS = 2000
@@ -178,7 +182,10 @@ async def execute_skill(
     scrub = _Scrubber(library, plan, work_dir)
     ran = describe(plan, limits, cgroup is not None, isolation, network)
     result = _interpret(plan, outcome, limits, ran, scrub)
-    library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
+    try:  # the run happened and its output is the answer: a usage file that cannot record must not lose it
+        library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
+    except UsageUnavailable as exc:
+        logger.warning("the run of %s is not counted as a use: %s", plan.skill_id, exc.message)
     return result
 
 

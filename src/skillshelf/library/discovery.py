@@ -119,6 +119,14 @@ class _RootWalker:
                 continue
             if entry.is_symlink() and not self._symlink_ok(Path(entry.path)):
                 continue
+            if not entry.is_dir() and not entry.is_file():
+                self.report(
+                    Path(entry.path),
+                    "error",
+                    "file-not-regular",
+                    "is not a regular file (a FIFO, socket or device); it was not opened. Replace it with a file.",
+                )
+                continue
             kept.append(entry)
         return kept
 

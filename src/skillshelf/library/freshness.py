@@ -32,6 +32,7 @@ class BackgroundSync(Generic[R]):
         self._sync_lock = threading.Lock()
         self._starter: threading.Thread | None = None
         self._synced_at = 0.0
+        self.sync_error: str | None = None  # why the last sync failed; None once one succeeds
 
     # -- what an index provides ------------------------------------------------------------
     def _sync_now(self) -> R:
@@ -61,7 +62,13 @@ class BackgroundSync(Generic[R]):
         self._syncing.set()
         try:
             self._dirty.clear()
-            report = self._sync_now()
+            try:
+                report = self._sync_now()
+            except Exception as exc:
+                self.sync_error = f"{type(exc).__name__}: {exc}"
+                self._dirty.set()  # the next read retries it
+                raise
+            self.sync_error = None
             self._synced_at = time.monotonic()
             return report
         finally:
@@ -108,7 +115,11 @@ class BackgroundSync(Generic[R]):
         if not self._ready.is_set():
             self._ready.wait()
         if self._dirty.is_set() or self._syncing.is_set() or self._stale():
-            self._sync_if_needed()
+            try:
+                self._sync_if_needed()
+            except Exception:
+                # Serve what is indexed, and say so (`sync_error`); the next read retries the sync.
+                logger.exception("%s sync failed; answering from the index as it is", self.LABEL)
 
     def mark_dirty(self) -> None:
         self._dirty.set()

@@ -19,13 +19,52 @@ from frontmatter.default_handlers import YAMLHandler
 from skillshelf.library.reading import Reporter
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_EXPANDED_NODES = 10_000  # far above any honest frontmatter; a 400-byte alias bomb expands to millions
 _OPENING = re.compile(r"\A-{3,}[ \t]*\n")
 _PLAIN_KEY_VALUE = re.compile(r"^([A-Za-z0-9_-]+):[ \t]+(.*\S)[ \t]*$")
 
 
+class AliasBomb(yaml.YAMLError):
+    """Aliases that would expand the document past MAX_EXPANDED_NODES values."""
+
+
+def safe_load(text: str) -> Any:
+    """`yaml.safe_load` that refuses documents whose aliases expand past a small cap.
+
+    The node graph is composed first (aliases are shared references there, so it stays as small
+    as the text) and its expanded size counted with memoisation; only then is it built.
+    """
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        expanded = _expanded_size(node, {})
+        if expanded > MAX_EXPANDED_NODES:
+            raise AliasBomb(f"aliases expand it to over {MAX_EXPANDED_NODES} values")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = MAX_EXPANDED_NODES + 1  # a node reached again while being counted: a recursive alias
+    if isinstance(node, yaml.MappingNode):
+        total = 1 + sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        total = 1 + sum(_expanded_size(item, sizes) for item in node.value)
+    else:
+        total = 1
+    sizes[id(node)] = min(total, MAX_EXPANDED_NODES + 1)
+    return sizes[id(node)]
+
+
 class _LibYAMLHandler(YAMLHandler):
     def load(self, fm: str, **kwargs: object) -> Any:
-        return yaml.load(fm, Loader=_Loader)
+        return safe_load(fm)
 
 
 _HANDLER = _LibYAMLHandler()
@@ -51,7 +90,15 @@ def parse_document(text: str, report: Reporter) -> ParsedDocument:
 
 def _load_mapping(raw_yaml: str, report: Reporter, first_line: int) -> dict[str, Any]:
     try:
-        loaded = yaml.load(raw_yaml, Loader=_Loader)
+        loaded = safe_load(raw_yaml)
+    except AliasBomb as exc:
+        report.add(
+            "error",
+            "frontmatter-alias-bomb",
+            f"frontmatter was refused: its YAML {exc}; it was ignored. Write the values out instead of aliasing them.",
+            first_line,
+        )
+        return {}
     except yaml.YAMLError as exc:
         # Where the broken construct starts (an unclosed '[') helps more than where parsing gave up.
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
@@ -100,7 +147,7 @@ def _requote_plain_values(raw_yaml: str) -> dict[str, Any] | None:
     if not changed:
         return None
     try:
-        loaded = yaml.load("\n".join(lines), Loader=_Loader)
+        loaded = safe_load("\n".join(lines))
     except yaml.YAMLError:
         return None
     return normalise(loaded) if isinstance(loaded, dict) else None

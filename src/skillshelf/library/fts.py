@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
+from skillshelf.library.locking import is_corruption
+
 logger = logging.getLogger(__name__)
 
 
@@ -46,9 +48,14 @@ class FtsIndex:
 
     # -- lifecycle -----------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
+        """Connect; only a file SQLite proves damaged is deleted and rebuilt (derived data). A lock held
+        by another process, a read-only file or a full disk is raised as it is: deleting the index
+        under another server that is using it would break that server."""
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                raise
             logger.warning("%s %s is unusable (%s); rebuilding it", self.LABEL, self.path.name, exc)
             self._delete_files()
             return self._connect()
@@ -71,6 +78,9 @@ class FtsIndex:
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
+        if conn.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
+            conn.execute("ROLLBACK")  # another process created it while this one waited for the lock
+            return
         for table in self.TABLES:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
         conn.executescript(self.SCHEMA)  # executescript commits the open transaction

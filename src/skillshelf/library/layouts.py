@@ -11,7 +11,7 @@ from skillshelf.library.discovery import RESOURCE_DIRS
 from skillshelf.library.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.markdown import DocumentOutline, bold_fields, outline, plain, section_table
 from skillshelf.library.models import Finding, Skill, SkillSource
-from skillshelf.library.paths import display_path, is_within, relative_to_root
+from skillshelf.library.paths import display_path, is_servable, is_within, relative_to_root
 from skillshelf.library.quality import CRITERIA, QualityFacts, parse_score, score_quality
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES, Reporter, read_text
 from skillshelf.tokens import estimate_text_tokens
@@ -75,6 +75,9 @@ class _Loader:
         report = self.reporter(path)
         if not is_within(path, self.real_root):
             report.add("warning", "symlink-outside-root", "resolves outside the library root; not read")
+            return None
+        if not is_servable(path, self.real_root):
+            report.add("warning", "symlink-to-dot-path", "resolves to a dot-file or dot-folder; not read")
             return None
         return read_text(path, report, self.max_bytes)
 
@@ -348,7 +351,7 @@ class _AgentSkillLoader(_Loader):
             for path in sorted(base.rglob("*")):
                 if len(found) >= MAX_RESOURCES:
                     return found
-                if path.is_file() and not path.name.startswith(".") and is_within(path, self.real_root):
+                if path.is_file() and is_servable(path, self.real_root):
                     found.append(path.relative_to(folder).as_posix())
         return found
 

@@ -31,6 +31,19 @@ def is_within(path: Path, root: Path) -> bool:
     return resolved == root or resolved.is_relative_to(root)
 
 
+def is_servable(path: Path, root: Path) -> bool:
+    """Inside `root` (resolved) after following links, with no dot-name on the way, before or after them.
+
+    Discovery never lists `.git/`, `.env` or `.skillshelf/`; a symlink must not serve them either
+    (a `references/config` linking to `.git/config` would hand out a remote URL with its token).
+    """
+    if not is_within(path, root):
+        return False
+    resolved = path.resolve()
+    lexical = path.relative_to(root).parts if path.is_relative_to(root) else ()
+    return not any(part.startswith(".") for part in (*lexical, *resolved.relative_to(root).parts))
+
+
 def relative_to_root(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,8 +34,14 @@ def read_text(path: Path, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BY
     BOMs are dropped and CRLF/CR become LF so every later step sees one shape.
     """
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(max_bytes + 1)
+        raw = read_regular_file(path, max_bytes + 1)
+    except NotRegularFile:
+        report.add(
+            "error",
+            "file-not-regular",
+            "is not a regular file (a FIFO, socket or device); it was not opened. Replace it with a file.",
+        )
+        return None
     except PermissionError:
         report.add("error", "file-unreadable", "permission denied; make the file readable to this user")
         return None
@@ -56,6 +65,29 @@ def read_text(path: Path, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BY
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket or device where a file was expected: opening or reading one can block forever."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+
+
+# O_NONBLOCK: opening a FIFO for reading must not wait for a writer; regular files ignore the flag.
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """Up to `limit` bytes of a regular file; NotRegularFile for anything else (checked on the open handle)."""
+    fd = os.open(path, READ_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(path)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
 
 
 def _decode(raw: bytes, report: Reporter) -> str:

@@ -13,31 +13,36 @@ import logging
 import os
 import re
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
+from skillshelf.library.locking import file_lock
 from skillshelf.library.models import Finding, Skill, SkillSource
 from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
-from skillshelf.library.usage import USAGE_FILE, UsageStore
+from skillshelf.library.usage import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
 from skillshelf.library.watcher import DirectoryWatcher
 
 logger = logging.getLogger(__name__)
 ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
+T = TypeVar("T")
 
 INDEX_DIR_NAME = ".skillshelf"
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
+MAX_SKILL_ID = 300
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
 
 
@@ -55,6 +60,7 @@ class LibraryConfig:
     index_dir: Path | None = None  # None: first writable root's .skillshelf/, else the user cache
     read_only_roots: frozenset[Path] = field(default_factory=frozenset)  # never write an index here
     watch: bool = True
+    usage_busy_timeout: float = BUSY_TIMEOUT_S  # seconds to wait for another process's lock on usage
 
 
 def user_cache_dir() -> Path:
@@ -91,10 +97,25 @@ def choose_state_dir(config: LibraryConfig) -> Path:
                 ignore.write_text(
                     "# skillshelf's search index and usage events (local to this machine)\n*\n", encoding="utf-8"
                 )
+            with tempfile.TemporaryFile(dir=directory):
+                pass  # a read-only .skillshelf/ in a writable root must fall back too
         except OSError:
+            _warn_if_usage_moves(directory)
             continue
         return directory
     return user_cache_dir()
+
+
+def _warn_if_usage_moves(unwritable: Path) -> None:
+    """History left in a folder that can no longer be written is not silently split from the new one."""
+    if (unwritable / USAGE_FILE).exists():
+        logger.warning(
+            "%s cannot be written, so usage is recorded in %s from now on; earlier uses stay in %s. "
+            "Make the folder writable again to keep one history.",
+            display_path(unwritable),
+            display_path(user_cache_dir()),
+            display_path(unwritable / USAGE_FILE),
+        )
 
 
 def parse_sources(sources: list[SkillSource], max_bytes: int) -> Iterator[ParsedSource]:
@@ -121,10 +142,19 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self._watcher: DirectoryWatcher | None = None
         self._change_listeners: list[Callable[[], None]] = []
         self._progress_listeners: list[Callable[[int, int], None]] = []
+        self.progress: tuple[int, int] = (0, 0)  # (parsed, to parse) of the sync under way
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
-        """Re-parse only sources whose signature changed since the index was written."""
+        """Re-parse only sources whose signature changed since the index was written.
+
+        One process syncs an index file at a time (a lock beside it): servers started together on
+        one library wait for the first build instead of racing it, then find nothing left to parse.
+        """
+        with file_lock(self.index_path.with_name(self.index_path.name + ".lock")):
+            return self._sync_locked_files()
+
+    def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
         found: Discovery = discover(self.roots)
         self._log_new_discovery_findings(found.findings)
@@ -135,11 +165,11 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         removed = [key for key in stored if key not in current]
         if removed:
             self.index.apply([], removed)
-        done = 0
+        self.progress = (0, len(changed))
         for batch in batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):
             self.index.apply(batch, [])
-            done += len(batch)
-            self._progress(done, len(changed))
+            self.progress = (self.progress[0] + len(batch), len(changed))
+            self._progress(*self.progress)
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
@@ -199,13 +229,40 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     @cached_property
     def usage(self) -> UsageStore:
         """Usage events, opened on first use (most CLI commands never need them)."""
-        return UsageStore(self.state_dir / USAGE_FILE)
+        return UsageStore(self.state_dir / USAGE_FILE, busy_timeout=self.config.usage_busy_timeout)
+
+    def read_usage(self, read: Callable[[UsageStore], T], warnings: list[str]) -> T | None:
+        """A usage read, or None with a warning when usage cannot be read: usage annotates
+        search, load and statistics, so its absence must never take them down."""
+        try:
+            return read(self.usage)
+        except UsageUnavailable as exc:
+            warnings.append(f"{exc.message} Usage counts are left out of this answer; the rest is current.")
+            return None
 
     def close(self) -> None:
         self.stop_watching()
         self.index.close()
         if "usage" in self.__dict__:
             self.usage.close()
+
+    def status(self) -> dict[str, object]:
+        """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync."""
+        if self.sync_error is not None:
+            return {"status": "degraded", "indexError": self.sync_error}
+        if not self._ready.is_set():
+            parsed, total = self.progress
+            return {"status": "indexing", "progress": {"parsed": parsed, "toParse": total}}
+        return {"status": "healthy"}
+
+    def index_warning(self) -> str | None:
+        """Said with every answer while the index may be missing skills (its last sync failed)."""
+        if self.sync_error is None:
+            return None
+        return (
+            f"The search index may be incomplete: its last update failed ({self.sync_error}). These results can "
+            "miss skills; the update is retried on the next call."
+        )
 
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
@@ -218,10 +275,12 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def find(self, skill_id: str) -> IndexedSkill:
         """The skill with this id, or an error that names close matches (the agent's next step)."""
-        if not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+        if len(skill_id) > MAX_SKILL_ID or not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+            shown = skill_id if len(skill_id) <= 80 else skill_id[:80] + "..."
             raise SkillshelfError(
                 ErrorCode.VALIDATION_ERROR,
-                f"{skill_id!r} is not a skill id; ids look like 'category/name' (see searchPatterns hits).",
+                f"{shown!r} is not a skill id; ids look like 'category/name', at most {MAX_SKILL_ID} characters "
+                "(see searchPatterns hits).",
             )
         skill = self.get(skill_id)
         if skill is None:
@@ -239,9 +298,13 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         searched = [s.id for s in self.search(skill_id.replace("/", " "), SearchFilters(), limit)]
         return list(dict.fromkeys([*same_name, *similar, *similar_names, *searched]))[:limit]
 
-    def verified_ids(self) -> frozenset[str]:
-        """Ids verified by use (three distinct projects); quality-verified skills say so themselves."""
-        return self.usage.verified_by_use()
+    def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:
+        """Ids verified by use (three distinct projects); quality-verified skills say so themselves.
+
+        Empty, with a warning added, when usage cannot be read: usage only annotates.
+        """
+        found = self.read_usage(lambda usage: usage.verified_by_use(), [] if warnings is None else warnings)
+        return found or frozenset()
 
     def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool:
         """The one rule: quality of at least 7.0, or used from three distinct projects."""

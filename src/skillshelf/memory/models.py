@@ -24,3 +24,4 @@ class NoteList(WireModel):
     notes: list[Note]  # newest first
     total: int  # notes matching the filters, before the limit
     skipped_lines: list[int]  # line numbers of unreadable lines (torn or hand-edited), the first 100
+    warnings: list[str] | None = None  # e.g. a file so large that only its newest notes were read

@@ -93,7 +93,7 @@ def get_notes(
         raise SkillshelfError(
             ErrorCode.FILESYSTEM_ERROR,
             f"Could not read {found.name}/{NOTES_RELATIVE}: {exc.strerror or type(exc).__name__}. "
-            "Check that it is a readable file.",
+            "Check that it is a readable regular file (not a FIFO or device).",
         ) from exc
     matching = _matching(view.notes, note_type, since_epoch, words)
     return NoteList(
@@ -101,6 +101,15 @@ def get_notes(
         notes=[_wire(n) for n in matching[:limit]],
         total=len(matching),
         skipped_lines=view.skipped[:MAX_REPORTED_SKIPS],
+        warnings=[_unread_warning(view.unread_bytes)] if view.unread_bytes else None,
+    )
+
+
+def _unread_warning(unread: int) -> str:
+    return (
+        f"{NOTES_RELATIVE} is over {store.MAX_READ_BYTES // (1024 * 1024)} MiB: only its newest notes were read "
+        f"and the first {unread // (1024 * 1024)} MiB were skipped (line numbers count from there). Archive old "
+        "notes to another file to see them all."
     )
 
 

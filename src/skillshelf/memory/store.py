@@ -19,13 +19,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, NamedTuple
+
+from skillshelf.library.reading import NotRegularFile
 
 logger = logging.getLogger(__name__)
 
 # Binary mode matters on Windows, where os.open defaults to text mode and would turn '\n' into '\r\n'.
 # The caller passes the resolved path, so O_NOFOLLOW only trips if a link was swapped in since the check.
 OPEN_FLAGS = getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+# Never wait on a FIFO put where the notes file should be (the handle is then refused as not a file).
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+MAX_READ_BYTES = 32 * 1024 * 1024  # a larger file is read from its tail: the newest notes, bounded memory
 FINGERPRINT_BYTES = 64
 MAX_LOGGED_SKIPS = 10
 MAX_CACHED_FILES = 64
@@ -51,7 +57,8 @@ class StoredNote(NamedTuple):  # a NamedTuple: immutable and twice as fast to bu
 @dataclass(frozen=True)
 class NotesView:
     notes: list[StoredNote]  # newest first; never mutated once built (threads share it)
-    skipped: list[int]  # line numbers, ascending
+    skipped: list[int]  # line numbers, ascending (counted from the first line read)
+    unread_bytes: int = 0  # the start of a file over MAX_READ_BYTES, not read: its oldest notes
 
 
 EMPTY_VIEW = NotesView(notes=[], skipped=[])
@@ -94,8 +101,9 @@ def append_line(path: Path, line: bytes) -> bool:
     so two writers can neither interleave nor both "repair" the same line.
     """
     # Read-write, not write-only: the torn-line check reads the last byte under the same lock.
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | OPEN_FLAGS, 0o666)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | OPEN_FLAGS | NONBLOCK, 0o666)
     try:
+        _require_regular(fd, path)
         with _locked(fd):
             size = os.fstat(fd).st_size
             torn = size > 0 and _read_range(fd, size - 1, size) != b"\n"
@@ -143,10 +151,11 @@ def read_notes(path: Path, label: str) -> NotesView:
     `label` names the file in warnings. A missing file has no notes.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | OPEN_FLAGS)
+        fd = os.open(path, os.O_RDONLY | OPEN_FLAGS | NONBLOCK)
     except FileNotFoundError:
         return EMPTY_VIEW
     try:
+        _require_regular(fd, path)
         stat = os.fstat(fd)
         key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
         with _cache_lock:
@@ -165,6 +174,11 @@ def read_notes(path: Path, label: str) -> NotesView:
     return parsed.view
 
 
+def _require_regular(fd: int, path: Path) -> None:
+    if not S_ISREG(os.fstat(fd).st_mode):
+        raise NotRegularFile(path)
+
+
 def _extends(fd: int, cached: ParsedFile, key: tuple[int, int, int, int]) -> bool:
     """True when the file is the cached one with bytes appended (the only change writers make)."""
     same_file = cached.key[:2] == key[:2]
@@ -176,10 +190,17 @@ def _extends(fd: int, cached: ParsedFile, key: tuple[int, int, int, int]) -> boo
 
 def _parse(fd: int, base: ParsedFile | None, key: tuple[int, int, int, int], label: str) -> ParsedFile:
     offset, lines = (base.offset, base.lines) if base else (0, 0)
+    unread = base.complete.unread_bytes if base else 0
+    if key[2] - offset > MAX_READ_BYTES:
+        # Too much to hold at once: read the tail from its first complete line; older notes stay unread.
+        base, lines = None, 0
+        start = key[2] - MAX_READ_BYTES
+        skip = _read_range(fd, start, min(key[2], start + 1024 * 1024)).find(b"\n") + 1
+        offset = unread = start + skip if skip else key[2]
     data = _read_range(fd, offset, key[2])
     complete_end = data.rfind(b"\n") + 1
     new_notes, new_skipped = _parse_lines(data[:complete_end], first_line=lines + 1)
-    complete = _merge(base.complete if base else EMPTY_VIEW, new_notes, new_skipped)
+    complete = _merge(base.complete if base else NotesView([], [], unread), new_notes, new_skipped)
     lines += data.count(b"\n", 0, complete_end)
     offset += complete_end
     view = complete
@@ -264,7 +285,9 @@ def _merge(old: NotesView, notes: list[StoredNote], skipped: list[tuple[int, str
         merged = notes + old.notes
     else:
         merged = sorted(notes + old.notes, key=lambda n: n.order, reverse=True)
-    return NotesView(notes=merged, skipped=old.skipped + [number for number, _ in skipped])
+    return NotesView(
+        notes=merged, skipped=old.skipped + [number for number, _ in skipped], unread_bytes=old.unread_bytes
+    )
 
 
 def _log_skipped(label: str, skipped: list[tuple[int, str]]) -> None:

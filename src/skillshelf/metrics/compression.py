@@ -41,6 +41,10 @@ RATIO_DESCRIPTION = (
     "compressed / original tokens: 0.05 means the session's artifacts are a twentieth of the context they "
     "replace (lower is better); null when the original count is zero or unknown"
 )
+PERCENT_DESCRIPTION = (
+    "the seed's compressionRatio: percent of the original tokens saved, (original - compressed) / original x 100, "
+    "e.g. 97.0 for 40,000 -> 1,200 (higher is better)"
+)
 # (original, compressed) key pairs, each tried inside these containers and then at the top level.
 _PAIRS = (
     ("input_tokens", "output_artifacts"),
@@ -59,6 +63,7 @@ class SessionCompression(WireModel):
     compressed_tokens: int | None = None
     ratio: float | None = Field(default=None, description=RATIO_DESCRIPTION)
     tokens_saved: int | None = Field(default=None, description="original - compressed tokens")
+    compression_ratio: float | None = Field(default=None, description=PERCENT_DESCRIPTION)
     source: str | None = None  # the file the counts came from, relative to .agent-artifacts/
 
 
@@ -70,6 +75,9 @@ class SessionRatio(WireModel):
 class CompressionAggregate(WireModel):
     sessions: int  # sessions with a ratio (the mean, best and worst are over these)
     mean_ratio: float | None = Field(default=None, description="mean of the sessions' ratios; " + RATIO_DESCRIPTION)
+    compression_ratio: float | None = Field(
+        default=None, description="percent saved over all rated sessions' tokens; " + PERCENT_DESCRIPTION
+    )
     total_saved: int
     best: SessionRatio | None = None  # the lowest ratio: most compressed
     worst: SessionRatio | None = None  # the highest ratio
@@ -143,6 +151,7 @@ def session_compression(
         else:
             row.ratio = round(counts.compressed / counts.original, 4)
             row.tokens_saved = counts.original - counts.compressed
+            row.compression_ratio = percent_saved(counts.original, counts.compressed)
         return row
     return None
 
@@ -193,12 +202,21 @@ def _count(value: Any) -> int | None:
     return round(value)
 
 
+def percent_saved(original: int, compressed: int) -> float:
+    """The seed's `compressionRatio`: (original - compressed) / original x 100, one decimal."""
+    return round((original - compressed) / original * 100, 1)
+
+
 def aggregate(rows: list[SessionCompression]) -> CompressionAggregate:
     rated = [SessionRatio(session_id=row.session_id, ratio=row.ratio) for row in rows if row.ratio is not None]
     if not rated:
         return CompressionAggregate(sessions=0, total_saved=0)
+    rated_rows = [row for row in rows if row.ratio is not None]
+    original = sum(row.original_tokens or 0 for row in rated_rows)
+    compressed = sum(row.compressed_tokens or 0 for row in rated_rows)
     return CompressionAggregate(
         sessions=len(rated),
+        compression_ratio=percent_saved(original, compressed) if original else None,
         mean_ratio=round(sum(r.ratio for r in rated) / len(rated), 4),
         total_saved=sum(row.tokens_saved or 0 for row in rows if row.ratio is not None),
         best=min(rated, key=lambda r: (r.ratio, r.session_id)),

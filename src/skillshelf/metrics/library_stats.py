@@ -20,8 +20,10 @@ def quality_band(score: float) -> str:
 
 def library_stats(library: SkillLibrary) -> LibraryStats:
     skills = library.overview()
-    usage = {u.pattern_id: u for u in library.usage.usage()}
-    by_use = library.verified_ids()
+    warnings: list[str] = []
+    rows = library.read_usage(lambda store: store.usage(), warnings)
+    usage = {u.pattern_id: u for u in rows or []}
+    by_use = library.verified_ids(warnings) if rows is not None else frozenset()
     layouts: dict[str, Counter[str]] = {}
     histogram = {f"{band}-{band + 1}": 0 for band in range(10)}
     for skill in skills:
@@ -49,4 +51,5 @@ def library_stats(library: SkillLibrary) -> LibraryStats:
         never_used=[s.id for s in unused[:NEVER_USED_LISTED]],
         findings_by_severity=dict(Counter(f.severity for f in findings)),
         findings_by_code=dict(Counter(f.code for f in findings).most_common()),
+        warnings=warnings or None,
     )

@@ -37,6 +37,7 @@ class LibraryStats(WireModel):
     never_used: list[str]  # the highest-quality unused skills first, at most 20
     findings_by_severity: dict[str, int]
     findings_by_code: dict[str, int]
+    warnings: list[str] | None = None  # e.g. usage history unavailable
 
 
 class PatternReuse(WireModel):
@@ -54,3 +55,4 @@ class PatternReuse(WireModel):
 class ReuseReport(WireModel):
     patterns: list[PatternReuse]
     total_patterns: int
+    warnings: list[str] | None = None  # e.g. usage history unavailable: session mentions only

@@ -38,12 +38,15 @@ def pattern_reuse(
         ids = [library.find(pattern_id).id]
     else:
         ids = [s.id for s in library.overview()]
-    usage = {u.pattern_id: u for u in library.usage.usage(pattern_id and ids[0])}
+    warnings: list[str] = []
+    usage = {
+        u.pattern_id: u for u in library.read_usage(lambda store: store.usage(pattern_id and ids[0]), warnings) or []
+    }
     mentioned = mentions(ids) if mentions is not None else {}
     rows = [_reuse(skill_id, usage.get(skill_id), mentioned.get(skill_id, []), library) for skill_id in ids]
     kept = [r for r in rows if r.reuse_count >= min_reuse and (pattern_id or r.reuse_count > 0)]
     ordered = _ordered(kept, sort_by)
-    return ReuseReport(patterns=ordered[:limit], total_patterns=len(ordered))
+    return ReuseReport(patterns=ordered[:limit], total_patterns=len(ordered), warnings=warnings or None)
 
 
 def _reuse(

@@ -24,6 +24,7 @@ class SkillHit(WireModel):
 class SearchResult(WireModel):
     query: str
     hits: list[SkillHit]
+    warnings: list[str] | None = None  # e.g. usage history unavailable; the hits are still right
 
 
 class FindingInfo(WireModel):
@@ -82,6 +83,7 @@ class LoadedSkill(WireModel):
     documentation: str
     code: list[CodeFile] | None = None
     metadata: SkillMetadata | None = None
+    warnings: list[str] | None = None
 
 
 class CategoryInfo(WireModel):

@@ -12,7 +12,7 @@ from skillshelf.execution.schema import derive_python_schema, read_source
 from skillshelf.library.frontmatter import parse_document
 from skillshelf.library.index import IndexedSkill, SearchFilters
 from skillshelf.library.layouts import CODE_LANGUAGES
-from skillshelf.library.paths import is_within
+from skillshelf.library.paths import is_servable
 from skillshelf.library.reading import Reporter, read_text
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.library.usage import PatternUsage
@@ -51,8 +51,11 @@ def search_patterns(
         raise CategoryInvalidError(category, [c.name for c in library.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    by_use = library.verified_ids()
-    return SearchResult(query=query, hits=[_hit(s, library.is_verified(s, by_use)) for s in found])
+    index_warning = library.index_warning()
+    warnings: list[str] = [index_warning] if index_warning else []
+    by_use = library.verified_ids(warnings)
+    hits = [_hit(s, library.is_verified(s, by_use)) for s in found]
+    return SearchResult(query=query, hits=hits, warnings=warnings or None)
 
 
 def _hit(skill: IndexedSkill, verified: bool) -> SkillHit:
@@ -83,6 +86,8 @@ def load_skill(
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
     body = parse_document(text, Reporter(skill.details.doc_file)).body
+    warnings: list[str] = []
+    usage = (library.read_usage(lambda store: store.usage(skill.id), warnings) or []) if include_metadata else []
     return LoadedSkill(
         id=skill.id,
         name=skill.name,
@@ -92,9 +97,10 @@ def load_skill(
         executable=skill.executable,
         documentation=body,
         code=_code_files(skill, root) if include_code else None,
-        metadata=_metadata(skill, library.usage.usage(skill.id), root, library.is_verified(skill))
+        metadata=_metadata(skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
         if include_metadata
         else None,
+        warnings=warnings or None,
     )
 
 
@@ -137,7 +143,7 @@ def read_documentation(library: SkillLibrary, skill_id: str) -> str:
 
 
 def _read_within(path: Path, root: Path, label: str, max_bytes: int) -> str | None:
-    if not is_within(path, root.resolve()):
+    if not is_servable(path, root.resolve()):
         return None
     return read_text(path, Reporter(label), max_bytes)
 
@@ -182,7 +188,7 @@ def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None
     if skill.layout != "three-file" or not code_file or not code_file.endswith(".py"):
         return None, None
     path = root / code_file
-    source = read_source(path) if is_within(path, root.resolve()) else None
+    source = read_source(path) if is_servable(path, root.resolve()) and path.is_file() else None
     derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
     return derived, ("derived" if derived else None)
 

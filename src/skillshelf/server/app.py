@@ -110,7 +110,7 @@ def build_server(
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
         counts = {"skills": shelf.index.count(), "sessions": sessions.index.count()}
-        return JSONResponse({"status": "healthy", "version": __version__, **counts})
+        return JSONResponse({**shelf.status(), "version": __version__, **counts})
 
     for route in web_routes(shelf, web or WebAccess(security=transport_security(settings.http_host))):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)

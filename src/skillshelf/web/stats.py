@@ -40,7 +40,8 @@ class LibraryView:
 def library_view(library: SkillLibrary, visible: Visible = everything) -> LibraryView:
     skills = [s for s in library.overview() if visible(s.id)]
     ids = {s.id for s in skills}
-    events = [(day, skill_id, count) for day, skill_id, count in library.usage.daily_uses() if skill_id in ids]
+    daily_rows = library.read_usage(lambda usage: usage.daily_uses(), []) or []  # no usage: charts show none
+    events = [(day, skill_id, count) for day, skill_id, count in daily_rows if skill_id in ids]
     daily = [(day, count) for day, _skill_id, count in events]
     used = {skill_id for _day, skill_id, _count in events}
     by_use = library.verified_ids()

@@ -36,7 +36,9 @@ def metrics_tools(library: SkillLibrary, archive: SessionArchive) -> list[Tool]:
         )
 
     async def get_pattern_reuse(
-        patternId: Annotated[str | None, Field(description="One skill id; omit for every reused skill.")] = None,
+        patternId: Annotated[
+            str | None, Field(description="One skill id; omit for every reused skill.", max_length=300)
+        ] = None,
         minReuse: Annotated[int, Field(description="Only skills reused at least this often.", ge=0)] = 0,
         sortBy: Annotated[
             Literal["reuseCount", "recent", "category"], Field(description="Order of the report.")

@@ -1,0 +1,74 @@
+"""Cross-process advisory locks on a side file (`<name>.lock`), and what SQLite errors mean.
+
+Used to let one process build an index while others wait, and to keep two processes from both
+quarantining "the" damaged usage file (the second would move the first one's fresh file aside).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+# SQLite's primary result codes that prove the file itself is damaged (not locked, read-only or full).
+CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def is_corruption(exc: sqlite3.Error) -> bool:
+    """True only for SQLITE_CORRUPT and SQLITE_NOTADB (extended codes included)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in CORRUPTION_CODES
+
+
+def describe_sqlite_error(exc: sqlite3.Error) -> str:
+    """A short reason for a message: 'locked by another process', 'read-only', 'disk full', ..."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    reasons = {
+        sqlite3.SQLITE_BUSY: "locked by another process",
+        sqlite3.SQLITE_LOCKED: "locked by another process",
+        sqlite3.SQLITE_READONLY: "read-only",
+        sqlite3.SQLITE_FULL: "the disk is full",
+        sqlite3.SQLITE_CANTOPEN: "cannot be opened",
+        sqlite3.SQLITE_PERM: "permission denied",
+        sqlite3.SQLITE_IOERR: "an I/O error",
+    }
+    return reasons.get(code, str(exc))
+
+
+if sys.platform == "win32":
+
+    @contextmanager
+    def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+        # No advisory lock on Windows: every process proceeds (SQLite still serialises the writes).
+        yield True
+
+else:
+    import fcntl
+
+    @contextmanager
+    def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+        """Hold an exclusive lock on `path` for the block; yields False when not blocking and it is taken.
+
+        A lock that cannot even be created (a read-only folder) yields True: there is nobody to
+        coordinate with through that folder, and the caller's own writes will report the problem.
+        """
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError:
+            yield True
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
