@@ -68,6 +68,7 @@ def _hit(skill: IndexedSkill, verified_by_use: frozenset[str]) -> SkillHit:
         executable=skill.executable,
         tokens=skill.tokens,
         layout=skill.layout,
+        score=skill.score,
     )
 
 
