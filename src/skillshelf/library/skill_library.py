@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from skillshelf.library.discovery import Discovery, discover
+from skillshelf.library.filecache import FileCache
 from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
@@ -114,6 +115,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.index = SkillIndex(self.index_path)
         self.discovery_findings: list[Finding] = []
         self._watcher: DirectoryWatcher | None = None
+        self.files = FileCache()  # parsed documents and code for loadSkill, by file signature
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
@@ -126,6 +128,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         current = {s.key: s for s in found.sources}
         changed = [s for key, s in current.items() if stored.get(key) != s.signature]
         removed = [key for key in stored if key not in current]
+        if changed or removed:
+            self.files.clear()  # signatures guard every entry anyway; a change frees the memory early
         if removed:
             self.index.apply([], removed)
         for batch in batches(parse_sources(changed, self.config.max_file_bytes), WRITE_BATCH):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -101,15 +102,13 @@ def load_skill(
 ) -> LoadedSkill:
     skill = find_skill(library, skill_id)
     root = library.root_of(skill)
-    doc_file = root / skill.payload["docFile"]
-    text = _read_within(doc_file, root, skill.payload["docFile"], library.config.max_file_bytes)
-    if text is None:
+    body = _documentation(library, skill, root)
+    if body is None:
         library.mark_dirty()
         raise SkillshelfError(
             ErrorCode.FILESYSTEM_ERROR,
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
-    body = parse_document(text, Reporter(skill.payload["docFile"])).body
     return LoadedSkill(
         id=skill.id,
         name=skill.name,
@@ -118,9 +117,20 @@ def load_skill(
         description=skill.payload["description"],
         executable=skill.executable,
         documentation=body,
-        code=_code_files(skill, root) if include_code else None,
-        metadata=_metadata(skill, library.usage.usage(skill.id), root) if include_metadata else None,
+        code=_code_files(library, skill, root) if include_code else None,
+        metadata=_metadata(library, skill, library.usage.usage(skill.id), root) if include_metadata else None,
     )
+
+
+def _documentation(library: SkillLibrary, skill: IndexedSkill, root: Path) -> str | None:
+    """The document's body without frontmatter: parsed once per version of the file (see FileCache)."""
+    relative = skill.payload["docFile"]
+
+    def parse() -> str | None:
+        text = _read_within(root / relative, root, relative, library.config.max_file_bytes)
+        return None if text is None else parse_document(text, Reporter(relative)).body
+
+    return library.files.get(root / relative, "documentation", parse, lambda body: len(body or ""))
 
 
 def skill_files(skill: IndexedSkill) -> dict[str, str]:
@@ -167,7 +177,7 @@ def _read_within(path: Path, root: Path, label: str, max_bytes: int) -> str | No
     return read_text(path, Reporter(label), max_bytes)
 
 
-def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
+def _code_files(library: SkillLibrary, skill: IndexedSkill, root: Path) -> list[CodeFile]:
     if skill.layout == "three-file":
         code_file = skill.payload.get("codeFile")
         paths = [code_file] if code_file else []
@@ -180,7 +190,10 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
     budget = MAX_CODE_BYTES
     for relative in paths:
         path = root / relative
-        text = _read_within(path, root, relative, max_bytes=max(budget, 1))
+        limit = max(budget, 1)
+        text = library.files.get(
+            path, f"code:{limit}", partial(_read_within, path, root, relative, limit), lambda t: len(t or "")
+        )
         if text is None:
             continue
         truncated = len(text.encode()) >= budget
@@ -198,7 +211,9 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
     return files
 
 
-def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None, str | None]:
+def input_schema(
+    skill: IndexedSkill, root: Path, library: SkillLibrary | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
     """The declared input schema, else one derived from a Python implementation's signature (not run)."""
     declared = skill.payload.get("inputSchema")
     if declared:
@@ -207,15 +222,20 @@ def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None
     if skill.layout != "three-file" or not code_file or not code_file.endswith(".py"):
         return None, None
     path = root / code_file
-    source = read_source(path) if is_within(path, root.resolve()) else None
-    derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
+
+    def derive() -> dict[str, Any] | None:
+        source = read_source(path) if is_within(path, root.resolve()) else None
+        derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
+        return derived
+
+    derived = library.files.get(path, f"schema:{skill.id}", derive) if library else derive()
     return derived, ("derived" if derived else None)
 
 
-def _metadata(skill: IndexedSkill, usage: list[PatternUsage], root: Path) -> SkillMetadata:
+def _metadata(library: SkillLibrary, skill: IndexedSkill, usage: list[PatternUsage], root: Path) -> SkillMetadata:
     payload = skill.payload
     used = usage[0] if usage else None
-    schema, schema_source = input_schema(skill, root)
+    schema, schema_source = input_schema(skill, root, library)
     return SkillMetadata(
         quality=skill.quality,
         quality_source=skill.quality_source,
