@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             for q in queries["queries"]:
                 ids = [h.id for h in search_patterns(library, q["query"], limit=10).hits]
                 rank = ids.index(q["answer"]) + 1 if q["answer"] in ids else None
-                for kind in ("all", q.get("kind", "all")):
+                for kind in dict.fromkeys(("all", q.get("kind", "all"))):
                     ranks[kind].append(rank)
                 if args.misses and (rank is None or rank > 5):
                     print(f"  miss: {q['query']!r} rank {rank} want {q['answer']} got {ids[:3]}")
