@@ -33,8 +33,9 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 try:  # imported as bench.run (repo root on sys.path)
-    from bench import generate
+    from bench import gen_independent, generate
 except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
+    import gen_independent  # type: ignore[no-redef,import-not-found,unused-ignore]
     import generate  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 WARMUP_CALLS = 5
@@ -410,10 +411,15 @@ async def guarded(label: str, log_path: Path, fn: Callable[[], Any]) -> tuple[An
 
 
 async def bench_n(n: int, args: argparse.Namespace) -> dict[str, Any]:
-    lib = args.work / f"lib-{n}"
-    manifest = generate.ensure_library(lib, n, args.seed, args.queries)
-    queries = generate.load_queries(lib)[: args.queries]
-    log_path = args.work / "logs" / f"lib-{n}.server.log"
+    if args.generator == "independent":
+        lib = args.work / f"ind-{n}-{args.doc_kb:g}kb"
+        manifest = gen_independent.ensure_library(lib, n, args.seed, args.doc_kb, args.queries)
+        queries = gen_independent.load_queries(lib)[: args.queries]
+    else:
+        lib = args.work / f"lib-{n}"
+        manifest = generate.ensure_library(lib, n, args.seed, args.queries)
+        queries = generate.load_queries(lib)[: args.queries]
+    log_path = args.work / "logs" / f"{lib.name}.server.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {"n": n, "library": str(lib), "manifest": manifest, "errors": []}
     with log_path.open("w", encoding="utf-8") as errlog:
@@ -594,6 +600,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     ap.add_argument("--work", type=Path, default=Path("/tmp/skillshelf-bench"), help="where libraries go")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument(
+        "--generator",
+        choices=("skillshelf", "independent"),
+        default="skillshelf",
+        help="generate.py (default) or gen_independent.py (other vocabulary, 12 categories, decoy queries)",
+    )
+    ap.add_argument("--doc-kb", type=float, default=3.2, help="mean document size for --generator independent")
     ap.add_argument("--warm-runs", type=int, default=5)
     ap.add_argument("--fresh-runs", type=int, default=2)
     args = ap.parse_args(argv)

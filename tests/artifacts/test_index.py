@@ -238,3 +238,11 @@ def test_dot_dot_in_a_session_id_is_refused_before_anything_is_read(archive: Ses
     with pytest.raises(SkillshelfError) as raised:
         service.load_session(archive.projects, "app", session_id)
     assert raised.value.code == ErrorCode.VALIDATION_ERROR
+
+
+def test_a_word_matching_nothing_does_not_empty_a_search_whose_other_words_are_common(tmp_path: Path) -> None:
+    solo = tmp_path / "solo-dev"
+    session_file(solo / "app", "2025-03-01-jwt.md", "# JWT refresh\n\nRotate the jwt refresh token.\n")
+    with open_archive(solo, tmp_path).opened() as archive:  # one session: every word is in "over half"
+        assert ids(archive, "jwt refresh kubernetes") == ["2025-03-01-jwt"]
+        assert ids(archive, "kubernetes") == []

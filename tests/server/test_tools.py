@@ -43,6 +43,7 @@ async def test_search_returns_compact_ranked_hits_in_the_envelope(client: Client
         "executable": True,
         "tokens": hit["tokens"],
         "layout": "three-file",
+        "score": 1.0,
     }
     assert hit["tokens"] > 0
     assert body["metadata"]["resultsCount"] == len(body["data"]["hits"])

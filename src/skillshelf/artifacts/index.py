@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillshelf.library.fts import FtsIndex
-from skillshelf.library.index import match_expression, query_terms
+from skillshelf.library.index import match_expression
+from skillshelf.library.query import query_terms
 
 logger = logging.getLogger(__name__)
 

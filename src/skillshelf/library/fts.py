@@ -103,13 +103,17 @@ class FtsIndex:
     # -- query terms ---------------------------------------------------------------------
     def _informative(self, terms: list[str]) -> list[str]:
         """Drop terms found in over half the documents: BM25 gives them an IDF of ~0 (FTS5 clamps it),
-        so they cannot change the order, yet they make nearly every document a match to be scored."""
+        so they cannot change the order, yet they make nearly every document a match to be scored.
+        Terms matching nothing go too; if no term is left, every term that matches something stays,
+        so a query returns nothing only when no word of it matches anything."""
         if len(terms) < 2:
             return terms
         total = self._conn.execute(f"SELECT count(*) FROM {self.COUNT_TABLE}").fetchone()[0]
         frequency = {t: self._frequency(t) for t in terms}
-        kept = [t for t in terms if frequency[t] <= total / 2]
-        return kept or [min(terms, key=frequency.__getitem__)]
+        matching = [t for t in terms if frequency[t] > 0] or terms  # a word matching nothing cannot help
+        kept = [t for t in matching if frequency[t] <= total / 2]
+        # never empty while a relaxed query would match: fall back to every word that matches something
+        return kept or matching
 
     def _frequency(self, term: str) -> int:
         if term not in self._document_frequency:

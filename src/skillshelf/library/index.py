@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -22,10 +25,11 @@ from pydantic.alias_generators import to_camel
 from skillshelf.library.fts import FtsIndex
 from skillshelf.library.layouts import summary
 from skillshelf.library.models import Finding, Skill, SkillSource
+from skillshelf.library.query import Concept, Vocabulary, concepts, query_terms, split_word, with_alternatives
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # bm25 weights in column order: name, description, tags, headings, body
 FIELD_WEIGHTS = (10.0, 5.0, 4.0, 2.0, 1.0)
 _SCHEMA = """
@@ -60,80 +64,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "use",
-        "using",
-        "want",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "need",
-        "needs",
-        "should",
-        "could",
-        "get",
-    ]
-)
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CAMEL_WORD = re.compile(r"\b[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
+CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
+COVERAGE_WEIGHT = 1.0  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
+COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weighted by rarity) go missing
+RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 
 
 def name_key(text: str) -> str:
     """Names compared loosely: case, hyphens and underscores do not matter."""
     return " ".join(_WORD.findall(text.lower().replace("_", " ")))
-
-
-def query_terms(query: str) -> list[str]:
-    """The words of a natural-language query worth matching: no stop words, no duplicates."""
-    words = [w for w in _WORD.findall(query.lower()) if w != "_"]
-    meaningful = [w for w in words if w not in STOPWORDS] or words
-    return list(dict.fromkeys(meaningful))[:32]
 
 
 def match_expression(terms: list[str]) -> str | None:
@@ -161,6 +102,18 @@ class SkillDetails(BaseModel):
     findings: list[dict[str, Any]]
 
 
+def coverage_factor(coverage: float) -> float:
+    """The BM25 multiplier for holding `coverage` (0-1, rarity-weighted) of the query's concepts."""
+    return 1.0 + COVERAGE_WEIGHT * math.pow(coverage, COVERAGE_POWER)
+
+
+def camel_parts(*texts: str) -> str:
+    """The parts of every camelCase word in the texts ('useTransition' -> 'use transition'), one per line,
+    so a query for the separate words finds them (the tokenizer keeps a camelCase word whole)."""
+    found = dict.fromkeys(m.group(0) for text in texts for m in _CAMEL_WORD.finditer(text))
+    return "\n".join(" ".join(parts) for word in found if (parts := split_word(word)))
+
+
 @dataclass(frozen=True)
 class IndexedSkill:
     id: str
@@ -174,6 +127,7 @@ class IndexedSkill:
     executable: bool
     tokens: int
     payload_json: str
+    score: float = 0.0  # relevance relative to the best hit of the search (1.0); 0.0 outside a search
 
     @cached_property
     def details(self) -> SkillDetails:
@@ -222,6 +176,15 @@ class SkillIndex(FtsIndex):
     LABEL = "search index"
 
     # -- lifecycle -----------------------------------------------------------------------
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._vocabulary: Vocabulary | None = None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with super()._transaction() as conn:
+            self._vocabulary = None  # any write may add or remove words
+            yield conn
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[str, str]:
@@ -303,55 +266,125 @@ class SkillIndex(FtsIndex):
         names = skill.declared_name if skill.declared_name == skill.name else f"{skill.declared_name} {skill.name}"
         conn.execute(
             "INSERT INTO skills_fts(rowid, name, description, tags, headings, body) VALUES (?, ?, ?, ?, ?, ?)",
-            (cursor.lastrowid, names, skill.description, " ".join(skill.tags), "\n".join(skill.headings), skill.body),
+            (
+                cursor.lastrowid,
+                names,
+                skill.description,
+                " ".join(skill.tags),
+                "\n".join(skill.headings),
+                f"{skill.body}\n{camel_parts(skill.description, *skill.tags, *skill.headings, skill.body)}",
+            ),
         )
 
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
-        """Ranked hits: an exact name first, then BM25, quality breaking (near-)ties.
+        """Ranked hits: an exact name first, then relevance, quality breaking (near-)ties.
 
-        Ranking selects only rowids and scores, and full rows are fetched for the winners alone:
-        sorting thousands of matches with their payloads attached was the slow part.
+        Relevance is BM25 (field weights, stemming) scaled by coverage: the share of the query's
+        concepts (words, with their synonyms and spelling corrections) a skill holds, each weighted by
+        its rarity. So a skill holding every word beats one holding two of them in its name. The best
+        BM25 candidates and every skill holding all concepts are re-ranked; hits scoring under
+        `RELATIVE_CUT` of the best are dropped. Full rows are fetched for the winners alone.
         """
         conditions, params = _filter_sql(filters)
         with self._lock:
-            expression = match_expression(self._informative(query_terms(query)))
-            if expression is None:
+            wanted = self._matchable(concepts(query))
+            if not query_terms(query):
                 sql = f"SELECT s.rowid FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
-                ranked = [(row[0], 0.0) for row in self._conn.execute(sql, [*params, limit])]
+                ranked = {row[0]: 0.0 for row in self._conn.execute(sql, [*params, limit])}
                 return self._fetch(ranked, set(), limit)
-            weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
-            join = "" if not params else "JOIN skills s ON s.rowid = f.rowid"
-            sql = f"""SELECT f.rowid, bm25(skills_fts, {weights}) AS score FROM skills_fts f {join}
-                      WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
-            ranked = [(row[0], row[1]) for row in self._conn.execute(sql, [expression, *params, limit * 3])]
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
-            known = {rowid for rowid, _ in ranked}
-            ranked.extend((rowid, float("-inf")) for rowid in exact - known)
+            ranked = self._rank(wanted, conditions, params, limit) if wanted else {}
+            ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             return self._fetch(ranked, exact, limit)
 
-    def _fetch(self, ranked: list[tuple[int, float]], exact: set[int], limit: int) -> list[IndexedSkill]:
-        """Order candidates (exact name, score to 2 decimals, quality, id); load full rows for the winners."""
+    def _matchable(self, wanted: list[Concept]) -> list[Concept]:
+        """The concepts worth matching: spelling corrections added to unknown words; concepts that
+        match nothing dropped; concepts in over half the skills dropped unless nothing else is left."""
+        fixed = []
+        for concept in wanted:
+            if self._expression_frequency(concept.expression()) > 0:
+                fixed.append(concept)
+                continue
+            corrected = with_alternatives(concept, self.vocabulary().corrections(concept.word))
+            if corrected is not concept and self._expression_frequency(corrected.expression()) > 0:
+                fixed.append(corrected)
+        if len(fixed) < 2:
+            return fixed
+        total = self._conn.execute("SELECT count(*) FROM skills").fetchone()[0]
+        informative = [c for c in fixed if self._expression_frequency(c.expression()) <= total / 2]
+        return informative or [min(fixed, key=lambda c: self._expression_frequency(c.expression()))]
+
+    def _rank(self, wanted: list[Concept], conditions: str, params: list[Any], limit: int) -> dict[int, float]:
+        weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
+        join = "" if not params else "JOIN skills s ON s.rowid = f.rowid"
+        sql = f"""SELECT f.rowid, bm25(skills_fts, {weights}) AS score FROM skills_fts f {join}
+                  WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
+        expressions = [c.expression() for c in wanted]
+        pool = max(CANDIDATES, limit * 5)
+        bm25: dict[int, float] = {}
+        if len(wanted) > 1:  # every skill holding all concepts is a candidate
+            full = " AND ".join(expressions)
+            bm25.update({row[0]: -row[1] for row in self._conn.execute(sql, [full, *params, pool])})
+        if len(bm25) < limit:  # fewer than a page hold them all: the best partial matches compete too
+            partial = self._conn.execute(sql, [" OR ".join(expressions), *params, pool])
+            bm25.update({row[0]: -row[1] for row in partial if row[0] not in bm25})
+        if len(wanted) == 1 or not bm25:
+            return bm25
+        total = self._conn.execute("SELECT count(*) FROM skills").fetchone()[0]
+        rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in map(self._expression_frequency, expressions)]
+        held = dict.fromkeys(bm25, 0.0)
+        marks = ",".join("?" * len(bm25))
+        # "+rowid": test the candidates while walking the term's matches, instead of a lookup per candidate
+        member_sql = f"SELECT rowid FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"
+        for expression, weight in zip(expressions, rarity, strict=True):
+            for (rowid,) in self._conn.execute(member_sql, [expression, *bm25]):
+                held[rowid] += weight
+        whole = sum(rarity)
+        return {rowid: score * coverage_factor(held[rowid] / whole) for rowid, score in bm25.items()}
+
+    def _expression_frequency(self, expression: str) -> int:
+        """How many skills match an FTS expression (cached until the next write)."""
+        if expression not in self._document_frequency:
+            sql = "SELECT count(*) FROM skills_fts WHERE skills_fts MATCH ?"
+            self._document_frequency[expression] = int(self._conn.execute(sql, (expression,)).fetchone()[0])
+        return self._document_frequency[expression]
+
+    def vocabulary(self) -> Vocabulary:
+        """The words of every name, description, tag and heading, for spelling corrections (built on
+        first need, dropped on any write)."""
+        with self._lock:
+            if self._vocabulary is None:
+                rows = self._conn.execute("SELECT name, description, tags, headings FROM skills_fts")
+                self._vocabulary = Vocabulary.from_texts(" ".join(row) for row in rows)
+            return self._vocabulary
+
+    def _fetch(self, ranked: dict[int, float], exact: set[int], limit: int) -> list[IndexedSkill]:
+        """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
+        (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
         if not ranked:
             return []
         marks = ",".join("?" * len(ranked))
         keys = {
             row[0]: (row[1], row[2])
             for row in self._conn.execute(
-                f"SELECT rowid, quality, id FROM skills WHERE rowid IN ({marks})", [r for r, _ in ranked]
+                f"SELECT rowid, quality, id FROM skills WHERE rowid IN ({marks})", list(ranked)
             )
         }
-        order = sorted(
-            (item for item in ranked if item[0] in keys),
-            key=lambda item: (item[0] not in exact, round(item[1], 2), -keys[item[0]][0], keys[item[0]][1]),
-        )
-        winners = [rowid for rowid, _ in order[:limit]]
+        best = max(ranked.values()) or 1.0
+        relative = {
+            rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items() if rowid in keys
+        }
+        order = sorted(relative, key=lambda r: (r not in exact, -round(relative[r], 2), -keys[r][0], keys[r][1]))
+        winners = [r for r in order if best == 1.0 or relative[r] >= RELATIVE_CUT][:limit] if ranked else []
+        if not winners:
+            return []
         marks = ",".join("?" * len(winners))
         rows = {row["rowid"]: row for row in self._conn.execute(
             f"SELECT * FROM skills WHERE rowid IN ({marks})", winners
         )}  # fmt: skip
-        return [IndexedSkill.from_row(rows[rowid]) for rowid in winners]
+        return [replace(IndexedSkill.from_row(rows[r]), score=round(relative[r], 3)) for r in winners]
 
     def get(self, skill_id: str) -> IndexedSkill | None:
         with self._lock:

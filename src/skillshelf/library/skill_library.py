@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.discovery import Discovery, discover
+from skillshelf.library.filecache import FileCache
 from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
@@ -143,6 +144,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self._change_listeners: list[Callable[[], None]] = []
         self._progress_listeners: list[Callable[[int, int], None]] = []
         self.progress: tuple[int, int] = (0, 0)  # (parsed, to parse) of the sync under way
+        self.files = FileCache()  # parsed documents and code for loadSkill, by file signature
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
@@ -163,6 +165,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         current = {s.key: s for s in found.sources}
         changed = [s for key, s in current.items() if stored.get(key) != s.signature]
         removed = [key for key in stored if key not in current]
+        if changed or removed:
+            self.files.clear()  # signatures guard every entry anyway; a change frees the memory early
         if removed:
             self.index.apply([], removed)
         self.progress = (0, len(changed))

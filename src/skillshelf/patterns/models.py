@@ -19,6 +19,7 @@ class SkillHit(WireModel):
     executable: bool
     tokens: int  # estimated tokens to load this skill with loadSkill's defaults
     layout: str
+    score: float = 0.0  # relevance relative to the best hit (1.0); 0.0 when the query is empty
 
 
 class SearchResult(WireModel):

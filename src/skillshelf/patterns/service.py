@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -69,6 +70,7 @@ def _hit(skill: IndexedSkill, verified: bool) -> SkillHit:
         executable=skill.executable,
         tokens=skill.tokens,
         layout=skill.layout,
+        score=skill.score,
     )
 
 
@@ -77,15 +79,13 @@ def load_skill(
 ) -> LoadedSkill:
     skill = library.find(skill_id)
     root = library.root_of(skill)
-    doc_file = root / skill.details.doc_file
-    text = _read_within(doc_file, root, skill.details.doc_file, library.config.max_file_bytes)
-    if text is None:
+    body = _documentation(library, skill, root)
+    if body is None:
         library.mark_dirty()
         raise SkillshelfError(
             ErrorCode.FILESYSTEM_ERROR,
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
-    body = parse_document(text, Reporter(skill.details.doc_file)).body
     warnings: list[str] = []
     usage = (library.read_usage(lambda store: store.usage(skill.id), warnings) or []) if include_metadata else []
     return LoadedSkill(
@@ -96,12 +96,23 @@ def load_skill(
         description=skill.details.description,
         executable=skill.executable,
         documentation=body,
-        code=_code_files(skill, root) if include_code else None,
-        metadata=_metadata(skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
+        code=_code_files(library, skill, root) if include_code else None,
+        metadata=_metadata(library, skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
         if include_metadata
         else None,
         warnings=warnings or None,
     )
+
+
+def _documentation(library: SkillLibrary, skill: IndexedSkill, root: Path) -> str | None:
+    """The document's body without frontmatter: parsed once per version of the file (see FileCache)."""
+    relative = skill.details.doc_file
+
+    def parse() -> str | None:
+        text = _read_within(root / relative, root, relative, library.config.max_file_bytes)
+        return None if text is None else parse_document(text, Reporter(relative)).body
+
+    return library.files.get(root / relative, "documentation", parse, lambda body: len(body or ""))
 
 
 def skill_files(skill: IndexedSkill) -> dict[str, str]:
@@ -148,7 +159,7 @@ def _read_within(path: Path, root: Path, label: str, max_bytes: int) -> str | No
     return read_text(path, Reporter(label), max_bytes)
 
 
-def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
+def _code_files(library: SkillLibrary, skill: IndexedSkill, root: Path) -> list[CodeFile]:
     if skill.layout == "three-file":
         code_file = skill.details.code_file
         paths = [code_file] if code_file else []
@@ -161,7 +172,10 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
     budget = MAX_CODE_BYTES
     for relative in paths:
         path = root / relative
-        text = _read_within(path, root, relative, max_bytes=max(budget, 1))
+        limit = max(budget, 1)
+        text = library.files.get(
+            path, f"code:{limit}", partial(_read_within, path, root, relative, limit), lambda t: len(t or "")
+        )
         if text is None:
             continue
         truncated = len(text.encode()) >= budget
@@ -179,7 +193,9 @@ def _code_files(skill: IndexedSkill, root: Path) -> list[CodeFile]:
     return files
 
 
-def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None, str | None]:
+def input_schema(
+    skill: IndexedSkill, root: Path, library: SkillLibrary | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
     """The declared input schema, else one derived from a Python implementation's signature (not run)."""
     declared = skill.details.input_schema
     if declared:
@@ -188,15 +204,22 @@ def input_schema(skill: IndexedSkill, root: Path) -> tuple[dict[str, Any] | None
     if skill.layout != "three-file" or not code_file or not code_file.endswith(".py"):
         return None, None
     path = root / code_file
-    source = read_source(path) if is_servable(path, root.resolve()) and path.is_file() else None
-    derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
+
+    def derive() -> dict[str, Any] | None:
+        source = read_source(path) if is_servable(path, root.resolve()) and path.is_file() else None
+        derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
+        return derived
+
+    derived = library.files.get(path, f"schema:{skill.id}", derive) if library else derive()
     return derived, ("derived" if derived else None)
 
 
-def _metadata(skill: IndexedSkill, usage: list[PatternUsage], root: Path, verified: bool) -> SkillMetadata:
+def _metadata(
+    library: SkillLibrary, skill: IndexedSkill, usage: list[PatternUsage], root: Path, verified: bool
+) -> SkillMetadata:
     details = skill.details
     used = usage[0] if usage else None
-    schema, schema_source = input_schema(skill, root)
+    schema, schema_source = input_schema(skill, root, library)
     return SkillMetadata(
         quality=skill.quality,
         quality_source=skill.quality_source,

@@ -1,0 +1,179 @@
+"""What a user types, turned into what the index can match.
+
+A query becomes a list of *concepts*, one per distinct meaningful word. Each concept carries the
+alternatives that should count as that word: the word itself, the parts of a camelCase or
+hyphenated word, a curated synonym or abbreviation (k8s -> kubernetes, auth -> authentication,
+troubleshoot -> debug), and, for a word the index has never seen, its spelling corrections from
+the index's own vocabulary (edit distance 1 on words of 5-6 letters, 2 from 7 letters).
+
+Ranking then rewards covering more of the concepts: see `SkillIndex.search`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from skillshelf.library.synonyms import SYNONYM_GROUPS
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+MIN_TYPO_LENGTH = 5
+MAX_CONCEPTS = 12
+
+_STOPWORDS_TEXT = """a an and are as at be by can do does for from how i in into is it its me my of on or our so
+    that the
+    their them then there these this to use using want was we what when where which who why will with would
+    you your need needs should could get"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One meaningful word of the query and everything that counts as a match for it."""
+
+    word: str
+    alternatives: tuple[str, ...]  # lower-case words or space-separated phrases, the word itself first
+
+    def expression(self) -> str:
+        """An FTS5 expression matching any alternative (quoted, so no query syntax leaks through)."""
+        quoted = [f'"{alt}"' for alt in self.alternatives]
+        return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
+
+
+def _build_synonyms(groups: Iterable[tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    table: dict[str, list[str]] = defaultdict(list)
+    for group in groups:
+        for term in group:
+            if " " not in term:
+                table[term].extend(t for t in group if t != term and t not in table[term])
+    return {term: tuple(alts) for term, alts in table.items()}
+
+
+SYNONYMS = _build_synonyms(SYNONYM_GROUPS)
+
+
+def split_word(raw: str) -> list[str]:
+    """The parts of a camelCase word ('useTransition' -> ['use', 'transition']); [] if it has none."""
+    parts = [p.lower() for p in _CAMEL.split(raw) if p]
+    return parts if len(parts) > 1 else []
+
+
+def words_of(query: str) -> list[tuple[str, list[str]]]:
+    """(word, camelCase parts) in query order; hyphens, dots and slashes separate words."""
+    pieces = [piece for raw in _WORD.findall(query) for piece in raw.split("_") if piece]
+    return [(piece.lower(), split_word(piece)) for piece in pieces]
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a natural-language query worth matching: no stop words, no duplicates."""
+    words = [w for w, _ in words_of(query)]
+    meaningful = [w for w in words if w not in STOPWORDS] or words
+    return list(dict.fromkeys(meaningful))[:32]
+
+
+def concepts(query: str) -> list[Concept]:
+    """The query's meaningful words with their parts, synonyms and abbreviations (no spelling yet)."""
+    pairs = words_of(query)
+    meaningful = [(w, parts) for w, parts in pairs if w not in STOPWORDS] or pairs
+    out: list[Concept] = []
+    seen: set[str] = set()
+    for word, parts in meaningful:
+        if word in seen:
+            continue
+        seen.add(word)
+        alternatives = [word]
+        if parts:
+            alternatives.append(" ".join(parts))
+        alternatives += [s for s in SYNONYMS.get(word, ()) if s not in alternatives]
+        out.append(Concept(word, tuple(alternatives)))
+    return out[:MAX_CONCEPTS]
+
+
+def with_alternatives(concept: Concept, extra: Iterable[str]) -> Concept:
+    more = [e for e in extra if e not in concept.alternatives]
+    return Concept(concept.word, concept.alternatives + tuple(more)) if more else concept
+
+
+# -- spelling ------------------------------------------------------------------------------------
+
+
+def max_distance(word: str) -> int:
+    if len(word) < MIN_TYPO_LENGTH:
+        return 0
+    return 1 if len(word) <= 6 else 2
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment distance (a transposition counts 1), or limit + 1 once it exceeds limit."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _trigrams(word: str) -> set[str]:
+    padded = f"^{word}$"
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+class Vocabulary:
+    """Words of the library's names, descriptions, tags and headings, for spelling corrections.
+
+    A trigram index narrows the candidates; the edit distance decides. Among equally close words
+    the most common one wins.
+    """
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+        self._by_trigram: dict[str, list[str]] = defaultdict(list)
+        for word in counts:
+            if len(word) >= MIN_TYPO_LENGTH - 1:
+                for gram in _trigrams(word):
+                    self._by_trigram[gram].append(word)
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str]) -> Vocabulary:
+        counts: dict[str, int] = defaultdict(int)
+        for text in texts:
+            for word in set(_WORD.findall(text.lower())):
+                if len(word) >= MIN_TYPO_LENGTH - 1 and word.isalpha():
+                    counts[word] += 1
+        return cls(dict(counts))
+
+    def corrections(self, word: str) -> list[str]:
+        """The closest known words to `word` (empty if it is known, short, or nothing is close)."""
+        limit = max_distance(word)
+        if limit == 0 or word in self.counts:
+            return []
+        grams = _trigrams(word)
+        shared: dict[str, int] = defaultdict(int)
+        for gram in grams:
+            for candidate in self._by_trigram.get(gram, ()):
+                shared[candidate] += 1
+        # each edit destroys at most three trigrams
+        needed = max(1, len(grams) - 3 * limit)
+        best: list[tuple[int, int, str]] = []
+        for candidate, count in shared.items():
+            if count >= needed and abs(len(candidate) - len(word)) <= limit:
+                distance = edit_distance(word, candidate, limit)
+                if distance <= limit:
+                    best.append((distance, -self.counts[candidate], candidate))
+        best.sort()
+        if not best:
+            return []
+        closest = best[0][0]
+        return [c for d, _, c in best if d == closest][:2]

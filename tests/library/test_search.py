@@ -1,0 +1,160 @@
+"""Search quality: coverage, typos, synonyms, split words, relaxed queries, the tail cut, the parse cache."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library import filecache
+from skillshelf.library.filecache import FileCache
+from skillshelf.library.index import SearchFilters
+from skillshelf.library.query import Vocabulary, concepts, edit_distance
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.patterns.service import load_skill, search_patterns
+from tests.conftest import three_file
+
+
+def doc(title: str, text: str) -> str:
+    return f"# {title}\n\n{text}\n\n## Steps\n\nFollow the steps.\n"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    lib = tmp_path / "lib"
+    three_file(lib, "ops", "kubernetes-deployment", doc("Kubernetes deployment", "Roll out a deployment on a cluster."))
+    three_file(lib, "ops", "debug-crashes", doc("Debug crashes", "Find why a service crashes, step by step."))
+    three_file(lib, "web", "react-transitions", doc("React transitions", "Keep input responsive with useTransition."))
+    three_file(lib, "web", "token-cache", doc("Token cache", "Cache tokens in memory for speed."))
+    three_file(lib, "web", "token-refresh", doc("Token refresh", "Refresh an access token."))
+    three_file(
+        lib,
+        "web",
+        "session-renewal",
+        doc("Session renewal", "Renew a session: refresh the token before the cache expires."),
+    )
+    for n in range(8):
+        three_file(lib, "misc", f"note-{n}", doc(f"Note {n}", f"An unrelated note about gardening, part {n}."))
+    return lib
+
+
+@pytest.fixture
+def library(root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
+    shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
+    shelf.sync()
+    yield shelf
+    shelf.close()
+
+
+def ids(library: SkillLibrary, query: str) -> list[str]:
+    return [s.id for s in library.search(query, SearchFilters(), 10)]
+
+
+def test_a_skill_holding_every_query_word_beats_one_matching_two_in_its_name(library: SkillLibrary) -> None:
+    assert ids(library, "token cache refresh session")[0] == "web/session-renewal"
+
+
+def test_typos_in_longer_words_are_corrected_from_the_library_vocabulary(library: SkillLibrary) -> None:
+    assert ids(library, "kubernetes deploymnet")[0] == "ops/kubernetes-deployment"
+    assert ids(library, "kubernets")[0] == "ops/kubernetes-deployment"  # one word, distance 1
+    assert ids(library, "trnasitions")[0] == "web/react-transitions"  # a transposition counts 1
+
+
+def test_abbreviations_and_synonyms_find_the_skill(library: SkillLibrary) -> None:
+    assert ids(library, "k8s")[0] == "ops/kubernetes-deployment"
+    assert ids(library, "troubleshoot crashes")[0] == "ops/debug-crashes"
+    assert ids(library, "troubleshoot")[0] == "ops/debug-crashes"
+
+
+def test_camel_case_words_match_their_parts_both_ways(library: SkillLibrary) -> None:
+    assert ids(library, "use transition")[0] == "web/react-transitions"
+    assert ids(library, "useTransition")[0] == "web/react-transitions"
+    assert [c.alternatives for c in concepts("useTransition")] == [("usetransition", "use transition")]
+
+
+def test_a_query_is_never_empty_while_a_relaxed_one_would_match(tmp_path: Path) -> None:
+    lib = tmp_path / "one"
+    three_file(lib, "auth", "jwt-refresh", doc("JWT refresh", "Refresh a jwt before it expires."))
+    shelf = SkillLibrary(LibraryConfig(roots=[lib], index_dir=tmp_path / "idx", watch=False))
+    try:
+        shelf.sync()  # every word of the skill is in "over half" of a one-skill library
+        assert ids(shelf, "jwt refresh kubernetes") == ["auth/jwt-refresh"]
+        assert ids(shelf, "kubernetes") == []
+    finally:
+        shelf.close()
+
+
+def test_hits_carry_a_relative_score_and_a_weak_tail_is_cut(library: SkillLibrary) -> None:
+    result = search_patterns(library, "refresh token")
+    scores = [h.score for h in result.hits]
+    assert scores[0] == 1.0 and scores == sorted(scores, reverse=True)
+    assert all(s >= 0.2 for s in scores)
+    assert "misc/note-1" not in [h.id for h in result.hits]
+    assert all(h.score == 0.0 for h in search_patterns(library, "").hits)
+
+
+def test_edit_distance_and_vocabulary_corrections() -> None:
+    assert edit_distance("pyhton", "python", 2) == 1
+    assert edit_distance("deploymnet", "deployment", 2) == 1
+    assert edit_distance("kitten", "sitting", 1) == 2  # over the limit: limit + 1
+    vocabulary = Vocabulary.from_texts(["deployment kubernetes", "deployment", "employment"])
+    assert vocabulary.corrections("deploymnet") == ["deployment"]
+    assert vocabulary.corrections("deployment") == []  # known
+    assert vocabulary.corrections("dploy") == []  # short words need an exact match
+
+
+def test_a_changed_file_is_never_served_stale(library: SkillLibrary, root: Path) -> None:
+    first = load_skill(library, "ops/debug-crashes", include_code=True)
+    again = load_skill(library, "ops/debug-crashes", include_code=True)
+    assert again.documentation == first.documentation and library.files.hits >= 1
+    # same size, new content: the signature (mtime_ns, size, inode) still changes
+    path = root / "ops" / "debug-crashes.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("crashes", "CRASHES"), encoding="utf-8")
+    assert "CRASHES" in load_skill(library, "ops/debug-crashes").documentation
+    code_file = root / "ops" / "debug-crashes.py"
+    code_file.write_text("def debug_crashes() -> None:\n    pass\n", encoding="utf-8")
+    library.sync()
+    assert "pass" in (load_skill(library, "ops/debug-crashes", include_code=True).code or [])[0].content
+    code_file.write_text("def debug_crashes() -> None:\n    raise\n", encoding="utf-8")
+    assert "raise" in (load_skill(library, "ops/debug-crashes", include_code=True).code or [])[0].content
+
+
+def test_the_cache_is_bounded_least_recently_used_first(tmp_path: Path) -> None:
+    cache = FileCache(max_entries=2)
+    files = [tmp_path / f"{n}.txt" for n in range(3)]
+    for f in files:
+        f.write_text(f.name, encoding="utf-8")
+        cache.get(f, "text", f.read_text)
+    assert len(cache) == 2
+    cache.get(files[0], "text", files[0].read_text)
+    assert cache.misses == 4  # the first file was evicted, so it was read again
+
+
+def test_concurrent_identical_loads_run_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    someone_waits = threading.Event()
+
+    class ObservedEvent(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            someone_waits.set()
+            return super().wait(timeout)
+
+    monkeypatch.setattr(filecache.threading, "Event", ObservedEvent)
+    path = tmp_path / "doc.md"
+    path.write_text("text", encoding="utf-8")
+    cache = FileCache()
+    calls: list[int] = []
+
+    def slow_load() -> str:
+        calls.append(1)
+        assert someone_waits.wait(5)  # hold the load until the second caller is waiting for it
+        return path.read_text(encoding="utf-8")
+
+    results: list[str] = []
+    second = threading.Thread(target=lambda: results.append(cache.get(path, "doc", slow_load)))
+    first = threading.Thread(target=lambda: (second.start(), results.append(cache.get(path, "doc", slow_load))))
+    first.start()
+    first.join(10)
+    second.join(10)
+    assert results == ["text", "text"] and calls == [1]
