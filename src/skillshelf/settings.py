@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from skillshelf.config.team import AuthSettings, CallLogSettings
+from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
@@ -63,6 +65,9 @@ class ConfigFile(BaseModel):
     projects: list[Path] | None = None
     max_file_bytes: int | None = Field(default=None, ge=1024)
     execution: ExecutionSettings | None = None
+    views: dict[str, ViewSettings] = Field(default_factory=dict)
+    auth: AuthSettings | None = None
+    call_log: CallLogSettings | None = None
 
 
 class Settings(BaseModel):
@@ -75,6 +80,9 @@ class Settings(BaseModel):
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8765, ge=0, le=65535)
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    views: dict[str, ViewSettings] = Field(default_factory=dict)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    call_log: CallLogSettings = Field(default_factory=CallLogSettings)
 
     def projects(self) -> ProjectRoots:
         return ProjectRoots.of(self.project_roots)
@@ -167,5 +175,8 @@ def resolve_settings(
         exec_values["enabled"] = env[ALLOW_EXEC_ENV].strip().lower() in TRUE_WORDS
     exec_values.update({k: v for k, v in (execution or {}).items() if v is not None and v != ()})
     values["execution"] = exec_values
+    values["views"] = config.views
+    values["auth"] = config.auth or AuthSettings()
+    values["call_log"] = config.call_log or CallLogSettings()
     values.update({k: v for k, v in overrides.items() if v is not None})
     return Settings.model_validate(values)
