@@ -35,19 +35,23 @@ async def test_search_returns_compact_ranked_hits_in_the_envelope(client: Client
     hit = body["data"]["hits"][0]
     assert hit == {
         "id": "database/rls-policy",
-        "name": "rls-policy",
-        "category": "database",
         "description": "Generate PostgreSQL row level security policies for multi-tenant tables.",
         "quality": 8.5,
-        "verified": True,
-        "executable": True,
         "tokens": hit["tokens"],
-        "layout": "three-file",
         "score": 1.0,
+        "executable": True,
+        "verified": True,
     }
     assert hit["tokens"] > 0
     assert body["metadata"]["resultsCount"] == len(body["data"]["hits"])
     assert body["metadata"]["tokensUsed"] > 0 and body["metadata"]["durationMs"] >= 0
+
+
+async def test_detail_restores_the_long_hit(client: Client) -> None:
+    _, body = await call(client, "searchPatterns", {"query": "slugify", "detail": True})
+    hit = body["data"]["hits"][0]
+    assert hit["name"] == "slugify" and hit["category"] == "python" and hit["layout"] == "three-file"
+    assert hit["executable"] is False and hit["verified"] is False
 
 
 async def test_the_seed_keyword_parameter_still_works(client: Client) -> None:
@@ -181,7 +185,7 @@ async def test_a_script_symlinked_out_of_the_skill_is_never_served(sample_root: 
 
 async def test_usage_from_three_projects_makes_a_skill_verified_in_hits_and_loads(client: Client) -> None:
     _, before = await call(client, "searchPatterns", {"query": "slugify"})
-    assert before["data"]["hits"][0]["verified"] is False  # estimated quality under 7
+    assert "verified" not in before["data"]["hits"][0]  # estimated quality under 7: the flag is left out
     for project in ["alpha", "beta", "alpha"]:
         is_error, body = await call(
             client, "trackPatternUsage", {"patternId": "python/slugify", "projectPath": project}
@@ -194,7 +198,9 @@ async def test_usage_from_three_projects_makes_a_skill_verified_in_hits_and_load
     assert third["data"]["verified"] is True
     _, after = await call(client, "searchPatterns", {"query": "slugify"})
     assert after["data"]["hits"][0]["verified"] is True
-    _, loaded = await call(client, "loadSkill", {"skillId": "python/slugify"})
+    _, brief = await call(client, "loadSkill", {"skillId": "python/slugify"})
+    assert brief["data"]["metadata"]["verified"] is True
+    _, loaded = await call(client, "loadSkill", {"skillId": "python/slugify", "includeMetadata": True})
     usage = loaded["data"]["metadata"]["usage"]
     assert loaded["data"]["metadata"]["verified"] is True and usage["uses"] == 4
     assert usage["firstUsed"] <= usage["lastUsed"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from skillshelf.envelope import WireModel
+from pydantic import Field
+
+from skillshelf.envelope import ErrorInfo, WireModel
 
 
 class SkillHit(WireModel):
@@ -26,6 +28,48 @@ class SearchResult(WireModel):
     query: str
     hits: list[SkillHit]
     warnings: list[str] | None = None  # e.g. usage history unavailable; the hits are still right
+
+
+class CompactHit(WireModel):
+    """A hit as searchPatterns sends it by default: ~50 tokens; a flag appears only when it is true."""
+
+    id: str
+    description: str  # one line, cut at a word with an ellipsis
+    quality: float
+    tokens: int
+    score: float
+    executable: Literal[True] | None = None
+    verified: Literal[True] | None = None
+
+
+class CompactSearchResult(WireModel):
+    query: str
+    hits: list[CompactHit]
+    warnings: list[str] | None = None
+
+
+class SearchQuery(WireModel):
+    """One query of a bulk searchPatterns call, with its own filters."""
+
+    query: str = Field(default="", max_length=500, description="What you need, in a few words.")
+    category: str | None = Field(default=None, description="Only this category.")
+    include_executable: bool | None = Field(default=None, description="true: only runnable skills; false: docs only.")
+    min_quality: float | None = Field(default=None, ge=0, le=10, description="Only skills scoring at least this.")
+    limit: int = Field(default=10, ge=1, le=50, description="Maximum hits (1-50).")
+
+
+class SearchItem(WireModel):
+    """One query's outcome in a bulk search: its hits, or its own error."""
+
+    query: str
+    success: bool
+    hits: list[CompactHit] | list[SkillHit] | None = None
+    error: ErrorInfo | None = None
+    warnings: list[str] | None = None
+
+
+class BulkSearchResult(WireModel):
+    results: list[SearchItem]  # in the order of the queries
 
 
 class FindingInfo(WireModel):
@@ -74,6 +118,14 @@ class SkillMetadata(WireModel):
     findings: list[FindingInfo]
 
 
+class Continuation(WireModel):
+    """What a paged load left out, and how to get it."""
+
+    cursor: str  # pass back as loadSkill's `cursor` for the next part
+    remaining_tokens: int  # estimated tokens of the documentation left out
+    remaining_sections: list[str]  # heading paths ("Usage > Options") that start in the part left out
+
+
 class LoadedSkill(WireModel):
     id: str
     name: str
@@ -82,9 +134,48 @@ class LoadedSkill(WireModel):
     description: str
     executable: bool
     documentation: str
+    section: str | None = None  # the heading path served, when a section was asked for
+    continuation: Continuation | None = None  # set when maxTokens left part of the documentation out
     code: list[CodeFile] | None = None
     metadata: SkillMetadata | None = None
     warnings: list[str] | None = None
+
+
+class BriefMetadata(WireModel):
+    """What helps the next step: whether to trust it, what to pass to executeSkill, what else to read."""
+
+    quality: float
+    verified: Literal[True] | None = None
+    tags: list[str] | None = None
+    input_schema: dict[str, Any] | None = None
+    resources: list[str] | None = None  # files readSkillFile can read
+
+
+class SkillLoad(WireModel):
+    """A load as loadSkill sends it by default: each fact once, the documentation minified."""
+
+    id: str
+    description: str | None = None  # omitted when the documentation already holds it
+    executable: Literal[True] | None = None
+    documentation: str
+    section: str | None = None
+    continuation: Continuation | None = None
+    code: list[CodeFile] | None = None
+    metadata: BriefMetadata | SkillMetadata | None = None
+    warnings: list[str] | None = None
+
+
+class LoadItem(WireModel):
+    """One id's outcome in a bulk load: the skill, or its own error."""
+
+    skill_id: str
+    success: bool
+    skill: SkillLoad | LoadedSkill | None = None
+    error: ErrorInfo | None = None
+
+
+class BulkLoadResult(WireModel):
+    results: list[LoadItem]  # in the order of the ids
 
 
 class CategoryInfo(WireModel):

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
+import math
 import posixpath
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from skillshelf.envelope import ErrorInfo, WireModel
 from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
 from skillshelf.execution.schema import derive_python_schema, read_source
 from skillshelf.library.frontmatter import parse_document
@@ -17,25 +22,40 @@ from skillshelf.library.paths import is_servable
 from skillshelf.library.reading import Reporter, read_text
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.library.usage import PatternUsage
+from skillshelf.patterns import minify
 from skillshelf.patterns.models import (
+    BriefMetadata,
+    BulkLoadResult,
+    BulkSearchResult,
     CategoryInfo,
     CategoryList,
     CodeFile,
+    CompactHit,
+    CompactSearchResult,
+    Continuation,
     FindingInfo,
     LoadedSkill,
+    LoadItem,
+    SearchItem,
+    SearchQuery,
     SearchResult,
     SkillFile,
     SkillHit,
+    SkillLoad,
     SkillMetadata,
     UsageInfo,
     UsageRecorded,
 )
 from skillshelf.projects import ProjectRoots
+from skillshelf.tokens import CHARS_PER_TOKEN, JSON_OVERHEAD, estimate_text_tokens
 
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_CODE_BYTES = 256 * 1024
 SCRIPT_LANGUAGES = {**CODE_LANGUAGES, ".sh": "sh", ".bash": "bash"}
+MAX_BULK = 5  # queries or ids in one bulk call
+HIT_DESCRIPTION_CHARS = 100  # a compact hit's one-line description, ellipsis included
+MAX_REMAINING_SECTIONS = 20
 
 
 def search_patterns(
@@ -284,3 +304,297 @@ def project_label(projects: ProjectRoots | None, project: str) -> str:
         except SkillshelfError:
             pass
     return project.strip()
+
+
+# --- compact hits and bulk searches ---------------------------------------------------------------
+
+
+def one_line(text: str, limit: int = HIT_DESCRIPTION_CHARS) -> str:
+    """`text` on one line of at most `limit` characters: a whole first sentence, else cut at a word with "…"."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    sentence = line.rfind(". ", 0, limit)
+    if sentence >= limit // 2:
+        return line[: sentence + 1]
+    space = line.rfind(" ", 0, limit)
+    stop = space if space >= limit // 2 else limit - 1
+    return line[:stop].rstrip(" ,;:-–(") + "…"
+
+
+def compact_hit(hit: SkillHit) -> CompactHit:
+    return CompactHit(
+        id=hit.id,
+        description=one_line(hit.description),
+        quality=hit.quality,
+        tokens=hit.tokens,
+        score=hit.score,
+        executable=True if hit.executable else None,
+        verified=True if hit.verified else None,
+    )
+
+
+def compact_result(result: SearchResult) -> CompactSearchResult:
+    return CompactSearchResult(query=result.query, hits=[compact_hit(h) for h in result.hits], warnings=result.warnings)
+
+
+def search_many(library: SkillLibrary, queries: list[SearchQuery], *, detail: bool = False) -> BulkSearchResult:
+    """Several searches in one call, each with its own filters; one failing never fails the others."""
+    _check_bulk("queries", len(queries))
+    items: list[SearchItem] = []
+    for q in queries:
+        try:
+            found = search_patterns(
+                library,
+                q.query,
+                category=q.category,
+                include_executable=q.include_executable,
+                min_quality=q.min_quality,
+                limit=q.limit,
+            )
+        except SkillshelfError as exc:
+            items.append(SearchItem(query=q.query, success=False, error=_error_info(exc)))
+            continue
+        hits: list[CompactHit] | list[SkillHit] = found.hits if detail else [compact_hit(h) for h in found.hits]
+        items.append(SearchItem(query=q.query, success=True, hits=hits, warnings=found.warnings))
+    return BulkSearchResult(results=items)
+
+
+def _check_bulk(what: str, count: int) -> None:
+    if not 1 <= count <= MAX_BULK:
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR, f"{what} takes 1 to {MAX_BULK} items, not {count}; split the call."
+        )
+
+
+def _error_info(exc: SkillshelfError) -> ErrorInfo:
+    return ErrorInfo(code=exc.code, message=exc.message, suggestions=exc.suggestions or None, details=exc.details)
+
+
+# --- loads for agents: minified, deduplicated, paged ------------------------------------------------
+
+
+def load_for_agent(
+    library: SkillLibrary,
+    skill_id: str,
+    *,
+    include_code: bool = False,
+    include_metadata: bool | None = None,
+    detail: bool = False,
+    max_tokens: int | None = None,
+    section: str | None = None,
+    cursor: str | None = None,
+) -> SkillLoad | LoadedSkill:
+    """What loadSkill sends: by default minified, each fact once, brief metadata; `detail` gives the long form.
+
+    include_metadata: None for the brief metadata (quality, verified, tags, input schema, files), True
+    for all of it, False for none. `max_tokens` bounds the whole result (the envelope's tokensUsed):
+    the documentation is cut between blocks, never inside a fence or table, and `continuation` says
+    what was left out and carries the cursor for the next part. `section` serves one heading's
+    section ("Usage > Options", or just "Options").
+    """
+    skill = library.find(skill_id)
+    root = library.root_of(skill)
+    doc, blocks, digest = _pages(library, skill, root, minified=not detail)
+    start, end, label = 0, len(doc), None
+    if cursor is not None:
+        start, end = _parse_cursor(cursor, digest, skill.id, len(doc))
+    elif section is not None:
+        span = minify.find_section(blocks, section)
+        if span is None:
+            sections = minify.section_paths(blocks)
+            raise SkillshelfError(
+                ErrorCode.VALIDATION_ERROR,
+                f"{skill.id!r} has no section {section!r}. Its sections: {'; '.join(sections[:30]) or 'none'}.",
+                suggestions=difflib.get_close_matches(section, sections, n=3, cutoff=0.4),
+            )
+        start, end = span
+        label = minify.heading_path(next(b for b in blocks if b.start == start))
+    first_part = cursor is None
+    want_metadata = include_metadata if include_metadata is not None else (None if first_part else False)
+    warnings: list[str] = []
+    code = _code_files(library, skill, root) if include_code else None
+    build: Callable[[str, Continuation | None], WireModel]
+    if detail:
+        full = _full_metadata(library, skill, root, warnings) if want_metadata is not False else None
+
+        def build(text: str, more: Continuation | None) -> WireModel:
+            return LoadedSkill(
+                id=skill.id,
+                name=skill.name,
+                category=skill.category,
+                layout=skill.layout,
+                description=skill.details.description,
+                executable=skill.executable,
+                documentation=text,
+                section=label,
+                continuation=more,
+                code=code,
+                metadata=full,
+                warnings=warnings or None,
+            )
+
+    else:
+        metadata: BriefMetadata | SkillMetadata | None = None
+        if want_metadata is None:
+            metadata = _brief_metadata(library, skill, root, warnings)
+        elif want_metadata:
+            metadata = _full_metadata(library, skill, root, warnings)
+        description = skill.details.description
+        flat = " ".join(description.split())
+        repeated = not first_part or label is not None or (flat and flat in " ".join(doc.split()))
+
+        def build(text: str, more: Continuation | None) -> WireModel:
+            return SkillLoad(
+                id=skill.id,
+                description=None if repeated else description,
+                executable=True if skill.executable else None,
+                documentation=text,
+                section=label,
+                continuation=more,
+                code=code,
+                metadata=metadata,
+                warnings=warnings or None,
+            )
+
+    stop = end if max_tokens is None else _fit(skill.id, build, doc, blocks, start, end, digest, max_tokens)
+    result = build(doc[start:stop], _continuation(doc, blocks, stop, end, digest) if stop < end else None)
+    assert isinstance(result, SkillLoad | LoadedSkill)
+    return result
+
+
+def load_many(
+    library: SkillLibrary,
+    skill_ids: list[str],
+    *,
+    include_code: bool = False,
+    include_metadata: bool | None = None,
+    detail: bool = False,
+    max_tokens: int | None = None,
+) -> BulkLoadResult:
+    """Several loads in one call; an unknown id is that item's error, the others still load."""
+    _check_bulk("skillIds", len(skill_ids))
+    items: list[LoadItem] = []
+    for skill_id in skill_ids:
+        try:
+            skill = load_for_agent(
+                library,
+                skill_id,
+                include_code=include_code,
+                include_metadata=include_metadata,
+                detail=detail,
+                max_tokens=max_tokens,
+            )
+        except SkillshelfError as exc:
+            items.append(LoadItem(skill_id=skill_id, success=False, error=_error_info(exc)))
+            continue
+        items.append(LoadItem(skill_id=skill_id, success=True, skill=skill))
+    return BulkLoadResult(results=items)
+
+
+def _pages(
+    library: SkillLibrary, skill: IndexedSkill, root: Path, *, minified: bool
+) -> tuple[str, list[minify.Block], str]:
+    """The documentation to serve, its blocks and a digest of it (cursors name the version they page)."""
+    body = _documentation(library, skill, root)
+    if body is None:
+        library.mark_dirty()
+        raise SkillshelfError(
+            ErrorCode.FILESYSTEM_ERROR,
+            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
+        )
+
+    def split() -> tuple[str, list[minify.Block], str]:
+        doc = minify.minify_markdown(body) if minified else body
+        return doc, minify.split_blocks(doc), hashlib.blake2b(doc.encode(), digest_size=4).hexdigest()
+
+    kind = "pages:min" if minified else "pages:raw"
+    return library.files.get(root / skill.details.doc_file, kind, split, lambda p: 2 * len(p[0]))
+
+
+def _parse_cursor(cursor: str, digest: str, skill_id: str, length: int) -> tuple[int, int]:
+    try:
+        span, version = cursor.rsplit(".", 1)
+        start_text, end_text = span.split("-", 1)
+        start, end = int(start_text), int(end_text)
+    except ValueError:
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"cursor {cursor!r} is not one loadSkill gave; pass continuation.cursor unchanged.",
+        ) from None
+    if version != digest or not 0 <= start < end <= length:
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{skill_id!r} changed since this cursor was given; load it again without cursor.",
+        )
+    return start, end
+
+
+def _json_chars(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN * JSON_OVERHEAD)  # as estimate_json_tokens counts
+
+
+def _continuation(doc: str, blocks: list[minify.Block], stop: int, end: int, digest: str) -> Continuation:
+    return Continuation(
+        cursor=f"{stop}-{end}.{digest}",
+        remaining_tokens=estimate_text_tokens(doc[stop:end]),
+        remaining_sections=minify.section_paths(blocks, stop, end)[:MAX_REMAINING_SECTIONS],
+    )
+
+
+def _fit(
+    skill_id: str,
+    build: Callable[[str, Continuation | None], WireModel],
+    doc: str,
+    blocks: list[minify.Block],
+    start: int,
+    end: int,
+    digest: str,
+    max_tokens: int,
+) -> int:
+    """The furthest block boundary whose result, continuation included, is at most `max_tokens`."""
+    base = _json_chars(build("", None).model_dump(mode="json", by_alias=True, exclude_none=True))
+    key = len(',"continuation":')
+
+    def cost(stop: int) -> int:
+        chars = base + _json_chars(doc[start:stop]) - 2  # the empty string's quotes are already in base
+        if stop < end:
+            more = _continuation(doc, blocks, stop, end, digest)
+            chars += key + _json_chars(more.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return _tokens(chars)
+
+    if cost(end) <= max_tokens:
+        return end
+    stop = minify.cut(blocks, start, end, lambda at: cost(at) <= max_tokens)
+    if stop == start:
+        first = next((min(b.end, end) for b in blocks if b.end > start), end)
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"maxTokens {max_tokens} is too small for the next part of {skill_id!r}: it needs about "
+            f"{cost(first)} tokens with the fields sent beside it. Raise maxTokens, or omit metadata and code.",
+        )
+    return stop
+
+
+def _brief_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warnings: list[str]) -> BriefMetadata:
+    details = skill.details
+    schema = input_schema(skill, root, library)[0] if skill.executable else None
+    return BriefMetadata(
+        quality=skill.quality,
+        verified=True if library.is_verified(skill, library.verified_ids(warnings)) else None,
+        tags=details.tags or None,
+        input_schema=schema,
+        resources=details.resources or None,
+    )
+
+
+def _full_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warnings: list[str]) -> SkillMetadata:
+    """Everything known about the skill; the frontmatter without the fields sent beside it."""
+    usage = library.read_usage(lambda store: store.usage(skill.id), warnings) or []
+    meta = _metadata(library, skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
+    sent = {"description", "name"}
+    return meta.model_copy(update={"frontmatter": {k: v for k, v in meta.frontmatter.items() if k not in sent}})

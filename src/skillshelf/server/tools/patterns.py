@@ -2,20 +2,54 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
+import anyio
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from skillshelf.envelope import Envelope
+from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
-from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult, SkillFile, UsageRecorded
+from skillshelf.patterns.models import (
+    BulkLoadResult,
+    BulkSearchResult,
+    CategoryList,
+    CompactSearchResult,
+    LoadedSkill,
+    SearchQuery,
+    SearchResult,
+    SkillFile,
+    SkillLoad,
+    UsageRecorded,
+)
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.tooling import make_tool, respond, respond_fresh
 
 RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+T = TypeVar("T", bound=BaseModel)
+
+
+async def in_thread(call: Callable[[], T], count: Callable[[T], int | None] | None = None) -> CallToolResult:
+    """`respond` in a worker thread: file reads never run on the event loop."""
+    return await anyio.to_thread.run_sync(respond, call, count)
+
+
+def _both(one: str, other: str) -> Callable[[], BaseModel]:
+    def fail() -> BaseModel:
+        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"Give either {one} or {other}, not both.")
+
+    return fail
+
+
+def _missing(one: str, other: str) -> Callable[[], BaseModel]:
+    def fail() -> BaseModel:
+        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"Give {one} (one skill) or {other} (1-5 skills).")
+
+    return fail
 
 
 def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) -> list[Tool]:
@@ -40,32 +74,110 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
         limit: Annotated[
             int, Field(description="Maximum hits (1-50).", ge=1, le=service.MAX_LIMIT)
         ] = service.DEFAULT_LIMIT,
-    ) -> Annotated[CallToolResult, Envelope[SearchResult]]:
-        """Search the skill library by what you need to do, ranked by relevance, quality breaking ties. Returns compact hits (id, name, category, one-line description, quality, executable, tokens to load), about 100 tokens each. Call this first, then loadSkill with the best hit's id."""  # noqa: E501
-        return await respond_fresh(
-            library,
-            lambda: service.search_patterns(
+        queries: Annotated[
+            list[SearchQuery] | None,
+            Field(
+                description="Several searches in one call (1-5), each with its own filters; instead of query.",
+                min_length=1,
+                max_length=service.MAX_BULK,
+            ),
+        ] = None,
+        detail: Annotated[
+            bool, Field(description="Long hits: name, category, layout, the full description, every flag.")
+        ] = False,
+    ) -> Annotated[CallToolResult, Envelope[CompactSearchResult | SearchResult | BulkSearchResult]]:
+        """Search the skill library by what you need to do, ranked by relevance, quality breaking ties. Returns compact hits (id, one-line description, quality, tokens to load, score; executable/verified only when true), about 50 tokens each. Call this first, then loadSkill with the best hit's id. Pass queries (1-5) to run several searches in one call."""  # noqa: E501
+        if queries is not None:
+            if query or keyword:
+                return respond(_both("query", "queries"))
+            return await respond_fresh(
+                library,
+                lambda: service.search_many(library, queries, detail=detail),
+                lambda result: sum(len(item.hits or []) for item in result.results),
+            )
+
+        def search() -> CompactSearchResult | SearchResult:
+            found = service.search_patterns(
                 library,
                 query or keyword or "",
                 category=category,
                 include_executable=includeExecutable,
                 min_quality=minQuality,
                 limit=limit,
-            ),
-            lambda result: len(result.hits),
-        )
+            )
+            return found if detail else service.compact_result(found)
+
+        return await respond_fresh(library, search, lambda result: len(result.hits))
 
     async def load_skill(
         skillId: Annotated[
-            str, Field(description="A skill id from searchPatterns, 'category/name'.", min_length=1, max_length=300)
-        ],
+            str | None,
+            Field(description="A skill id from searchPatterns, 'category/name'.", min_length=1, max_length=300),
+        ] = None,
+        skillIds: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=300)]] | None,
+            Field(description="Several ids in one call (1-5); instead of skillId.", min_length=1, max_length=5),
+        ] = None,
         includeCode: Annotated[bool, Field(description="Also return the implementation or scripts.")] = False,
-        includeMetadata: Annotated[bool, Field(description="Return quality, tags, input schema, findings.")] = True,
-    ) -> Annotated[CallToolResult, Envelope[LoadedSkill]]:
-        """Load one skill's documentation by id, read fresh from the library. Set includeCode to also get its implementation (three-file skills) or scripts (Agent Skills folders); metadata carries quality, tags and the input schema. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
-        return await respond_fresh(
-            library,
-            lambda: service.load_skill(library, skillId, include_code=includeCode, include_metadata=includeMetadata),
+        includeMetadata: Annotated[
+            bool | None,
+            Field(
+                description="Omit: quality, tags, input schema and files. true: everything (usage, quality reasons, "
+                "frontmatter, findings). false: none."
+            ),
+        ] = None,
+        maxTokens: Annotated[
+            int | None,
+            Field(
+                description="Cap the result at about this many tokens: the documentation is cut at a heading or "
+                "paragraph (never inside a code block) and continuation.cursor fetches the rest.",
+                ge=100,
+                le=200_000,
+            ),
+        ] = None,
+        section: Annotated[
+            str | None,
+            Field(description="Only this section, by heading path ('Usage > Options' or 'Options').", max_length=300),
+        ] = None,
+        cursor: Annotated[
+            str | None, Field(description="continuation.cursor from a previous load of this skill.", max_length=100)
+        ] = None,
+        detail: Annotated[
+            bool, Field(description="Long form: name, category, layout, the documentation as written.")
+        ] = False,
+    ) -> Annotated[CallToolResult, Envelope[SkillLoad | LoadedSkill | BulkLoadResult]]:
+        """Load a skill's documentation by id, read fresh from the library and minified (comments and badges dropped; code blocks and tables untouched). metadata carries quality, tags, the input schema and the files readSkillFile can read. Set includeCode for its implementation or scripts, maxTokens to cap the size (continuation.cursor pages on), section for one heading's part, skillIds (1-5) for several skills at once. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
+        if skillIds is not None:
+            if skillId is not None:
+                return respond(_both("skillId", "skillIds"))
+            if section is not None or cursor is not None:
+                return respond(_both("section or cursor", "skillIds"))
+            ids = skillIds
+            return await in_thread(
+                lambda: service.load_many(
+                    library,
+                    ids,
+                    include_code=includeCode,
+                    include_metadata=includeMetadata,
+                    detail=detail,
+                    max_tokens=maxTokens,
+                ),
+                lambda result: sum(item.success for item in result.results),
+            )
+        if skillId is None:
+            return respond(_missing("skillId", "skillIds"))
+        wanted = skillId
+        return await in_thread(
+            lambda: service.load_for_agent(
+                library,
+                wanted,
+                include_code=includeCode,
+                include_metadata=includeMetadata,
+                detail=detail,
+                max_tokens=maxTokens,
+                section=section,
+                cursor=cursor,
+            )
         )
 
     async def read_skill_file(
@@ -80,7 +192,7 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
         ],
     ) -> Annotated[CallToolResult, Envelope[SkillFile]]:
         """Read one file that belongs to a skill: a reference, script or asset listed in loadSkill's metadata.resources, or a three-file skill's own files. Only that skill's files can be read; anything else fails with the list of its files."""  # noqa: E501
-        return await respond_fresh(library, lambda: service.read_skill_file(library, skillId, path))
+        return await in_thread(lambda: service.read_skill_file(library, skillId, path))
 
     def track_pattern_usage(
         patternId: Annotated[

@@ -1,0 +1,211 @@
+"""Safe minification and paging of a skill's markdown: pure functions, no I/O.
+
+Minification drops only what an agent never needs: HTML comments, badge images, trailing spaces and
+runs of blank lines. Code fences and tables are copied byte for byte. Paging splits the document
+into blocks (a paragraph, a list, a table, a whole code fence, a heading) and cuts only between
+blocks, so a fence is never cut; every block knows its heading path ("Usage > Options").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+TABLE_LINE = re.compile(r"^\s*\|")
+# A badge: an image whose address is a badge service or has "badge" in it, optionally wrapped in a link.
+BADGE = re.compile(
+    r"\[!\[[^\]]*\]\((?:[^)\s]*(?:shields\.io|badge|badgen\.net)[^)\s]*)[^)]*\)\]\([^)]*\)"
+    r"|!\[[^\]]*\]\((?:[^)\s]*(?:shields\.io|badge|badgen\.net)[^)\s]*)[^)]*\)",
+    re.IGNORECASE,
+)
+PATH_SEPARATOR = " > "
+
+
+def _fence_closes(line: str, opener: str) -> bool:
+    stripped = line.strip()
+    return stripped.startswith(opener[0] * len(opener)) and set(stripped) <= {opener[0]}
+
+
+def minify_markdown(text: str) -> str:
+    """The document without comments, badges, trailing spaces and repeated blank lines.
+
+    Lines inside code fences and table rows are kept exactly as written.
+    """
+    out: list[str] = []
+    opener: str | None = None  # the fence being copied, if any
+    in_comment = False
+    blank = False
+    for raw in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = raw
+        closed_comment = False
+        if opener is not None:
+            out.append(line)
+            if _fence_closes(line, opener):
+                opener = None
+            continue
+        if in_comment:
+            end = line.find("-->")
+            if end < 0:
+                continue
+            in_comment = False
+            closed_comment = True
+            line = line[end + 3 :]
+        fence = FENCE.match(line)
+        if fence:
+            opener = fence.group(1)
+            out.append(line)
+            blank = False
+            continue
+        if TABLE_LINE.match(line):
+            out.append(line)
+            blank = False
+            continue
+        had_content = bool(line.strip()) or closed_comment
+        line, in_comment = _strip_comments(line)
+        line = BADGE.sub("", line).rstrip()
+        if not line.strip():
+            if had_content:  # a line of comments or badges only: drop it without leaving a blank
+                continue
+            if blank or not out:
+                continue
+            blank = True
+            out.append("")
+            continue
+        blank = False
+        out.append(line)
+    while out and not out[-1].strip():
+        out.pop()
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def _strip_comments(line: str) -> tuple[str, bool]:
+    """Remove `<!-- ... -->` from a line; True when a comment is left open at its end."""
+    while True:
+        start = line.find("<!--")
+        if start < 0:
+            return line, False
+        end = line.find("-->", start + 4)
+        if end < 0:
+            return line[:start], True
+        line = line[:start] + line[end + 3 :]
+
+
+@dataclass(frozen=True)
+class Block:
+    start: int  # character offsets into the document
+    end: int
+    path: tuple[str, ...]  # heading path in force at this block (a heading's own path includes it)
+    level: int = 0  # 1-6 for a heading block, 0 otherwise
+
+
+def split_blocks(text: str) -> list[Block]:
+    """Blocks separated by blank lines; a heading and a whole fence are blocks of their own."""
+    blocks: list[Block] = []
+    stack: list[tuple[int, str]] = []
+    offset = 0
+    start: int | None = None
+    opener: str | None = None
+
+    def close(at: int) -> None:
+        nonlocal start
+        if start is not None:
+            blocks.append(Block(start, at, tuple(title for _, title in stack)))
+            start = None
+
+    for line in text.splitlines(keepends=True):
+        end = offset + len(line)
+        if opener is not None:
+            if _fence_closes(line, opener):
+                opener = None
+                close(end)
+            offset = end
+            continue
+        fence = FENCE.match(line)
+        heading = HEADING.match(line.rstrip("\n"))
+        if fence:
+            close(offset)
+            opener = fence.group(1)
+            start = offset
+        elif heading:
+            close(offset)
+            level = len(heading.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, heading.group(2).strip()))
+            blocks.append(Block(offset, end, tuple(title for _, title in stack), level))
+        elif not line.strip():
+            close(offset)
+        elif start is None:
+            start = offset
+        offset = end
+    close(offset)  # also an unclosed fence, kept whole to the end
+    return _absorb_gaps(blocks, len(text))
+
+
+def _absorb_gaps(blocks: list[Block], length: int) -> list[Block]:
+    """Extend each block over the blank lines after it, so blocks tile the whole document."""
+    tiled: list[Block] = []
+    for i, block in enumerate(blocks):
+        start = 0 if i == 0 else block.start
+        end = blocks[i + 1].start if i + 1 < len(blocks) else length
+        tiled.append(Block(start, end, block.path, block.level))
+    return tiled
+
+
+def heading_path(block: Block) -> str:
+    return PATH_SEPARATOR.join(block.path)
+
+
+def find_section(blocks: list[Block], wanted: str) -> tuple[int, int] | None:
+    """The (start, end) of the section whose heading path is `wanted`, or whose path ends with it.
+
+    Matching ignores case and the spaces around separators (`>` or `/`). A full path wins over a
+    suffix; among suffix matches the first in the document wins.
+    """
+    target = _path_key(wanted)
+    if not target:
+        return None
+    headings = [b for b in blocks if b.level]
+    chosen = next((b for b in headings if _path_key_of(b.path) == target), None)
+    if chosen is None:
+        chosen = next((b for b in headings if _path_key_of(b.path)[-len(target) :] == target), None)
+    if chosen is None:
+        return None
+    index = blocks.index(chosen)
+    end = next((b.start for b in blocks[index + 1 :] if b.level and b.level <= chosen.level), blocks[-1].end)
+    return chosen.start, end
+
+
+def _path_key(path: str) -> tuple[str, ...]:
+    parts = re.split(r"\s*(?:>|/)\s*", path.strip().lower())
+    return tuple(part.strip(" #") for part in parts if part.strip(" #"))
+
+
+def _path_key_of(path: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(part.lower() for part in path)
+
+
+def section_paths(blocks: list[Block], start: int = 0, end: int | None = None) -> list[str]:
+    """The heading paths of the headings that begin within [start, end)."""
+    stop = blocks[-1].end if end is None and blocks else (end or 0)
+    return [heading_path(b) for b in blocks if b.level and start <= b.start < stop]
+
+
+def cut(blocks: list[Block], start: int, end: int, fits: Callable[[int], bool]) -> int:
+    """The furthest block boundary `stop` in (start, end] with `fits(stop)`; `start` when none fits.
+
+    `fits` must be monotone (a longer part never fits when a shorter one does not). Blocks that end
+    before `start` are skipped; a section's end may fall between blocks and is a boundary too.
+    """
+    stop = start
+    for block in blocks:
+        if block.end <= start or block.start >= end:
+            continue
+        block_end = min(block.end, end)
+        if not fits(block_end):
+            break
+        stop = block_end
+    return stop
