@@ -15,8 +15,17 @@ from skillshelf.settings import Settings
 pytestmark = pytest.mark.anyio
 
 CONTRACT = {
-    "searchPatterns": ["query", "keyword", "category", "includeExecutable", "minQuality", "limit"],
-    "loadSkill": ["skillId", "includeCode", "includeMetadata"],
+    "searchPatterns": ["query", "keyword", "category", "includeExecutable", "minQuality", "limit", "queries", "detail"],
+    "loadSkill": [
+        "skillId",
+        "skillIds",
+        "includeCode",
+        "includeMetadata",
+        "maxTokens",
+        "section",
+        "cursor",
+        "detail",
+    ],
     "readSkillFile": ["skillId", "path"],
     "trackPatternUsage": ["patternId", "projectPath", "note"],
     "listCategories": [],
@@ -64,5 +73,5 @@ async def test_tools_parameters_and_annotations_are_pinned(sample_root: Path, tm
         assert tool.output_schema is not None and "success" in tool.output_schema["properties"]
         sentences = [s for s in (tool.description or "").split(". ") if s.strip()]
         assert 2 <= len(sentences) <= 3, name
-    assert tools["loadSkill"].input_schema["required"] == ["skillId"]
+    assert "required" not in tools["loadSkill"].input_schema  # skillId or skillIds, checked by the tool
     assert tools["readSkillFile"].input_schema["required"] == ["skillId", "path"]

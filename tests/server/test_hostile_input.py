@@ -93,7 +93,7 @@ async def test_a_yaml_alias_bomb_loads_small_and_fast(served: tuple[Client, Skil
     client, library, root = served
     write(root / "cat" / "bomb" / "SKILL.md", ALIAS_BOMB)
     library.mark_dirty()
-    is_error, body = await call(client, "loadSkill", {"skillId": "cat/bomb"})
+    is_error, body = await call(client, "loadSkill", {"skillId": "cat/bomb", "includeMetadata": True})
     assert not is_error
     assert body["metadata"]["tokensUsed"] < 2000
     assert "frontmatter-alias-bomb" in {f["code"] for f in body["data"]["metadata"]["findings"]}

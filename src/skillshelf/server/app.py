@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 skillshelf serves a curated library of reusable skills (how-tos with optional code).
-1. searchPatterns with a few words about the task: compact hits, ~100 tokens each.
+1. searchPatterns with a few words about the task: compact hits, ~50 tokens each.
 2. loadSkill with the best hit's id to read its documentation (includeCode=true for its code).
 3. Apply it (executeSkill runs its code when the user enabled it); readSkillFile fetches a reference or script.
 4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers;

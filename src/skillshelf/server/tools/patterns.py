@@ -86,7 +86,7 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
             bool, Field(description="Long hits: name, category, layout, the full description, every flag.")
         ] = False,
     ) -> Annotated[CallToolResult, Envelope[CompactSearchResult | SearchResult | BulkSearchResult]]:
-        """Search the skill library by what you need to do, ranked by relevance, quality breaking ties. Returns compact hits (id, one-line description, quality, tokens to load, score; executable/verified only when true), about 50 tokens each. Call this first, then loadSkill with the best hit's id. Pass queries (1-5) to run several searches in one call."""  # noqa: E501
+        """Search the skill library by what you need to do, ranked by relevance, quality breaking ties; queries (1-5) runs several searches in one call. Returns compact hits (id, one-line description, quality, tokens to load, score; executable and verified only when true), about 50 tokens each, or the long form with detail. Call this first, then loadSkill with the best hit's id."""  # noqa: E501
         if queries is not None:
             if query or keyword:
                 return respond(_both("query", "queries"))
@@ -146,7 +146,7 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
             bool, Field(description="Long form: name, category, layout, the documentation as written.")
         ] = False,
     ) -> Annotated[CallToolResult, Envelope[SkillLoad | LoadedSkill | BulkLoadResult]]:
-        """Load a skill's documentation by id, read fresh from the library and minified (comments and badges dropped; code blocks and tables untouched). metadata carries quality, tags, the input schema and the files readSkillFile can read. Set includeCode for its implementation or scripts, maxTokens to cap the size (continuation.cursor pages on), section for one heading's part, skillIds (1-5) for several skills at once. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
+        """Load a skill's documentation by id (or up to 5 with skillIds), read fresh and minified (comments and badges dropped; code blocks and tables untouched), with quality, tags, input schema and readable files in metadata. includeCode adds its implementation or scripts; maxTokens caps the size at a heading or paragraph, and continuation.cursor or section fetches the rest. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
         if skillIds is not None:
             if skillId is not None:
                 return respond(_both("skillId", "skillIds"))

@@ -1,0 +1,226 @@
+"""Compact hits, minified and paged loads and bulk calls, through a real in-process MCP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.patterns.service import one_line
+from skillshelf.server import build_server
+from skillshelf.settings import Settings
+from skillshelf.tokens import estimate_json_tokens
+from tests.conftest import agent_skill, call
+
+pytestmark = pytest.mark.anyio
+
+LONG_BODY = "\n\n".join(
+    [
+        "# Deploy guide",
+        "<!-- internal: remember to update -->",
+        "[![CI](https://img.shields.io/badge/ci-passing-green)](https://ci.example)",
+        "Deploy the service to the cluster step by step.",
+        *[
+            f"## Step {i}\n\nParagraph {i} explains what to run and why it matters for a safe rollout. " * 2
+            + f"\n\n```sh\nkubectl apply -f step-{i}.yaml\n\n\n# keep these blank lines {i}   \n```"
+            for i in range(1, 13)
+        ],
+        "## Reference\n\n| flag | meaning |\n|---|---|\n| -f | file |",
+    ]
+)
+
+
+@pytest.fixture
+async def client(sample_root: Path, tmp_path: Path) -> AsyncIterator[Client]:
+    agent_skill(
+        sample_root,
+        "ops",
+        "deploy-guide",
+        """
+        name: deploy-guide
+        description: >-
+          Roll a service out to a Kubernetes cluster safely, one verified step at a time,
+          with rollback at each stage.
+        """,
+        LONG_BODY,
+    )
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    server = build_server(Settings(roots=[sample_root]), library)
+    try:
+        async with Client(server, raise_exceptions=True) as connected:
+            yield connected
+    finally:
+        library.close()
+
+
+def assert_honest(body: dict[str, Any]) -> None:
+    """tokensUsed is what the data sent costs, by the documented estimate."""
+    assert body["metadata"]["tokensUsed"] == estimate_json_tokens(body["data"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Short one.", "Short one."),
+        ("word " * 40, ("word " * 20).strip() + "…"),
+        (
+            "A first sentence that is long enough to stand alone here. Then a second one follows " + "x" * 80,
+            "A first sentence that is long enough to stand alone here.",
+        ),
+        ("multi\n  line\tdescription", "multi line description"),
+    ],
+)
+def test_one_line_cuts_at_a_word_or_sentence(text: str, expected: str) -> None:
+    assert one_line(text) == expected and len(one_line(text)) <= 100
+
+
+async def test_search_hits_are_compact_and_tokens_used_is_honest(client: Client) -> None:
+    _, body = await call(client, "searchPatterns", {"query": "deploy kubernetes cluster"})
+    hit = body["data"]["hits"][0]
+    assert hit["id"] == "ops/deploy-guide" and "executable" not in hit  # a false flag is left out
+    assert set(hit) - {"verified"} == {"id", "description", "quality", "tokens", "score"}
+    assert hit["description"].endswith("…") and len(hit["description"]) <= 100
+    assert estimate_json_tokens(hit) <= 60
+    assert_honest(body)
+    _, detailed = await call(client, "searchPatterns", {"query": "deploy kubernetes cluster", "detail": True})
+    assert detailed["data"]["hits"][0]["description"].startswith(hit["description"][:-1])
+    assert detailed["data"]["hits"][0]["layout"] == "agent-skills" or "layout" in detailed["data"]["hits"][0]
+    assert_honest(detailed)
+
+
+async def test_a_load_is_minified_and_sends_each_fact_once(client: Client) -> None:
+    _, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    data = body["data"]
+    doc = data["documentation"]
+    assert "<!--" not in doc and "shields.io" not in doc and "\n\n\n" not in doc.split("```")[0]
+    assert "kubectl apply -f step-1.yaml\n\n\n# keep these blank lines 1   \n```" in doc  # fences untouched
+    assert "| flag | meaning |\n|---|---|\n| -f | file |" in doc
+    assert data["description"].startswith("Roll a service out")  # not in the body, so sent once
+    assert set(data["metadata"]) <= {"quality", "verified", "tags", "inputSchema", "resources"}
+    assert "name" not in data and "category" not in data and "continuation" not in data
+    assert_honest(body)
+    _, full = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "includeMetadata": True})
+    assert "description" not in full["data"]["metadata"]["frontmatter"]
+    assert full["data"]["metadata"]["frontmatter"] == {}
+    _, raw = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "detail": True})
+    assert "<!--" in raw["data"]["documentation"] and raw["data"]["name"] == "deploy-guide"
+
+
+async def test_a_description_already_in_the_documentation_is_not_repeated(client: Client) -> None:
+    _, body = await call(client, "loadSkill", {"skillId": "python/slugify"})
+    assert "description" not in body["data"]
+    assert "Turn any title into a URL slug" in body["data"]["documentation"]
+
+
+@pytest.mark.parametrize("max_tokens", [200, 250, 400, 700])
+async def test_max_tokens_pages_at_block_boundaries_and_the_cursor_fetches_the_rest(
+    client: Client, max_tokens: int
+) -> None:
+    _, whole = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "includeMetadata": False})
+    full_doc = whole["data"]["documentation"]
+    parts: list[str] = []
+    args: dict[str, Any] = {"skillId": "ops/deploy-guide", "maxTokens": max_tokens}
+    for _ in range(100):
+        is_error, body = await call(client, "loadSkill", args)
+        assert not is_error, body
+        assert body["metadata"]["tokensUsed"] <= max_tokens
+        assert_honest(body)
+        doc = body["data"]["documentation"]
+        assert doc.count("```") % 2 == 0  # a fence is never cut
+        parts.append(doc)
+        more = body["data"].get("continuation")
+        if more is None:
+            break
+        assert more["remainingTokens"] > 0
+        assert all(path.startswith("Deploy guide > ") for path in more["remainingSections"])
+        args = {"skillId": "ops/deploy-guide", "cursor": more["cursor"], "maxTokens": max_tokens}
+    assert len(parts) > 1 and "".join(parts) == full_doc
+
+
+async def test_a_section_by_heading_path(client: Client) -> None:
+    _, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "section": "step 3"})
+    data = body["data"]
+    assert data["section"] == "Deploy guide > Step 3"
+    assert data["documentation"].startswith("## Step 3") and "## Step 4" not in data["documentation"]
+    is_error, missing = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "section": "Step 99"})
+    assert is_error and missing["error"]["code"] == "VALIDATION_ERROR"
+    assert "Deploy guide > Step 9" in missing["error"]["message"]
+
+
+async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:
+    is_error, body = await call(
+        client, "loadSkill", {"skillId": "database/rls-policy", "maxTokens": 100, "includeCode": True}
+    )
+    assert is_error and body["error"]["code"] == "VALIDATION_ERROR" and "Raise maxTokens" in body["error"]["message"]
+
+
+async def test_a_cursor_from_an_older_version_is_refused(client: Client, sample_root: Path) -> None:
+    _, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "maxTokens": 200})
+    cursor = body["data"]["continuation"]["cursor"]
+    doc = sample_root / "ops" / "deploy-guide" / "SKILL.md"
+    doc.write_text(doc.read_text(encoding="utf-8") + "\n## New\n\nAdded later.\n", encoding="utf-8")
+    is_error, stale = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "cursor": cursor})
+    assert is_error and "changed since" in stale["error"]["message"]
+    is_error, bad = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "cursor": "nonsense"})
+    assert is_error and "not one loadSkill gave" in bad["error"]["message"]
+
+
+async def test_bulk_search_answers_each_query_with_its_own_filters_and_errors(client: Client) -> None:
+    queries = [
+        {"query": "tenant isolation postgres"},
+        {"query": "x", "category": "nope"},
+        {"query": "", "includeExecutable": True, "limit": 1},
+    ]
+    is_error, body = await call(client, "searchPatterns", {"queries": queries})
+    assert not is_error and body["success"] is True
+    first, second, third = body["data"]["results"]
+    assert first["success"] and first["hits"][0]["id"] == "database/rls-policy"
+    assert not second["success"] and second["error"]["code"] == "CATEGORY_INVALID" and "hits" not in second
+    assert third["success"] and len(third["hits"]) == 1 and third["hits"][0]["executable"] is True
+    assert body["metadata"]["resultsCount"] == len(first["hits"]) + 1
+    assert_honest(body)
+
+
+async def test_bulk_load_answers_each_id(client: Client) -> None:
+    ids = ["python/slugify", "python/nope", "database/rls-policy"]
+    is_error, body = await call(client, "loadSkill", {"skillIds": ids, "maxTokens": 400})
+    assert not is_error
+    results = body["data"]["results"]
+    assert [r["skillId"] for r in results] == ids and [r["success"] for r in results] == [True, False, True]
+    assert results[1]["error"]["code"] == "PATTERN_NOT_FOUND"
+    assert results[2]["skill"]["documentation"].startswith("# Row Level Security Policy")
+    assert all(estimate_json_tokens(r["skill"]) <= 400 for r in results if r["success"])
+    assert_honest(body)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"query": "x", "queries": [{"query": "y"}]}, "not both"),
+        ({"queries": []}, "queries"),
+        ({"queries": [{"query": "q"}] * 6}, "queries"),
+        ({"queries": [{"limit": 0}]}, "limit"),
+    ],
+)
+async def test_bulk_search_limits(client: Client, arguments: dict[str, Any], message: str) -> None:
+    is_error, body = await call(client, "searchPatterns", arguments)
+    assert is_error and body["error"]["code"] == "VALIDATION_ERROR" and message in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "Give skillId"),
+        ({"skillId": "a/b", "skillIds": ["a/b"]}, "not both"),
+        ({"skillIds": ["a/b"] * 6}, "skillIds"),
+        ({"skillIds": ["a/b"], "section": "x"}, "not both"),
+        ({"skillId": "a/b", "maxTokens": 10}, "maxTokens"),
+    ],
+)
+async def test_bulk_load_limits(client: Client, arguments: dict[str, Any], message: str) -> None:
+    is_error, body = await call(client, "loadSkill", arguments)
+    assert is_error and body["error"]["code"] == "VALIDATION_ERROR" and message in body["error"]["message"]
