@@ -185,14 +185,12 @@ def envelope_data(result: Any) -> dict[str, Any]:
     return data
 
 
-HIT_KEYS: dict[str, type | tuple[type, ...]] = {
+HIT_KEYS: dict[str, type | tuple[type, ...]] = {  # a compact hit (issue 10); flags appear only when true
     "id": str,
-    "name": str,
-    "category": str,
     "description": str,
     "quality": (int, float),
-    "executable": bool,
     "tokens": int,
+    "score": (int, float),
 }
 META_KEYS: dict[str, type | tuple[type, ...]] = {
     "tokensUsed": int,

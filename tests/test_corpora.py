@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -67,3 +69,25 @@ def test_every_skill_is_in_the_top_3_when_searching_its_own_name(library: SkillL
         if skill.id not in hits:
             misses.append((skill.declared_name, skill.id, hits))
     assert misses == []
+
+
+def test_token_budgets_of_compact_hits_and_paged_loads(library: SkillLibrary) -> None:
+    """Issue 10's budgets on real skills: a hit <= 60 tokens (median), find+load <= 1,200 with maxTokens."""
+    from bench.eval_corpora import load_queries
+    from skillshelf.patterns.service import compact_result, load_for_agent, search_patterns
+    from skillshelf.tokens import estimate_json_tokens
+
+    def tokens(model: Any) -> int:
+        return estimate_json_tokens(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    hit_tokens: list[int] = []
+    find_load: list[int] = []
+    for query in load_queries()[:60]:  # a fixed sample: the first 60 labelled queries, limit 5
+        found = compact_result(search_patterns(library, query.text, limit=5))
+        hit_tokens += [tokens(hit) for hit in found.hits]
+        target = next((h.id for h in found.hits if h.id in query.answers), query.answers[0])
+        loaded = tokens(load_for_agent(library, target, max_tokens=900))
+        assert loaded <= 900, target
+        find_load.append(tokens(found) + loaded)
+    assert statistics.median(hit_tokens) <= 60
+    assert statistics.median(find_load) <= 1200

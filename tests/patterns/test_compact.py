@@ -66,7 +66,7 @@ def assert_honest(body: dict[str, Any]) -> None:
     ("text", "expected"),
     [
         ("Short one.", "Short one."),
-        ("word " * 40, ("word " * 20).strip() + "…"),
+        ("word " * 40, ("word " * 18).strip() + "…"),
         (
             "A first sentence that is long enough to stand alone here. Then a second one follows " + "x" * 80,
             "A first sentence that is long enough to stand alone here.",
@@ -75,7 +75,7 @@ def assert_honest(body: dict[str, Any]) -> None:
     ],
 )
 def test_one_line_cuts_at_a_word_or_sentence(text: str, expected: str) -> None:
-    assert one_line(text) == expected and len(one_line(text)) <= 100
+    assert one_line(text) == expected and len(one_line(text)) <= 90
 
 
 async def test_search_hits_are_compact_and_tokens_used_is_honest(client: Client) -> None:
@@ -83,7 +83,7 @@ async def test_search_hits_are_compact_and_tokens_used_is_honest(client: Client)
     hit = body["data"]["hits"][0]
     assert hit["id"] == "ops/deploy-guide" and "executable" not in hit  # a false flag is left out
     assert set(hit) - {"verified"} == {"id", "description", "quality", "tokens", "score"}
-    assert hit["description"].endswith("…") and len(hit["description"]) <= 100
+    assert hit["description"].endswith("…") and len(hit["description"]) <= 90
     assert estimate_json_tokens(hit) <= 60
     assert_honest(body)
     _, detailed = await call(client, "searchPatterns", {"query": "deploy kubernetes cluster", "detail": True})
@@ -136,7 +136,7 @@ async def test_max_tokens_pages_at_block_boundaries_and_the_cursor_fetches_the_r
         if more is None:
             break
         assert more["remainingTokens"] > 0
-        assert all(path.startswith("Deploy guide > ") for path in more["remainingSections"])
+        assert all(title.startswith(("Step", "Reference")) for title in more["remainingSections"])
         args = {"skillId": "ops/deploy-guide", "cursor": more["cursor"], "maxTokens": max_tokens}
     assert len(parts) > 1 and "".join(parts) == full_doc
 

@@ -84,12 +84,21 @@ def test_blocks_tile_the_document_and_keep_a_fence_whole() -> None:
 def test_a_cut_never_lands_inside_a_fence_or_a_table(budget: int) -> None:
     doc = minify_markdown(FENCED * 3)
     blocks = split_blocks(doc)
-    stop = cut(blocks, 0, len(doc), lambda at: at <= budget)
+    stop = cut(doc, blocks, 0, len(doc), lambda at: at <= budget)
     assert stop <= max(budget, 0)
     kept = doc[:stop]
     assert kept.count("```") % 2 == 0  # every fence that starts in the part also ends in it
     assert not kept.rstrip("\n").endswith("| a  | b |")  # a table is not split from its rows
-    assert stop in {b.end for b in blocks} | {0}
+    assert stop in {b.end for b in blocks} | {0} or (doc[stop - 1] == "\n" and not doc[:stop].endswith("```\n"))
+
+
+def test_a_long_list_is_cut_between_lines_when_no_block_fits() -> None:
+    doc = "".join(f"- item {i} with some words\n" for i in range(20)) + "\n```\n" + "code\n" * 20 + "```\n"
+    blocks = split_blocks(doc)
+    stop = cut(doc, blocks, 0, len(doc), lambda at: at <= 100)
+    assert 0 < stop <= 100 and doc[:stop].endswith("\n") and doc[:stop].count("\n") == 4
+    fence = blocks[-1]
+    assert fence.whole and cut(doc, blocks, fence.start, len(doc), lambda at: at - fence.start <= 50) == fence.start
 
 
 def test_heading_paths_and_sections() -> None:

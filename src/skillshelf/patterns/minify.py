@@ -99,6 +99,7 @@ class Block:
     end: int
     path: tuple[str, ...]  # heading path in force at this block (a heading's own path includes it)
     level: int = 0  # 1-6 for a heading block, 0 otherwise
+    whole: bool = False  # a code fence or a table: never split
 
 
 def split_blocks(text: str) -> list[Block]:
@@ -112,7 +113,8 @@ def split_blocks(text: str) -> list[Block]:
     def close(at: int) -> None:
         nonlocal start
         if start is not None:
-            blocks.append(Block(start, at, tuple(title for _, title in stack)))
+            whole = bool(FENCE.match(text[start:at]) or TABLE_LINE.match(text[start:at]))
+            blocks.append(Block(start, at, tuple(title for _, title in stack), whole=whole))
             start = None
 
     for line in text.splitlines(keepends=True):
@@ -151,7 +153,7 @@ def _absorb_gaps(blocks: list[Block], length: int) -> list[Block]:
     for i, block in enumerate(blocks):
         start = 0 if i == 0 else block.start
         end = blocks[i + 1].start if i + 1 < len(blocks) else length
-        tiled.append(Block(start, end, block.path, block.level))
+        tiled.append(Block(start, end, block.path, block.level, block.whole))
     return tiled
 
 
@@ -188,24 +190,42 @@ def _path_key_of(path: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(part.lower() for part in path)
 
 
+def top_sections(blocks: list[Block], start: int, end: int, limit: int) -> list[str]:
+    """The titles of the highest-level headings that begin within [start, end), at most `limit`."""
+    headings = [b for b in blocks if b.level and start <= b.start < end]
+    if not headings:
+        return []
+    top = min(b.level for b in headings)
+    return [b.path[-1] for b in headings if b.level == top][:limit]
+
+
 def section_paths(blocks: list[Block], start: int = 0, end: int | None = None) -> list[str]:
     """The heading paths of the headings that begin within [start, end)."""
     stop = blocks[-1].end if end is None and blocks else (end or 0)
     return [heading_path(b) for b in blocks if b.level and start <= b.start < stop]
 
 
-def cut(blocks: list[Block], start: int, end: int, fits: Callable[[int], bool]) -> int:
+def cut(text: str, blocks: list[Block], start: int, end: int, fits: Callable[[int], bool]) -> int:
     """The furthest block boundary `stop` in (start, end] with `fits(stop)`; `start` when none fits.
 
     `fits` must be monotone (a longer part never fits when a shorter one does not). Blocks that end
-    before `start` are skipped; a section's end may fall between blocks and is a boundary too.
+    before `start` are skipped; a section's end may fall between blocks and is a boundary too. When
+    not even the first block fits and it is prose or a list (not a fence or a table), it is cut at
+    the last line end that fits, so a long list still pages.
     """
     stop = start
+    first: Block | None = None
     for block in blocks:
         if block.end <= start or block.start >= end:
             continue
+        first = first or block
         block_end = min(block.end, end)
         if not fits(block_end):
             break
         stop = block_end
+    if stop == start and first is not None and not first.whole:
+        at = text.find("\n", start, min(first.end, end))
+        while at >= 0 and fits(at + 1):
+            stop = at + 1
+            at = text.find("\n", stop, min(first.end, end))
     return stop

@@ -123,7 +123,7 @@ class Continuation(WireModel):
 
     cursor: str  # pass back as loadSkill's `cursor` for the next part
     remaining_tokens: int  # estimated tokens of the documentation left out
-    remaining_sections: list[str]  # heading paths ("Usage > Options") that start in the part left out
+    remaining_sections: list[str]  # titles of the top-level sections left out (each works as `section`)
 
 
 class LoadedSkill(WireModel):

@@ -54,8 +54,8 @@ MAX_LIMIT = 50
 MAX_CODE_BYTES = 256 * 1024
 SCRIPT_LANGUAGES = {**CODE_LANGUAGES, ".sh": "sh", ".bash": "bash"}
 MAX_BULK = 5  # queries or ids in one bulk call
-HIT_DESCRIPTION_CHARS = 100  # a compact hit's one-line description, ellipsis included
-MAX_REMAINING_SECTIONS = 20
+HIT_DESCRIPTION_CHARS = 90  # a compact hit's one-line description, ellipsis included
+MAX_REMAINING_SECTIONS = 10
 
 
 def search_patterns(
@@ -542,7 +542,7 @@ def _continuation(doc: str, blocks: list[minify.Block], stop: int, end: int, dig
     return Continuation(
         cursor=f"{stop}-{end}.{digest}",
         remaining_tokens=estimate_text_tokens(doc[stop:end]),
-        remaining_sections=minify.section_paths(blocks, stop, end)[:MAX_REMAINING_SECTIONS],
+        remaining_sections=minify.top_sections(blocks, stop, end, MAX_REMAINING_SECTIONS),
     )
 
 
@@ -569,7 +569,7 @@ def _fit(
 
     if cost(end) <= max_tokens:
         return end
-    stop = minify.cut(blocks, start, end, lambda at: cost(at) <= max_tokens)
+    stop = minify.cut(doc, blocks, start, end, lambda at: cost(at) <= max_tokens)
     if stop == start:
         first = next((min(b.end, end) for b in blocks if b.end > start), end)
         raise SkillshelfError(
