@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -104,7 +105,7 @@ def test_an_index_from_an_older_schema_is_rebuilt(sample_root: Path, tmp_path: P
     config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
     path = choose_index_path(config)
     path.parent.mkdir(parents=True)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE sources(key TEXT)")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
     library = SkillLibrary(config)
@@ -204,7 +205,7 @@ def test_several_processes_building_one_index_at_once_agree_and_corrupt_nothing(
     try:
         assert library.sync().parsed == 0
         assert ids(library, "topic17") == ["bulk/skill-17"]
-        with sqlite3.connect(choose_index_path(library.config)) as conn:
+        with closing(sqlite3.connect(choose_index_path(library.config))) as conn, conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         library.close()
