@@ -240,3 +240,18 @@ def test_a_first_index_reports_progress_batch_by_batch(tmp_path: Path, monkeypat
     finally:
         library.close()
     assert seen == [(2, 5), (4, 5), (5, 5)]
+
+
+def test_a_file_made_unreadable_is_read_again_and_reported_not_kept(sample_root: Path, tmp_path: Path) -> None:
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    doc = sample_root / "python" / "slugify.md"
+    try:
+        library.sync()
+        doc.chmod(0o000)  # only the permissions change: same mtime, same size
+        assert library.sync().parsed == 1
+        if os.geteuid() != 0:  # root reads it anyway; for anyone else it is gone and reported
+            assert "python/slugify" not in ids(library, "")
+            assert any(f.code == "file-unreadable" and f.path.endswith("slugify.md") for f in library.findings())
+    finally:
+        doc.chmod(0o644)
+        library.close()
