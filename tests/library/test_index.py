@@ -13,7 +13,8 @@ import anyio
 import pytest
 
 from skillshelf.library import skill_library
-from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression, query_terms
+from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression
+from skillshelf.library.query import query_terms
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, choose_index_path
 from tests.conftest import agent_skill, three_file, write
 

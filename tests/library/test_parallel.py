@@ -22,7 +22,7 @@ def force_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     """Take the worker path even for a small input and on a one-core machine."""
     monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 2)
     monkeypatch.setattr(parallel, "CHUNK", 4)
-    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
 
 
 @pytest.mark.usefixtures("force_parallel")
@@ -52,7 +52,7 @@ def test_a_library_indexed_by_workers_equals_one_indexed_in_process(
     (root / "cat0" / "broken" / "SKILL.md").write_bytes(b"---\nname: [unclosed\n---\n\xff\xfe body")
     in_process = library_rows(root, tmp_path / "serial")
     monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 2)
-    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     by_workers = library_rows(root, tmp_path / "workers")
     assert len(by_workers) == 25
     assert by_workers == in_process
@@ -60,7 +60,7 @@ def test_a_library_indexed_by_workers_equals_one_indexed_in_process(
 
 def test_a_pool_that_cannot_start_falls_back_to_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 2)
-    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
 
     def no_processes(*_args: object, **_kwargs: object) -> None:
         raise OSError("no more processes")
