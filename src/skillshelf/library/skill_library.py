@@ -280,6 +280,11 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     def find(self, skill_id: str) -> IndexedSkill:
         """The skill with this id, or an error that names close matches (the agent's next step)."""
         if len(skill_id) > MAX_SKILL_ID or not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+            if "/" not in skill_id and len(skill_id) <= MAX_SKILL_ID:
+                self.ensure_fresh()
+                same_name = [i for i, _ in self.index.ids_and_names() if i.rsplit("/", 1)[-1] == skill_id]
+                if same_name:  # a bare name: the ids it could mean are the agent's next step
+                    raise PatternNotFoundError(skill_id, sorted(same_name)[:3])
             shown = skill_id if len(skill_id) <= 80 else skill_id[:80] + "..."
             raise SkillshelfError(
                 ErrorCode.VALIDATION_ERROR,
