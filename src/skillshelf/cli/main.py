@@ -643,6 +643,7 @@ def _echo_finding(finding: Finding) -> None:
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 def init(directory: Path | None) -> None:
     """Create a library (default ~/.shared-patterns) seeded with the bundled example skills."""
+    from skillshelf.library.skill_library import READ_ONLY_MARKER
     from skillshelf.settings import DEFAULT_LIBRARY, bundled_library_path
 
     target = (directory or DEFAULT_LIBRARY).expanduser()
@@ -651,7 +652,8 @@ def init(directory: Path | None) -> None:
         raise click.ClickException("the bundled example library is missing from this installation")
     if target.exists() and any(target.iterdir()):
         raise click.ClickException(f"{display_path(target)} already exists and is not empty; choose another folder")
-    shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".skillshelf", "__pycache__"))
+    skip = shutil.ignore_patterns(".skillshelf", READ_ONLY_MARKER, "__pycache__")  # the copy is the user's to write
+    shutil.copytree(source, target, dirs_exist_ok=True, ignore=skip)
     count = sum(1 for _ in target.rglob("*.md"))
     click.echo(f"Created {display_path(target)} with the example skills ({count} markdown files).")
     click.echo(f"Serve it with: skillshelf serve --library {display_path(target)}")

@@ -41,6 +41,9 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 T = TypeVar("T")
 
 INDEX_DIR_NAME = ".skillshelf"
+# A library root holding this file is never written to: its index and usage go to the user cache
+# (the bundled examples carry it, so serving a source checkout leaves the checkout clean).
+READ_ONLY_MARKER = ".skillshelf-readonly"
 WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 MAX_SKILL_ID = 300
@@ -89,6 +92,8 @@ def choose_state_dir(config: LibraryConfig) -> Path:
         return config.index_dir
     for root in config.roots:
         if root in config.read_only_roots or not root.is_dir() or not os.access(root, os.W_OK):
+            continue
+        if (root / READ_ONLY_MARKER).exists():
             continue
         directory = root / INDEX_DIR_NAME
         try:
