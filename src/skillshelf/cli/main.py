@@ -439,8 +439,8 @@ def run_skill(
     """Run a skill in a limited child process, as executeSkill does; print its output as JSON.
 
     Typing this command is consent to run the skill, so --allow-exec is not needed here; an
-    execution allow-list in the config file still applies. The use is recorded with source `cli`,
-    apart from agents' uses.
+    execution allow-list in the config file still applies. A curator's run is not recorded as a use
+    (agents' executeSkill runs are), so test runs never make a skill "most used".
     """
     import anyio
 
@@ -453,7 +453,9 @@ def run_skill(
             result: Any = service.dry_run(library, settings, skill_id, payload, script, timeout_s, list(args))
         else:
             result = anyio.run(
-                lambda: service.execute_skill(library, settings, skill_id, payload, script, timeout_s, args=list(args))
+                lambda: service.execute_skill(
+                    library, settings, skill_id, payload, script, timeout_s, args=list(args), record_use=False
+                )
             )
     print_json(model_json(result))
 
