@@ -104,3 +104,30 @@ def test_a_curators_run_is_not_counted_as_a_use() -> None:
     assert json.loads(result.stdout)["output"] == "a-b"
     usage = CliRunner().invoke(cli, ["usage", "-l", bundled, "--json"])
     assert json.loads(usage.stdout)["patterns"] == []
+
+
+@pytest.mark.anyio
+async def test_keyword_beside_a_different_query_is_refused_not_ignored(sample_root: Path, tmp_path: Path) -> None:
+    from mcp import Client
+
+    from skillshelf.server import build_server
+    from skillshelf.settings import Settings
+    from tests.conftest import call
+
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=[sample_root]), library)) as client:
+            is_error, body = await call(client, "searchPatterns", {"query": "slugify", "keyword": "postgres"})
+            assert is_error and body["error"]["code"] == "VALIDATION_ERROR"
+            assert "Pass one of them" in body["error"]["message"]
+            is_error, body = await call(client, "searchPatterns", {"query": "slugify", "keyword": "slugify"})
+            assert not is_error and body["data"]["hits"][0]["id"] == "python/slugify"
+    finally:
+        library.close()
+
+
+def test_a_script_for_a_three_file_skill_is_refused_in_cli_words() -> None:
+    bundled = str(Path(__file__).resolve().parents[1] / "patterns")
+    result = CliRunner().invoke(cli, ["run", "-l", bundled, "python/slugify", "--script", "x.py", "--dry-run"])
+    assert result.exit_code == 1
+    assert "takes no --script. Call it again without --script." in result.output
