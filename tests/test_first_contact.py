@@ -6,6 +6,7 @@ stops at once, and an HTTP start-up that binds before it says "serving" and name
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -169,3 +170,42 @@ async def test_a_host_not_allowed_is_told_which_flag_allows_it() -> None:
         answer = await http.get("/health", headers={"Host": "192.0.2.1:8765"})
     assert answer.status_code == 421
     assert "--allowed-host 192.0.2.1" in answer.text
+
+
+def large_library(root: Path, count: int = 210) -> Path:
+    for number in range(count):
+        write(root / f"c{number % 7}" / f"skill-{number}.md", f"# Skill {number}\n\nDoes thing number {number}.\n")
+    return root
+
+
+def test_a_first_index_off_a_terminal_logs_one_line_and_a_second_run_none(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from skillshelf.cli import cli
+
+    root = large_library(tmp_path / "big")
+    first = CliRunner().invoke(cli, ["categories", "-l", str(root), "--json"])
+    assert first.exit_code == 0
+    lines = [line for line in first.stderr.splitlines() if "indexing" in line]
+    assert lines == ["skillshelf INFO skillshelf.start: indexing the library: 210 skills to parse (a first index "
+                     "takes a moment)"]  # fmt: skip
+    assert json.loads(first.stdout)["totalSkills"] == 210
+    again = CliRunner().invoke(cli, ["categories", "-l", str(root), "--json"])
+    assert again.exit_code == 0 and "indexing" not in again.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_first_index_on_a_terminal_shows_live_progress(tmp_path: Path, isolated_environment: Path) -> None:
+    import pty
+
+    root = large_library(tmp_path / "big")
+    controller, terminal = pty.openpty()
+    command = [sys.executable, "-m", "skillshelf", "categories", "-l", str(root)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=terminal, env=serve_env(isolated_environment)) as run:
+        os.close(terminal)
+        shown = read_until(controller, r"210/210 skills\r?\n")
+        stdout, _ = run.communicate(timeout=LIVENESS_S)
+    os.close(controller)
+    assert run.returncode == 0
+    assert "\rindexing the library: 210/210 skills" in shown, shown
+    assert b"210 skills in 7 categories" in stdout
