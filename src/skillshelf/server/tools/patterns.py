@@ -9,6 +9,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from skillshelf.envelope import Envelope
+from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.models import CategoryList, LoadedSkill, SearchResult, SkillFile, UsageRecorded
@@ -16,6 +17,16 @@ from skillshelf.projects import ProjectRoots
 from skillshelf.server.tooling import make_tool, respond, respond_fresh
 
 RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+
+def one_query(query: str | None, keyword: str | None) -> str:
+    """`keyword` is the seed's name for `query`: either one, or both saying the same; never one silently dropped."""
+    if query and keyword and query.strip() != keyword.strip():
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"query {query!r} and keyword {keyword!r} differ, and keyword is only query's old name. Pass one of them.",
+        )
+    return query or keyword or ""
 
 
 def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) -> list[Tool]:
@@ -46,7 +57,7 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
             library,
             lambda: service.search_patterns(
                 library,
-                query or keyword or "",
+                one_query(query, keyword),
                 category=category,
                 include_executable=includeExecutable,
                 min_quality=minQuality,
