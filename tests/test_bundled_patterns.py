@@ -46,7 +46,7 @@ AGENT_KEYS = {"name", "description", "license", "compatibility", "metadata", "al
 
 
 def categories() -> list[Path]:
-    return sorted(path for path in PATTERNS.iterdir() if path.is_dir())
+    return sorted(path for path in PATTERNS.iterdir() if path.is_dir() and not path.name.startswith("."))
 
 
 def three_file_ids() -> list[str]:
@@ -130,12 +130,19 @@ def mean_rounded(scores: list[float]) -> float:
     return float(mean.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
 
 
+def hidden(path: Path) -> bool:
+    """Dot-folders and dot-files (an index a server wrote, an editor's state) are not the library's content."""
+    return any(part.startswith(".") for part in path.relative_to(PATTERNS).parts)
+
+
 def all_markdown_files() -> list[Path]:
-    return sorted(PATTERNS.rglob("*.md"))
+    return sorted(path for path in PATTERNS.rglob("*.md") if not hidden(path))
 
 
 def all_files() -> list[Path]:
-    return sorted(path for path in PATTERNS.rglob("*") if path.is_file() and "__pycache__" not in path.parts)
+    return sorted(
+        path for path in PATTERNS.rglob("*") if path.is_file() and "__pycache__" not in path.parts and not hidden(path)
+    )
 
 
 def rel(path: Path) -> str:
@@ -181,7 +188,7 @@ def test_category_and_skill_names_follow_naming_rules() -> None:
 
 
 def test_only_a_top_level_readme_exists_in_patterns() -> None:
-    readmes = [rel(path) for path in PATTERNS.rglob("*") if path.name.lower().startswith("readme")]
+    readmes = [rel(path) for path in PATTERNS.rglob("*") if path.name.lower().startswith("readme") and not hidden(path)]
     assert readmes == ["README.md"]
 
 

@@ -138,7 +138,7 @@ def test_notes_lists_a_projects_memory(tmp_path: Path) -> None:
     add_note(roots, "shop", "blocker", "CI runner lacks Docker")
     code, output = run("notes", "--projects-root", str(tmp_path / "dev"), "shop", "--type", "decision")
     assert code == 0 and "Use Postgres row level security" in output and "Docker" not in output
-    assert "1 of 1 notes in shop" in output
+    assert "1 of 1 note in shop" in output
     code, output = run("notes", "--projects-root", str(tmp_path / "dev"), "../elsewhere")
     assert code == 1 and "[ACCESS_DENIED]" in output
 

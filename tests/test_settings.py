@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,12 @@ def test_a_named_config_file_must_exist_but_the_default_one_is_optional(tmp_path
     with pytest.raises(SkillshelfError):
         resolve_settings(config_path=tmp_path / "missing.toml", env={})
     assert resolve_settings(env={"XDG_CONFIG_HOME": str(tmp_path)}).execution.enabled is False
+
+
+def test_the_test_environment_hides_the_developers_configuration(isolated_environment: Path) -> None:
+    """Guards the autouse fixture: a real SKILLSHELF_* variable or home folder would make tests lie."""
+    leaked = sorted(n for n in os.environ if n.startswith("SKILLSHELF_") and n != "SKILLSHELF_CACHE_DIR")
+    assert leaked == []
+    assert Path.home() == isolated_environment
+    for variable in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        assert Path(os.environ[variable]).is_relative_to(isolated_environment)

@@ -32,9 +32,15 @@ class AccessDeniedError(SkillshelfError):
 
 
 class ProjectNotFoundError(SkillshelfError):
-    def __init__(self, project: str, known: list[str]) -> None:
-        hint = f" Known projects: {', '.join(known[:20])}." if known else ""
-        super().__init__(ErrorCode.PROJECT_NOT_FOUND, f"No project {project!r} under the project roots.{hint}")
+    def __init__(self, project: str, known: list[str], roots: list[Path] | None = None) -> None:
+        searched = ", ".join(display_path(r) for r in roots or []) or "none configured"
+        hint = f" Known projects: {', '.join(known[:20])}." if known else " No projects there yet."
+        super().__init__(
+            ErrorCode.PROJECT_NOT_FOUND,
+            f"No project {project!r} under the project roots searched ({searched}).{hint} Projects elsewhere: "
+            "start skillshelf with --projects-root PATH (or set SKILLSHELF_PROJECTS).",
+            suggestions=known[:20],
+        )
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ class ProjectRoots:
             return Project(name=real.relative_to(root).as_posix(), path=real, root=root)
         if any(self.root_of(Path(os.path.realpath(c))) is None for c in candidates):
             raise AccessDeniedError(project, list(self.roots))
-        raise ProjectNotFoundError(project, self.names())
+        raise ProjectNotFoundError(project, self.names(), list(self.roots))
 
     def _candidates(self, project: str) -> list[Path]:
         """An absolute or '~' path as given; anything else relative to each root in turn."""

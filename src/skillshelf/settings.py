@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from skillshelf.config.team import AuthSettings, CallLogSettings
 from skillshelf.config.views import ViewSettings
@@ -68,6 +68,12 @@ class ConfigFile(BaseModel):
     views: dict[str, ViewSettings] = Field(default_factory=dict)
     auth: AuthSettings | None = None
     call_log: CallLogSettings | None = None
+
+    @field_validator("library", "projects", mode="before")
+    @classmethod
+    def _one_path_or_many(cls, value: object) -> object:
+        """`library = "~/skills"` means the same as `library = ["~/skills"]`, as the variables allow."""
+        return [value] if isinstance(value, str) else value
 
 
 class Settings(BaseModel):

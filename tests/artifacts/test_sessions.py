@@ -49,7 +49,7 @@ def test_a_session_summary_gives_every_section_and_the_code_blocks(roots: Projec
     assert loaded.next_steps == ["Log out everywhere on password change"]
     assert [(c.language, c.file, c.section) for c in loaded.code or []] == [
         ("python", "auth.py", "Next Steps"),
-        ("ts", "src/auth.ts", "Next Steps"),
+        ("typescript", "src/auth.ts", "Next Steps"),
     ]
     assert loaded.code is not None and loaded.code[0].code.startswith("def login(user: str)")
     assert loaded.files == ["2025-11-05-auth-flow/session-summary.md"] and loaded.warnings == []

@@ -47,7 +47,7 @@ def test_the_estimate_is_deterministic_and_names_every_missing_point() -> None:
     first = estimate(facts, [])
     assert first == estimate(facts, [])
     score, reasons = first
-    assert score == 2.0  # 1 for a short description + 1 for no findings
+    assert score == 1.8  # 0.75 for a short description + 1 for no findings
     assert len(reasons) == 8
 
 
@@ -60,4 +60,49 @@ def test_a_well_made_skill_estimates_as_verified(tmp_path: Path) -> None:
     three_file(tmp_path, "c", "good", doc, code="def good() -> None: ...\n")
     (skill,) = check_roots([tmp_path]).skills
     assert skill.quality.source == "estimated"
-    assert skill.quality.score == 9.5 and skill.quality.verified
+    assert skill.quality.score == 7.5 and skill.quality.verified  # 229 words: 1 of 3 body points
+
+
+def test_a_short_folder_skill_with_every_part_is_not_verified(tmp_path: Path) -> None:
+    """Issue 13: an 80-word Agent Skills folder scored 8.8 and was verified."""
+    from tests.conftest import agent_skill
+
+    body = (
+        "# Tiny\n\n## When to use\n\nUse this when a tiny thing is needed.\n\n## Steps\n\n"
+        + "step " * 60
+        + "\n\n## Example\n\n```sh\nrun it\n```\n\n## Testing\n\nCheck it.\n"
+    )
+    folder = agent_skill(
+        tmp_path, "c", "tiny", "name: tiny\ndescription: Use when you need a tiny example skill with every part.", body
+    ).parent
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "run.py").write_text("print('ok')\n", encoding="utf-8")
+    (skill,) = check_roots([tmp_path]).skills
+    assert skill.quality.source == "estimated"
+    assert skill.quality.score == 6.0 and not skill.quality.verified
+    assert any("stub" in reason for reason in skill.quality.reasons)
+
+
+def test_the_estimate_follows_the_published_corpus_scale() -> None:
+    def facts(words: int) -> QualityFacts:
+        return QualityFacts(
+            description="Use when you need a skill with a description of a sensible length.",
+            headings=("When to use", "Steps", "Example"), code_blocks=1, word_count=words,
+            executable=False, has_tags=False, has_metadata=False,
+        )  # fmt: skip
+
+    scores = [estimate(facts(words), [])[0] for words in (40, 100, 200, 350, 1100)]
+    assert scores == sorted(set(scores))  # a longer body scores higher at each of the corpus's steps
+    assert scores[-1] >= 7.0 > scores[1]  # a median-length published skill verifies, a stub never does
+
+
+def test_an_empty_metadata_file_is_a_finding_and_adds_nothing(tmp_path: Path) -> None:
+    doc = "# Plain\n\nUse when you need a plain skill that has nothing beyond its documentation file.\n"
+    three_file(tmp_path / "without", "c", "plain", doc)
+    three_file(tmp_path / "with", "c", "plain", doc, meta="\n")
+    (bare,) = check_roots([tmp_path / "without"]).skills
+    report = check_roots([tmp_path / "with"])
+    (empty,) = report.skills
+    assert [f.code for f in report.findings] == ["metadata-empty"]
+    assert str(report.findings[0].path).endswith("plain-SKILL.md")
+    assert empty.quality.score < bare.quality.score

@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -163,8 +163,8 @@ def test_only_corruption_codes_count_as_damage(tmp_path: Path) -> None:
     read_only.close()
     garbage = tmp_path / "garbage.sqlite3"
     garbage.write_bytes(b"not a database at all" * 100)
-    with pytest.raises(sqlite3.DatabaseError) as notadb_error:
-        sqlite3.connect(garbage).execute("SELECT * FROM sqlite_master").fetchall()
+    with closing(sqlite3.connect(garbage)) as conn, pytest.raises(sqlite3.DatabaseError) as notadb_error:
+        conn.execute("SELECT * FROM sqlite_master").fetchall()
     assert not is_corruption(readonly_error.value)
     assert is_corruption(notadb_error.value)
 

@@ -194,7 +194,7 @@ class ArtifactIndex(FtsIndex):
 
 def _session(row: Any) -> IndexedSession:
     project, session_id, date, modified, title, summary, tokens, score = row
-    relevance = float(f"{-score:.4g}") + 0.0  # 4 significant digits; + 0.0 turns -0.0 into 0.0
+    relevance = round(-score, 2) + 0.0  # as ranked (to 2 places; never 2.1e-06); + 0.0 turns -0.0 into 0.0
     return IndexedSession(project, session_id, date, modified, title, summary, tokens, relevance)
 
 

@@ -287,12 +287,17 @@ class _MarkdownWalker:
 
 
 def inline_text(token: Token) -> str:
-    """The readable text of an inline token: markup dropped, code spans and link text kept."""
+    """The readable text of an inline token: markup dropped, link text kept, code spans kept with their
+    backticks (a decision about `retry_after` must still say which word is code)."""
     if not token.children:
         return token.content.strip()
     parts: list[str] = []
     for child in token.children:
-        if child.type in ("text", "code_inline", "html_inline"):
+        if child.type == "code_inline":
+            fence = child.markup or "`"
+            padding = " " if child.content.startswith("`") or child.content.endswith("`") else ""
+            parts.append(f"{fence}{padding}{child.content}{padding}{fence}")
+        elif child.type in ("text", "html_inline"):
             parts.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")

@@ -114,7 +114,7 @@ def get_session_code(
     return SessionCode(
         project=files.project,
         session_id=files.session_id,
-        language=language,
+        language=wanted,
         blocks=[_block(b) for b in blocks],
         languages=languages,
         warnings=warnings,
@@ -134,6 +134,7 @@ def _language(block: CodeBlock) -> str | None:
 
 
 def _block(block: CodeBlock) -> CodeBlockInfo:
+    """Languages by one name everywhere (`ts` blocks and a `ts` filter both say `typescript`)."""
     return CodeBlockInfo(
-        language=block.language, file=block.file, code=block.code, section=block.section, source=block.source
+        language=_language(block), file=block.file, code=block.code, section=block.section, source=block.source
     )

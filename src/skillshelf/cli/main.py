@@ -15,18 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
-from pydantic import BaseModel
 
 from skillshelf import __version__
-from skillshelf.errors import SkillshelfError
+from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, table
 from skillshelf.library.models import Finding
 from skillshelf.library.paths import display_path
+from skillshelf.memory.service import NOTE_TYPES
 
 if TYPE_CHECKING:
     from skillshelf.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger("skillshelf")
+start_log = logging.getLogger("skillshelf.start")  # start-up lines, shown by default
 
 
 def _configure_logging(verbose: int) -> None:
@@ -37,22 +38,35 @@ def _configure_logging(verbose: int) -> None:
         level=logging.WARNING, stream=sys.stderr, format="skillshelf %(levelname)s %(name)s: %(message)s", force=True
     )
     logging.getLogger("skillshelf").setLevel(level)
+    start_log.setLevel(min(level, logging.INFO))
+
+
+def _remember_allow_missing(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    ctx.meta["skillshelf.allow_missing"] = value
 
 
 def library_option(fn: F) -> F:
+    fn = click.option(
+        "--allow-missing",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember_allow_missing,
+        help="Accept library roots that do not exist (yet); without it a missing root is an error.",
+    )(fn)
     return click.option(
         "--library",
         "-l",
         "libraries",
         multiple=True,
         type=click.Path(path_type=Path),
-        help="Library root (repeatable; first wins a name collision). Default: $SKILLSHELF_LIBRARY, "
-        "then ~/.shared-patterns, then the bundled examples.",
+        help="Library root (repeatable; the first wins a name collision). Default: $SKILLSHELF_LIBRARY, then "
+        "`library` in the config file (~/.config/skillshelf/config.toml), then ~/.shared-patterns, then the "
+        "bundled examples.",
     )(fn)
 
 
 def json_option(fn: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(fn)
+    return click.option("--json", "as_json", is_flag=True, help="Print the tools' JSON instead of text.")(fn)
 
 
 def _settings(libraries: tuple[Path, ...], **options: Any) -> Settings:
@@ -61,10 +75,7 @@ def _settings(libraries: tuple[Path, ...], **options: Any) -> Settings:
 
     context = click.get_current_context(silent=True)
     config = context.find_root().obj.get("config") if context and context.find_root().obj else None
-    try:
-        return resolve_settings(libraries, config_path=config, **options)
-    except SkillshelfError as exc:
-        raise _fail(exc) from exc
+    return resolve_settings(libraries, config_path=config, **options)
 
 
 @contextmanager
@@ -74,8 +85,11 @@ def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterato
     settings = _settings(libraries, watch=watch)
     _announce_roots(settings.roots, settings.using_bundled)
     library = SkillLibrary(settings.library_config())
+    progress = IndexProgress()
+    library.add_progress_listener(progress)
     try:
         library.sync()
+        progress.done()
         yield library
     finally:
         library.close()
@@ -89,23 +103,48 @@ def _announce_roots(roots: list[Path], using_bundled: bool) -> None:
         )
     if not roots:
         raise click.ClickException("no library roots; pass --library PATH")
+    context = click.get_current_context(silent=True)
+    allow_missing = bool(context and context.meta.get("skillshelf.allow_missing"))
+    missing = [r for r in roots if not r.expanduser().is_dir()]
+    if missing and not allow_missing:
+        names = ", ".join(display_path(r) for r in missing)
+        raise click.UsageError(
+            f"library root {names} is not a folder. Check --library, $SKILLSHELF_LIBRARY or `library` in the "
+            "config file, or pass --allow-missing to use it anyway."
+        )
 
 
-def _fail(exc: SkillshelfError) -> click.ClickException:
-    return click.ClickException(f"{exc.message} [{exc.code}]")
+class IndexProgress:
+    """Progress of an index build for people: a live line on a terminal (stderr), else one log line.
+
+    Only a build worth waiting for shows anything: re-syncs of a few changed files stay silent."""
+
+    THRESHOLD = 200  # skills to parse before progress is worth showing
+
+    def __init__(self) -> None:
+        self.terminal = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, parsed: int, total: int) -> None:
+        if total < self.THRESHOLD:
+            return
+        if self.terminal:
+            sys.stderr.write(f"\rindexing the library: {parsed}/{total} skills")
+            sys.stderr.flush()
+            self.shown = True
+        elif not self.shown:
+            start_log.info("indexing the library: %d skills to parse (a first index takes a moment)", total)
+            self.shown = True
+
+    def done(self) -> None:
+        if self.terminal and self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+        self.shown = False
 
 
-def _print_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-def _print_model(model: BaseModel) -> None:
-    """A tool's data as the tools send it (camelCase, no empty optional fields)."""
-    _print_json(model.model_dump(mode="json", by_alias=True, exclude_none=True))
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="skillshelf")
+@click.group(cls=SkillshelfGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="skillshelf")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.option(
     "--config",
@@ -169,14 +208,12 @@ def serve(
     if http:
         from skillshelf.server.http import refuse_unsafe_exposure
 
-        try:
-            refuse_unsafe_exposure(host, settings.execution.enabled)
-        except SkillshelfError as exc:
-            raise _fail(exc) from exc
+        refuse_unsafe_exposure(host, settings.execution.enabled)
     if settings.execution.enabled:
         scope = ", ".join(settings.execution.allow) or "any skill"
         logger.warning("skill execution is ON (%s); see docs/security.md", scope)
     _announce_roots(settings.roots, settings.using_bundled)
+    listener = _bind(host, port) if http else None  # before anything says "serving"
     library = SkillLibrary(settings.library_config())
     archive = SessionArchive(settings.projects(), watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
@@ -185,20 +222,87 @@ def serve(
 
     security = transport_security(host, allowed_hosts)
     server = build_server(settings, library, archive, WebAccess(security=security))
+    progress = IndexProgress()
+    library.add_progress_listener(progress)
+    roots = ", ".join(display_path(r) for r in library.roots)
     try:
-        if http:
-            logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)
+        if listener is not None:
             from skillshelf.server.http import run_http
 
-            run_http(server, host, port, allowed_hosts)
+            bound = listener.getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host
+            start_log.info(
+                "serving %s on http://%s:%d/mcp (web view: /, health: /health); Ctrl-C to stop",
+                roots,
+                shown,
+                bound,
+            )
+            run_http(server, host, bound, allowed_hosts, sock=listener)
         else:
-            server.run()
+            if sys.stderr.isatty():
+                library.start()  # the lifespan's start() is then a no-op; the line waits for the index
+                _announce_when_indexed(library, roots, progress)
+            _run_stdio(server)
     finally:
         library.close()
         archive.close()
 
 
-@cli.command()
+def _bind(host: str, port: int) -> Any:
+    """A listening socket, so a busy port fails before anything says "serving" and --port 0 is known."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port (--port 0: any free port) "
+            "or --host."
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress) -> None:
+    """One line on a terminal's stderr once the index is ready: what is served, how many skills, how to stop."""
+    import threading
+
+    def announce() -> None:
+        library.ensure_fresh()
+        progress.done()
+        count = library.index.count()
+        sys.stderr.write(
+            f"skillshelf: serving {plural(count, 'skill')} from {roots} over stdio (all tools); "
+            "an MCP client talks to it on stdin/stdout. Press Ctrl-C to stop.\n"
+        )
+        sys.stderr.flush()
+
+    threading.Thread(target=announce, name="skillshelf-announce", daemon=True).start()
+
+
+def _run_stdio(server: Any) -> None:
+    """Serve stdio until the client closes it; Ctrl-C stops at once, even while stdin is being read."""
+    import os
+    import signal
+
+    def stop_now(_signum: int, _frame: Any) -> None:
+        sys.stderr.write("\nskillshelf: stopped\n")
+        sys.stderr.flush()
+        os._exit(130)  # a thread blocked reading stdin would otherwise hold the process until Enter
+
+    previous = signal.signal(signal.SIGINT, stop_now)
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@cli.command(short_help="Browse the library in a web browser (read-only).")
 @library_option
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port on 127.0.0.1.")
 @click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
@@ -210,13 +314,15 @@ def web(libraries: tuple[Path, ...], port: int, no_watch: bool) -> None:
         serve_web(library, port)
 
 
-@cli.command()
+@cli.command(short_help="Search skills by what they are for.")
 @library_option
 @json_option
 @click.argument("query", nargs=-1)
 @click.option("--category", "-c", help="Only this category.")
-@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 50))
-@click.option("--min-quality", type=click.FloatRange(0, 10), help="Only skills scoring at least this.")
+@click.option(
+    "--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 50), help="Most hits to show (1-50)."
+)
+@click.option("--min-quality", type=click.FloatRange(0, 10), help="Only skills scoring at least this (0-10).")
 @click.option("--executable/--docs-only", default=None, help="Only skills with (or without) code.")
 def search(
     libraries: tuple[Path, ...],
@@ -229,29 +335,28 @@ def search(
 ) -> None:
     """Search skills by what they are for (no QUERY: list by quality)."""
     from skillshelf.patterns import service
+    from skillshelf.patterns.models import SearchResult
 
     with open_library(libraries) as library:
-        try:
-            result = service.search_patterns(
-                library,
-                " ".join(query),
-                category=category,
-                include_executable=executable,
-                min_quality=min_quality,
-                limit=limit,
-            )
-        except SkillshelfError as exc:
-            raise _fail(exc) from exc
-    if as_json:
-        _print_model(result)
-        return
-    if not result.hits:
-        click.echo("No skills found. Try other words, or `skillshelf categories`.")
-    for hit in result.hits:
-        badge = " [code]" if hit.executable else ""
-        tick = " ✓" if hit.verified else ""
-        click.echo(f"{click.style(hit.id, bold=True)}  {hit.quality:.1f}{tick}{badge}  ~{hit.tokens} tokens")
-        click.echo(f"    {hit.description}")
+        result = service.search_patterns(
+            library,
+            " ".join(query),
+            category=category,
+            include_executable=executable,
+            min_quality=min_quality,
+            limit=limit,
+        )
+
+    def render(found: SearchResult) -> None:
+        if not found.hits:
+            click.echo("No skills found. Try other words, or `skillshelf categories`.")
+        for hit in found.hits:
+            badge = " [code]" if hit.executable else ""
+            tick = " ✓" if hit.verified else ""
+            click.echo(f"{click.style(hit.id, bold=True)}  {hit.quality:.1f}{tick}{badge}  ~{hit.tokens} tokens")
+            click.echo(f"    {hit.description}")
+
+    emit(result, as_json, render)
 
 
 @cli.command()
@@ -260,34 +365,33 @@ def search(
 @click.argument("skill_id")
 @click.option("--code", is_flag=True, help="Include the implementation or scripts.")
 def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) -> None:
-    """Show one skill: its metadata, documentation and (with --code) code."""
+    """Show one skill: metadata, documentation, and code with --code."""
     from skillshelf.patterns import service
+    from skillshelf.patterns.models import LoadedSkill
 
     with open_library(libraries) as library:
-        try:
-            skill = service.load_skill(library, skill_id, include_code=code, include_metadata=True)
-        except SkillshelfError as exc:
-            raise _fail(exc) from exc
-    if as_json:
-        _print_model(skill)
-        return
-    meta = skill.metadata
-    click.echo(click.style(skill.id, bold=True) + f"  ({skill.layout})")
-    click.echo(skill.description)
-    if meta is not None:
-        verified = ", verified" if meta.verified else ""
-        click.echo(f"quality {meta.quality:.1f} ({meta.quality_source}{verified})")
-        for reason in meta.quality_reasons:
-            click.echo(f"  {reason}")
-        if meta.tags:
-            click.echo("tags: " + ", ".join(meta.tags))
-        if meta.resources:
-            click.echo("files: " + ", ".join(meta.resources))
-    click.echo("")
-    click.echo(skill.documentation.rstrip())
-    for code_file in skill.code or []:
-        click.echo(f"\n--- {code_file.path} ({code_file.language or 'text'})")
-        click.echo(code_file.content.rstrip())
+        skill = service.load_skill(library, skill_id, include_code=code, include_metadata=True)
+
+    def render(loaded: LoadedSkill) -> None:
+        meta = loaded.metadata
+        click.echo(click.style(loaded.id, bold=True) + f"  ({loaded.layout})")
+        click.echo(loaded.description)
+        if meta is not None:
+            verified = ", verified" if meta.verified else ""
+            click.echo(f"quality {meta.quality:.1f} ({meta.quality_source}{verified})")
+            for reason in meta.quality_reasons:
+                click.echo(f"  {reason}")
+            if meta.tags:
+                click.echo("tags: " + ", ".join(meta.tags))
+            if meta.resources:
+                click.echo("files: " + ", ".join(meta.resources))
+        click.echo("")
+        click.echo(loaded.documentation.rstrip())
+        for code_file in loaded.code or []:
+            click.echo(f"\n--- {code_file.path} ({code_file.language or 'text'})")
+            click.echo(code_file.content.rstrip())
+
+    emit(skill, as_json, render)
 
 
 @cli.command()
@@ -296,24 +400,30 @@ def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) 
 def categories(libraries: tuple[Path, ...], as_json: bool) -> None:
     """List categories with skill counts and mean quality."""
     from skillshelf.patterns import service
+    from skillshelf.patterns.models import CategoryList
 
     with open_library(libraries) as library:
         result = service.list_categories(library)
-    if as_json:
-        _print_model(result)
-        return
-    width = max((len(c.name) for c in result.categories), default=8)
-    click.echo(f"{'category':<{width}}  skills  code  verified  quality")
-    for c in result.categories:
-        click.echo(f"{c.name:<{width}}  {c.skills:>6}  {c.executable:>4}  {c.verified:>8}  {c.mean_quality:>7.1f}")
-    click.echo(f"{result.total_skills} skills in {len(result.categories)} categories")
+
+    def render(found: CategoryList) -> None:
+        rows = [(c.name, c.skills, c.executable, c.verified, f"{c.mean_quality:.1f}") for c in found.categories]
+        table(
+            ("category", "skills", "code", "verified", "quality"),
+            rows,
+            numeric=("skills", "code", "verified", "quality"),
+        )
+        click.echo(
+            f"{plural(found.total_skills, 'skill')} in {plural(len(found.categories), 'category', 'categories')}"
+        )
+
+    emit(result, as_json, render)
 
 
-@cli.command(name="run")
+@cli.command(name="run", short_help="Run a skill in a limited child process.")
 @library_option
 @click.argument("skill_id")
 @click.option("--input", "input_text", default="{}", help="JSON input, or @FILE to read it from a file.")
-@click.option("--script", help="For Agent Skills folders with several scripts, e.g. scripts/check.py.")
+@click.option("--script", help="Which script of an Agent Skills folder, e.g. scripts/check.py.")
 @click.option("--arg", "args", multiple=True, help="A command-line argument for the script (repeatable).")
 @click.option("--dry-run", is_flag=True, help="Validate the input and show what would run; run nothing.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), help="Wall-clock limit in seconds.")
@@ -326,10 +436,11 @@ def run_skill(
     dry_run: bool,
     timeout_s: float | None,
 ) -> None:
-    """Run a skill in a limited child process, exactly as executeSkill does; print its output as JSON.
+    """Run a skill in a limited child process, as executeSkill does; print its output as JSON.
 
     Typing this command is consent to run the skill, so --allow-exec is not needed here; an
-    execution allow-list in the config file still applies.
+    execution allow-list in the config file still applies. A curator's run is not recorded as a use
+    (agents' executeSkill runs are), so test runs never make a skill "most used".
     """
     import anyio
 
@@ -338,20 +449,15 @@ def run_skill(
     payload = _read_input(input_text)
     with open_library(libraries) as library:
         settings = _settings(libraries).execution.model_copy(update={"enabled": True})
-        try:
-            if dry_run:
-                result: Any = service.dry_run(library, settings, skill_id, payload, script, timeout_s, list(args))
-            else:
-                result = anyio.run(
-                    lambda: service.execute_skill(
-                        library, settings, skill_id, payload, script, timeout_s, args=list(args)
-                    )
+        if dry_run:
+            result: Any = service.dry_run(library, settings, skill_id, payload, script, timeout_s, list(args))
+        else:
+            result = anyio.run(
+                lambda: service.execute_skill(
+                    library, settings, skill_id, payload, script, timeout_s, args=list(args), record_use=False
                 )
-        except SkillshelfError as exc:
-            if exc.details and exc.details.get("stderrTail"):
-                click.echo(exc.details["stderrTail"].rstrip(), err=True)
-            raise _fail(exc) from exc
-    _print_model(result)
+            )
+    print_json(model_json(result))
 
 
 def _read_input(text: str) -> Any:
@@ -367,57 +473,71 @@ def _read_input(text: str) -> Any:
         raise click.ClickException(f"--input is not valid JSON: {exc}") from exc
 
 
-@cli.command()
+@cli.command(short_help="Library health: quality, tokens, usage, findings.")
 @library_option
 @json_option
 def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
     """Library health: categories and layouts, quality, tokens to load, usage, findings."""
     from skillshelf.metrics.library_stats import library_stats
+    from skillshelf.metrics.models import LibraryStats
 
     with open_library(libraries) as library:
         report = library_stats(library)
-    if as_json:
-        _print_model(report)
-        return
-    click.echo(f"{report.skills} skills, mean quality {report.mean_quality:.1f}, {report.verified} verified, "
-               f"{report.executable} with code")  # fmt: skip
-    width = max((len(c.category) for c in report.categories), default=8)
-    click.echo(f"\n{'category':<{width}}  three-file  agent-skills")
-    for c in report.categories:
-        click.echo(f"{c.category:<{width}}  {c.three_file:>10}  {c.agent_skills:>12}")
-    click.echo("\nquality  " + "  ".join(f"{band}:{n}" for band, n in report.quality_histogram.items() if n))
-    click.echo(f"tokens to load: {report.load_tokens_total} in all, {report.load_tokens_mean:.0f} on average")
-    for item in report.largest[:3]:
-        click.echo(f"  largest: {item.id} ~{item.tokens}")
-    for used in report.most_used[:5]:
-        click.echo(f"  most used: {used.id} ({used.uses} uses, {used.projects} projects)")
-    click.echo(f"never used: {report.never_used_count}")
-    findings = ", ".join(f"{n} {sev}s" for sev, n in sorted(report.findings_by_severity.items())) or "none"
-    click.echo(f"findings: {findings} (details: skillshelf check)")
+
+    def render(r: LibraryStats) -> None:
+        click.echo(
+            f"{plural(r.skills, 'skill')}, mean quality {r.mean_quality:.1f}, {r.verified} verified, "
+            f"{r.executable} with code\n"
+        )
+        table(
+            ("category", "three-file", "agent-skills"),
+            [(c.category, c.three_file, c.agent_skills) for c in r.categories],
+            numeric=("three-file", "agent-skills"),
+        )
+        click.echo("\nquality  " + "  ".join(f"{band}:{n}" for band, n in r.quality_histogram.items() if n))
+        click.echo(f"tokens to load: {r.load_tokens_total} in all, {r.load_tokens_mean:.0f} on average")
+        for item in r.largest[:3]:
+            click.echo(f"  largest: {item.id} ~{item.tokens}")
+        for used in r.most_used[:5]:
+            click.echo(f"  most used: {used.id} ({plural(used.uses, 'use')}, {plural(used.projects, 'project')})")
+        click.echo(f"never used: {r.never_used_count}")
+        findings = ", ".join(plural(n, sev) for sev, n in sorted(r.findings_by_severity.items())) or "none"
+        click.echo(f"findings: {findings} (details: skillshelf check)")
+
+    emit(report, as_json, render)
 
 
 @cli.command()
 @library_option
 @json_option
 @click.argument("skill_id", required=False)
-@click.option("--sort", "sort_by", type=click.Choice(["reuseCount", "recent", "category"]), default="reuseCount")
+@click.option(
+    "--sort",
+    "sort_by",
+    type=click.Choice(["reuseCount", "recent", "category"]),
+    default="reuseCount",
+    show_default=True,
+    help="Most reused first, most recently used first, or by category.",
+)
 def usage(libraries: tuple[Path, ...], as_json: bool, skill_id: str | None, sort_by: str) -> None:
     """Recorded reuse of skills (all reused skills, or SKILL_ID)."""
+    from skillshelf.metrics.models import ReuseReport
     from skillshelf.metrics.reuse import SortBy, pattern_reuse
 
     with open_library(libraries) as library:
-        try:
-            report = pattern_reuse(library, skill_id, sort_by=cast("SortBy", sort_by))
-        except SkillshelfError as exc:
-            raise _fail(exc) from exc
-    if as_json:
-        _print_model(report)
-        return
-    if not report.patterns:
-        click.echo("No recorded use yet. Agents record it with trackPatternUsage.")
-    for row in report.patterns:
-        projects = ", ".join(row.projects) or "no project"
-        click.echo(f"{row.pattern_id}  {row.reuse_count} uses  ({projects})  last {row.last_used or '-'}")
+        report = pattern_reuse(library, skill_id, sort_by=cast("SortBy", sort_by))
+
+    def render(r: ReuseReport) -> None:
+        if not r.patterns:
+            click.echo("No recorded use yet. Agents record it with trackPatternUsage.")
+            return
+        rows = [
+            (row.pattern_id, plural(row.reuse_count, "use"), ", ".join(row.projects) or "-", row.last_used or "-")
+            for row in r.patterns
+        ]
+        table(("skill", "uses", "projects", "last used"), rows, numeric=("uses",))
+
+    emit(report, as_json, render)
 
 
 def project_roots_option(fn: F) -> F:
@@ -434,10 +554,10 @@ def project_roots_option(fn: F) -> F:
 @project_roots_option
 @json_option
 @click.argument("project")
-@click.option("--type", "note_type", help="Only notes of this type (decision, hypothesis, blocker, general).")
+@click.option("--type", "note_type", type=click.Choice(NOTE_TYPES), help="Only notes of this type.")
 @click.option("--query", "-q", help="Only notes containing all these words.")
 @click.option("--since", help="Only notes from this ISO date or time on.")
-@click.option("--limit", "-n", default=50, show_default=True, type=click.IntRange(1, 500))
+@click.option("--limit", "-n", default=50, show_default=True, type=click.IntRange(1, 500), help="Most notes to show.")
 def notes(
     project_roots: tuple[Path, ...],
     as_json: bool,
@@ -449,53 +569,51 @@ def notes(
 ) -> None:
     """A project's memory notes, newest first."""
     from skillshelf.memory import service as memory
+    from skillshelf.memory.models import NoteList
 
     projects = _settings((), cli_project_roots=project_roots).projects()
-    try:
-        result = memory.get_notes(projects, project, note_type=note_type, query=query, since=since, limit=limit)
-    except SkillshelfError as exc:
-        raise _fail(exc) from exc
-    if as_json:
-        _print_model(result)
-        return
-    for note in result.notes:
-        tags = f"  [{', '.join(note.tags)}]" if note.tags else ""
-        click.echo(f"{note.timestamp}  {click.style(note.type, bold=True)}{tags}")
-        click.echo(f"    {note.content}")
-    click.echo(f"{len(result.notes)} of {result.total} notes in {result.project}")
-    if result.skipped_lines:
-        click.echo(f"unreadable lines skipped: {', '.join(map(str, result.skipped_lines))}", err=True)
+    result = memory.get_notes(projects, project, note_type=note_type, query=query, since=since, limit=limit)
+
+    def render(r: NoteList) -> None:
+        for note in r.notes:
+            tags = f"  [{', '.join(note.tags)}]" if note.tags else ""
+            click.echo(f"{note.timestamp}  {click.style(note.type, bold=True)}{tags}")
+            click.echo(f"    {note.content}")
+        click.echo(f"{len(r.notes)} of {plural(r.total, 'note')} in {r.project}")
+        if r.skipped_lines:
+            click.echo(f"unreadable lines skipped: {', '.join(map(str, r.skipped_lines))}", err=True)
+
+    emit(result, as_json, render)
 
 
-@cli.command()
+@cli.command(short_help="A project's past sessions, newest first.")
 @project_roots_option
 @json_option
 @click.argument("project")
 @click.option("--query", "-q", default="", help="Only sessions matching these words (ranked).")
-@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 50))
+@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 50), help="Most sessions to show.")
 def sessions(project_roots: tuple[Path, ...], as_json: bool, project: str, query: str, limit: int) -> None:
     """A project's past sessions (.agent-artifacts), newest first, or ranked by --query."""
     from skillshelf.artifacts import service as artifacts
     from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.artifacts.models import ArtifactSearchResult
 
     projects = _settings((), cli_project_roots=project_roots).projects()
-    try:
-        with SessionArchive(projects, watch=False).opened() as archive:
-            result = artifacts.search_artifacts(archive, query, project=project, limit=limit)
-    except SkillshelfError as exc:
-        raise _fail(exc) from exc
-    if as_json:
-        _print_model(result)
-        return
-    if not result.hits:
-        click.echo("No sessions found.")
-    for hit in result.hits:
-        click.echo(f"{hit.date}  {click.style(hit.session_id, bold=True)}  {hit.title}")
-        if hit.summary:
-            click.echo(f"    {hit.summary}")
+    with SessionArchive(projects, watch=False).opened() as archive:
+        result = artifacts.search_artifacts(archive, query, project=project, limit=limit)
+
+    def render(r: ArtifactSearchResult) -> None:
+        if not r.hits:
+            click.echo("No sessions found.")
+        for hit in r.hits:
+            click.echo(f"{hit.date}  {click.style(hit.session_id, bold=True)}  {hit.title}")
+            if hit.summary:
+                click.echo(f"    {hit.summary}")
+
+    emit(result, as_json, render)
 
 
-@cli.command()
+@cli.command(short_help="Check library roots and print every finding.")
 @json_option
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--library", "-l", "libraries", multiple=True, type=click.Path(path_type=Path), hidden=True)
@@ -509,7 +627,7 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
     roots = list(paths) or _settings(libraries).roots
     report = check_roots([r.expanduser() for r in roots])
     if as_json:
-        _print_json(report.to_dict())
+        print_json(report.to_dict())
     else:
         for finding in report.findings:
             _echo_finding(finding)
@@ -523,10 +641,11 @@ def _echo_finding(finding: Finding) -> None:
     click.echo(f"{finding.location()}: {click.style(finding.severity, fg=colour)}: {finding.message} [{finding.code}]")
 
 
-@cli.command()
+@cli.command(short_help="Create a library seeded with the example skills.")
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 def init(directory: Path | None) -> None:
     """Create a library (default ~/.shared-patterns) seeded with the bundled example skills."""
+    from skillshelf.library.skill_library import READ_ONLY_MARKER
     from skillshelf.settings import DEFAULT_LIBRARY, bundled_library_path
 
     target = (directory or DEFAULT_LIBRARY).expanduser()
@@ -535,7 +654,8 @@ def init(directory: Path | None) -> None:
         raise click.ClickException("the bundled example library is missing from this installation")
     if target.exists() and any(target.iterdir()):
         raise click.ClickException(f"{display_path(target)} already exists and is not empty; choose another folder")
-    shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".skillshelf", "__pycache__"))
+    skip = shutil.ignore_patterns(".skillshelf", READ_ONLY_MARKER, "__pycache__")  # the copy is the user's to write
+    shutil.copytree(source, target, dirs_exist_ok=True, ignore=skip)
     count = sum(1 for _ in target.rglob("*.md"))
     click.echo(f"Created {display_path(target)} with the example skills ({count} markdown files).")
     click.echo(f"Serve it with: skillshelf serve --library {display_path(target)}")

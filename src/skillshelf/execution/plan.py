@@ -99,7 +99,7 @@ def plan_for(skill: IndexedSkill, root: Path, script: str | None, args: list[str
             raise SkillshelfError(
                 ErrorCode.VALIDATION_ERROR,
                 f"{skill.id!r} is a three-file skill: it runs its implementation with the JSON input and takes no "
-                f"{given}. Call it again without {given}.",
+                f"`{given}`. Call it again without `{given}`.",
             )
         return _three_file_plan(skill, root, declared)
     _check_args(args or [])

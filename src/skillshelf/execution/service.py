@@ -15,7 +15,7 @@ import anyio
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import sandbox
-from skillshelf.execution.containment import Limits, PidsCgroup
+from skillshelf.execution.containment import Limits, PidsCgroup, hide_server_from_skills
 from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescription
 from skillshelf.execution.plan import RunPlan, plan_for
 from skillshelf.execution.runner import (
@@ -156,7 +156,9 @@ async def execute_skill(
     timeout_s: float | None = None,
     on_progress: ProgressCallback | None = None,
     args: list[str] | None = None,
+    record_use: bool = True,
 ) -> ExecutionResult:
+    """Run the skill; an agent's run counts as a use (source `execute`), a curator's `skillshelf run` does not."""
     check_allowed(settings, skill_id)
     plan, encoded = prepare(library, settings, skill_id, payload, script, args)
     limits = limits_for(settings, timeout_s)
@@ -183,7 +185,8 @@ async def execute_skill(
     ran = describe(plan, limits, cgroup is not None, isolation, network)
     result = _interpret(plan, outcome, limits, ran, scrub)
     try:  # the run happened and its output is the answer: a usage file that cannot record must not lose it
-        library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
+        if record_use:
+            library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
     except UsageUnavailable as exc:
         logger.warning("the run of %s is not counted as a use: %s", plan.skill_id, exc.message)
     return result
@@ -203,6 +206,7 @@ def _argv(
     procs = str(cgroup.procs_file) if cgroup else None
     limited = limits.for_child(node=plan.interpreter == "node")
     if isolation.bwrap is None:
+        hide_server_from_skills()  # the skill shares our user: keep /proc/<server>/environ from it
         return plan.argv(json.dumps(plan.child_config(limited, procs, node_heap_mb=settings.memory_mb)))
     inner = plan.argv(json.dumps(plan.child_config(limited, None, node_heap_mb=settings.memory_mb)))
     command = sandbox.bwrap_argv(

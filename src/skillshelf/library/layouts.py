@@ -149,6 +149,7 @@ class _ThreeFileLoader(_Loader):
         declared: float | None = None
         breakdown: dict[str, float] | None = None
         bold: dict[str, tuple[str, int]] = {}
+        has_metadata = False
         if source.meta_file is not None:
             meta_text = self.read(source.meta_file)
             if meta_text is not None:
@@ -157,6 +158,14 @@ class _ThreeFileLoader(_Loader):
                 frontmatter.update(meta.metadata)
                 bold = bold_fields(meta.body)
                 breakdown = _breakdown(meta.body, meta_report)
+                has_metadata = bool(meta.metadata or bold or breakdown)
+                if not has_metadata:  # an empty metadata file must not count as metadata
+                    meta_report.add(
+                        "warning",
+                        "metadata-empty",
+                        "no metadata here: add YAML frontmatter (description, tags, quality) or **Quality Score:** "
+                        "fields, or delete the file",
+                    )
         declared = _declared_score(frontmatter, bold, self.reporter(source.meta_file or source.doc_file))
         if declared is not None and breakdown:
             mean = sum(breakdown.values()) / len(breakdown)
@@ -196,7 +205,7 @@ class _ThreeFileLoader(_Loader):
             resources=[],
             declared=declared,
             breakdown=breakdown,
-            has_metadata=source.meta_file is not None,
+            has_metadata=has_metadata,
         )
         return skill, self.findings
 

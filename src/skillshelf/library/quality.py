@@ -51,7 +51,18 @@ def parse_score(raw: object) -> float | None:
     return value
 
 
+# Calibrated against 966 published skills (../shared/corpora/STATS.md): SKILL.md bodies run from
+# ~100 words to ~11,000, p10 ~350, p25 ~600, median ~1,100. A body under the corpus's p10 is short;
+# under 150 words it is a stub, which an estimate never rates as verified.
+FULL_BODY_WORDS = 600
+SHORT_BODY_WORDS = 300
+STUB_WORDS = 150
+STUB_CAP = 6.0
+BODY_TIERS = ((FULL_BODY_WORDS, 3.0), (SHORT_BODY_WORDS, 2.0), (STUB_WORDS, 1.0), (50, 0.5), (0, 0.0))
+
+
 def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[str]]:
+    """A deterministic 0-10 estimate from static checks (docs/library-format.md has the scale)."""
     score = 0.0
     reasons: list[str] = []
 
@@ -66,20 +77,28 @@ def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[
             reasons.append(f"-{points:g}: {missing}")
 
     length = len(facts.description)
-    award(2.0, 50 <= length <= 1024, "description missing, under 50 or over 1024 characters", 1.0, length > 0)
+    award(1.5, 50 <= length <= 1024, "description missing, under 50 or over 1024 characters", 0.75, length > 0)
     award(
         1.0,
         bool(_WHEN_TO_USE.search(facts.description) or _WHEN_TO_USE.search(" ".join(facts.headings))),
         "no 'when to use' guidance in the description or a heading",
     )
-    award(1.5, facts.word_count >= 150, "body under 150 words", 0.75, facts.word_count >= 50)
-    award(1.0, len(facts.headings) >= 2, "fewer than two section headings")
+    words = facts.word_count
+    body_points = next(points for least, points in BODY_TIERS if words >= least)
     award(
-        1.5,
+        3.0,
+        body_points == 3.0,
+        f"body of {words} words (full marks from {FULL_BODY_WORDS}; published skills' median is ~1,100)",
+        body_points,
+        body_points > 0,
+    )
+    award(1.0, len(facts.headings) >= 3, "fewer than three section headings", 0.5, len(facts.headings) == 2)
+    award(
+        1.0,
         facts.code_blocks > 0 or any(_EXAMPLE_HEADING.search(h) for h in facts.headings),
         "no example (a code block or an 'Example' section)",
     )
-    award(1.0, facts.executable, "no implementation or script")
+    award(0.5, facts.executable, "no implementation or script")
     award(0.5, any(_TEST_HEADING.search(h) for h in facts.headings), "no testing or verification section")
     award(0.5, facts.has_tags or facts.has_metadata, "no tags or metadata")
     errors = sum(1 for f in findings if f.severity == "error")
@@ -88,6 +107,11 @@ def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[
     score += 1.0 - penalty
     if penalty:
         reasons.append(f"-{penalty:g}: {errors} error(s) and {warnings} warning(s) in `skillshelf check`")
+    if words < STUB_WORDS and score > STUB_CAP:
+        reasons.append(
+            f"-{score - STUB_CAP:g}: a body under {STUB_WORDS} words is a stub; its estimate stops at {STUB_CAP:g}"
+        )
+        score = STUB_CAP
     return round(score, 1), reasons
 
 

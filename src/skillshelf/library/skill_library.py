@@ -25,7 +25,7 @@ from typing import TypeVar
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.filecache import FileCache
-from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
+from skillshelf.library.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
 from skillshelf.library.locking import file_lock
@@ -41,17 +41,12 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 T = TypeVar("T")
 
 INDEX_DIR_NAME = ".skillshelf"
-WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
+# A library root holding this file is never written to: its index and usage go to the user cache
+# (the bundled examples carry it, so serving a source checkout leaves the checkout clean).
+READ_ONLY_MARKER = ".skillshelf-readonly"
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 MAX_SKILL_ID = 300
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
-
-
-@dataclass
-class SyncReport:
-    parsed: int = 0
-    removed: int = 0
-    seconds: float = 0.0
 
 
 @dataclass
@@ -89,6 +84,8 @@ def choose_state_dir(config: LibraryConfig) -> Path:
         return config.index_dir
     for root in config.roots:
         if root in config.read_only_roots or not root.is_dir() or not os.access(root, os.W_OK):
+            continue
+        if (root / READ_ONLY_MARKER).exists():
             continue
         directory = root / INDEX_DIR_NAME
         try:
@@ -280,6 +277,11 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     def find(self, skill_id: str) -> IndexedSkill:
         """The skill with this id, or an error that names close matches (the agent's next step)."""
         if len(skill_id) > MAX_SKILL_ID or not SKILL_ID.match(skill_id) or ".." in skill_id.split("/"):
+            if "/" not in skill_id and len(skill_id) <= MAX_SKILL_ID:
+                self.ensure_fresh()
+                same_name = [i for i, _ in self.index.ids_and_names() if i.rsplit("/", 1)[-1] == skill_id]
+                if same_name:  # a bare name: the ids it could mean are the agent's next step
+                    raise PatternNotFoundError(skill_id, sorted(same_name)[:3])
             shown = skill_id if len(skill_id) <= 80 else skill_id[:80] + "..."
             raise SkillshelfError(
                 ErrorCode.VALIDATION_ERROR,

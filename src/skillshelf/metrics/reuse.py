@@ -64,8 +64,8 @@ def _reuse(
         uses=uses,
         session_mentions=len(mentions),
         projects=projects,
-        first_used=min(dates) if dates else None,
-        last_used=max(dates) if dates else None,
+        first_used=min(dates)[:10] if dates else None,  # UTC days: uses have times, session mentions only dates
+        last_used=max(dates)[:10] if dates else None,
         verified=indexed is not None and library.is_verified(indexed),
     )
 

@@ -9,6 +9,7 @@ one ASGI middleware around the whole app, so `/health` gets it as well as `/mcp`
 from __future__ import annotations
 
 import ipaddress
+import socket
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -111,7 +112,11 @@ class HostGuard:
         headers = Headers(scope=scope)
         host = headers.get("host", "")
         if not host or not _matches(host, self.hosts):
-            return 421, "Invalid Host header"
+            name = _split_port(host)[0] or "(none)"
+            return 421, (
+                f"Invalid Host header {host!r}: this server answers only its own names. To accept it, start "
+                f"skillshelf with --allowed-host {name} (or a host:port)."
+            )
         peer = (scope.get("client") or ("", 0))[0]
         if is_loopback(_split_port(host)[0]) and not is_loopback(peer):
             return 421, "Invalid Host header: a loopback name from a remote address"
@@ -131,7 +136,11 @@ def http_app(server: MCPServer[Any], host: str, extra_hosts: tuple[str, ...] = (
     return HostGuard(app, transport_security(host, extra_hosts))
 
 
-def run_http(server: MCPServer[Any], host: str, port: int, extra_hosts: tuple[str, ...] = ()) -> None:
+def run_http(
+    server: MCPServer[Any], host: str, port: int, extra_hosts: tuple[str, ...] = (), sock: socket.socket | None = None
+) -> None:
+    """Serve until stopped; on `sock` when given (already bound and listening, so the caller knows the port)."""
     import uvicorn
 
-    uvicorn.run(http_app(server, host, extra_hosts), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(http_app(server, host, extra_hosts), host=host, port=port, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)

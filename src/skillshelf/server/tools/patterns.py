@@ -52,6 +52,16 @@ def _missing(one: str, other: str) -> Callable[[], BaseModel]:
     return fail
 
 
+def one_query(query: str | None, keyword: str | None) -> str:
+    """`keyword` is the seed's name for `query`: either one, or both saying the same; never one silently dropped."""
+    if query and keyword and query.strip() != keyword.strip():
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"query {query!r} and keyword {keyword!r} differ, and keyword is only query's old name. Pass one of them.",
+        )
+    return query or keyword or ""
+
+
 def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) -> list[Tool]:
     async def search_patterns(
         query: Annotated[
@@ -99,7 +109,7 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
         def search() -> CompactSearchResult | SearchResult:
             found = service.search_patterns(
                 library,
-                query or keyword or "",
+                one_query(query, keyword),
                 category=category,
                 include_executable=includeExecutable,
                 min_quality=minQuality,
