@@ -441,8 +441,7 @@ def load_for_agent(
         elif want_metadata:
             metadata = _full_metadata(library, skill, root, warnings)
         description = skill.details.description
-        flat = " ".join(description.split())
-        repeated = not first_part or label is not None or (flat and flat in " ".join(doc.split()))
+        repeated = not first_part or label is not None or _holds(library, skill, root, doc, description)
 
         def build(text: str, more: Continuation | None) -> WireModel:
             return SkillLoad(
@@ -496,20 +495,32 @@ def _pages(
     library: SkillLibrary, skill: IndexedSkill, root: Path, *, minified: bool
 ) -> tuple[str, list[minify.Block], str]:
     """The documentation to serve, its blocks and a digest of it (cursors name the version they page)."""
-    body = _documentation(library, skill, root)
-    if body is None:
+
+    def split() -> tuple[str, list[minify.Block], str] | None:
+        body = _documentation(library, skill, root)
+        if body is None:
+            return None
+        doc = minify.minify_markdown(body) if minified else body
+        return doc, minify.split_blocks(doc), hashlib.blake2b(doc.encode(), digest_size=4).hexdigest()
+
+    kind = "pages:min" if minified else "pages:raw"
+    pages = library.files.get(root / skill.details.doc_file, kind, split, lambda p: 2 * len(p[0]) if p else 0)
+    if pages is None:
         library.mark_dirty()
         raise SkillshelfError(
             ErrorCode.FILESYSTEM_ERROR,
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
+    return pages
 
-    def split() -> tuple[str, list[minify.Block], str]:
-        doc = minify.minify_markdown(body) if minified else body
-        return doc, minify.split_blocks(doc), hashlib.blake2b(doc.encode(), digest_size=4).hexdigest()
 
-    kind = "pages:min" if minified else "pages:raw"
-    return library.files.get(root / skill.details.doc_file, kind, split, lambda p: 2 * len(p[0]))
+def _holds(library: SkillLibrary, skill: IndexedSkill, root: Path, doc: str, description: str) -> bool:
+    """Whether the documentation already says the description (whitespace aside); reused per file version."""
+    flat = " ".join(description.split())
+    if not flat:
+        return True
+    kind = f"holds:{hashlib.blake2b(flat.encode(), digest_size=8).hexdigest()}"
+    return library.files.get(root / skill.details.doc_file, kind, lambda: flat in " ".join(doc.split()), lambda _: 64)
 
 
 def _parse_cursor(cursor: str, digest: str, skill_id: str, length: int) -> tuple[int, int]:
