@@ -31,8 +31,9 @@ async def surfaces(client: Client) -> dict[str, Any]:
     _, reuse = await call(client, "getPatternReuse", {"patternId": SKILL})
     (python,) = [c for c in categories["data"]["categories"] if c["name"] == "python"]
     return {
-        "search": next(h["verified"] for h in search["data"]["hits"] if h["id"] == SKILL),
-        "load": load["data"]["metadata"]["verified"],
+        # compact hits and brief metadata carry the flag only when it is true
+        "search": next(h.get("verified", False) for h in search["data"]["hits"] if h["id"] == SKILL),
+        "load": load["data"]["metadata"].get("verified", False),
         "categories": python["verified"],
         "stats": stats["data"]["verified"],
         "reuse": reuse["data"]["patterns"][0]["verified"],

@@ -109,8 +109,8 @@ async def test_cancelling_the_request_kills_the_skill(
 
 async def test_load_skill_shows_the_input_schema_declared_or_derived(run_library: SkillLibrary, run_root: Path) -> None:
     async with Client(server_for(run_library, run_root, ExecutionSettings())) as client:
-        derived = await client.call_tool("loadSkill", {"skillId": "run/echo"})
-        declared = await client.call_tool("loadSkill", {"skillId": "run/marker"})
+        derived = await client.call_tool("loadSkill", {"skillId": "run/echo", "includeMetadata": True})
+        declared = await client.call_tool("loadSkill", {"skillId": "run/marker", "includeMetadata": True})
     assert derived.structured_content is not None and declared.structured_content is not None
     meta = derived.structured_content["data"]["metadata"]
     assert meta["inputSchemaSource"] == "derived" and meta["inputSchema"]["required"] == ["text"]

@@ -25,14 +25,14 @@ def explode(*_args: object, **_kwargs: object) -> None:
     raise Bug("secret internal detail /etc/shadow")
 
 
-@pytest.mark.parametrize("broken", ["search_patterns", "load_skill", "list_categories"])
+@pytest.mark.parametrize("broken", ["search_patterns", "load_for_agent", "list_categories"])
 async def test_a_crashing_service_is_an_internal_error_and_the_session_goes_on(
     broken: str, sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     arguments = {
         "search_patterns": ("searchPatterns", {"query": "slugify"}),
-        "load_skill": ("loadSkill", {"skillId": "python/slugify"}),
+        "load_for_agent": ("loadSkill", {"skillId": "python/slugify"}),
         "list_categories": ("listCategories", {}),
     }
     try:
