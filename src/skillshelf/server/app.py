@@ -14,7 +14,9 @@ from starlette.responses import JSONResponse
 
 from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.errors import SkillshelfError
+from skillshelf.config.views import resolve_view
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.scoped import ScopedLibrary
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
@@ -25,20 +27,13 @@ from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
 from skillshelf.server.tools.patterns import patterns_tools
+from skillshelf.server.views import ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTIONS = """\
-skillshelf serves a curated library of reusable skills (how-tos with optional code).
-1. searchPatterns with a few words about the task: compact hits, ~100 tokens each.
-2. loadSkill with the best hit's id to read its documentation (includeCode=true for its code).
-3. Apply it (executeSkill runs its code when the user enabled it); readSkillFile fetches a reference or script.
-4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers;
-   searchArtifacts and loadSession recall what past sessions decided and built.
-listCategories shows what the library covers; skills are also resources skill://{category}/{name}/SKILL.md.
-"""
+FULL_VIEW = "full"
 
 
 def build_server(
@@ -46,8 +41,13 @@ def build_server(
     library: SkillLibrary | None = None,
     archive: SessionArchive | None = None,
     web: WebAccess | None = None,
+    view: str | None = None,
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
+
+    `view` names the view it serves (docs/views.md): which tools and skills a client sees. None
+    serves every tool and skill (`full`), as a library caller expects; `skillshelf serve` passes
+    the configured view, `default` unless told otherwise.
 
     Over HTTP it also serves the read-only web view at `/` (`web`: who sees what; by default every
     skill, to anyone passing the bind host's Host/Origin checks).
@@ -56,11 +56,29 @@ def build_server(
     created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
     that passes its own library or archive closes it, and may enter the server again.
     """
+    view_name = view or FULL_VIEW
+    try:
+        chosen = resolve_view(view_name, settings.views, settings.execution.enabled)
+    except KeyError as exc:
+        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, str(exc.args[0])) from exc
     shelf = library or SkillLibrary(settings.library_config())
     projects = settings.projects()
     sessions = archive or SessionArchive(projects, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
-    skills = SkillsSurface(shelf)  # views will pass their visible(skill_id) predicate here
+    # One visibility rule at one boundary: every service, resource and listing reads this view of the library.
+    scoped = ScopedLibrary(shelf, chosen.skill_rules())
+    selection = ToolSelection.of(
+        view_name,
+        chosen,
+        [
+            *patterns_tools(scoped, projects),
+            *execution_tools(scoped, settings.execution),
+            *artifacts_tools(sessions),
+            *memory_tools(projects),
+            *metrics_tools(scoped, sessions),
+        ],
+    )
+    skills = SkillsSurface(scoped, scoped.is_visible)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
@@ -77,18 +95,13 @@ def build_server(
     server: MCPServer[Any] = MCPServer(
         "skillshelf",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions_for(selection),
         lifespan=lifespan,
         log_level="WARNING",
         extensions=[skills.extension],
         subscriptions=skills.bus,
-        tools=[
-            *patterns_tools(shelf, projects),
-            *execution_tools(shelf, settings.execution),
-            *artifacts_tools(sessions),
-            *memory_tools(projects),
-            *metrics_tools(shelf, sessions),
-        ],
+        tools=selection.listed(),
+        middleware=[selection.middleware],
     )
 
     @server.resource(
@@ -100,7 +113,7 @@ def build_server(
     )
     def skill_resource(category: str, name: str) -> str:
         try:
-            return service.read_documentation(shelf, f"{category}/{name}")
+            return service.read_documentation(scoped, f"{category}/{name}")
         except SkillshelfError as exc:
             raise ResourceNotFoundError(exc.message) from exc
 
@@ -109,10 +122,10 @@ def build_server(
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
-        counts = {"skills": shelf.index.count(), "sessions": sessions.index.count()}
+        counts = {"skills": scoped.index.count(), "sessions": sessions.index.count()}
         return JSONResponse({**shelf.status(), "version": __version__, **counts})
 
-    for route in web_routes(shelf, web or WebAccess(security=transport_security(settings.http_host))):
+    for route in web_routes(scoped, web or WebAccess(security=transport_security(settings.http_host))):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
     return server
