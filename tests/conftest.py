@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from mcp import Client
 
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 
+KEPT_VARIABLES = ("SKILLSHELF_CACHE_DIR", "SKILLSHELF_CHROMIUM")  # set above; where the browser tests find Chromium
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
 
@@ -21,9 +23,12 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(home / ".cache" / "skillshelf"))
-    # A developer's own configuration must not leak into the tests.
-    for name in ("SKILLSHELF_LIBRARY", "SKILLSHELF_MAX_FILE_BYTES"):
+    # A developer's own configuration must not leak into the tests: every SKILLSHELF_* variable
+    # (but the cache set above) and the XDG folders a config file or state could come from.
+    for name in [n for n in os.environ if n.startswith("SKILLSHELF_") and n not in KEPT_VARIABLES]:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     return home
 
 
