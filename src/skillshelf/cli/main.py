@@ -18,6 +18,7 @@ import click
 from pydantic import BaseModel
 
 from skillshelf import __version__
+from skillshelf.cli.rules import RulesCommand, rule_options, with_flag_rules
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.models import Finding
 from skillshelf.library.paths import display_path
@@ -119,7 +120,7 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
     ctx.obj = {"config": config}
 
 
-@cli.command()
+@cli.command(cls=RulesCommand)
 @library_option
 @click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
@@ -141,6 +142,8 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
 @click.option("--allow-exec", is_flag=True, default=None, help="Let agents run skills with executeSkill.")
 @click.option("--exec-allow", "exec_allow", multiple=True, help="Only skill ids matching this pattern may run.")
 @click.option("--exec-timeout", type=click.FloatRange(min=0.1), help="Longest a skill may run, in seconds.")
+@click.option("--view", help="The view to serve (docs/views.md). Default: `view` in the config, else `default`.")
+@rule_options
 def serve(
     libraries: tuple[Path, ...],
     http: bool,
@@ -152,9 +155,13 @@ def serve(
     allow_exec: bool | None,
     exec_allow: tuple[str, ...],
     exec_timeout: float | None,
+    view: str | None,
+    includes: tuple[str, ...],
+    excludes: tuple[str, ...],
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.config.views import resolve_view
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server import build_server
 
@@ -165,7 +172,13 @@ def serve(
         watch=not no_watch,
         http_host=host,
         http_port=port,
+        view=view,
     )
+    try:
+        settings = with_flag_rules(settings, click.get_current_context().meta.get("tool_rules", []))
+        resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
+    except SkillshelfError as exc:
+        raise _fail(exc) from exc
     if http:
         from skillshelf.server.http import refuse_unsafe_exposure
 
@@ -184,7 +197,7 @@ def serve(
     from skillshelf.server.web import WebAccess
 
     security = transport_security(host, allowed_hosts)
-    server = build_server(settings, library, archive, WebAccess(security=security))
+    server = build_server(settings, library, archive, WebAccess(security=security), view=settings.view)
     try:
         if http:
             logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)

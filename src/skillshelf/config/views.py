@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from skillshelf.config.team import CompositeTool, HookSettings
+from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.filters import Rule, check_rules
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -156,5 +157,5 @@ def resolve_view(name: str | None, configured: dict[str, ViewSettings], executio
     views = all_views(configured, execution_enabled)
     wanted = name or DEFAULT_VIEW
     if wanted not in views:
-        raise KeyError(f"no view {wanted!r}; views: {', '.join(sorted(views))}")
+        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"no view {wanted!r}; views: {', '.join(sorted(views))}")
     return views[wanted]

@@ -9,13 +9,14 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.tools.base import Tool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.config.views import resolve_view
-from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.errors import SkillshelfError
 from skillshelf.library.scoped import ScopedLibrary
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
@@ -34,6 +35,18 @@ from skillshelf.settings import Settings
 logger = logging.getLogger(__name__)
 
 FULL_VIEW = "full"
+
+
+def every_tool(settings: Settings, library: SkillLibrary, sessions: SessionArchive) -> list[Tool]:
+    """Every tool the server has, before a view picks and presents some of them."""
+    projects = settings.projects()
+    return [
+        *patterns_tools(library, projects),
+        *execution_tools(library, settings.execution),
+        *artifacts_tools(sessions),
+        *memory_tools(projects),
+        *metrics_tools(library, sessions),
+    ]
 
 
 def build_server(
@@ -57,27 +70,14 @@ def build_server(
     that passes its own library or archive closes it, and may enter the server again.
     """
     view_name = view or FULL_VIEW
-    try:
-        chosen = resolve_view(view_name, settings.views, settings.execution.enabled)
-    except KeyError as exc:
-        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, str(exc.args[0])) from exc
+    chosen = resolve_view(view_name, settings.views, settings.execution.enabled)
     shelf = library or SkillLibrary(settings.library_config())
     projects = settings.projects()
     sessions = archive or SessionArchive(projects, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
     # One visibility rule at one boundary: every service, resource and listing reads this view of the library.
     scoped = ScopedLibrary(shelf, chosen.skill_rules())
-    selection = ToolSelection.of(
-        view_name,
-        chosen,
-        [
-            *patterns_tools(scoped, projects),
-            *execution_tools(scoped, settings.execution),
-            *artifacts_tools(sessions),
-            *memory_tools(projects),
-            *metrics_tools(scoped, sessions),
-        ],
-    )
+    selection = ToolSelection.of(view_name, chosen, every_tool(settings, scoped, sessions))
     skills = SkillsSurface(scoped, scoped.is_visible)
 
     @asynccontextmanager

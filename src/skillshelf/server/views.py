@@ -29,6 +29,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -320,7 +321,49 @@ def instructions_for(selection: ToolSelection) -> str:
             f"Tools are reached through {view}_search_tools (empty query: all), {view}_describe_tool (a tool's "
             f"schema) and {view}_call_tool(tool_name, arguments)."
         )
-    steps = [text.format(**names) for needed, text in STEPS if all(n in names for n in needed)]
-    lines += [f"{i}. {text}" for i, text in enumerate(steps, start=1)]
+        if "searchPatterns" in names:
+            lines.append(f"For a task, call {names['searchPatterns']} first: it finds the skill to load.")
+    else:
+        steps = [text.format(**names) for needed, text in STEPS if all(n in names for n in needed)]
+        lines += [f"{i}. {text}" for i, text in enumerate(steps, start=1)]
     lines.append(RESOURCES)
     return "\n".join(lines) + "\n"
+
+
+# -- what a view costs a model ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class SurfaceCost:
+    """tools/list and instructions as a model reads them (name, description, input schema), in tokens
+    (characters / 4), and the whole tools/list on the wire (output schemas and annotations too)."""
+
+    tools: list[str]
+    read_tokens: int
+    instructions_tokens: int
+    wire_chars: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.read_tokens + self.instructions_tokens
+
+
+def surface_cost(selection: ToolSelection) -> SurfaceCost:
+    listed = selection.listed()
+    read = [{"name": t.name, "description": t.description, "inputSchema": t.parameters} for t in listed]
+    wire = [
+        MCPTool(
+            name=t.name,
+            title=t.title,
+            description=t.description,
+            input_schema=t.parameters,
+            output_schema=t.output_schema,
+            annotations=t.annotations,
+        ).model_dump(by_alias=True, mode="json", exclude_none=True)
+        for t in listed
+    ]
+    compact = (",", ":")
+    return SurfaceCost(
+        tools=[t.name for t in listed],
+        read_tokens=len(json.dumps(read, separators=compact)) // 4,
+        instructions_tokens=len(instructions_for(selection)) // 4,
+        wire_chars=len(json.dumps({"tools": wire}, separators=compact)),
+    )
