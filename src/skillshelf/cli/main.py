@@ -18,7 +18,7 @@ import click
 from pydantic import BaseModel
 
 from skillshelf import __version__
-from skillshelf.cli.rules import RulesCommand, rule_options, with_flag_rules
+from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.models import Finding
 from skillshelf.library.paths import display_path
@@ -165,17 +165,19 @@ def serve(
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server import build_server
 
-    settings = _settings(
-        libraries,
-        cli_project_roots=project_roots,
-        execution={"enabled": allow_exec, "allow": list(exec_allow) or None, "timeout_s": exec_timeout},
-        watch=not no_watch,
-        http_host=host,
-        http_port=port,
-        view=view,
-    )
+    options: dict[str, Any] = {
+        "cli_project_roots": project_roots,
+        "execution": {"enabled": allow_exec, "allow": list(exec_allow) or None, "timeout_s": exec_timeout},
+        "watch": not no_watch,
+        "http_host": host,
+        "http_port": port,
+        "view": view,
+    }
+    settings = _settings(libraries, **options)
+    rules = click.get_current_context().meta.get("tool_rules", [])
+    reload = config_reloader(libraries, options, rules) if not no_watch else None
     try:
-        settings = with_flag_rules(settings, click.get_current_context().meta.get("tool_rules", []))
+        settings = with_flag_rules(settings, rules)
         resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
     except SkillshelfError as exc:
         raise _fail(exc) from exc
@@ -197,7 +199,7 @@ def serve(
     from skillshelf.server.web import WebAccess
 
     security = transport_security(host, allowed_hosts)
-    server = build_server(settings, library, archive, WebAccess(security=security), view=settings.view)
+    server = build_server(settings, library, archive, WebAccess(security=security), view=settings.view, reload=reload)
     try:
         if http:
             logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)

@@ -81,3 +81,17 @@ def with_flag_rules(settings: Any, rules: list[Rule]) -> Any:
     flagged = [FilterRule(include=p) if a == "include" else FilterRule(exclude=p) for a, p in rules]
     served = view.model_copy(update={"tools": [*flagged, *view.tools]})
     return settings.model_copy(update={"views": {**settings.views, settings.view: served}})
+
+
+def config_reloader(libraries: tuple[Any, ...], options: dict[str, Any], rules: list[Rule]) -> Any:
+    """Settings read afresh with the same flags (the server calls it when the config file changes)."""
+    from skillshelf.settings import resolve_settings
+
+    context = click.get_current_context(silent=True)
+    root = context.find_root().obj if context else None
+    config = root.get("config") if root else None
+
+    def reload() -> Any:
+        return with_flag_rules(resolve_settings(libraries, config_path=config, **options), rules)
+
+    return reload

@@ -85,6 +85,15 @@ class ScopedLibrary(SkillLibrary):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def set_rules(self, rules: Sequence[Rule]) -> bool:
+        """Apply new rules (a reloaded config); True when they differ from the old ones."""
+        new = tuple(rules)
+        if new == self.rules:
+            return False
+        with self._cache_lock:
+            self.rules, self._by_details, self._cached = new, needs_details(new), None
+        return True
+
     # -- visibility ---------------------------------------------------------------------------
     def is_visible(self, skill_id: str) -> bool:
         if not self.rules:

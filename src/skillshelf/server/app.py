@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -28,7 +28,7 @@ from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
 from skillshelf.server.tools.patterns import patterns_tools
-from skillshelf.server.views import ToolSelection, instructions_for
+from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 
@@ -55,12 +55,15 @@ def build_server(
     archive: SessionArchive | None = None,
     web: WebAccess | None = None,
     view: str | None = None,
+    reload: Callable[[], Settings] | None = None,
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
 
     `view` names the view it serves (docs/views.md): which tools and skills a client sees. None
     serves every tool and skill (`full`), as a library caller expects; `skillshelf serve` passes
-    the configured view, `default` unless told otherwise.
+    the configured view, `default` unless told otherwise. With `reload` (settings read afresh) and
+    a config file, edits to the file change the view's tools and skills while the server runs;
+    clients are told to re-list, and an invalid edit is logged while the last good config stays.
 
     Over HTTP it also serves the read-only web view at `/` (`web`: who sees what; by default every
     skill, to anyone passing the bind host's Host/Origin checks).
@@ -79,14 +82,37 @@ def build_server(
     scoped = ScopedLibrary(shelf, chosen.skill_rules())
     selection = ToolSelection.of(view_name, chosen, every_tool(settings, scoped, sessions))
     skills = SkillsSurface(scoped, scoped.is_visible)
+    live = LiveView(selection, skills.bus)
+
+    def reload_config() -> None:
+        assert reload is not None
+        try:
+            fresh = reload()
+            new_view = resolve_view(view_name, fresh.views, fresh.execution.enabled)
+            new_selection = ToolSelection.of(view_name, new_view, every_tool(fresh, scoped, sessions))
+        except SkillshelfError as exc:
+            logger.warning("config change ignored, still serving the last good config: %s", exc.message)
+            return
+        skills_changed = scoped.set_rules(new_view.skill_rules())
+        live.install(server, new_selection)
+        logger.warning("config reloaded: view %r now serves %d tool(s)", view_name, len(new_selection.shown))
+        live.announce_from_thread()
+        if skills_changed:
+            skills.library_changed()  # resources/list_changed: skills appeared or vanished
+
+    watcher = ConfigWatcher(settings.config_path, reload_config) if reload and settings.config_path else None
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
         shelf.start()
         sessions.start()
+        if watcher is not None:
+            watcher.start()
         try:
             yield shelf
         finally:
+            if watcher is not None:
+                watcher.stop()
             shelf.stop_watching()
             sessions.stop_watching()
             for resource in owned:
@@ -101,7 +127,7 @@ def build_server(
         extensions=[skills.extension],
         subscriptions=skills.bus,
         tools=selection.listed(),
-        middleware=[selection.middleware],
+        middleware=[live.middleware],
     )
 
     @server.resource(

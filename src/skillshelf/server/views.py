@@ -18,16 +18,24 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import logging
 import re
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Annotated, Any, cast
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import SubscriptionBus, ToolsListChanged
 from mcp.types import CallToolResult, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,7 +47,11 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.filters import decide_tool
 from skillshelf.server.tooling import EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
 
+logger = logging.getLogger(__name__)
+
 SEARCH_PAGE = 25
+CONFIG_POLL_SECONDS = 1.0
+MAX_SESSIONS = 256
 MIN_SCORE = 0.5  # share of the query's words a tool's name or description must hold
 META = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 CALLS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
@@ -162,13 +174,6 @@ class ToolSelection:
             suggestions=close,
             details={"availableToolNames": available},
         )
-
-    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method == "tools/call" and ctx.params is not None:
-            refusal = self.refusal(str(ctx.params.get("name", "")))
-            if refusal is not None:
-                return to_call_result(failure(ErrorCode.TOOL_NOT_AVAILABLE, refusal, time.perf_counter()))
-        return await call_next(ctx)
 
 
 # -- search mode ---------------------------------------------------------------------------------
@@ -367,3 +372,102 @@ def surface_cost(selection: ToolSelection) -> SurfaceCost:
         instructions_tokens=len(instructions_for(selection)) // 4,
         wire_chars=len(json.dumps({"tools": wire}, separators=compact)),
     )
+
+
+# -- serving a view that can change under a running server -------------------------------------------
+class LiveView:
+    """The selection a server serves now. A reload swaps it whole and tells clients to re-list.
+
+    Its middleware refuses calls to tools the view hides, marks `tools.listChanged` in the
+    capabilities, and remembers sessions (legacy connections) to notify.
+    """
+
+    def __init__(self, selection: ToolSelection, bus: SubscriptionBus) -> None:
+        self.selection = selection
+        self.bus = bus
+        self._sessions: list[ServerSession] = []
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+
+    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        self._token = anyio.lowlevel.current_token()
+        if ctx.method == "tools/call" and ctx.params is not None:
+            refusal = self.selection.refusal(str(ctx.params.get("name", "")))
+            if refusal is not None:
+                return to_call_result(failure(ErrorCode.TOOL_NOT_AVAILABLE, refusal, time.perf_counter()))
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            if isinstance(result, BaseModel):
+                result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            tools = (result or {}).get("capabilities", {}).get("tools")
+            if isinstance(tools, dict):
+                tools["listChanged"] = True
+            self._sessions = [*self._sessions, ctx.session][-MAX_SESSIONS:]
+        return result
+
+    def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
+        """Serve `selection` from now on. MCPServer has no public way to replace its tools or its
+        instructions, so this sets them on its managers (mcp is pinned to 2.3.x)."""
+        server._tool_manager._tools = {t.name: t for t in selection.listed()}
+        server._lowlevel_server.instructions = instructions_for(selection)
+        self.selection = selection
+
+    def announce_from_thread(self) -> None:
+        """Called on the config watcher's thread: tell every client to re-list the tools."""
+        token = self._token
+        if token is None:
+            return  # no client yet: the next one lists the new tools anyway
+        try:
+            anyio.from_thread.run(self.announce, token=token)
+        except RuntimeError:
+            logger.debug("no event loop to announce a view change on (server stopped)")
+
+    async def announce(self) -> None:
+        await self.bus.publish(ToolsListChanged())
+        alive: list[ServerSession] = []
+        for session in self._sessions:
+            try:
+                with anyio.fail_after(5):
+                    await session.send_tool_list_changed()
+            except Exception:
+                logger.debug("a session went away before hearing of the view change")
+                continue
+            alive.append(session)
+        self._sessions = alive
+
+
+class ConfigWatcher:
+    """Polls one config file (mtime, size, inode: editors replace files) and calls back on a change."""
+
+    def __init__(self, path: Path, on_change: Callable[[], None], poll_seconds: float = CONFIG_POLL_SECONDS) -> None:
+        self.path = path
+        self.on_change = on_change
+        self.poll_seconds = poll_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="skillshelf-config-watcher", daemon=True)
+        self._seen = self._signature()
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            found = self.path.stat()
+        except OSError:
+            return None
+        return (found.st_mtime_ns, found.st_size, found.st_ino)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            current = self._signature()
+            if current == self._seen or current is None:
+                continue  # a missing file is a save in progress; the last good config stays
+            self._seen = current
+            try:
+                self.on_change()
+            except Exception:
+                logger.exception("reloading %s failed; the last good config stays", self.path)
