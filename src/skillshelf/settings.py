@@ -1,9 +1,12 @@
-"""Settings: one model built from command-line flags, then SKILLSHELF_* environment variables,
-then an optional TOML config file, then defaults (in that order of precedence).
+"""Settings: command-line flags, then SKILLSHELF_* environment variables, then the TOML config file,
+then defaults (in that order of precedence), merged and validated by pydantic-settings.
 
-Roots: `--library PATH` (repeatable) beats `SKILLSHELF_LIBRARY` (os.pathsep-separated), which
-beats `library = [...]` in the config file, which beats `~/.shared-patterns`. With nothing
-configured and no default library, the bundled example library is served (and the log says so).
+Every key of the file (`ConfigFile`) is also a variable: `SKILLSHELF_` plus the key, nested keys
+joined by `__` (`SKILLSHELF_EXECUTION__TIMEOUT_S`). `${VAR}` in the file's strings expands from the
+environment. The file is `--config`, else `SKILLSHELF_CONFIG`, else the user config folder's
+`config.toml` (platformdirs). Roots: `--library PATH` (repeatable) beats `SKILLSHELF_LIBRARY`
+(os.pathsep-separated), which beats `library` in the file, which beats `~/.shared-patterns`. With
+nothing configured and no default library, the bundled example library is served (and the log says so).
 """
 
 from __future__ import annotations
