@@ -79,6 +79,7 @@ class ScopedLibrary(SkillLibrary):
         self._by_details = needs_details(self.rules)
         self._cache_lock = threading.Lock()
         self._cached: tuple[object, frozenset[str]] | None = None
+        self._by_id: dict[str, bool] = {}  # id-only rules: each id decided once
 
     def __getattr__(self, name: str) -> Any:  # attributes the library sets on itself (config, roots, files...)
         if name in ("inner", "rules"):
@@ -91,7 +92,7 @@ class ScopedLibrary(SkillLibrary):
         if new == self.rules:
             return False
         with self._cache_lock:
-            self.rules, self._by_details, self._cached = new, needs_details(new), None
+            self.rules, self._by_details, self._cached, self._by_id = new, needs_details(new), None, {}
         return True
 
     # -- visibility ---------------------------------------------------------------------------
@@ -99,7 +100,10 @@ class ScopedLibrary(SkillLibrary):
         if not self.rules:
             return True
         if not self._by_details:
-            return decide_skill(self.rules, SkillFacts(id=skill_id)).kept
+            known = self._by_id.get(skill_id)
+            if known is None:
+                known = self._by_id[skill_id] = decide_skill(self.rules, SkillFacts(id=skill_id)).kept
+            return known
         return skill_id in self.visible_ids()
 
     def visible_ids(self) -> frozenset[str]:
