@@ -273,3 +273,17 @@ async def test_hidden_and_direct_tools_are_unreachable_in_search_mode(library: S
                 assert body["error"]["code"] == "TOOL_NOT_AVAILABLE" and "not available in this view" in str(body)
         is_error, direct = await call(client, "searchPatterns", {"query": "retry"})
         assert is_error and "all_call_tool" in direct["error"]["message"]
+
+
+async def test_prompts_follow_the_view_and_its_names(library: SkillLibrary) -> None:
+    async with serve(library, "agent") as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["find-skill"]
+    async with serve(library, "memory") as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["record-decisions"]
+    renamed = {
+        "r": ViewSettings(overrides={"searchPatterns": ToolOverride(name="findSkill")}, tools=[FilterRule(exclude="x")])
+    }
+    async with serve(library, "r", renamed) as client:
+        prompt = await client.get_prompt("find-skill", {"task": "retry"})
+        text = str(prompt.messages[0].content)
+        assert "Call findSkill with a few words" in text and "searchPatterns" not in text

@@ -144,7 +144,7 @@ def build_server(
             raise ResourceNotFoundError(exc.message) from exc
 
     skills.install(server)
-    register_prompts(server)
+    register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
