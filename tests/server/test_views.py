@@ -14,6 +14,7 @@ from mcp import Client, MCPError, types
 from skillshelf.config.views import AGENT_TOOLS, CURATOR_TOOLS, MEMORY_TOOLS, FilterRule, ToolOverride, ViewSettings
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server
+from skillshelf.server.web import WebAccess
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import call
 from tests.server.test_skills_ext import all_skills, request
@@ -287,3 +288,20 @@ async def test_prompts_follow_the_view_and_its_names(library: SkillLibrary) -> N
         prompt = await client.get_prompt("find-skill", {"task": "retry"})
         text = str(prompt.messages[0].content)
         assert "Call findSkill with a few words" in text and "searchPatterns" not in text
+
+
+async def test_the_web_view_of_a_served_view_hides_its_hidden_skills(library: SkillLibrary) -> None:
+    import httpx2
+    from starlette.applications import Starlette
+
+    from skillshelf.library.scoped import ScopedLibrary
+    from skillshelf.server.web import web_routes
+
+    library.sync()
+    app = Starlette(routes=web_routes(ScopedLibrary(library, [("exclude", HIDDEN)]), WebAccess()))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as web:
+        listing = await web.get("/", params={"q": ""})
+        assert "retry-backoff" in listing.text and "slugify" not in listing.text
+        page = await web.get(f"/skills/{HIDDEN}/")
+        unknown = await web.get("/skills/python/no-such-skill/")
+        assert page.status_code == unknown.status_code == 404 and "slugify" not in page.text.replace(HIDDEN, "")
