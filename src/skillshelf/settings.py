@@ -216,10 +216,16 @@ def bundled_library_path() -> Path | None:
 
 
 def default_config_path(env: Mapping[str, str]) -> Path:
-    """The user config folder's `config.toml` (platformdirs; XDG_CONFIG_HOME is honoured on Linux)."""
+    """The user config folder's `config.toml` (platformdirs: XDG_CONFIG_HOME on Linux, %APPDATA% on
+    Windows, ~/Library/Application Support on macOS, where an existing ~/.config/skillshelf/config.toml
+    from earlier releases is still read)."""
     if sys.platform not in ("win32", "darwin") and env.get("XDG_CONFIG_HOME"):
         return Path(env["XDG_CONFIG_HOME"]) / APP / "config.toml"
-    return platformdirs.user_config_path(APP, appauthor=False) / "config.toml"
+    found = platformdirs.user_config_path(APP, appauthor=False, roaming=True) / "config.toml"
+    legacy = Path.home() / ".config" / APP / "config.toml"
+    if sys.platform == "darwin" and not found.is_file() and legacy.is_file():
+        return legacy
+    return found
 
 
 def user_state_dir() -> Path:
