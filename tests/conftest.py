@@ -13,23 +13,34 @@ from mcp import Client
 
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 
-KEPT_VARIABLES = ("SKILLSHELF_CACHE_DIR", "SKILLSHELF_CHROMIUM")  # set above; where the browser tests find Chromium
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
 
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("home")
+    # A developer's own configuration must not leak into the tests: no SKILLSHELF_* variable at
+    # all (config file, tokens, library, limits, ...), and every per-user folder inside `home`.
+    for name in [n for n in os.environ if n.startswith("SKILLSHELF_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    for variable, folder in USER_FOLDERS.items():
+        monkeypatch.setenv(variable, str(home / folder))
     monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(home / ".cache" / "skillshelf"))
-    # A developer's own configuration must not leak into the tests: every SKILLSHELF_* variable
-    # (but the cache set above) and the XDG folders a config file or state could come from.
-    for name in [n for n in os.environ if n.startswith("SKILLSHELF_") and n not in KEPT_VARIABLES]:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     return home
+
+
+# Where platformdirs and our own code look for per-user config, cache, data and state.
+USER_FOLDERS = {
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_STATE_HOME": ".local/state",
+    "XDG_RUNTIME_DIR": ".runtime",
+    "APPDATA": "AppData/Roaming",
+    "LOCALAPPDATA": "AppData/Local",
+}
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,12 @@ def test_the_default_config_file_is_the_platform_one(tmp_path: Path) -> None:
     write(tmp_path / "skillshelf" / "config.toml", "view = 'curator'\n")
     assert resolve_settings(env={"XDG_CONFIG_HOME": str(tmp_path)}).view == "curator"
     assert resolve_settings(env={"XDG_CONFIG_HOME": str(tmp_path / "none")}).view == "default"
+
+
+def test_the_test_environment_hides_the_developers_configuration(isolated_environment: Path) -> None:
+    """Guards the autouse fixture: a real SKILLSHELF_* variable or home folder would make tests lie."""
+    leaked = sorted(n for n in os.environ if n.startswith("SKILLSHELF_") and n != "SKILLSHELF_CACHE_DIR")
+    assert leaked == []
+    assert Path.home() == isolated_environment
+    for variable in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        assert Path(os.environ[variable]).is_relative_to(isolated_environment)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -152,7 +153,7 @@ def test_a_corrupt_index_file_is_rebuilt(dev: Path, tmp_path: Path) -> None:
 def test_an_index_from_an_older_schema_is_rebuilt(dev: Path, tmp_path: Path) -> None:
     path = index_path_for(ProjectRoots.of([dev]), tmp_path / "index")
     path.parent.mkdir(parents=True)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE sessions(key TEXT)")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     archive = open_archive(dev, tmp_path)

@@ -6,6 +6,7 @@ Nothing here touches the real home: the "SSH key" and the "other project" are fa
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ import anyio
 import pytest
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.execution import sandbox, service
+from skillshelf.execution import containment, sandbox, service
 from skillshelf.execution.containment import PidsCgroup
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
@@ -301,3 +302,18 @@ async def test_the_sandbox_holds_where_no_cgroup_can_be_made(
     marker = _marker()
     assert (await attack(attack_library, SANDBOXED, "daemon", {"marker": marker})).output == "daemon started"
     await _none_left(marker)  # the pid namespace ends with the skill
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="no /proc here")
+async def test_without_the_sandbox_the_servers_proc_files_are_closed_to_the_skill(
+    attack_library: SkillLibrary,
+) -> None:
+    """The server turns itself non-dumpable before an unsandboxed run: its /proc/<pid>/environ (which
+    may hold tokens) becomes root's, so a skill running as the same user cannot read it."""
+    seen = await attack(attack_library, UNSANDBOXED, "parent-environ", {"server_pid": os.getpid()})
+    assert seen.ran.isolation == "rlimits-only"
+    libc = ctypes.CDLL(None)
+    assert libc.prctl(containment.PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+    if os.geteuid() == 0:
+        pytest.skip("root may read any process's /proc files (CAP_SYS_PTRACE); non-dumpable checked above")
+    assert seen.output[str(os.getpid())] == "PermissionError"

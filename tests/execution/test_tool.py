@@ -63,10 +63,10 @@ async def test_args_reach_a_script_and_are_refused_for_a_three_file_skill(
 async def test_a_run_reports_progress_and_the_server_keeps_answering_meanwhile(
     run_library: SkillLibrary, run_root: Path, enabled: ExecutionSettings, tmp_path: Path
 ) -> None:
-    progress: list[float] = []
+    reported: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(progress)
 
     outcome: dict[str, Any] = {}
     async with Client(server_for(run_library, run_root, enabled), mode="legacy") as client:
@@ -85,7 +85,7 @@ async def test_a_run_reports_progress_and_the_server_keeps_answering_meanwhile(
             assert not listed.is_error and "result" not in outcome  # answered while the skill still runs
     result = outcome["result"]
     assert not result.is_error and result.structured_content["data"]["output"] == "woke"
-    assert progress and progress == sorted(progress)
+    assert reported and reported == sorted(reported)
 
 
 async def test_cancelling_the_request_kills_the_skill(

@@ -6,13 +6,15 @@ import os
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import anyio
 import pytest
 
 from skillshelf.library import skill_library
-from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression, query_terms
+from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression
+from skillshelf.library.query import query_terms
 from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, choose_index_path
 from tests.conftest import agent_skill, three_file, write
 
@@ -104,7 +106,7 @@ def test_an_index_from_an_older_schema_is_rebuilt(sample_root: Path, tmp_path: P
     config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
     path = choose_index_path(config)
     path.parent.mkdir(parents=True)
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("CREATE TABLE sources(key TEXT)")
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
     library = SkillLibrary(config)
@@ -204,7 +206,7 @@ def test_several_processes_building_one_index_at_once_agree_and_corrupt_nothing(
     try:
         assert library.sync().parsed == 0
         assert ids(library, "topic17") == ["bulk/skill-17"]
-        with sqlite3.connect(choose_index_path(library.config)) as conn:
+        with closing(sqlite3.connect(choose_index_path(library.config))) as conn, conn:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         library.close()
@@ -239,3 +241,18 @@ def test_a_first_index_reports_progress_batch_by_batch(tmp_path: Path, monkeypat
     finally:
         library.close()
     assert seen == [(2, 5), (4, 5), (5, 5)]
+
+
+def test_a_file_made_unreadable_is_read_again_and_reported_not_kept(sample_root: Path, tmp_path: Path) -> None:
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    doc = sample_root / "python" / "slugify.md"
+    try:
+        library.sync()
+        doc.chmod(0o000)  # only the permissions change: same mtime, same size
+        assert library.sync().parsed == 1
+        if os.geteuid() != 0:  # root reads it anyway; for anyone else it is gone and reported
+            assert "python/slugify" not in ids(library, "")
+            assert any(f.code == "file-unreadable" and f.path.endswith("slugify.md") for f in library.findings())
+    finally:
+        doc.chmod(0o644)
+        library.close()

@@ -166,3 +166,21 @@ def test_reading_anything_but_the_skills_own_files_is_refused(root: Path, opened
 
     with pytest.raises(SkillFileNotFoundError):
         manifests.read(opened.get("docs/tool"), path)  # type: ignore[arg-type]
+
+
+def test_check_reports_a_skill_over_the_extensions_file_limit(tmp_path: Path) -> None:
+    from skillshelf.library.checker import check_roots
+    from skillshelf.library.manifest import MAX_FILES
+
+    root = tmp_path / "lib"
+    agent_skill(root, "data", "fixtures", "name: fixtures\ndescription: Many generated files.")
+    assets = root / "data" / "fixtures" / "assets"
+    assets.mkdir()
+    for i in range(MAX_FILES):  # with SKILL.md: one past the limit
+        (assets / f"f{i}.txt").write_text("x", encoding="utf-8")
+    agent_skill(root, "data", "small", "name: small\ndescription: A skill well inside the limits.")
+    report = check_roots([root])
+    over = [f for f in report.findings if f.code == "over-file-limit"]
+    assert [f.path for f in over] == ["data/fixtures"]
+    assert over[0].severity == "warning" and "Remove generated" in over[0].message
+    assert report.errors == 0  # still a good tool skill: served, just not as an MCP skill

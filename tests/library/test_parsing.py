@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ def root() -> Path:
     return Path("/lib")
 
 
-def check(fs: FakeFilesystem, files: dict[str, str | bytes]) -> tuple[dict[str, object], list[Finding]]:
+def check(fs: FakeFilesystem, files: Mapping[str, str | bytes]) -> tuple[dict[str, object], list[Finding]]:
     for rel, content in files.items():
         if isinstance(content, bytes):
             fs.create_file(root() / rel, contents=content)

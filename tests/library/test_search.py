@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library import filecache
 from skillshelf.library.filecache import FileCache
 from skillshelf.library.index import SearchFilters
 from skillshelf.library.query import Vocabulary, concepts, edit_distance
@@ -140,7 +139,7 @@ def test_concurrent_identical_loads_run_once(tmp_path: Path, monkeypatch: pytest
             someone_waits.set()
             return super().wait(timeout)
 
-    monkeypatch.setattr(filecache.threading, "Event", ObservedEvent)
+    monkeypatch.setattr(threading, "Event", ObservedEvent)  # what filecache creates its events from
     path = tmp_path / "doc.md"
     path.write_text("text", encoding="utf-8")
     cache = FileCache()
@@ -153,7 +152,12 @@ def test_concurrent_identical_loads_run_once(tmp_path: Path, monkeypatch: pytest
 
     results: list[str] = []
     second = threading.Thread(target=lambda: results.append(cache.get(path, "doc", slow_load)))
-    first = threading.Thread(target=lambda: (second.start(), results.append(cache.get(path, "doc", slow_load))))
+
+    def first_caller() -> None:
+        second.start()
+        results.append(cache.get(path, "doc", slow_load))
+
+    first = threading.Thread(target=first_caller)
     first.start()
     first.join(10)
     second.join(10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -73,7 +74,7 @@ def test_stdout_carries_only_json_rpc_even_when_the_server_logs(
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
     process.stdin.flush()
-    messages = []
+    messages: list[dict[str, Any]] = []
     while not any(m.get("id") == 2 for m in messages):  # keep stdin open until the answer is in
         line = process.stdout.readline()
         assert line, "the server closed stdout before answering"
@@ -110,7 +111,7 @@ def test_the_skills_extension_answers_a_raw_json_rpc_client_over_stdio(
     assert process.stdin is not None and process.stdout is not None
     next_id = iter(range(1, 1000))
 
-    def ask(method: str, params: dict[str, object]) -> dict[str, object]:
+    def ask(method: str, params: dict[str, object]) -> dict[str, Any]:
         assert process.stdin is not None and process.stdout is not None
         number = next(next_id)
         process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": number, "method": method, "params": params}) + "\n")
@@ -120,7 +121,7 @@ def test_the_skills_extension_answers_a_raw_json_rpc_client_over_stdio(
             assert line, "the server closed stdout before answering"
             message = json.loads(line)
             if message.get("id") == number:
-                return message
+                return dict(message)
 
     try:
         ask(
@@ -133,7 +134,7 @@ def test_the_skills_extension_answers_a_raw_json_rpc_client_over_stdio(
         missing = ask("skills/get", {"uri": "skill://nope/nothing/SKILL.md"})["error"]
         reads = {
             resource["uri"]: ask("resources/read", {"uri": resource["uri"]})["result"]["contents"][0]
-            for skill in listed["skills"]  # type: ignore[index]
+            for skill in listed["skills"]
             for resource in skill["resources"]
         }
     finally:
@@ -141,11 +142,11 @@ def test_the_skills_extension_answers_a_raw_json_rpc_client_over_stdio(
         process.wait(timeout=30)
         process.stdout.close()
         log.close()
-    assert listed["resultType"] == "complete" and listed["ttlMs"] > 0  # type: ignore[index,operator]
-    assert len(listed["skills"]) == 4  # type: ignore[arg-type,index]
-    assert got["skill"]["frontmatter"]["name"] == "release-notes"  # type: ignore[index]
-    assert missing["code"] == -32602  # type: ignore[index]
-    for skill in listed["skills"]:  # type: ignore[index]
+    assert listed["resultType"] == "complete" and listed["ttlMs"] > 0
+    assert len(listed["skills"]) == 4
+    assert got["skill"]["frontmatter"]["name"] == "release-notes"
+    assert missing["code"] == -32602
+    for skill in listed["skills"]:
         for resource in skill["resources"]:
             content = reads[resource["uri"]]
             data = content["text"].encode() if "text" in content else base64.b64decode(content["blob"])

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import uvicorn
@@ -23,6 +24,9 @@ from skillshelf.server.http import transport_security
 from skillshelf.server.web import WebAccess, web_app
 from tests.conftest import agent_skill
 from tests.server.test_http import free_port
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Dialog, Page
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install -e '.[dev]')")
 
@@ -38,7 +42,7 @@ def token_required(request: Request) -> bool:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[sync_api.Browser]:
+def browser() -> Iterator[Browser]:
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM)
         yield launched
@@ -75,17 +79,22 @@ def site(sample_root: Path, sample_library: SkillLibrary) -> Iterator[str]:
 
 
 @pytest.fixture
-def page(browser: sync_api.Browser, tmp_path: Path) -> Iterator[sync_api.Page]:
+def page(browser: Browser, tmp_path: Path) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, extra_http_headers={"Authorization": TOKEN})
     opened = context.new_page()
     dialogs: list[str] = []
-    opened.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    def refuse(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    opened.on("dialog", refuse)
     yield opened
     context.close()
     assert dialogs == [], f"a script ran: {dialogs}"
 
 
-def shoot(page: sync_api.Page, tmp_path: Path, name: str) -> Path:
+def shoot(page: Page, tmp_path: Path, name: str) -> Path:
     path = tmp_path / "screenshots" / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 0
@@ -93,7 +102,7 @@ def shoot(page: sync_api.Page, tmp_path: Path, name: str) -> Path:
 
 
 def test_searching_then_opening_the_best_hit(
-    site: str, page: sync_api.Page, sample_library: SkillLibrary, tmp_path: Path
+    site: str, page: Page, sample_library: SkillLibrary, tmp_path: Path
 ) -> None:
     page.goto(f"{site}/")
     page.fill("input[name=q]", "retry flaky network calls")
@@ -114,7 +123,7 @@ def test_searching_then_opening_the_best_hit(
     shoot(page, tmp_path, "skill")
 
 
-def test_the_library_page_charts_the_right_counts(site: str, page: sync_api.Page, tmp_path: Path) -> None:
+def test_the_library_page_charts_the_right_counts(site: str, page: Page, tmp_path: Path) -> None:
     page.goto(f"{site}/library")
 
     def values(chart: str) -> dict[str, str]:
@@ -137,7 +146,7 @@ def test_the_library_page_charts_the_right_counts(site: str, page: sync_api.Page
     shoot(page, tmp_path, "library")
 
 
-def test_an_unknown_skill_gets_the_404_page_with_a_way_on(site: str, page: sync_api.Page, tmp_path: Path) -> None:
+def test_an_unknown_skill_gets_the_404_page_with_a_way_on(site: str, page: Page, tmp_path: Path) -> None:
     response = page.goto(f"{site}/skills/python/slugifyy/")
     assert response is not None and response.status == 404
     assert page.locator("h1").inner_text() == "Not found"
@@ -147,9 +156,7 @@ def test_an_unknown_skill_gets_the_404_page_with_a_way_on(site: str, page: sync_
     assert "2 uses from 2 projects" in page.locator("#usage").inner_text()
 
 
-def test_without_the_token_every_page_is_refused_but_styled(
-    site: str, browser: sync_api.Browser, tmp_path: Path
-) -> None:
+def test_without_the_token_every_page_is_refused_but_styled(site: str, browser: Browser, tmp_path: Path) -> None:
     context = browser.new_context()
     anonymous = context.new_page()
     for path in ("/", "/library", "/skills/python/slugify/"):
@@ -162,7 +169,7 @@ def test_without_the_token_every_page_is_refused_but_styled(
     context.close()
 
 
-def test_hostile_skill_content_runs_no_script(site: str, page: sync_api.Page, tmp_path: Path) -> None:
+def test_hostile_skill_content_runs_no_script(site: str, page: Page, tmp_path: Path) -> None:
     page.goto(f"{site}/skills/evil/xss/")
     assert page.locator(".lede").inner_text().startswith("Harmless <img src=x onerror=alert(1)>")
     assert page.locator(".markdown script, .markdown img[onerror], .markdown a[href^='javascript']").count() == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.metrics.library_stats import library_stats
@@ -11,7 +12,7 @@ from skillshelf.web.stats import library_view, uses_by_period
 
 def set_times(library: SkillLibrary, stamps: list[str]) -> None:
     """Move the recorded events (in insertion order) to the given times."""
-    with sqlite3.connect(library.usage.path) as conn:
+    with closing(sqlite3.connect(library.usage.path)) as conn, conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM events ORDER BY id")]
         for event, at in zip(ids, stamps, strict=True):
             conn.execute("UPDATE events SET at = ? WHERE id = ?", (at, event))

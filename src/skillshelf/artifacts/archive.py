@@ -36,7 +36,7 @@ from skillshelf.artifacts.store import (
     scan_project,
 )
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
+from skillshelf.library.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
 from skillshelf.library.layouts import summary as one_line
 from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.skill_library import user_cache_dir
@@ -45,15 +45,7 @@ from skillshelf.projects import Project, ProjectRoots
 
 logger = logging.getLogger(__name__)
 
-WRITE_BATCH = 500  # sessions stored per transaction: bounds memory during a first build
 MAX_WARNINGS = 5
-
-
-@dataclass
-class SyncReport:
-    parsed: int = 0
-    removed: int = 0
-    seconds: float = 0.0
 
 
 @dataclass(frozen=True)

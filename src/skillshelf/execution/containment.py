@@ -9,9 +9,11 @@ left the process group with setsid. Where neither works, the timeout still kills
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import signal
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -170,3 +172,27 @@ def signal_group(pgid: int, sig: signal.Signals) -> None:
             os.killpg(pgid, sig)
         else:
             os.kill(pgid, sig)
+
+
+PR_SET_DUMPABLE = 4
+PR_GET_DUMPABLE = 3
+
+
+def hide_server_from_skills() -> bool:
+    """Make this (the server's) process non-dumpable before an unsandboxed skill runs.
+
+    Without bubblewrap a skill runs as the same user, and /proc/<server pid>/environ, /mem and /fd
+    are readable to it: the server's environment may hold tokens. A non-dumpable process's /proc
+    files belong to root, so another process of the user can no longer read them (root, with
+    CAP_SYS_PTRACE, still can). It also means no core dumps of the server. Linux only; True when set.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0:
+            return True
+        return bool(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
+    except (OSError, AttributeError) as exc:  # no libc.prctl (musl without it, seccomp): limits only
+        logger.warning("could not make the server non-dumpable (%s)", exc)
+        return False

@@ -15,7 +15,7 @@ import anyio
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import sandbox
-from skillshelf.execution.containment import Limits, PidsCgroup
+from skillshelf.execution.containment import Limits, PidsCgroup, hide_server_from_skills
 from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescription
 from skillshelf.execution.plan import RunPlan, plan_for
 from skillshelf.execution.runner import (
@@ -203,6 +203,7 @@ def _argv(
     procs = str(cgroup.procs_file) if cgroup else None
     limited = limits.for_child(node=plan.interpreter == "node")
     if isolation.bwrap is None:
+        hide_server_from_skills()  # the skill shares our user: keep /proc/<server>/environ from it
         return plan.argv(json.dumps(plan.child_config(limited, procs, node_heap_mb=settings.memory_mb)))
     inner = plan.argv(json.dumps(plan.child_config(limited, None, node_heap_mb=settings.memory_mb)))
     command = sandbox.bwrap_argv(

@@ -8,7 +8,9 @@ from typing import Any
 
 from skillshelf.library.discovery import discover
 from skillshelf.library.layouts import load_source
-from skillshelf.library.models import Finding, Skill
+from skillshelf.library.manifest import folder_limit_problem
+from skillshelf.library.models import Finding, Skill, SkillSource
+from skillshelf.library.paths import display_path
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -57,8 +59,21 @@ def check_roots(roots: list[Path], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> C
         report.findings.extend(findings)
         if skill is not None:
             report.skills.append(skill)
+            report.findings.extend(_limit_findings(source, skill.id))
     report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
     return report
+
+
+def _limit_findings(source: SkillSource, skill_id: str) -> list[Finding]:
+    """A folder skill over the Skills extension's limits is served as a tool but not as an MCP skill."""
+    if source.layout != "agent-skills":
+        return []
+    problem = folder_limit_problem(skill_id, source.doc_file.parent)
+    if problem is None:
+        return []
+    code, message = problem
+    relative = source.doc_file.parent.relative_to(source.root).as_posix()
+    return [Finding(relative, None, "warning", code, message, display_path(source.root))]
 
 
 def _single_skill_doc(path: Path) -> Path | None:

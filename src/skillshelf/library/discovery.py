@@ -233,7 +233,8 @@ def _agent_doc(directory: Path) -> Path | None:
 
 
 def _signature(parts: Sequence[os.DirEntry[str] | Path]) -> str:
-    """mtime and size of every file or folder that feeds a skill; missing ones count as '-'."""
+    """mtime, size and permissions of every file or folder that feeds a skill; missing ones count as
+    '-'. Permissions count: a file made unreadable must be re-read (and reported), not kept."""
     stamps = []
     for part in parts:
         try:
@@ -241,5 +242,5 @@ def _signature(parts: Sequence[os.DirEntry[str] | Path]) -> str:
         except OSError:
             stamps.append("-")
             continue
-        stamps.append(f"{info.st_mtime_ns}:{info.st_size}")
+        stamps.append(f"{info.st_mtime_ns}:{info.st_size}:{info.st_mode & 0o777:o}")
     return "|".join(stamps)

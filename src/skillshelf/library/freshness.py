@@ -13,11 +13,24 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Generic, Self, TypeVar
 
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
+WRITE_BATCH = 500  # documents stored per transaction: bounds memory during a first build
+
+
+@dataclass
+class SyncReport:
+    """What one sync did: documents parsed (new or changed), removed, and how long it took."""
+
+    parsed: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+
+
 R = TypeVar("R")  # what a sync reports
 
 

@@ -17,6 +17,7 @@ No MCP here: the server turns manifests into `skills/list` entries and resource 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
@@ -282,6 +283,39 @@ class SkillManifests:
 def folder_name(skill: IndexedSkill) -> str:
     """The skill's name from its path (folder or file stem), which the extension's URI ends with."""
     return skill.id.split("/", 1)[1]
+
+
+def folder_limit_problem(
+    skill_id: str, folder: Path, max_files: int = MAX_FILES, max_total_bytes: int = MAX_TOTAL_BYTES
+) -> tuple[str, str] | None:
+    """(code, message) when a skill folder holds more than the Skills extension allows, else None.
+
+    For `skillshelf check`: the same limits `build` enforces when serving, found before a client asks.
+    """
+    files = 0
+    total = 0
+    real_folder = folder.resolve()
+    for current, dirs, names in os.walk(folder, followlinks=True):
+        base = Path(current)
+        dirs[:] = [d for d in dirs if _kept(d) and is_within(base / d, real_folder)]
+        for name in names:
+            path = base / name
+            if not _kept(name) or not path.is_file():
+                continue
+            files += 1
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+            if files > max_files:
+                return "over-file-limit", (
+                    f"{skill_id} has more than {max_files} files; MCP clients using the skills extension get "
+                    f"at most {max_files} per skill, so it is not published there. Remove generated or vendored files."
+                )
+    if total > max_total_bytes:
+        return "over-size-limit", (
+            f"{skill_id} has {total} bytes of files; the skills extension allows {max_total_bytes} per skill, "
+            "so it is not published there. Move large assets out of the skill."
+        )
+    return None
 
 
 def _kept(name: str) -> bool:

@@ -26,7 +26,7 @@ import platformdirs
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.filecache import FileCache
-from skillshelf.library.freshness import POLL_SECONDS, BackgroundSync
+from skillshelf.library.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
 from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.layouts import load_source
 from skillshelf.library.locking import file_lock
@@ -42,17 +42,9 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 T = TypeVar("T")
 
 INDEX_DIR_NAME = ".skillshelf"
-WRITE_BATCH = 500  # skills stored per transaction: bounds memory during a first build
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 MAX_SKILL_ID = 300
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
-
-
-@dataclass
-class SyncReport:
-    parsed: int = 0
-    removed: int = 0
-    seconds: float = 0.0
 
 
 @dataclass

@@ -1,0 +1,70 @@
+"""The multi-process parse path: worker processes (spawned) parse a large library exactly as the
+server's own process does, in order, and a failing pool falls back without losing an item."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library import parallel
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from tests.conftest import agent_skill, three_file
+
+
+def pid_and_square(item: int, _max_bytes: int) -> tuple[int, int]:
+    return os.getpid(), item * item
+
+
+@pytest.fixture
+def force_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Take the worker path even for a small input and on a one-core machine."""
+    monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 2)
+    monkeypatch.setattr(parallel, "CHUNK", 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+
+
+@pytest.mark.usefixtures("force_parallel")
+def test_workers_parse_in_order_in_other_processes() -> None:
+    results = list(parallel.parse_all(pid_and_square, list(range(40)), 0))
+    assert [square for _pid, square in results] == [i * i for i in range(40)]
+    assert {pid for pid, _square in results} - {os.getpid()}, "nothing was parsed by a worker process"
+
+
+def library_rows(root: Path, index_dir: Path) -> list[tuple[object, ...]]:
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=index_dir, watch=False))
+    try:
+        library.sync()
+        return sorted((s.id, s.quality, s.tokens, s.summary, s.details.findings) for s in library.index.overview())
+    finally:
+        library.close()
+
+
+def test_a_library_indexed_by_workers_equals_one_indexed_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "library"
+    for i in range(12):
+        three_file(root, f"cat{i % 3}", f"doc-{i}", f"# Doc {i}\n\nHow to do thing {i} with care.\n")
+        agent_skill(root, f"cat{i % 3}", f"skill-{i}", f"name: skill-{i}\ndescription: Skill number {i}.")
+    (root / "cat0" / "broken").mkdir()
+    (root / "cat0" / "broken" / "SKILL.md").write_bytes(b"---\nname: [unclosed\n---\n\xff\xfe body")
+    in_process = library_rows(root, tmp_path / "serial")
+    monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    by_workers = library_rows(root, tmp_path / "workers")
+    assert len(by_workers) == 25
+    assert by_workers == in_process
+
+
+def test_a_pool_that_cannot_start_falls_back_to_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_THRESHOLD", 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+
+    def no_processes(*_args: object, **_kwargs: object) -> None:
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_processes)
+    results = list(parallel.parse_all(pid_and_square, list(range(10)), 0))
+    assert results == [(os.getpid(), i * i) for i in range(10)]
