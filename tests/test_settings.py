@@ -54,6 +54,46 @@ def test_a_named_config_file_must_exist_but_the_default_one_is_optional(tmp_path
     assert resolve_settings(env={"XDG_CONFIG_HOME": str(tmp_path)}).execution.enabled is False
 
 
+def test_variables_nest_with_a_double_underscore_and_beat_the_file(tmp_path: Path) -> None:
+    config = write(tmp_path / "config.toml", "view = 'agent'\n[execution]\ntimeout_s = 5\nmemory_mb = 64\n")
+    env = {"SKILLSHELF_EXECUTION__TIMEOUT_S": "7", "SKILLSHELF_VIEW": "memory", "SKILLSHELF_CACHE_DIR": "/c"}
+    settings = resolve_settings(config_path=config, env=env)
+    assert settings.execution.timeout_s == 7 and settings.execution.memory_mb == 64 and settings.view == "memory"
+    assert resolve_settings(config_path=config, env=env, view="curator").view == "curator"
+
+
+def test_library_takes_one_string_or_a_list_and_variables_expand(tmp_path: Path) -> None:
+    config = write(tmp_path / "config.toml", 'library = "${LIBS}/one"\nprojects = ["${LIBS}/dev"]\n')
+    settings = resolve_settings(config_path=config, env={"LIBS": str(tmp_path)})
+    assert settings.roots == [tmp_path / "one"] and settings.project_roots == [tmp_path / "dev"]
+    with pytest.raises(SkillshelfError) as unset:
+        resolve_settings(config_path=config, env={})
+    assert "${LIBS} is used in the config file but not set" in unset.value.message
+
+
+def test_unknown_keys_and_bad_views_are_errors_with_their_key_path(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "config.toml",
+        """
+        [views.team]
+        exposure = "hidden"
+        tools = [{include = "tag:x"}]
+        colour = "red"
+        """,
+    )
+    with pytest.raises(SkillshelfError) as raised:
+        resolve_settings(config_path=config, env={})
+    message = raised.value.message
+    for fragment in ("views.team.exposure", "views.team.tools", "apply to skills", "views.team.colour"):
+        assert fragment in message, fragment
+
+
+def test_the_default_config_file_is_the_platform_one(tmp_path: Path) -> None:
+    write(tmp_path / "skillshelf" / "config.toml", "view = 'curator'\n")
+    assert resolve_settings(env={"XDG_CONFIG_HOME": str(tmp_path)}).view == "curator"
+    assert resolve_settings(env={"XDG_CONFIG_HOME": str(tmp_path / "none")}).view == "default"
+
+
 def test_the_test_environment_hides_the_developers_configuration(isolated_environment: Path) -> None:
     """Guards the autouse fixture: a real SKILLSHELF_* variable or home folder would make tests lie."""
     leaked = sorted(n for n in os.environ if n.startswith("SKILLSHELF_") and n != "SKILLSHELF_CACHE_DIR")

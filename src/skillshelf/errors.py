@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     NOT_EXECUTABLE = "NOT_EXECUTABLE"
     EXECUTION_TIMEOUT = "EXECUTION_TIMEOUT"
     SKILL_EXECUTION_FAILED = "SKILL_EXECUTION_FAILED"
+    TOOL_NOT_AVAILABLE = "TOOL_NOT_AVAILABLE"  # hidden by the view, or no such tool (search mode)
 
 
 class SkillshelfError(Exception):

@@ -122,7 +122,8 @@ async def test_a_project_outside_the_roots_is_access_denied(
     client: Client, tool: str, dev: Path, tmp_path: Path
 ) -> None:
     for project in ["../outside", str(tmp_path)]:
-        is_error, body = await call(client, tool, {"query": "x", "project": project, "sessionId": "s"})
+        extra = {"query": "x"} if tool == "searchArtifacts" else {"sessionId": "s"}  # unknown arguments are refused
+        is_error, body = await call(client, tool, {**extra, "project": project})
         assert is_error and body["error"]["code"] == "ACCESS_DENIED"
         # The configured root may be named (it is where to look); nothing else outside it.
         assert str(tmp_path) not in body["error"]["message"].replace(repr(project), "").replace(str(dev), "")
@@ -139,7 +140,8 @@ async def test_a_session_linked_out_of_its_artifacts_is_access_denied(
 
 @pytest.mark.parametrize("tool", ["searchArtifacts", "loadSession", "getSessionCode", "getCompressionRatio"])
 async def test_an_unknown_project_is_project_not_found(client: Client, tool: str) -> None:
-    is_error, body = await call(client, tool, {"query": "x", "project": "nope", "sessionId": "s"})
+    extra = {"query": "x"} if tool == "searchArtifacts" else {"sessionId": "s"}  # unknown arguments are refused
+    is_error, body = await call(client, tool, {**extra, "project": "nope"})
     assert is_error and body["error"]["code"] == "PROJECT_NOT_FOUND"
     assert "app" in body["error"]["message"]
 

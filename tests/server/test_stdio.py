@@ -24,7 +24,8 @@ async def test_serve_over_stdio_answers_tools_with_nothing_but_protocol_on_stdou
     params = server_params("--library", str(sample_root), home=isolated_environment)
     async with Client(params) as client:
         names = {t.name for t in (await client.list_tools()).tools}
-        assert {"searchPatterns", "loadSkill", "readSkillFile", "listCategories", "trackPatternUsage"} <= names
+        # a plain `serve` serves the default view: the built-in agent view
+        assert names == {"searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage"}
         result = await client.call_tool("searchPatterns", {"query": "retry flaky network calls"})
         assert result.structured_content is not None
         assert result.structured_content["data"]["hits"][0]["id"] == "python/retry-backoff"
@@ -32,8 +33,16 @@ async def test_serve_over_stdio_answers_tools_with_nothing_but_protocol_on_stdou
         assert loaded.structured_content is not None and not loaded.is_error
 
 
+async def test_serve_flags_pick_a_view_and_add_ordered_rules(sample_root: Path, isolated_environment: Path) -> None:
+    args = ("--library", str(sample_root), "--view", "memory", "--include", "getLibraryStats", "--exclude", "get*")
+    async with Client(server_params(*args, home=isolated_environment)) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "getLibraryStats" in names and not {"getNotes", "getDecisions", "searchPatterns"} & names
+        assert {"addNote", "searchArtifacts"} <= names
+
+
 async def test_serve_without_a_library_serves_the_bundled_examples(isolated_environment: Path) -> None:
-    async with Client(server_params(home=isolated_environment)) as client:
+    async with Client(server_params("--view", "full", home=isolated_environment)) as client:
         result = await client.call_tool("listCategories", {})
         assert result.structured_content is not None
         assert result.structured_content["data"]["totalSkills"] >= 20

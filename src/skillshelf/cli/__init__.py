@@ -1,6 +1,10 @@
 """The `skillshelf` command line: `main.py` holds the group and the core commands; other modules of
 this package add their command groups to it."""
 
+from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.main import cli, main
+
+for _command in CONFIG_COMMANDS:
+    cli.add_command(_command)
 
 __all__ = ["cli", "main"]

@@ -18,6 +18,7 @@ import click
 
 from skillshelf import __version__
 from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, table
+from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
 from skillshelf.library.models import Finding
 from skillshelf.library.paths import display_path
 from skillshelf.memory.service import NOTE_TYPES
@@ -158,7 +159,7 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
     ctx.obj = {"config": config}
 
 
-@cli.command()
+@cli.command(cls=RulesCommand)
 @library_option
 @click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
@@ -180,6 +181,8 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
 @click.option("--allow-exec", is_flag=True, default=None, help="Let agents run skills with executeSkill.")
 @click.option("--exec-allow", "exec_allow", multiple=True, help="Only skill ids matching this pattern may run.")
 @click.option("--exec-timeout", type=click.FloatRange(min=0.1), help="Longest a skill may run, in seconds.")
+@click.option("--view", help="The view to serve (docs/views.md). Default: `view` in the config, else `default`.")
+@rule_options
 def serve(
     libraries: tuple[Path, ...],
     http: bool,
@@ -191,20 +194,29 @@ def serve(
     allow_exec: bool | None,
     exec_allow: tuple[str, ...],
     exec_timeout: float | None,
+    view: str | None,
+    includes: tuple[str, ...],
+    excludes: tuple[str, ...],
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.config.views import resolve_view
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server import build_server
 
-    settings = _settings(
-        libraries,
-        cli_project_roots=project_roots,
-        execution={"enabled": allow_exec, "allow": list(exec_allow) or None, "timeout_s": exec_timeout},
-        watch=not no_watch,
-        http_host=host,
-        http_port=port,
-    )
+    options: dict[str, Any] = {
+        "cli_project_roots": project_roots,
+        "execution": {"enabled": allow_exec, "allow": list(exec_allow) or None, "timeout_s": exec_timeout},
+        "watch": not no_watch,
+        "http_host": host,
+        "http_port": port,
+        "view": view,
+    }
+    settings = _settings(libraries, **options)
+    rules = click.get_current_context().meta.get("tool_rules", [])
+    reload = config_reloader(libraries, options, rules) if not no_watch else None
+    settings = with_flag_rules(settings, rules)
+    resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
     if http:
         from skillshelf.server.http import refuse_unsafe_exposure
 
@@ -221,7 +233,7 @@ def serve(
     from skillshelf.server.web import WebAccess
 
     security = transport_security(host, allowed_hosts)
-    server = build_server(settings, library, archive, WebAccess(security=security))
+    server = build_server(settings, library, archive, WebAccess(security=security), view=settings.view, reload=reload)
     progress = IndexProgress()
     library.add_progress_listener(progress)
     roots = ", ".join(display_path(r) for r in library.roots)
@@ -241,7 +253,7 @@ def serve(
         else:
             if sys.stderr.isatty():
                 library.start()  # the lifespan's start() is then a no-op; the line waits for the index
-                _announce_when_indexed(library, roots, progress)
+                _announce_when_indexed(library, roots, progress, settings.view)
             _run_stdio(server)
     finally:
         library.close()
@@ -268,7 +280,7 @@ def _bind(host: str, port: int) -> Any:
     return sock
 
 
-def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress) -> None:
+def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress, view: str) -> None:
     """One line on a terminal's stderr once the index is ready: what is served, how many skills, how to stop."""
     import threading
 
@@ -277,7 +289,7 @@ def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress) ->
         progress.done()
         count = library.index.count()
         sys.stderr.write(
-            f"skillshelf: serving {plural(count, 'skill')} from {roots} over stdio (all tools); "
+            f"skillshelf: serving {plural(count, 'skill')} from {roots} over stdio ({view!r} view); "
             "an MCP client talks to it on stdin/stdout. Press Ctrl-C to stop.\n"
         )
         sys.stderr.flush()

@@ -7,11 +7,18 @@ item is hidden if any include rule exists, else shown.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from skillshelf.config.team import CompositeTool, HookSettings
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.filters import Rule, check_rules
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+VIEW_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+DEFAULT_VIEW = "default"
 
 
 class FilterRule(BaseModel):
@@ -28,6 +35,9 @@ class FilterRule(BaseModel):
             raise ValueError('a rule is {include = "glob"} or {exclude = "glob"}, exactly one of them')
         return self
 
+    def as_rule(self) -> Rule:
+        return ("include", self.include) if self.include is not None else ("exclude", self.exclude or "")
+
 
 class ToolOverride(BaseModel):
     """How a view presents one tool: a new name, a new description, arguments pinned to a value."""
@@ -40,14 +50,112 @@ class ToolOverride(BaseModel):
         default_factory=dict, description="Arguments fixed to a value and removed from the input schema"
     )
 
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str | None) -> str | None:
+        if value is not None and not TOOL_NAME.match(value):
+            raise ValueError(f"{value!r} is not a tool name: use 1-128 letters, digits, '_', '-' or '.'")
+        return value
+
 
 class ViewSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     description: str = ""
-    exposure: Literal["direct", "search"] = "direct"
+    exposure: Literal["direct", "search"] = Field(
+        default="direct", description="direct: every tool listed; search: three meta-tools find, describe and call them"
+    )
     tools: list[FilterRule] = Field(default_factory=list, description="Ordered tool filter (by tool name)")
     skills: list[FilterRule] = Field(default_factory=list, description="Ordered skill filter (by id or selector)")
     overrides: dict[str, ToolOverride] = Field(default_factory=dict, description="By the tool's own name")
+    output_schemas: bool = Field(
+        default=False, description="Send each tool's output schema in tools/list (clients that validate results)"
+    )
     hooks: HookSettings = Field(default_factory=HookSettings)
     composites: dict[str, CompositeTool] = Field(default_factory=dict)
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_rules(cls, rules: list[FilterRule]) -> list[FilterRule]:
+        if problems := check_rules([r.as_rule() for r in rules], skills=False):
+            raise ValueError("; ".join(problems))
+        return rules
+
+    @field_validator("skills")
+    @classmethod
+    def _skill_rules(cls, rules: list[FilterRule]) -> list[FilterRule]:
+        if problems := check_rules([r.as_rule() for r in rules], skills=True):
+            raise ValueError("; ".join(problems))
+        return rules
+
+    @model_validator(mode="after")
+    def _distinct_names(self) -> ViewSettings:
+        renamed = [o.name for o in self.overrides.values() if o.name]
+        if len(renamed) != len(set(renamed)):
+            raise ValueError(f"overrides give two tools the same name: {sorted(renamed)}")
+        return self
+
+    def tool_rules(self) -> list[Rule]:
+        return [r.as_rule() for r in self.tools]
+
+    def skill_rules(self) -> list[Rule]:
+        return [r.as_rule() for r in self.skills]
+
+
+def _only(*names: str) -> list[FilterRule]:
+    return [FilterRule(include=n) for n in names]
+
+
+AGENT_TOOLS = ("searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage")
+MEMORY_TOOLS = (
+    "addNote",
+    "getNotes",
+    "getDecisions",
+    "getHypotheses",
+    "getBlockers",
+    "searchArtifacts",
+    "loadSession",
+    "getSessionCode",
+)
+CURATOR_TOOLS = (
+    "searchPatterns",
+    "loadSkill",
+    "listCategories",
+    "getLibraryStats",
+    "getPatternReuse",
+    "getCompressionRatio",
+)
+AGENT_VIEW = "agent"
+
+
+def builtin_views(execution_enabled: bool) -> dict[str, ViewSettings]:
+    """The views that work with no config. `agent` runs skills only where the user enabled execution."""
+    agent = (*AGENT_TOOLS, "executeSkill") if execution_enabled else AGENT_TOOLS
+    return {
+        AGENT_VIEW: ViewSettings(
+            description="Find, load and apply skills: the default for an agent", tools=_only(*agent)
+        ),
+        "full": ViewSettings(description="Every tool", output_schemas=True),
+        "memory": ViewSettings(description="Project notes and past sessions", tools=_only(*MEMORY_TOOLS)),
+        "curator": ViewSettings(
+            description="Library health: categories, statistics, reuse", tools=_only(*CURATOR_TOOLS)
+        ),
+    }
+
+
+def all_views(configured: dict[str, ViewSettings], execution_enabled: bool) -> dict[str, ViewSettings]:
+    """Built-in views, then configured ones (a configured view replaces a built-in of the same name).
+
+    `default` is the configured `[views.default]` when there is one, else the built-in `agent`.
+    """
+    views = {**builtin_views(execution_enabled), **configured}
+    views.setdefault(DEFAULT_VIEW, views[AGENT_VIEW])
+    return views
+
+
+def resolve_view(name: str | None, configured: dict[str, ViewSettings], execution_enabled: bool) -> ViewSettings:
+    views = all_views(configured, execution_enabled)
+    wanted = name or DEFAULT_VIEW
+    if wanted not in views:
+        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"no view {wanted!r}; views: {', '.join(sorted(views))}")
+    return views[wanted]

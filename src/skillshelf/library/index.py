@@ -12,7 +12,7 @@ import logging
 import math
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -69,6 +69,7 @@ _CAMEL_WORD = re.compile(r"\b[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
 COVERAGE_WEIGHT = 1.0  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
 COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weighted by rarity) go missing
+VISIBLE_FUNCTION = "skillshelf_visible"  # SQL function a view registers (SearchFilters.visible)
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 
 
@@ -156,6 +157,9 @@ class SearchFilters:
     category: str | None = None
     executable: bool | None = None
     min_quality: float | None = None
+    # A view's visibility rule by skill id: hidden skills are left out before ranking, so they
+    # neither take a place in the page nor set the relative score of the visible hits.
+    visible: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -288,6 +292,8 @@ class SkillIndex(FtsIndex):
         """
         conditions, params = _filter_sql(filters)
         with self._lock:
+            if filters.visible is not None:
+                self._conn.create_function(VISIBLE_FUNCTION, 1, filters.visible, deterministic=True)
             wanted = self._matchable(concepts(query))
             if not query_terms(query):
                 sql = f"SELECT s.rowid FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
@@ -318,7 +324,7 @@ class SkillIndex(FtsIndex):
 
     def _rank(self, wanted: list[Concept], conditions: str, params: list[Any], limit: int) -> dict[int, float]:
         weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
-        join = "" if not params else "JOIN skills s ON s.rowid = f.rowid"
+        join = "" if conditions == "1" else "JOIN skills s ON s.rowid = f.rowid"
         sql = f"""SELECT f.rowid, bm25(skills_fts, {weights}) AS score FROM skills_fts f {join}
                   WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
         expressions = [c.expression() for c in wanted]
@@ -436,4 +442,6 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
     if filters.min_quality is not None:
         conditions.append("s.quality >= ?")
         params.append(filters.min_quality)
+    if filters.visible is not None:
+        conditions.append(f"{VISIBLE_FUNCTION}(s.id)")
     return " AND ".join(conditions), params

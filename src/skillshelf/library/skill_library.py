@@ -12,7 +12,6 @@ import hashlib
 import logging
 import os
 import re
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -21,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
+
+import platformdirs
 
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.discovery import Discovery, discover
@@ -60,14 +61,11 @@ class LibraryConfig:
 
 
 def user_cache_dir() -> Path:
+    """SKILLSHELF_CACHE_DIR, else the platform's user cache folder (platformdirs: XDG on Linux)."""
     override = os.environ.get("SKILLSHELF_CACHE_DIR")
     if override:
         return Path(override)
-    if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "skillshelf" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "skillshelf"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skillshelf"
+    return platformdirs.user_cache_path("skillshelf", appauthor=False)
 
 
 def _roots_digest(roots: list[Path]) -> str:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.tools.base import Tool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
+from skillshelf.config.views import resolve_view
 from skillshelf.errors import SkillshelfError
+from skillshelf.library.scoped import ScopedLibrary
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
@@ -25,20 +28,25 @@ from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
 from skillshelf.server.tools.patterns import patterns_tools
+from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTIONS = """\
-skillshelf serves a curated library of reusable skills (how-tos with optional code).
-1. searchPatterns with a few words about the task: compact hits, ~50 tokens each.
-2. loadSkill with the best hit's id to read its documentation (includeCode=true for its code).
-3. Apply it (executeSkill runs its code when the user enabled it); readSkillFile fetches a reference or script.
-4. trackPatternUsage when a skill helped. Keep project memory with addNote and getDecisions/getBlockers;
-   searchArtifacts and loadSession recall what past sessions decided and built.
-listCategories shows what the library covers; skills are also resources skill://{category}/{name}/SKILL.md.
-"""
+FULL_VIEW = "full"
+
+
+def every_tool(settings: Settings, library: SkillLibrary, sessions: SessionArchive) -> list[Tool]:
+    """Every tool the server has, before a view picks and presents some of them."""
+    projects = settings.projects()
+    return [
+        *patterns_tools(library, projects),
+        *execution_tools(library, settings.execution),
+        *artifacts_tools(sessions),
+        *memory_tools(projects),
+        *metrics_tools(library, sessions),
+    ]
 
 
 def build_server(
@@ -46,8 +54,16 @@ def build_server(
     library: SkillLibrary | None = None,
     archive: SessionArchive | None = None,
     web: WebAccess | None = None,
+    view: str | None = None,
+    reload: Callable[[], Settings] | None = None,
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
+
+    `view` names the view it serves (docs/views.md): which tools and skills a client sees. None
+    serves every tool and skill (`full`), as a library caller expects; `skillshelf serve` passes
+    the configured view, `default` unless told otherwise. With `reload` (settings read afresh) and
+    a config file, edits to the file change the view's tools and skills while the server runs;
+    clients are told to re-list, and an invalid edit is logged while the last good config stays.
 
     Over HTTP it also serves the read-only web view at `/` (`web`: who sees what; by default every
     skill, to anyone passing the bind host's Host/Origin checks).
@@ -56,19 +72,47 @@ def build_server(
     created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
     that passes its own library or archive closes it, and may enter the server again.
     """
+    view_name = view or FULL_VIEW
+    chosen = resolve_view(view_name, settings.views, settings.execution.enabled)
     shelf = library or SkillLibrary(settings.library_config())
     projects = settings.projects()
     sessions = archive or SessionArchive(projects, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
-    skills = SkillsSurface(shelf)  # views will pass their visible(skill_id) predicate here
+    # One visibility rule at one boundary: every service, resource and listing reads this view of the library.
+    scoped = ScopedLibrary(shelf, chosen.skill_rules())
+    selection = ToolSelection.of(view_name, chosen, every_tool(settings, scoped, sessions))
+    skills = SkillsSurface(scoped, scoped.is_visible)
+    live = LiveView(selection, skills.bus)
+
+    def reload_config() -> None:
+        assert reload is not None
+        try:
+            fresh = reload()
+            new_view = resolve_view(view_name, fresh.views, fresh.execution.enabled)
+            new_selection = ToolSelection.of(view_name, new_view, every_tool(fresh, scoped, sessions))
+        except SkillshelfError as exc:
+            logger.warning("config change ignored, still serving the last good config: %s", exc.message)
+            return
+        skills_changed = scoped.set_rules(new_view.skill_rules())
+        live.install(server, new_selection)
+        logger.warning("config reloaded: view %r now serves %d tool(s)", view_name, len(new_selection.shown))
+        live.announce_from_thread()
+        if skills_changed:
+            skills.library_changed()  # resources/list_changed: skills appeared or vanished
+
+    watcher = ConfigWatcher(settings.config_path, reload_config) if reload and settings.config_path else None
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
         shelf.start()
         sessions.start()
+        if watcher is not None:
+            watcher.start()
         try:
             yield shelf
         finally:
+            if watcher is not None:
+                watcher.stop()
             shelf.stop_watching()
             sessions.stop_watching()
             for resource in owned:
@@ -77,18 +121,13 @@ def build_server(
     server: MCPServer[Any] = MCPServer(
         "skillshelf",
         version=__version__,
-        instructions=INSTRUCTIONS,
+        instructions=instructions_for(selection),
         lifespan=lifespan,
         log_level="WARNING",
         extensions=[skills.extension],
         subscriptions=skills.bus,
-        tools=[
-            *patterns_tools(shelf, projects),
-            *execution_tools(shelf, settings.execution),
-            *artifacts_tools(sessions),
-            *memory_tools(projects),
-            *metrics_tools(shelf, sessions),
-        ],
+        tools=selection.listed(),
+        middleware=[live.middleware],
     )
 
     @server.resource(
@@ -100,19 +139,19 @@ def build_server(
     )
     def skill_resource(category: str, name: str) -> str:
         try:
-            return service.read_documentation(shelf, f"{category}/{name}")
+            return service.read_documentation(scoped, f"{category}/{name}")
         except SkillshelfError as exc:
             raise ResourceNotFoundError(exc.message) from exc
 
     skills.install(server)
-    register_prompts(server)
+    register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
-        counts = {"skills": shelf.index.count(), "sessions": sessions.index.count()}
+        counts = {"skills": scoped.index.count(), "sessions": sessions.index.count()}
         return JSONResponse({**shelf.status(), "version": __version__, **counts})
 
-    for route in web_routes(shelf, web or WebAccess(security=transport_security(settings.http_host))):
+    for route in web_routes(scoped, web or WebAccess(security=transport_security(settings.http_host))):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
     return server

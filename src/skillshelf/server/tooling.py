@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import time
@@ -80,11 +81,30 @@ async def respond_fresh(
     return respond(call, count)
 
 
+def unknown_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """A message naming the arguments the input schema does not accept, or None when all are known."""
+    accepted = list(schema.get("properties", {}))
+    unknown = [name for name in arguments if name not in accepted]
+    if not unknown:
+        return None
+    names = ", ".join(repr(n) for n in unknown)
+    close = {n: difflib.get_close_matches(n, accepted, n=1, cutoff=0.6) for n in unknown}
+    hints = "".join(f" Did you mean {m[0]!r} for {n!r}?" for n, m in close.items() if m)
+    listed = ", ".join(accepted) or "none"
+    return f"Unknown argument{'s' if len(unknown) > 1 else ''} {names}; this tool accepts: {listed}.{hints}"
+
+
 class EnvelopeTool(Tool):
-    """A tool whose argument errors come back as a VALIDATION_ERROR envelope, like every other failure."""
+    """A tool whose argument errors come back as a VALIDATION_ERROR envelope, like every other failure.
+
+    Arguments the input schema does not name are refused (a misspelt optional argument would
+    otherwise be dropped silently and the call would do something other than what was asked).
+    """
 
     async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
         started = time.perf_counter()
+        if (problem := unknown_arguments(arguments, self.parameters)) is not None:
+            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
         try:
             self.fn_metadata.validate_arguments(arguments)
         except ValidationError as exc:
@@ -92,5 +112,11 @@ class EnvelopeTool(Tool):
         return await super().run(arguments, context, convert_result)
 
 
-def make_tool(fn: Callable[..., Any], name: str, title: str, annotations: ToolAnnotations = READ_ONLY) -> Tool:
-    return EnvelopeTool.from_function(fn, name=name, title=title, annotations=annotations)
+def make_tool(
+    fn: Callable[..., Any],
+    name: str,
+    title: str,
+    annotations: ToolAnnotations = READ_ONLY,
+    description: str | None = None,
+) -> Tool:
+    return EnvelopeTool.from_function(fn, name=name, title=title, annotations=annotations, description=description)

@@ -1,0 +1,473 @@
+"""Views on the server: which tools a client sees and how (docs/views.md).
+
+- A hidden tool is absent from tools/list; calling it returns TOOL_NOT_AVAILABLE "not available in
+  this view" (tools are the product's public surface, so naming one leaks nothing). Hidden skills
+  are the library's business (`ScopedLibrary`), not this module's.
+- Overrides: a new name (the own name then answers "is called X in this view"), a description
+  where `{original}` inserts the tool's own, and pinned arguments: removed from the input schema,
+  refused when a caller sends them, injected at call time.
+- `exposure = "search"`: tools/list holds three meta-tools, `{view}_search_tools`,
+  `{view}_describe_tool` and `{view}_call_tool` (easy-mcp-proxy's names and shapes), whatever the
+  view holds; the view's tools are reachable through them and only through them.
+- Output schemas are sent only when the view says so (`output_schemas`); structured content is
+  sent either way (docs/views.md says why).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, cast
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import SubscriptionBus, ToolsListChanged
+from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import Tool as MCPTool
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from skillshelf.config.views import ViewSettings
+from skillshelf.envelope import Envelope, failure
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.filters import decide_tool
+from skillshelf.server.tooling import EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
+
+logger = logging.getLogger(__name__)
+
+SEARCH_PAGE = 25
+CONFIG_POLL_SECONDS = 1.0
+MAX_SESSIONS = 256
+MIN_SCORE = 0.5  # share of the query's words a tool's name or description must hold
+META = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+CALLS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
+
+
+class ViewTool(EnvelopeTool):
+    """One tool as a view presents it: its name, description and schema; pinned arguments injected."""
+
+    inner: Tool = Field(exclude=True)
+    pinned: dict[str, Any] = Field(default_factory=dict)
+    send_output_schema: bool = True
+
+    @cached_property
+    def output_schema(self) -> dict[str, Any] | None:
+        return self.inner.output_schema if self.send_output_schema else None
+
+    async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
+        started = time.perf_counter()
+        if fixed := [name for name in arguments if name in self.pinned]:
+            names = ", ".join(repr(n) for n in fixed)
+            message = f"{names} {'is' if len(fixed) == 1 else 'are'} fixed by this view; call again without it."
+            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, message, started))
+        if (problem := unknown_arguments(arguments, self.parameters)) is not None:
+            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
+        return await self.inner.run({**arguments, **self.pinned}, context, convert_result)
+
+
+def _without(schema: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    trimmed = copy.deepcopy(schema)
+    for name in names:
+        trimmed.get("properties", {}).pop(name, None)
+    if "required" in trimmed:
+        trimmed["required"] = [r for r in trimmed["required"] if r not in set(names)]
+    return trimmed
+
+
+def present(tool: Tool, view: ViewSettings) -> ViewTool:
+    override = view.overrides.get(tool.name)
+    pinned = dict(override.pinned) if override else {}
+    if unknown := [p for p in pinned if p not in tool.parameters.get("properties", {})]:
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"overrides.{tool.name}.pinned names {unknown}, which {tool.name} does not take; it takes "
+            f"{', '.join(tool.parameters.get('properties', {}))}",
+        )
+    description = tool.description
+    if override and override.description is not None:
+        description = override.description.replace("{original}", tool.description)
+    return ViewTool(
+        fn=tool.fn,
+        name=(override.name if override and override.name else tool.name),
+        title=tool.title,
+        description=description,
+        parameters=_without(tool.parameters, pinned),
+        fn_metadata=tool.fn_metadata,
+        is_async=tool.is_async,
+        context_kwarg=tool.context_kwarg,
+        annotations=tool.annotations,
+        icons=tool.icons,
+        meta=tool.meta,
+        inner=tool,
+        pinned=pinned,
+        send_output_schema=view.output_schemas,
+    )
+
+
+@dataclass
+class ToolSelection:
+    """What one view makes of every tool the server has."""
+
+    name: str
+    view: ViewSettings
+    shown: dict[str, ViewTool] = field(default_factory=dict)  # by exposed name
+    hidden: set[str] = field(default_factory=set)  # own names
+    renamed: dict[str, str] = field(default_factory=dict)  # own name -> exposed name
+
+    @classmethod
+    def of(cls, name: str, view: ViewSettings, tools: Iterable[Tool]) -> ToolSelection:
+        selection = cls(name, view)
+        rules = view.tool_rules()
+        for tool in tools:
+            if not decide_tool(rules, tool.name).kept:
+                selection.hidden.add(tool.name)
+                continue
+            shown = present(tool, view)
+            selection.shown[shown.name] = shown
+            if shown.name != tool.name:
+                selection.renamed[tool.name] = shown.name
+        return selection
+
+    def own_names(self) -> set[str]:
+        return {t.inner.name for t in self.shown.values()}
+
+    def listed(self) -> list[Tool]:
+        """The tools tools/list carries: the view's own, or the three meta-tools in search mode."""
+        if self.view.exposure == "search":
+            return meta_tools(self)
+        return list(self.shown.values())
+
+    def refusal(self, name: str) -> str | None:
+        """Why a call to `name` cannot go through here, or None when it may (or is unknown: the SDK says so)."""
+        if name in self.hidden:
+            return f"Tool {name!r} is not available in this view ({self.name!r})."
+        if name in self.renamed:
+            return f"Tool {name!r} is called {self.renamed[name]!r} in this view; call that."
+        if self.view.exposure == "search" and name in self.shown:
+            return f"Tool {name!r} is reached through {self.name}_call_tool in this view."
+        return None
+
+    def unknown(self, name: str) -> SkillshelfError:
+        if refusal := self.refusal(name):
+            return SkillshelfError(ErrorCode.TOOL_NOT_AVAILABLE, refusal)
+        available = sorted(self.shown)
+        close = difflib.get_close_matches(name, available, n=3, cutoff=0.6)
+        close += [n for n in available if n.lower() == name.lower() and n not in close]
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        return SkillshelfError(
+            ErrorCode.TOOL_NOT_AVAILABLE,
+            f"Unknown tool {name!r}.{hint} Use {self.name}_search_tools to find tools.",
+            suggestions=close,
+            details={"availableToolNames": available},
+        )
+
+
+# -- search mode ---------------------------------------------------------------------------------
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class ToolInfo(_Wire):
+    name: str
+    description: str
+    accepted_parameter_names: list[str]
+    input_schema: dict[str, Any] | None = None
+
+
+class ToolSearch(_Wire):
+    tools: list[ToolInfo]
+    total: int
+    offset: int
+    limit: int
+
+
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> list[str]:
+    return _WORDS.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
+
+
+def match_score(query: str, tool: Tool) -> float:
+    """The share of the query's words found in the tool's name or description (a close spelling counts)."""
+    wanted = _words(query)
+    if not wanted:
+        return 1.0
+    text = " ".join(_words(f"{tool.name} {tool.description}"))
+    vocabulary = set(text.split())
+    found = 0.0
+    for word in wanted:
+        if word in text:
+            found += 1
+        elif difflib.get_close_matches(word, vocabulary, n=1, cutoff=0.8):
+            found += 0.8
+    return found / len(wanted)
+
+
+def info(tool: Tool, with_schema: bool) -> ToolInfo:
+    return ToolInfo(
+        name=tool.name,
+        description=tool.description,
+        accepted_parameter_names=list(tool.parameters.get("properties", {})),
+        input_schema=tool.parameters if with_schema else None,
+    )
+
+
+def meta_tools(selection: ToolSelection) -> list[Tool]:
+    view = selection.name
+
+    def search_tools(
+        query: Annotated[str, Field(description="Words about the task; empty lists every tool.", max_length=500)] = "",
+        limit: Annotated[int, Field(ge=1, le=100)] = SEARCH_PAGE,
+        offset: Annotated[int, Field(ge=0)] = 0,
+        include_schema: Annotated[bool, Field(description="Add each tool's inputSchema.")] = False,
+    ) -> Annotated[CallToolResult, Envelope[ToolSearch]]:
+        def run() -> ToolSearch:
+            scored = [(match_score(query, t), t) for t in selection.shown.values()]
+            ranked = sorted((p for p in scored if p[0] >= MIN_SCORE), key=lambda p: (-p[0], p[1].name))
+            page = [info(t, include_schema) for _, t in ranked[offset : offset + limit]]
+            return ToolSearch(tools=page, total=len(ranked), offset=offset, limit=limit)
+
+        return respond(run, lambda found: len(found.tools))
+
+    def describe_tool(
+        tool_name: Annotated[str, Field(description="A name from search_tools.", min_length=1, max_length=128)],
+    ) -> Annotated[CallToolResult, Envelope[ToolInfo]]:
+        def run() -> ToolInfo:
+            tool = selection.shown.get(tool_name)
+            if tool is None:
+                raise selection.unknown(tool_name)
+            return info(tool, True)
+
+        return respond(run)
+
+    async def call_tool(
+        tool_name: Annotated[str, Field(description="The tool to run.", min_length=1, max_length=128)],
+        ctx: Context[Any, Any],
+        arguments: Annotated[
+            dict[str, Any] | str | None, Field(description="Its arguments: an object (or the object as JSON text).")
+        ] = None,
+    ) -> Annotated[CallToolResult, Envelope[Any]]:
+        started = time.perf_counter()
+        tool = selection.shown.get(tool_name)
+        if tool is None:
+            problem = selection.unknown(tool_name)
+            return to_call_result(failure(problem.code, problem.message, started, problem.suggestions, problem.details))
+        parsed: Any = arguments or {}
+        if isinstance(parsed, str):
+            try:
+                parsed = json.loads(parsed)
+            except json.JSONDecodeError:
+                parsed = None
+        if not isinstance(parsed, dict):
+            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, "arguments must be a JSON object", started))
+        return cast(CallToolResult, await tool.run(parsed, ctx, convert_result=True))
+
+    tools = [
+        make_tool(
+            search_tools,
+            f"{view}_search_tools",
+            "Search tools",
+            META,
+            "Find this view's tools by what you need (empty query: all). Returns {tools,total,offset,limit}.",
+        ),
+        make_tool(
+            describe_tool, f"{view}_describe_tool", "Describe a tool", META, "A tool's description and inputSchema."
+        ),
+        make_tool(
+            call_tool,
+            f"{view}_call_tool",
+            "Call a tool",
+            CALLS,
+            "Run one of this view's tools by name with its arguments; no search needed first.",
+        ),
+    ]
+    return [present(t, ViewSettings(output_schemas=selection.view.output_schemas)) for t in tools]
+
+
+# -- instructions ---------------------------------------------------------------------------------
+INTRO = "skillshelf serves a curated library of reusable skills (how-tos with optional code)."
+# (own tool names a line needs, the line with {ownName} placeholders for the exposed names)
+STEPS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("searchPatterns",), "{searchPatterns} with a few words about the task: compact hits, ~50 tokens each."),
+    (("loadSkill",), "{loadSkill} with the best hit's id to read its documentation (includeCode=true for its code)."),
+    (("readSkillFile",), "{readSkillFile} fetches a file a skill lists (a reference or script)."),
+    (("executeSkill",), "{executeSkill} runs a skill's code (dryRun first to check the input)."),
+    (("trackPatternUsage",), "{trackPatternUsage} when a skill helped."),
+    (("addNote",), "Keep project memory with {addNote}; read it back with the get* note tools."),
+    (("searchArtifacts", "loadSession"), "{searchArtifacts} and {loadSession} recall what past sessions did."),
+    (("listCategories",), "{listCategories} shows what the library covers."),
+    (("getLibraryStats",), "{getLibraryStats} and the other metrics tools report the library's health."),
+)
+RESOURCES = "Skills are also resources: skill://{category}/{name}/SKILL.md."
+
+
+def instructions_for(selection: ToolSelection) -> str:
+    """Server instructions naming only what this view offers, by the names it offers them under."""
+    names = {own: selection.renamed.get(own, own) for own in selection.own_names()}
+    lines = [INTRO]
+    if selection.view.exposure == "search":
+        view = selection.name
+        lines.append(
+            f"Tools are reached through {view}_search_tools (empty query: all), {view}_describe_tool (a tool's "
+            f"schema) and {view}_call_tool(tool_name, arguments)."
+        )
+        if "searchPatterns" in names:
+            lines.append(f"For a task, call {names['searchPatterns']} first: it finds the skill to load.")
+    else:
+        steps = [text.format(**names) for needed, text in STEPS if all(n in names for n in needed)]
+        lines += [f"{i}. {text}" for i, text in enumerate(steps, start=1)]
+    lines.append(RESOURCES)
+    return "\n".join(lines) + "\n"
+
+
+# -- what a view costs a model ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class SurfaceCost:
+    """tools/list and instructions as a model reads them (name, description, input schema), in tokens
+    (characters / 4), and the whole tools/list on the wire (output schemas and annotations too)."""
+
+    tools: list[str]
+    read_tokens: int
+    instructions_tokens: int
+    wire_chars: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.read_tokens + self.instructions_tokens
+
+
+def surface_cost(selection: ToolSelection) -> SurfaceCost:
+    listed = selection.listed()
+    read = [{"name": t.name, "description": t.description, "inputSchema": t.parameters} for t in listed]
+    wire = [
+        MCPTool(
+            name=t.name,
+            title=t.title,
+            description=t.description,
+            input_schema=t.parameters,
+            output_schema=t.output_schema,
+            annotations=t.annotations,
+        ).model_dump(by_alias=True, mode="json", exclude_none=True)
+        for t in listed
+    ]
+    compact = (",", ":")
+    return SurfaceCost(
+        tools=[t.name for t in listed],
+        read_tokens=len(json.dumps(read, separators=compact)) // 4,
+        instructions_tokens=len(instructions_for(selection)) // 4,
+        wire_chars=len(json.dumps({"tools": wire}, separators=compact)),
+    )
+
+
+# -- serving a view that can change under a running server -------------------------------------------
+class LiveView:
+    """The selection a server serves now. A reload swaps it whole and tells clients to re-list.
+
+    Its middleware refuses calls to tools the view hides, marks `tools.listChanged` in the
+    capabilities, and remembers sessions (legacy connections) to notify.
+    """
+
+    def __init__(self, selection: ToolSelection, bus: SubscriptionBus) -> None:
+        self.selection = selection
+        self.bus = bus
+        self._sessions: list[ServerSession] = []
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+
+    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        self._token = anyio.lowlevel.current_token()
+        if ctx.method == "tools/call" and ctx.params is not None:
+            refusal = self.selection.refusal(str(ctx.params.get("name", "")))
+            if refusal is not None:
+                return to_call_result(failure(ErrorCode.TOOL_NOT_AVAILABLE, refusal, time.perf_counter()))
+        result = await call_next(ctx)
+        if ctx.method == "initialize":
+            if isinstance(result, BaseModel):
+                result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            tools = (result or {}).get("capabilities", {}).get("tools")
+            if isinstance(tools, dict):
+                tools["listChanged"] = True
+            self._sessions = [*self._sessions, ctx.session][-MAX_SESSIONS:]
+        return result
+
+    def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
+        """Serve `selection` from now on. MCPServer has no public way to replace its tools or its
+        instructions, so this sets them on its managers (mcp is pinned to 2.3.x)."""
+        server._tool_manager._tools = {t.name: t for t in selection.listed()}
+        server._lowlevel_server.instructions = instructions_for(selection)
+        self.selection = selection
+
+    def announce_from_thread(self) -> None:
+        """Called on the config watcher's thread: tell every client to re-list the tools."""
+        token = self._token
+        if token is None:
+            return  # no client yet: the next one lists the new tools anyway
+        try:
+            anyio.from_thread.run(self.announce, token=token)
+        except RuntimeError:
+            logger.debug("no event loop to announce a view change on (server stopped)")
+
+    async def announce(self) -> None:
+        await self.bus.publish(ToolsListChanged())
+        alive: list[ServerSession] = []
+        for session in self._sessions:
+            try:
+                with anyio.fail_after(5):
+                    await session.send_tool_list_changed()
+            except Exception:
+                logger.debug("a session went away before hearing of the view change")
+                continue
+            alive.append(session)
+        self._sessions = alive
+
+
+class ConfigWatcher:
+    """Polls one config file (mtime, size, inode: editors replace files) and calls back on a change."""
+
+    def __init__(self, path: Path, on_change: Callable[[], None], poll_seconds: float = CONFIG_POLL_SECONDS) -> None:
+        self.path = path
+        self.on_change = on_change
+        self.poll_seconds = poll_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="skillshelf-config-watcher", daemon=True)
+        self._seen = self._signature()
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        try:
+            found = self.path.stat()
+        except OSError:
+            return None
+        return (found.st_mtime_ns, found.st_size, found.st_ino)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            current = self._signature()
+            if current == self._seen or current is None:
+                continue  # a missing file is a save in progress; the last good config stays
+            self._seen = current
+            try:
+                self.on_change()
+            except Exception:
+                logger.exception("reloading %s failed; the last good config stays", self.path)
