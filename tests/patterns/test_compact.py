@@ -204,6 +204,7 @@ async def test_bulk_load_answers_each_id(client: Client) -> None:
         ({"queries": []}, "queries"),
         ({"queries": [{"query": "q"}] * 6}, "queries"),
         ({"queries": [{"limit": 0}]}, "limit"),
+        ({"queries": [{"qury": "misspelt"}]}, "qury"),
     ],
 )
 async def test_bulk_search_limits(client: Client, arguments: dict[str, Any], message: str) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from skillshelf.envelope import ErrorInfo, WireModel
 
@@ -48,14 +49,44 @@ class CompactSearchResult(WireModel):
     warnings: list[str] | None = None
 
 
-class SearchQuery(WireModel):
-    """One query of a bulk searchPatterns call, with its own filters."""
+def lean(schema: dict[str, Any]) -> None:
+    """A parameter's JSON schema without what every client pays for and no model needs in tools/list.
 
-    query: str = Field(default="", max_length=500, description="What you need, in a few words.")
-    category: str | None = Field(default=None, description="Only this category.")
-    include_executable: bool | None = Field(default=None, description="true: only runnable skills; false: docs only.")
-    min_quality: float | None = Field(default=None, ge=0, le=10, description="Only skills scoring at least this.")
-    limit: int = Field(default=10, ge=1, le=50, description="Maximum hits (1-50).")
+    Drops the generated title, a `null` default and the `null` branch of an optional value (omitting
+    the parameter is how a client says "none"; the server still accepts an explicit null).
+    """
+    schema.pop("title", None)
+    branches = schema.get("anyOf")
+    if isinstance(branches, list) and len(branches) == 2 and {"type": "null"} in branches:
+        schema.pop("anyOf")
+        schema.update(next(b for b in branches if b != {"type": "null"}))
+    if "default" in schema and schema["default"] is None:
+        schema.pop("default")
+
+
+def _untitled(schema: dict[str, Any]) -> None:
+    schema.pop("title", None)
+    schema.pop("description", None)
+    for field in schema.get("properties", {}).values():
+        lean(field)
+
+
+class SearchQuery(WireModel):
+    # One query of a bulk searchPatterns call; the fields mean what the single call's do (no
+    # descriptions or titles here: they would repeat in every client's tools/list).
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        json_schema_extra=_untitled,
+        extra="forbid",  # a misspelt filter is an error, not silently ignored
+    )
+
+    query: str = Field(default="", max_length=500)
+    category: str | None = None
+    include_executable: bool | None = None
+    min_quality: float | None = Field(default=None, ge=0, le=10)
+    limit: int = Field(default=10, ge=1, le=50)
 
 
 class SearchItem(WireModel):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from skillshelf.envelope import Envelope
 from skillshelf.errors import ErrorCode, SkillshelfError
@@ -25,9 +25,10 @@ from skillshelf.patterns.models import (
     SkillFile,
     SkillLoad,
     UsageRecorded,
+    lean,
 )
 from skillshelf.projects import ProjectRoots
-from skillshelf.server.tooling import make_tool, respond, respond_fresh
+from skillshelf.server.tooling import describe_validation_error, make_tool, respond, respond_fresh
 
 RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 T = TypeVar("T", bound=BaseModel)
@@ -41,6 +42,13 @@ async def in_thread(call: Callable[[], T], count: Callable[[T], int | None] | No
 def _both(one: str, other: str) -> Callable[[], BaseModel]:
     def fail() -> BaseModel:
         raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"Give either {one} or {other}, not both.")
+
+    return fail
+
+
+def _invalid(where: str, exc: ValidationError) -> Callable[[], BaseModel]:
+    def fail() -> BaseModel:
+        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"{where}: " + describe_validation_error(exc))
 
     return fail
 
@@ -67,42 +75,57 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
         query: Annotated[
             str | None,
             Field(
+                json_schema_extra=lean,
                 description="What you need, in a few words, any order (e.g. 'retry http calls with backoff'). "
                 "Empty lists skills by quality.",
                 max_length=500,
             ),
         ] = None,
-        keyword: Annotated[str | None, Field(description="Alias of query, for seed clients.", max_length=500)] = None,
-        category: Annotated[str | None, Field(description="Only this category (see listCategories).")] = None,
+        keyword: Annotated[
+            str | None, Field(json_schema_extra=lean, description="Alias of query, for seed clients.", max_length=500)
+        ] = None,
+        category: Annotated[
+            str | None, Field(json_schema_extra=lean, description="Only this category (see listCategories).")
+        ] = None,
         includeExecutable: Annotated[
             bool | None,
-            Field(description="true: only skills with runnable code; false: only docs-only skills; omit: both."),
+            Field(
+                json_schema_extra=lean,
+                description="true: only runnable skills; false: only docs; omit: both.",
+            ),
         ] = None,
         minQuality: Annotated[
-            float | None, Field(description="Only skills scoring at least this (0-10).", ge=0, le=10)
+            float | None,
+            Field(json_schema_extra=lean, description="Only skills scoring at least this (0-10).", ge=0, le=10),
         ] = None,
         limit: Annotated[
-            int, Field(description="Maximum hits (1-50).", ge=1, le=service.MAX_LIMIT)
+            int, Field(json_schema_extra=lean, description="Maximum hits (1-50).", ge=1, le=service.MAX_LIMIT)
         ] = service.DEFAULT_LIMIT,
         queries: Annotated[
-            list[SearchQuery] | None,
+            list[dict[str, Any]] | None,
             Field(
-                description="Several searches in one call (1-5), each with its own filters; instead of query.",
+                json_schema_extra=lean,
+                description="1-5 searches at once instead of query, each {query, category, includeExecutable, "
+                "minQuality, limit}.",
                 min_length=1,
                 max_length=service.MAX_BULK,
             ),
         ] = None,
         detail: Annotated[
-            bool, Field(description="Long hits: name, category, layout, the full description, every flag.")
+            bool, Field(json_schema_extra=lean, description="Long hits (name, category, layout).")
         ] = False,
     ) -> Annotated[CallToolResult, Envelope[CompactSearchResult | SearchResult | BulkSearchResult]]:
-        """Search the skill library by what you need to do, ranked by relevance, quality breaking ties; queries (1-5) runs several searches in one call. Returns compact hits (id, one-line description, quality, tokens to load, score; executable and verified only when true), about 50 tokens each, or the long form with detail. Call this first, then loadSkill with the best hit's id."""  # noqa: E501
+        """Search the skill library by what you need to do, ranked by relevance, quality breaking ties; queries runs up to 5 searches at once. Returns compact hits (id, one-line description, quality, tokens to load, score), ~50 tokens each; detail gives the long form. Call this first, then loadSkill with the best hit's id."""  # noqa: E501
         if queries is not None:
             if query or keyword:
                 return respond(_both("query", "queries"))
+            try:
+                parsed = [SearchQuery.model_validate(q) for q in queries]
+            except ValidationError as exc:
+                return respond(_invalid("queries", exc))
             return await respond_fresh(
                 library,
-                lambda: service.search_many(library, queries, detail=detail),
+                lambda: service.search_many(library, parsed, detail=detail),
                 lambda result: sum(len(item.hits or []) for item in result.results),
             )
 
@@ -122,41 +145,56 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
     async def load_skill(
         skillId: Annotated[
             str | None,
-            Field(description="A skill id from searchPatterns, 'category/name'.", min_length=1, max_length=300),
+            Field(
+                json_schema_extra=lean,
+                description="A skill id from searchPatterns, 'category/name'.",
+                min_length=1,
+                max_length=300,
+            ),
         ] = None,
         skillIds: Annotated[
-            list[Annotated[str, Field(min_length=1, max_length=300)]] | None,
-            Field(description="Several ids in one call (1-5); instead of skillId.", min_length=1, max_length=5),
+            list[str] | None,
+            Field(
+                json_schema_extra=lean,
+                description="1-5 ids, instead of skillId.",
+                min_length=1,
+                max_length=5,
+            ),
         ] = None,
-        includeCode: Annotated[bool, Field(description="Also return the implementation or scripts.")] = False,
+        includeCode: Annotated[
+            bool, Field(json_schema_extra=lean, description="Also return the implementation or scripts.")
+        ] = False,
         includeMetadata: Annotated[
             bool | None,
             Field(
-                description="Omit: quality, tags, input schema and files. true: everything (usage, quality reasons, "
-                "frontmatter, findings). false: none."
+                json_schema_extra=lean,
+                description="Omit: brief. true: all (usage, frontmatter, findings). false: none.",
             ),
         ] = None,
         maxTokens: Annotated[
             int | None,
             Field(
-                description="Cap the result at about this many tokens: the documentation is cut at a heading or "
-                "paragraph (never inside a code block) and continuation.cursor fetches the rest.",
+                json_schema_extra=lean,
+                description="Cap the result's tokens; continuation.cursor gets the rest.",
                 ge=100,
                 le=200_000,
             ),
         ] = None,
         section: Annotated[
             str | None,
-            Field(description="Only this section, by heading path ('Usage > Options' or 'Options').", max_length=300),
+            Field(
+                json_schema_extra=lean, description="One section by heading, e.g. 'Usage > Options'.", max_length=300
+            ),
         ] = None,
         cursor: Annotated[
-            str | None, Field(description="continuation.cursor from a previous load of this skill.", max_length=100)
+            str | None,
+            Field(json_schema_extra=lean, description="continuation.cursor of a previous load.", max_length=100),
         ] = None,
         detail: Annotated[
-            bool, Field(description="Long form: name, category, layout, the documentation as written.")
+            bool, Field(json_schema_extra=lean, description="Long form, documentation as written.")
         ] = False,
     ) -> Annotated[CallToolResult, Envelope[SkillLoad | LoadedSkill | BulkLoadResult]]:
-        """Load a skill's documentation by id (or up to 5 with skillIds), read fresh and minified (comments and badges dropped; code blocks and tables untouched), with quality, tags, input schema and readable files in metadata. includeCode adds its implementation or scripts; maxTokens caps the size at a heading or paragraph, and continuation.cursor or section fetches the rest. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
+        """Load a skill's minified documentation by id (skillIds: up to 5), with quality, tags, input schema and files in metadata. includeCode adds its code; maxTokens caps the size, and continuation.cursor or section fetches the rest. Unknown ids fail with PATTERN_NOT_FOUND and close matches."""  # noqa: E501
         if skillIds is not None:
             if skillId is not None:
                 return respond(_both("skillId", "skillIds"))
@@ -223,9 +261,20 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
         )
 
     return [
-        make_tool(search_patterns, "searchPatterns", "Search skills"),
-        make_tool(load_skill, "loadSkill", "Load a skill"),
-        make_tool(read_skill_file, "readSkillFile", "Read a skill's file"),
-        make_tool(track_pattern_usage, "trackPatternUsage", "Record a skill's use", RECORDS),
-        make_tool(list_categories, "listCategories", "List skill categories"),
+        untitled(make_tool(search_patterns, "searchPatterns", "Search skills")),
+        untitled(make_tool(load_skill, "loadSkill", "Load a skill")),
+        untitled(make_tool(read_skill_file, "readSkillFile", "Read a skill's file")),
+        untitled(make_tool(track_pattern_usage, "trackPatternUsage", "Record a skill's use", RECORDS)),
+        untitled(make_tool(list_categories, "listCategories", "List skill categories")),
     ]
+
+
+def untitled(tool: Tool) -> Tool:
+    """The listed input schema without pydantic's generated titles ("Skillid"): every session pays for them.
+
+    Only the listing changes; arguments are still validated by the function's own model.
+    """
+    tool.parameters.pop("title", None)
+    for schema in tool.parameters.get("properties", {}).values():
+        schema.pop("title", None)
+    return tool
