@@ -129,5 +129,14 @@ async def test_honest_remote_clients_of_an_allowed_host_are_served() -> None:
 
 def test_a_network_bind_with_execution_and_no_authentication_refuses_to_start(sample_root: Path) -> None:
     command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "--allow-exec"]
-    done = subprocess.run([*command, "-l", str(sample_root)], check=False, capture_output=True, text=True, timeout=60)
+    command += ["--insecure-no-auth", "-l", str(sample_root)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "refusing to serve skill execution on 0.0.0.0" in done.stderr
+
+
+def test_a_network_bind_without_tokens_refuses_to_start_and_says_how_to_add_one(sample_root: Path) -> None:
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "-l", str(sample_root)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "refusing to serve 0.0.0.0 without authentication" in done.stderr
+    assert "skillshelf token new NAME" in done.stderr

@@ -141,6 +141,8 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
 @click.option("--allow-exec", is_flag=True, default=None, help="Let agents run skills with executeSkill.")
 @click.option("--exec-allow", "exec_allow", multiple=True, help="Only skill ids matching this pattern may run.")
 @click.option("--exec-timeout", type=click.FloatRange(min=0.1), help="Longest a skill may run, in seconds.")
+@click.option("--insecure-no-auth", is_flag=True, help="Serve a non-loopback address without tokens (logged).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="HTTP worker processes.")
 def serve(
     libraries: tuple[Path, ...],
     http: bool,
@@ -152,6 +154,8 @@ def serve(
     allow_exec: bool | None,
     exec_allow: tuple[str, ...],
     exec_timeout: float | None,
+    insecure_no_auth: bool,
+    workers: int,
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.artifacts.archive import SessionArchive
@@ -167,12 +171,22 @@ def serve(
         http_port=port,
     )
     if http:
+        from skillshelf.server.auth import refuse_unauthenticated
         from skillshelf.server.http import refuse_unsafe_exposure
 
         try:
-            refuse_unsafe_exposure(host, settings.execution.enabled)
+            settings.auth = settings.auth.with_env()
+            refuse_unauthenticated(host, settings.auth, insecure_no_auth)
+            refuse_unsafe_exposure(host, settings.execution.enabled and not settings.auth.tokens)
         except SkillshelfError as exc:
             raise _fail(exc) from exc
+        if workers > 1:
+            from skillshelf.server.http import run_http_workers
+
+            _announce_roots(settings.roots, settings.using_bundled)
+            logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
+            run_http_workers(settings.model_dump_json(), host, port, workers, allowed_hosts)
+            return
     if settings.execution.enabled:
         scope = ", ".join(settings.execution.allow) or "any skill"
         logger.warning("skill execution is ON (%s); see docs/security.md", scope)
@@ -180,17 +194,19 @@ def serve(
     library = SkillLibrary(settings.library_config())
     archive = SessionArchive(settings.projects(), watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
+    from skillshelf.server.auth import web_authorize
     from skillshelf.server.http import transport_security
     from skillshelf.server.web import WebAccess
 
     security = transport_security(host, allowed_hosts)
-    server = build_server(settings, library, archive, WebAccess(security=security))
+    access = WebAccess(security=security, authorize=web_authorize(http and bool(settings.auth.tokens)))
+    server = build_server(settings, library, archive, access)
     try:
         if http:
             logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)
             from skillshelf.server.http import run_http
 
-            run_http(server, host, port, allowed_hosts)
+            run_http(server, host, port, allowed_hosts, auth=settings.auth, views=settings.views)
         else:
             server.run()
     finally:

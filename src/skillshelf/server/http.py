@@ -9,15 +9,24 @@ one ASGI middleware around the whole app, so `/health` gets it as well as `/mcp`
 from __future__ import annotations
 
 import ipaddress
+import re
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from skillshelf.config.team import AuthSettings
+from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.server.auth import ANONYMOUS, DEFAULT_VIEW, PRINCIPAL, Gate, Principal, web_authorize
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
@@ -122,16 +131,175 @@ class HostGuard:
 
 
 def http_app(server: MCPServer[Any], host: str, extra_hosts: tuple[str, ...] = ()) -> ASGIApp:
-    """The streamable HTTP app (`/mcp` and custom routes such as `/health`) behind one HostGuard."""
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # HostGuard does it
-        host=host,
+    """One server's streamable HTTP app (`/mcp` and custom routes such as `/health`) behind one HostGuard."""
+    return team_app({DEFAULT_VIEW: server}, host=host, extra_hosts=extra_hosts)
+
+
+def team_app(
+    servers: Mapping[str, MCPServer[Any]],
+    *,
+    host: str = "127.0.0.1",
+    extra_hosts: tuple[str, ...] = (),
+    auth: AuthSettings | None = None,
+    views: Mapping[str, ViewSettings] | None = None,
+    stateless: bool = False,
+) -> ASGIApp:
+    """Every view's MCP server behind one HostGuard and one Gate.
+
+    `servers` maps view names to servers and must hold the default view: it answers `/mcp`, `/health`
+    and the web view at `/`; every view (the default too) answers `/view/NAME/mcp`. `/views` and
+    `/views/NAME` describe the views a caller may use. A trailing slash on these paths works without a
+    redirect. `stateless` (several worker processes) answers each request on its own, no sessions.
+    """
+    if DEFAULT_VIEW not in servers:
+        raise ValueError(f"team_app needs a {DEFAULT_VIEW!r} view; got {sorted(servers)}")
+    settings = dict(views or {})
+    apps: dict[str, Starlette] = {}
+    by_server: dict[int, Starlette] = {}
+    for name, server in servers.items():
+        if id(server) not in by_server:  # one server under several names: one app, one lifespan
+            by_server[id(server)] = server.streamable_http_app(
+                streamable_http_path="/mcp",
+                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # HostGuard
+                host=host,
+                stateless_http=stateless,
+                json_response=stateless,
+                max_request_body_size=(auth or AuthSettings()).max_request_bytes,
+            )
+        apps[name] = by_server[id(server)]
+
+    async def describe(name: str) -> dict[str, Any]:
+        view = settings.get(name) or ViewSettings()
+        tools = [{"name": tool.name} for tool in await servers[name].list_tools()]
+        return {"name": name, "description": view.description, "exposure_mode": view.exposure, "tools": tools}
+
+    def allowed(request: Request) -> list[str]:
+        principal = request.scope.get(PRINCIPAL, ANONYMOUS)
+        return [name for name in servers if not isinstance(principal, Principal) or principal.may_use(name)]
+
+    async def list_views(request: Request) -> JSONResponse:
+        views_info = {}
+        for name in allowed(request):
+            view = settings.get(name) or ViewSettings()
+            views_info[name] = {"description": view.description, "exposure_mode": view.exposure}
+        return JSONResponse({"views": views_info})
+
+    async def one_view(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        if name not in servers:
+            return _view_not_found(name, allowed(request))
+        return JSONResponse(await describe(name))
+
+    async def view_mcp(scope: Scope, receive: Receive, send: Send) -> None:
+        name = scope.get("path_params", {}).get("name", "")
+        app = apps.get(name)
+        if app is None:
+            await _view_not_found(name, allowed(Request(scope)))(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for sub in by_server.values():
+                await stack.enter_async_context(sub.router.lifespan_context(sub))
+            yield
+
+    outer = Starlette(
+        routes=[
+            Route("/views", list_views, methods=["GET"]),
+            Route("/views/{name}", one_view, methods=["GET"]),
+            Mount("/view/{name}", app=view_mcp),
+            Mount("/", app=apps[DEFAULT_VIEW]),
+        ],
+        lifespan=lifespan,
     )
-    return HostGuard(app, transport_security(host, extra_hosts))
+    gated = Gate(_NoSlash(outer), auth or AuthSettings(), views=tuple(servers))
+    return HostGuard(gated, transport_security(host, extra_hosts))
 
 
-def run_http(server: MCPServer[Any], host: str, port: int, extra_hosts: tuple[str, ...] = ()) -> None:
+def _view_not_found(name: str, allowed: list[str]) -> JSONResponse:
+    listed = ", ".join(allowed) or "none"
+    return JSONResponse({"error": f"View {name!r} not found", "views": allowed, "hint": f"Views: {listed}"}, 404)
+
+
+class _NoSlash:
+    """`/mcp/`, `/views/`, `/health/`, `/view/NAME/mcp/`: served as if without the slash, no redirect."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/") and _API_PATH.match(path):
+            scope = {**scope, "path": path.rstrip("/"), "raw_path": path.rstrip("/").encode()}
+        await self.app(scope, receive, send)
+
+
+_API_PATH = re.compile(r"^/(mcp|health|views(/[^/]+)?|view/[^/]+/mcp)/+$")
+
+
+def run_http(
+    server: MCPServer[Any] | Mapping[str, MCPServer[Any]],
+    host: str,
+    port: int,
+    extra_hosts: tuple[str, ...] = (),
+    *,
+    auth: AuthSettings | None = None,
+    views: Mapping[str, ViewSettings] | None = None,
+) -> None:
+    """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful)."""
     import uvicorn
 
-    uvicorn.run(http_app(server, host, extra_hosts), host=host, port=port, log_level="warning")
+    servers = server if isinstance(server, Mapping) else {DEFAULT_VIEW: server}
+    app = team_app(servers, host=host, extra_hosts=extra_hosts, auth=auth, views=views)
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=10)
+
+
+WORKER_SETTINGS_ENV = "SKILLSHELF_WORKER_SETTINGS"
+WORKER_HOSTS_ENV = "SKILLSHELF_WORKER_ALLOWED_HOSTS"
+
+
+def run_http_workers(settings_json: str, host: str, port: int, workers: int, extra_hosts: tuple[str, ...] = ()) -> None:
+    """Several uvicorn worker processes on one port, each with its own server over the same library.
+
+    Sessions cannot follow a client from one process to the next, so workers answer statelessly.
+    """
+    import os
+
+    import uvicorn
+
+    os.environ[WORKER_SETTINGS_ENV] = settings_json
+    os.environ[WORKER_HOSTS_ENV] = " ".join(extra_hosts)
+    uvicorn.run(
+        "skillshelf.server.http:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        timeout_graceful_shutdown=10,
+    )
+
+
+def worker_app() -> ASGIApp:
+    """The app of one worker process (`uvicorn --factory skillshelf.server.http:worker_app`)."""
+    import os
+
+    from skillshelf.server.app import build_server
+    from skillshelf.server.web import WebAccess
+    from skillshelf.settings import Settings
+
+    settings = Settings.model_validate_json(os.environ[WORKER_SETTINGS_ENV])
+    extra = tuple(os.environ.get(WORKER_HOSTS_ENV, "").split())
+    security = transport_security(settings.http_host, extra)
+    access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)))
+    server = build_server(settings, web=access)
+    return team_app(
+        {DEFAULT_VIEW: server},
+        host=settings.http_host,
+        extra_hosts=extra,
+        auth=settings.auth,
+        views=settings.views,
+        stateless=True,
+    )
