@@ -19,6 +19,7 @@ The authenticated name travels in the ASGI scope (`PRINCIPAL`); tools read it wi
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import logging
 import math
 import threading
@@ -102,10 +103,19 @@ class TokenBucket:
             return (1.0 - tokens) / self.rate
 
 
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without brackets."""
+    bare = host.strip("[]").lower().rstrip(".")
+    if bare == "localhost" or bare.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        return False
+
+
 def refuse_unauthenticated(host: str, auth: AuthSettings, insecure_no_auth: bool) -> None:
     """A bind beyond loopback needs tokens, unless the operator says otherwise (logged)."""
-    from skillshelf.server.http import is_loopback  # http imports this module
-
     if is_loopback(host) or auth.tokens:
         return
     if insecure_no_auth:

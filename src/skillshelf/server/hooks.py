@@ -7,7 +7,8 @@ works too), sync or async:
   arguments; `HookResult(abort="reason")` refuses the call (the agent gets a CALL_ABORTED envelope
   carrying the reason); `None` lets it through untouched.
 - `post_call(call: ToolCall, envelope: dict) -> HookResult | None`: `HookResult(result=...)`
-  replaces the envelope (the wire form: `success`, `data` or `error`, `metadata`).
+  replaces the envelope (the wire form: `success`, `data` or `error`, `metadata`). Keep the tool's
+  envelope shape: clients check structured results against the tool's output schema.
 
 A hook that raises, returns something else, or runs past `timeout_s` fails that call with
 HOOK_FAILED and a log line; the server keeps serving. A sync hook runs in a worker thread.

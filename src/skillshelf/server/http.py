@@ -26,21 +26,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from skillshelf.config.team import AuthSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server.auth import ANONYMOUS, DEFAULT_VIEW, PRINCIPAL, Gate, Principal, web_authorize
+from skillshelf.server.auth import ANONYMOUS, DEFAULT_VIEW, PRINCIPAL, Gate, Principal, is_loopback, web_authorize
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without brackets."""
-    bare = host.strip("[]").lower().rstrip(".")
-    if bare == "localhost" or bare.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(bare).is_loopback
-    except ValueError:
-        return False
 
 
 def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
