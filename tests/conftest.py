@@ -21,8 +21,9 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(home / ".cache" / "skillshelf"))
+    monkeypatch.setenv("SKILLSHELF_STATE_DIR", str(home / ".local" / "state" / "skillshelf"))  # the call log
     # A developer's own configuration must not leak into the tests.
-    for name in ("SKILLSHELF_LIBRARY", "SKILLSHELF_MAX_FILE_BYTES"):
+    for name in ("SKILLSHELF_LIBRARY", "SKILLSHELF_MAX_FILE_BYTES", "SKILLSHELF_TOKENS", "SKILLSHELF_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     return home
 

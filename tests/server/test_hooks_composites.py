@@ -14,11 +14,11 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from skillshelf.config.team import CompositeTool, HookSettings
+from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.server.calllog import CallLog, read_records, summarise
-from skillshelf.server.composite import install_composites
-from skillshelf.server.hooks import ToolPipeline, load_hook, pipeline_for
+from skillshelf.server.hooks import equip_view, load_hook
 from tests.conftest import call, three_file
 from tests.server.team_support import make_server
 
@@ -115,13 +115,8 @@ def build(sample_library: SkillLibrary, tmp_path: Path) -> Build:
         log: CallLog | None = None,
     ) -> MCPServer[Any]:
         server = make_server(sample_library, tmp_path / "projects")
-        holder: list[ToolPipeline] = []
-
-        async def call_tool(name: str, arguments: dict[str, Any], context: Any) -> Any:  # the pipeline comes next
-            return await holder[0].call(name, arguments, context)
-
-        names = install_composites(server, composites or {}, call_tool)
-        holder.append(pipeline_for(server, "default", hooks or HookSettings(), log, names))
+        view = ViewSettings(hooks=hooks or HookSettings(), composites=composites or {})
+        equip_view(server, "default", view, log)
         return server
 
     return make

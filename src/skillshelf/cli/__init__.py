@@ -2,5 +2,9 @@
 this package add their command groups to it."""
 
 from skillshelf.cli.main import cli, main
+from skillshelf.cli.team import call_log, token
+
+cli.add_command(token)
+cli.add_command(call_log)
 
 __all__ = ["cli", "main"]

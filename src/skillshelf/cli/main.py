@@ -119,6 +119,17 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
     ctx.obj = {"config": config}
 
 
+def _equip(server: Any, settings: Settings) -> None:
+    """The default view's composites, hooks and call log (server/hooks.py)."""
+    from skillshelf.server.calllog import CallLog
+    from skillshelf.server.hooks import equip_view
+
+    try:
+        equip_view(server, "default", settings.views.get("default"), CallLog.from_settings(settings.call_log))
+    except SkillshelfError as exc:
+        raise _fail(exc) from exc
+
+
 @cli.command()
 @library_option
 @click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
@@ -201,6 +212,7 @@ def serve(
     security = transport_security(host, allowed_hosts)
     access = WebAccess(security=security, authorize=web_authorize(http and bool(settings.auth.tokens)))
     server = build_server(settings, library, archive, access)
+    _equip(server, settings)
     try:
         if http:
             logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)

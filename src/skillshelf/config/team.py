@@ -74,6 +74,7 @@ class TokenSettings(BaseModel):
 
 
 TOKENS_ENV = "SKILLSHELF_TOKENS"
+CONFIG_TOKEN_BYTES = 32  # `skillshelf token new`: 256 random bits
 TOKEN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

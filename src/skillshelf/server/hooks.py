@@ -29,7 +29,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -39,10 +39,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
 from skillshelf.config.team import HookSettings
+from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.server.auth import caller_of, current_caller
 from skillshelf.server.calllog import CallLog, CallRecord, skill_of
+from skillshelf.server.composite import install_composites
 from skillshelf.server.tooling import to_call_result
 
 logger = logging.getLogger(__name__)
@@ -274,15 +276,14 @@ class ToolPipeline:
         )
 
 
-def pipeline_for(
-    server: MCPServer[Any],
-    view: str,
-    hooks: HookSettings,
-    call_log: CallLog | None,
-    passthrough: Collection[str] = (),
+def equip_view(
+    server: MCPServer[Any], view: str, settings: ViewSettings | None, call_log: CallLog | None
 ) -> ToolPipeline:
-    """Load the view's hooks and install hooks and call log on its server (one call per view)."""
-    return ToolPipeline(server, view, Hooks.load(hooks), call_log, set(passthrough)).install()
+    """Give a view's server its composites, hooks and call log (once, before it serves)."""
+    settings = settings or ViewSettings()
+    pipeline = ToolPipeline(server, view, Hooks.load(settings.hooks), call_log)
+    pipeline.passthrough.update(install_composites(server, settings.composites, pipeline.call))
+    return pipeline.install()
 
 
 # Two hooks shipped as examples: `skillshelf.server.hooks:redact_secrets` and `...:audit`.

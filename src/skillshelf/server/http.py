@@ -276,6 +276,8 @@ def worker_app() -> ASGIApp:
     import os
 
     from skillshelf.server.app import build_server
+    from skillshelf.server.calllog import CallLog
+    from skillshelf.server.hooks import equip_view
     from skillshelf.server.web import WebAccess
     from skillshelf.settings import Settings
 
@@ -284,6 +286,7 @@ def worker_app() -> ASGIApp:
     security = transport_security(settings.http_host, extra)
     access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)))
     server = build_server(settings, web=access)
+    equip_view(server, DEFAULT_VIEW, settings.views.get(DEFAULT_VIEW), CallLog.from_settings(settings.call_log))
     return team_app(
         {DEFAULT_VIEW: server},
         host=settings.http_host,

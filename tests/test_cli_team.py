@@ -1,0 +1,98 @@
+"""`skillshelf token new`, `skillshelf log`, and `serve --http` with tokens end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from skillshelf.cli import cli
+from skillshelf.config.team import token_digest
+from skillshelf.server.calllog import read_records
+from tests.server.team_support import free_port
+
+
+def test_token_new_prints_the_token_once_and_stores_only_its_hash(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('library = ["~/skills"]\n\n[views.readers]\ndescription = "read only"\n', encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice", "--view", "readers"])
+    assert result.exit_code == 0, result.output
+    secret = result.stdout.strip()
+    assert len(secret) >= 40
+    stored = config.read_text(encoding="utf-8")
+    assert secret not in stored
+    parsed = tomllib.loads(stored)
+    assert parsed["auth"]["tokens"]["alice"] == {"sha256": token_digest(secret), "views": ["readers"]}
+    assert parsed["library"] == ["~/skills"]  # the rest of the file is kept
+
+    again = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice"])
+    assert again.exit_code != 0 and "already has a token 'alice'" in again.output
+    unknown_view = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "bob", "--view", "writers"])
+    assert unknown_view.exit_code != 0 and "no view 'writers'" in unknown_view.output
+    bad_name = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "bad name"])
+    assert bad_name.exit_code != 0
+
+
+def test_log_summarises_the_call_log(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    lines = [
+        {"ts": 1.0, "tool": "loadSkill", "ms": 3.0, "ok": True, "skill": "python/slugify", "caller": "alice"},
+        {"ts": 2.0, "tool": "loadSkill", "ms": 5.0, "ok": False, "code": "PATTERN_NOT_FOUND", "skill": "x/y"},
+        {"ts": 3.0, "tool": "searchPatterns", "ms": 2.0, "ok": True},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n", encoding="utf-8")
+    text = CliRunner().invoke(cli, ["log", "--path", str(log)])
+    assert text.exit_code == 0, text.output
+    assert text.output.splitlines()[0].startswith("3 calls, 1 errors")
+    assert "loadSkill" in text.output and "50.0%" in text.output and "python/slugify (1)" in text.output
+    summary = json.loads(CliRunner().invoke(cli, ["log", "--path", str(log), "--json"]).output)
+    assert summary["calls"] == 3 and summary["tools"][0]["tool"] == "loadSkill"
+    assert summary["error_codes"] == {"PATTERN_NOT_FOUND": 1}
+
+
+@pytest.mark.anyio
+async def test_serve_http_with_env_tokens_logs_each_call_under_the_token_name(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    secret = "ci-token-0123456789abcdef"
+    port = free_port()
+    state = isolated_environment / ".local" / "state" / "skillshelf"
+    env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={secret}", "SKILLSHELF_STATE_DIR": str(state)}
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", str(port), "-l", str(sample_root)]
+    with (tmp_path / "server.log").open("wb") as server_log:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            async with httpx2.AsyncClient() as http:
+                with anyio.fail_after(30):
+                    while True:
+                        try:
+                            health = (await http.get(f"{base}/health")).json()
+                            if health["status"] != "indexing":
+                                break
+                        except httpx2.TransportError:
+                            pass
+                        await anyio.sleep(0.1)
+                assert (await http.get(f"{base}/views")).status_code == 401
+            headers = {"Authorization": f"Bearer {secret}"}
+            async with (
+                httpx2.AsyncClient(headers=headers) as http,
+                Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+            ):
+                result = await client.call_tool("loadSkill", {"skillId": "python/slugify"})
+                assert result.structured_content is not None and result.structured_content["success"]
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+    records = list(read_records(state / "calls.jsonl"))
+    assert [(r["tool"], r["caller"], r["skill"]) for r in records] == [("loadSkill", "ci", "python/slugify")]
