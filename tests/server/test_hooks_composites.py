@@ -18,7 +18,7 @@ from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.server.calllog import CallLog, read_records, summarise
-from skillshelf.server.hooks import equip_view, load_hook
+from skillshelf.server.hooks import check_views, equip_view, load_hook
 from tests.conftest import call, three_file
 from tests.server.team_support import make_server
 
@@ -203,6 +203,21 @@ def test_a_hook_path_that_cannot_load_is_a_clear_error() -> None:
         load_hook("no_such_module_here:fn")
     with pytest.raises(SkillshelfError, match="has no function 'nope'"):
         load_hook("skillshelf.server.hooks:nope")
+
+
+def test_config_validate_can_check_hooks_and_composites() -> None:
+    views = {
+        "default": ViewSettings(hooks=HookSettings(pre_call="skillshelf.server.hooks:audit")),
+        "ops": ViewSettings(
+            hooks=HookSettings(post_call="no_such_module_here:fn"),
+            composites={"ghost": CompositeTool.model_validate({"parallel": {"a": {"tool": "noSuchTool"}}})},
+        ),
+    }
+    problems = check_views(views, {"searchPatterns", "loadSkill"})
+    assert len(problems) == 2
+    assert problems[0].startswith("views.ops.hooks.post_call: hook 'no_such_module_here:fn'")
+    assert problems[1] == "views.ops.composites.ghost: unknown tool(s) noSuchTool"
+    assert check_views({"default": views["default"]}) == []
 
 
 async def test_a_chain_searches_then_loads_the_best_hit(client_for: Any) -> None:

@@ -29,7 +29,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -274,6 +274,33 @@ class ToolPipeline:
                 skill=skill_of(arguments) if isinstance(arguments, dict) else None,
             )
         )
+
+
+def check_views(views: Mapping[str, ViewSettings], tool_names: Collection[str] | None = None) -> list[str]:
+    """Problems with the views' hooks and composites, for `config validate` (empty: all good).
+
+    Imports every hook; with `tool_names`, also checks that composites call known tools and do not
+    take a tool's name.
+    """
+    problems: list[str] = []
+    for name, view in views.items():
+        for which in ("pre_call", "post_call"):
+            path = getattr(view.hooks, which)
+            if path is not None:
+                try:
+                    load_hook(path)
+                except SkillshelfError as exc:
+                    problems.append(f"views.{name}.hooks.{which}: {exc.message}")
+        if tool_names is None:
+            continue
+        for composite, config in view.composites.items():
+            if composite in tool_names:
+                problems.append(f"views.{name}.composites.{composite}: the name of an existing tool")
+            steps = list(config.parallel.values()) if config.parallel is not None else list(config.chain or [])
+            unknown = sorted({step.tool for step in steps if step.tool not in tool_names})
+            if unknown:
+                problems.append(f"views.{name}.composites.{composite}: unknown tool(s) {', '.join(unknown)}")
+    return problems
 
 
 def equip_view(
