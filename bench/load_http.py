@@ -74,7 +74,7 @@ def pct(values: list[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, max(0, int(round(q / 100 * len(ordered))) - 1))], 2)
+    return round(ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))], 2)
 
 
 def parse_body(response: httpx2.Response) -> dict[str, Any]:
@@ -242,7 +242,7 @@ def main() -> None:
     generate.ensure_library(lib, args.n)
     queries = [q for q in generate.load_queries(lib) if q.get("answer")]
     runs = [one_run(lib, w, args.clients, args.seconds, queries) for w in (args.workers or [1, 4])]
-    print(f"| workers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
+    print("| workers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in runs:
         print(
