@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tomllib
@@ -16,8 +17,10 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from skillshelf.caller import current_caller
 from skillshelf.cli import cli
 from skillshelf.config.team import token_digest
+from skillshelf.library.usage import UsageStore
 from skillshelf.server.calllog import read_records
 from tests.server.team_support import free_port
 
@@ -68,7 +71,9 @@ async def test_serve_http_with_env_tokens_logs_each_call_under_the_token_name(
     port = free_port()
     state = isolated_environment / ".local" / "state" / "skillshelf"
     env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={secret}", "SKILLSHELF_STATE_DIR": str(state)}
+    (tmp_path / "projects" / "app").mkdir(parents=True)
     command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", str(port), "-l", str(sample_root)]
+    command += ["--projects-root", str(tmp_path / "projects")]
     with (tmp_path / "server.log").open("wb") as server_log:
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
         try:
@@ -91,8 +96,44 @@ async def test_serve_http_with_env_tokens_logs_each_call_under_the_token_name(
             ):
                 result = await client.call_tool("loadSkill", {"skillId": "python/slugify"})
                 assert result.structured_content is not None and result.structured_content["success"]
+                await client.call_tool("trackPatternUsage", {"patternId": "python/slugify", "projectPath": "app"})
+                added = await client.call_tool("addNote", {"projectPath": "app", "type": "decision", "content": "x"})
+                assert added.structured_content is not None
+                assert added.structured_content["data"]["note"]["author"] == "ci"
         finally:
             process.terminate()
             process.wait(timeout=10)
     records = list(read_records(state / "calls.jsonl"))
-    assert [(r["tool"], r["caller"], r["skill"]) for r in records] == [("loadSkill", "ci", "python/slugify")]
+    assert [(r["tool"], r["caller"]) for r in records] == [
+        ("loadSkill", "ci"),
+        ("trackPatternUsage", "ci"),
+        ("addNote", "ci"),
+    ]
+    assert records[0]["skill"] == "python/slugify"
+    notes = (tmp_path / "projects" / "app" / ".agent-memory" / "session-notes.jsonl").read_text(encoding="utf-8")
+    assert json.loads(notes.splitlines()[0])["author"] == "ci"
+    with sqlite3.connect(sample_root / ".skillshelf" / "usage.sqlite3") as usage:
+        assert usage.execute("SELECT pattern_id, author FROM events").fetchall() == [("python/slugify", "ci")]
+
+
+def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    with sqlite3.connect(path) as old:
+        old.executescript(
+            """CREATE TABLE events (id INTEGER PRIMARY KEY, pattern_id TEXT NOT NULL, project TEXT, note TEXT,
+                                    source TEXT NOT NULL, at TEXT NOT NULL);
+               INSERT INTO events(pattern_id, project, note, source, at) VALUES ('a/b', 'p', NULL, 'tool', '2026');
+               PRAGMA user_version = 1;"""
+        )
+    store = UsageStore(path)
+    token = current_caller.set("alice")
+    try:
+        store.record("c/d", None, None, source="tool")
+    finally:
+        current_caller.reset(token)
+    store.record("e/f", None, None, source="tool")
+    store.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT pattern_id, author FROM events ORDER BY id").fetchall()
+        assert rows == [("a/b", None), ("c/d", "alice"), ("e/f", None)]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2

@@ -25,7 +25,6 @@ import math
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from starlette.datastructures import Headers
@@ -33,8 +32,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from skillshelf.caller import current_caller
 from skillshelf.config.team import AuthSettings, TokenSettings, token_digest
 from skillshelf.errors import ErrorCode, SkillshelfError
+
+__all__ = ["ANONYMOUS", "PRINCIPAL", "Gate", "Principal", "TokenTable", "current_caller", "web_authorize"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +44,6 @@ PRINCIPAL = "skillshelf.principal"  # ASGI scope key: the authenticated Principa
 DEFAULT_VIEW = "default"
 OPEN_PATHS = frozenset({"/health", "/health/"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-
-current_caller: ContextVar[str | None] = ContextVar("skillshelf_caller", default=None)
 
 
 @dataclass(frozen=True)
