@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -137,3 +138,39 @@ def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp
         rows = conn.execute("SELECT pattern_id, author FROM events ORDER BY id").fetchall()
         assert rows == [("a/b", None), ("c/d", "alice"), ("e/f", None)]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_several_workers_serve_one_library_statelessly(sample_root: Path, tmp_path: Path) -> None:
+    secret = "workers-0123456789abcdef"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={secret}"}
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--workers", "2", "--port", str(port)]
+    command += ["-l", str(sample_root)]
+    headers = {
+        "Authorization": f"Bearer {secret}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    call = {"name": "searchPatterns", "arguments": {"query": "slugify"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    with (tmp_path / "server.log").open("wb") as server_log:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
+        try:
+            with httpx2.Client(timeout=10) as http:
+                for _ in range(300):  # up to 60 s for both workers to start and index
+                    try:
+                        if http.get(f"{base}/health").json().get("status") == "healthy":
+                            break
+                    except (httpx2.TransportError, ValueError):
+                        pass
+                    time.sleep(0.2)
+                answers = [http.post(f"{base}/mcp", json=body, headers=headers) for _ in range(6)]
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+    log = (tmp_path / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert [a.status_code for a in answers] == [200] * 6, log
+    for answer in answers:  # a JSON answer per request, no session: any worker can take any request
+        assert answer.headers["content-type"].startswith("application/json")
+        assert answer.json()["result"]["structuredContent"]["data"]["hits"][0]["id"] == "python/slugify"

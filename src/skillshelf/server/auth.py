@@ -208,7 +208,8 @@ class Gate:
                 await error_response(403, "forbidden", message)(scope, receive, send)
                 return
             scope[PRINCIPAL] = principal
-        key = principal.name if principal is not None else f"peer:{(scope.get('client') or ('?', 0))[0]}"
+        peer = (scope.get("client") or ("?", 0))[0]
+        key = f"token:{principal.name}" if principal is not None and principal.authenticated else f"peer:{peer}"
         wait = self.bucket.take(key)
         if wait > 0:
             headers = {"Retry-After": str(max(1, math.ceil(wait)))}
