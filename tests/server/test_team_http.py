@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from skillshelf.config.team import AuthSettings, TokenSettings, token_digest
 from skillshelf.config.views import ViewSettings
+from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.server.auth import TokenBucket, TokenTable, web_authorize
+from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize
 from skillshelf.server.http import team_app
 from skillshelf.server.web import WebAccess
 from tests.server.team_support import make_server, serving
@@ -177,3 +179,13 @@ def test_tokens_from_the_environment_are_kept_as_digests() -> None:
     assert auth.tokens["ci"].sha256 == token_digest(ALICE) and auth.tokens["ci"].views == ["default", "other"]
     assert auth.tokens["bot"].views == ["default"]
     assert ALICE not in auth.model_dump_json()
+
+
+def test_only_loopback_may_go_without_tokens(caplog: pytest.LogCaptureFixture) -> None:
+    refuse_unauthenticated("127.0.0.1", AuthSettings(), insecure_no_auth=False)
+    refuse_unauthenticated("0.0.0.0", AuthSettings(tokens=TOKENS), insecure_no_auth=False)
+    with pytest.raises(SkillshelfError, match="skillshelf token new NAME"):
+        refuse_unauthenticated("0.0.0.0", AuthSettings(), insecure_no_auth=False)
+    with caplog.at_level(logging.WARNING, logger="skillshelf.server.auth"):
+        refuse_unauthenticated("192.0.2.7", AuthSettings(), insecure_no_auth=True)
+    assert "WITHOUT authentication" in caplog.text

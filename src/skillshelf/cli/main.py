@@ -192,7 +192,12 @@ def serve(
         except SkillshelfError as exc:
             raise _fail(exc) from exc
         if workers > 1:
+            from skillshelf.server.hooks import check_views
             from skillshelf.server.http import run_http_workers
+
+            problems = check_views(settings.views)  # each worker loads them; fail here, once
+            if problems:
+                raise click.ClickException("; ".join(problems))
 
             _announce_roots(settings.roots, settings.using_bundled)
             logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
