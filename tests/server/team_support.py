@@ -32,10 +32,13 @@ def make_server(library: SkillLibrary, projects: Path, web: WebAccess | None = N
 
 
 @asynccontextmanager
-async def serving(app: ASGIApp) -> AsyncIterator[str]:
-    """Serve `app` with uvicorn on a free loopback port; the base URL while it runs."""
+async def serving(app: ASGIApp, running: list[uvicorn.Server] | None = None) -> AsyncIterator[str]:
+    """Serve `app` with uvicorn on a free loopback port; the base URL while it runs (and the server
+    appended to `running`, for a test that stops it itself)."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    if running is not None:
+        running.append(server)
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve)
         with anyio.fail_after(30):

@@ -7,17 +7,20 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
+import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from skillshelf.config.team import AuthSettings, TokenSettings, token_digest
+from skillshelf.config.team import AuthSettings, HookSettings, TokenSettings, token_digest
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
 from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize
-from skillshelf.server.http import team_app
+from skillshelf.server.hooks import equip_view
+from skillshelf.server.http import finish_calls_on_shutdown, team_app
 from skillshelf.server.web import WebAccess
 from tests.server.team_support import make_server, serving
 
@@ -189,3 +192,51 @@ def test_only_loopback_may_go_without_tokens(caplog: pytest.LogCaptureFixture) -
     with caplog.at_level(logging.WARNING, logger="skillshelf.server.auth"):
         refuse_unauthenticated("192.0.2.7", AuthSettings(), insecure_no_auth=True)
     assert "WITHOUT authentication" in caplog.text
+
+
+SLOW_CALL = {"started": anyio.Event()}
+
+
+async def slow_pre_call(call: Any) -> None:
+    SLOW_CALL["started"].set()
+    await anyio.sleep(1.0)
+
+
+async def test_shutting_down_finishes_the_call_in_flight(sample_library: SkillLibrary, tmp_path: Path) -> None:
+    SLOW_CALL["started"] = anyio.Event()
+    finish_calls_on_shutdown()
+    try:
+        await shut_down_during_a_call(sample_library, tmp_path)
+    finally:
+        finish_calls_on_shutdown(False)
+
+
+async def shut_down_during_a_call(sample_library: SkillLibrary, tmp_path: Path) -> None:
+    server = make_server(sample_library, tmp_path / "projects")
+    equip_view(server, "default", ViewSettings(hooks=HookSettings(pre_call=f"{__name__}:slow_pre_call")), None)
+    running: list[uvicorn.Server] = []
+    answers: list[httpx2.Response] = []
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    search = {"name": "searchPatterns", "arguments": {"query": "slugify"}}
+    async with serving(team_app({"default": server}), running) as base, httpx2.AsyncClient(timeout=30) as http:
+        opened = await http.post(f"{base}/mcp", json=hello, headers=MCP_HEADERS)
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+        headers = {**MCP_HEADERS, **session}
+        await http.post(f"{base}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": search}
+                answers.append(await http.post(f"{base}/mcp", json=body, headers=headers))
+
+            group.start_soon(call)
+            with anyio.fail_after(30):
+                await SLOW_CALL["started"].wait()
+            running[0].should_exit = True  # as on SIGTERM: stop accepting, finish what is in flight
+    assert answers and answers[0].status_code == 200
+    assert '"success":true' in answers[0].text and "python/slugify" in answers[0].text

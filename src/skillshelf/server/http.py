@@ -228,6 +228,22 @@ class _NoSlash:
 _API_PATH = re.compile(r"^/(mcp|health|views(/[^/]+)?|view/[^/]+/mcp)/+$")
 
 
+GRACEFUL_SHUTDOWN_S = 10
+
+
+def finish_calls_on_shutdown(enabled: bool = True) -> None:
+    """On SIGTERM, let tool calls in flight answer before the server stops.
+
+    sse-starlette (the SDK's SSE responses) otherwise closes every open SSE stream the moment uvicorn
+    starts shutting down, cutting off answers being computed. Off, uvicorn waits for open requests
+    (up to GRACEFUL_SHUTDOWN_S; an idle notification stream is closed then) and the lifespan closes
+    the rest. Process-wide: call it where the process serves, not on import.
+    """
+    from sse_starlette.sse import AppStatus
+
+    AppStatus.enable_automatic_graceful_drain = not enabled  # what its disable/enable methods set
+
+
 def run_http(
     server: MCPServer[Any] | Mapping[str, MCPServer[Any]],
     host: str,
@@ -242,7 +258,8 @@ def run_http(
 
     servers = server if isinstance(server, Mapping) else {DEFAULT_VIEW: server}
     app = team_app(servers, host=host, extra_hosts=extra_hosts, auth=auth, views=views)
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=10)
+    finish_calls_on_shutdown()
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
 
 
 WORKER_SETTINGS_ENV = "SKILLSHELF_WORKER_SETTINGS"
@@ -267,7 +284,7 @@ def run_http_workers(settings_json: str, host: str, port: int, workers: int, ext
         port=port,
         workers=workers,
         log_level="warning",
-        timeout_graceful_shutdown=10,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
 
 
@@ -282,6 +299,7 @@ def worker_app() -> ASGIApp:
     from skillshelf.settings import Settings
 
     settings = Settings.model_validate_json(os.environ[WORKER_SETTINGS_ENV])
+    finish_calls_on_shutdown()
     extra = tuple(os.environ.get(WORKER_HOSTS_ENV, "").split())
     security = transport_security(settings.http_host, extra)
     access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)))
