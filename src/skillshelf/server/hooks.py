@@ -231,14 +231,14 @@ class ToolPipeline:
         started = time.perf_counter()
         result: HandlerResult = None
         try:
-            call = ToolCall(name, arguments if isinstance(arguments, dict) else {}, self.view, caller)
+            call = ToolCall(name, dict(arguments) if isinstance(arguments, dict) else {}, self.view, caller)
             hooked = self.hooks is not None and name not in self.passthrough
             if hooked and self.hooks is not None:
                 decided = await self.hooks.before(call)
                 if isinstance(decided, CallToolResult):
                     result = decided
                     return result
-                if decided.arguments is not call.arguments:
+                if decided is not call:  # pre_call gave new arguments
                     ctx = replace(ctx, params={**params, "arguments": decided.arguments})
                 call = decided
             result = await call_next(ctx)
