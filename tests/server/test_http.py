@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from skillshelf.errors import SkillshelfError
 from skillshelf.server.http import HostGuard, transport_security
 
 pytestmark = pytest.mark.anyio
@@ -108,6 +109,17 @@ async def status(app: Starlette, peer: str, headers: dict[str, str]) -> int:
     transport = httpx2.ASGITransport(app=app, client=(peer, 40000))
     async with httpx2.AsyncClient(transport=transport, base_url="http://testserver") as http:
         return int((await http.get("/health", headers=headers)).status_code)
+
+
+async def test_extra_origins_are_allowed_and_only_those() -> None:
+    security = transport_security("0.0.0.0", ("skills.example.com",), ("https://app.example.com",))
+    app = HostGuard(Starlette(routes=[Route("/health", lambda _r: PlainTextResponse("ok"))]), security)
+    remote = {"Host": "skills.example.com"}
+    assert await status(app, "203.0.113.9", {**remote, "Origin": "https://app.example.com"}) == 200  # type: ignore[arg-type]
+    assert await status(app, "203.0.113.9", {**remote, "Origin": "https://app.example.com:8443"}) == 200  # type: ignore[arg-type]
+    assert await status(app, "203.0.113.9", {**remote, "Origin": "https://evil.example.com"}) == 403  # type: ignore[arg-type]
+    with pytest.raises(SkillshelfError, match="scheme://host"):
+        transport_security("127.0.0.1", (), ("app.example.com",))
 
 
 async def test_a_forged_loopback_host_from_a_remote_address_is_refused() -> None:

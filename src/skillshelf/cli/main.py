@@ -141,6 +141,12 @@ def _equip(server: Any, settings: Settings) -> None:
     multiple=True,
     help="Extra Host header value to accept over HTTP (repeatable), e.g. skills.example.com:8765.",
 )
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    help="Extra Origin to accept over HTTP (repeatable), e.g. https://app.example.com.",
+)
 @click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
 @click.option(
     "--projects-root",
@@ -160,6 +166,7 @@ def serve(
     host: str,
     port: int,
     allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
     no_watch: bool,
     project_roots: tuple[Path, ...],
     allow_exec: bool | None,
@@ -182,27 +189,10 @@ def serve(
         http_port=port,
     )
     if http:
-        from skillshelf.server.auth import refuse_unauthenticated
-        from skillshelf.server.http import refuse_unsafe_exposure
+        from skillshelf.cli.team import prepare_http
 
-        try:
-            settings.auth = settings.auth.with_env()
-            refuse_unauthenticated(host, settings.auth, insecure_no_auth)
-            refuse_unsafe_exposure(host, settings.execution.enabled and not settings.auth.tokens)
-        except SkillshelfError as exc:
-            raise _fail(exc) from exc
-        if workers > 1:
-            from skillshelf.server.hooks import check_views
-            from skillshelf.server.http import run_http_workers
-
-            problems = check_views(settings.views)  # each worker loads them; fail here, once
-            if problems:
-                raise click.ClickException("; ".join(problems))
-
-            _announce_roots(settings.roots, settings.using_bundled)
-            logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
-            run_http_workers(settings.model_dump_json(), host, port, workers, allowed_hosts)
-            return
+        if prepare_http(settings, host, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
+            return  # the worker processes served until interrupted
     if settings.execution.enabled:
         scope = ", ".join(settings.execution.allow) or "any skill"
         logger.warning("skill execution is ON (%s); see docs/security.md", scope)
@@ -214,7 +204,10 @@ def serve(
     from skillshelf.server.http import transport_security
     from skillshelf.server.web import WebAccess
 
-    security = transport_security(host, allowed_hosts)
+    try:
+        security = transport_security(host, allowed_hosts, allowed_origins)
+    except SkillshelfError as exc:
+        raise _fail(exc) from exc
     access = WebAccess(security=security, authorize=web_authorize(http and bool(settings.auth.tokens)))
     server = build_server(settings, library, archive, access)
     _equip(server, settings)
@@ -223,7 +216,15 @@ def serve(
             logger.warning("serving MCP on http://%s:%d/mcp (web view: /, health: /health)", host, port)
             from skillshelf.server.http import run_http
 
-            run_http(server, host, port, allowed_hosts, auth=settings.auth, views=settings.views)
+            run_http(
+                server,
+                host,
+                port,
+                allowed_hosts,
+                extra_origins=allowed_origins,
+                auth=settings.auth,
+                views=settings.views,
+            )
         else:
             server.run()
     finally:

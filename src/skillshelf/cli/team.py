@@ -6,16 +6,49 @@ import json
 import os
 import secrets
 import tempfile
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from skillshelf.cli.main import _fail, _print_json, _settings, json_option
-from skillshelf.config.team import CONFIG_TOKEN_BYTES, TOKEN_NAME, token_digest
+from skillshelf.cli.main import _announce_roots, _fail, _print_json, _settings, json_option, logger
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.paths import display_path
+
+if TYPE_CHECKING:
+    from skillshelf.settings import Settings
+
+
+def prepare_http(
+    settings: Settings,
+    host: str,
+    port: int,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
+    insecure_no_auth: bool,
+    workers: int,
+) -> bool:
+    """`serve --http`: tokens from the environment, the refusals, and several workers (True: served)."""
+    from skillshelf.server.auth import refuse_unauthenticated
+    from skillshelf.server.hooks import check_views
+    from skillshelf.server.http import refuse_unsafe_exposure, run_http_workers
+
+    try:
+        settings.auth = settings.auth.with_env()
+        refuse_unauthenticated(host, settings.auth, insecure_no_auth)
+        refuse_unsafe_exposure(host, settings.execution.enabled and not settings.auth.tokens)
+    except SkillshelfError as exc:
+        raise _fail(exc) from exc
+    if workers == 1:
+        return False
+    problems = check_views(settings.views)  # each worker loads them; fail here, once
+    if problems:
+        raise click.ClickException("; ".join(problems))
+    _announce_roots(settings.roots, settings.using_bundled)
+    logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
+    run_http_workers(settings.model_dump_json(), host, port, workers, allowed_hosts, allowed_origins)
+    return True
 
 
 def _config_path() -> Path:
@@ -40,8 +73,12 @@ def token() -> None:
 @click.option("--view", "views", multiple=True, help="A view this token may use (repeatable). Default: default.")
 def token_new(name: str, views: tuple[str, ...]) -> None:
     """Create a token NAME: print it once and write its hash to the config file."""
+    from skillshelf.config.team import CONFIG_TOKEN_BYTES, TOKEN_NAME, token_digest
+
     if not TOKEN_NAME.match(name):
         raise click.BadParameter("use letters, digits, '.', '_' or '-' (at most 64)", param_hint="NAME")
+    import tomllib
+
     path = _config_path()
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     try:

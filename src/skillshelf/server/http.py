@@ -42,14 +42,24 @@ def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
         )
 
 
-def transport_security(host: str, extra_hosts: tuple[str, ...] = ()) -> TransportSecuritySettings:
-    """Allow loopback names, the bind host (unless it is a wildcard) and any hosts the user names."""
+def transport_security(
+    host: str, extra_hosts: tuple[str, ...] = (), extra_origins: tuple[str, ...] = ()
+) -> TransportSecuritySettings:
+    """Allow loopback names, the bind host (unless it is a wildcard) and any hosts the user names;
+    as origins, those hosts plus any origins the user names (`https://app.example.com[:port]`)."""
     names = list(LOOPBACK_HOSTS)
     if host not in WILDCARD_OR_LOOPBACK:
         names.append(host)
     names.extend(extra_hosts)
     hosts = [pattern for name in names for pattern in _host_patterns(_bracketed(name))]
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    for origin in extra_origins:
+        scheme, separator, rest = origin.rstrip("/").partition("://")
+        if not separator or not rest or "/" in rest:
+            raise SkillshelfError(
+                ErrorCode.VALIDATION_ERROR, f"allowed origin {origin!r}: write it as scheme://host[:port]"
+            )
+        origins.extend(f"{scheme}://{pattern}" for pattern in _host_patterns(_bracketed(rest)))
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
@@ -129,6 +139,7 @@ def team_app(
     *,
     host: str = "127.0.0.1",
     extra_hosts: tuple[str, ...] = (),
+    extra_origins: tuple[str, ...] = (),
     auth: AuthSettings | None = None,
     views: Mapping[str, ViewSettings] | None = None,
     stateless: bool = False,
@@ -204,7 +215,7 @@ def team_app(
         lifespan=lifespan,
     )
     gated = Gate(_NoSlash(outer), auth or AuthSettings(), views=tuple(servers))
-    return HostGuard(gated, transport_security(host, extra_hosts))
+    return HostGuard(gated, transport_security(host, extra_hosts, extra_origins))
 
 
 def _view_not_found(name: str, allowed: list[str]) -> JSONResponse:
@@ -250,6 +261,7 @@ def run_http(
     port: int,
     extra_hosts: tuple[str, ...] = (),
     *,
+    extra_origins: tuple[str, ...] = (),
     auth: AuthSettings | None = None,
     views: Mapping[str, ViewSettings] | None = None,
 ) -> None:
@@ -257,16 +269,24 @@ def run_http(
     import uvicorn
 
     servers = server if isinstance(server, Mapping) else {DEFAULT_VIEW: server}
-    app = team_app(servers, host=host, extra_hosts=extra_hosts, auth=auth, views=views)
+    app = team_app(servers, host=host, extra_hosts=extra_hosts, extra_origins=extra_origins, auth=auth, views=views)
     finish_calls_on_shutdown()
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
 
 
 WORKER_SETTINGS_ENV = "SKILLSHELF_WORKER_SETTINGS"
 WORKER_HOSTS_ENV = "SKILLSHELF_WORKER_ALLOWED_HOSTS"
+WORKER_ORIGINS_ENV = "SKILLSHELF_WORKER_ALLOWED_ORIGINS"
 
 
-def run_http_workers(settings_json: str, host: str, port: int, workers: int, extra_hosts: tuple[str, ...] = ()) -> None:
+def run_http_workers(
+    settings_json: str,
+    host: str,
+    port: int,
+    workers: int,
+    extra_hosts: tuple[str, ...] = (),
+    extra_origins: tuple[str, ...] = (),
+) -> None:
     """Several uvicorn worker processes on one port, each with its own server over the same library.
 
     Sessions cannot follow a client from one process to the next, so workers answer statelessly.
@@ -282,6 +302,7 @@ def run_http_workers(settings_json: str, host: str, port: int, workers: int, ext
 
     os.environ[WORKER_SETTINGS_ENV] = settings_json
     os.environ[WORKER_HOSTS_ENV] = " ".join(extra_hosts)
+    os.environ[WORKER_ORIGINS_ENV] = " ".join(extra_origins)
     config = Config(
         "skillshelf.server.http:worker_app",
         factory=True,
@@ -311,7 +332,8 @@ def worker_app() -> ASGIApp:
     settings = Settings.model_validate_json(os.environ[WORKER_SETTINGS_ENV])
     finish_calls_on_shutdown()
     extra = tuple(os.environ.get(WORKER_HOSTS_ENV, "").split())
-    security = transport_security(settings.http_host, extra)
+    origins = tuple(os.environ.get(WORKER_ORIGINS_ENV, "").split())
+    security = transport_security(settings.http_host, extra, origins)
     access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)))
     server = build_server(settings, web=access)
     equip_view(server, DEFAULT_VIEW, settings.views.get(DEFAULT_VIEW), CallLog.from_settings(settings.call_log))
@@ -319,6 +341,7 @@ def worker_app() -> ASGIApp:
         {DEFAULT_VIEW: server},
         host=settings.http_host,
         extra_hosts=extra,
+        extra_origins=origins,
         auth=settings.auth,
         views=settings.views,
         stateless=True,
