@@ -33,12 +33,14 @@ WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::
 
 
 def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
-    """Skill execution over HTTP without authentication is for loopback binds only."""
+    """Skill execution over HTTP without authentication is for loopback binds only (callers pass
+    `exec_enabled` false when tokens are configured)."""
     if exec_enabled and not is_loopback(host):
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,
             f"refusing to serve skill execution on {host}: anyone who can reach that address could run skills, "
-            "and HTTP has no authentication yet. Bind to 127.0.0.1 (the default), or drop --allow-exec.",
+            "and no tokens are configured. Add one (`skillshelf token new NAME`), bind to 127.0.0.1 (the default), "
+            "or drop --allow-exec.",
         )
 
 
