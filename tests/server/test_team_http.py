@@ -141,6 +141,9 @@ async def test_too_many_requests_get_429_with_retry_after(sample_library: SkillL
         assert limited.json()["error"] == "rate_limited"
         # the bucket is per token: bob is not slowed down by alice
         assert (await http.get(f"{base}/views", headers=bearer(BOB))).status_code == 200
+        # wrong tokens count against the address: guessing is limited too
+        guesses = [(await http.get(f"{base}/views", headers=bearer(f"guess-{i:020d}"))).status_code for i in range(4)]
+        assert guesses == [401, 401, 401, 429]
 
 
 async def test_an_oversized_body_gets_413(sample_library: SkillLibrary, tmp_path: Path) -> None:

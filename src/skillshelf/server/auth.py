@@ -168,7 +168,7 @@ def error_response(status: int, error: str, description: str, headers: dict[str,
 
 @dataclass
 class Gate:
-    """ASGI middleware: authentication, view access, body size and rate limits, in that order."""
+    """ASGI middleware: rate limit (per token, else per address), authentication, view access, body size."""
 
     app: ASGIApp
     auth: AuthSettings
@@ -187,6 +187,15 @@ class Gate:
             return
         path: str = scope["path"]
         principal, problem = self._authenticate(Headers(scope=scope))
+        # Failed attempts count against the caller's address, so guessing is rate-limited too.
+        peer = (scope.get("client") or ("?", 0))[0]
+        key = f"token:{principal.name}" if principal is not None and principal.authenticated else f"peer:{peer}"
+        wait = self.bucket.take(key)
+        if wait > 0:
+            headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+            message = f"rate limit: at most {self.auth.rate_per_s:g} requests/s (bursts of {self.auth.burst})"
+            await error_response(429, "rate_limited", message, headers)(scope, receive, send)
+            return
         if principal is None:
             if is_api_path(path):
                 challenge = 'Bearer realm="skillshelf"' + (', error="invalid_token"' if problem != "missing" else "")
@@ -208,14 +217,6 @@ class Gate:
                 await error_response(403, "forbidden", message)(scope, receive, send)
                 return
             scope[PRINCIPAL] = principal
-        peer = (scope.get("client") or ("?", 0))[0]
-        key = f"token:{principal.name}" if principal is not None and principal.authenticated else f"peer:{peer}"
-        wait = self.bucket.take(key)
-        if wait > 0:
-            headers = {"Retry-After": str(max(1, math.ceil(wait)))}
-            message = f"rate limit: at most {self.auth.rate_per_s:g} requests/s (bursts of {self.auth.burst})"
-            await error_response(429, "rate_limited", message, headers)(scope, receive, send)
-            return
         if scope.get("method") in BODY_METHODS:
             buffered = await self._read_body(scope, receive, send)
             if buffered is None:
