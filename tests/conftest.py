@@ -28,6 +28,7 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     for variable, folder in USER_FOLDERS.items():
         monkeypatch.setenv(variable, str(home / folder))
     monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(home / ".cache" / "skillshelf"))
+    monkeypatch.setenv("SKILLSHELF_STATE_DIR", str(home / ".local" / "state" / "skillshelf"))  # the call log
     return home
 
 

@@ -96,7 +96,11 @@ def test_the_default_config_file_is_the_platform_one(tmp_path: Path) -> None:
 
 def test_the_test_environment_hides_the_developers_configuration(isolated_environment: Path) -> None:
     """Guards the autouse fixture: a real SKILLSHELF_* variable or home folder would make tests lie."""
-    leaked = sorted(n for n in os.environ if n.startswith("SKILLSHELF_") and n != "SKILLSHELF_CACHE_DIR")
+    leaked = sorted(
+        n
+        for n in os.environ
+        if n.startswith("SKILLSHELF_") and n not in ("SKILLSHELF_CACHE_DIR", "SKILLSHELF_STATE_DIR")
+    )
     assert leaked == []
     assert Path.home() == isolated_environment
     for variable in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):

@@ -26,6 +26,8 @@ class ErrorCode(StrEnum):
     EXECUTION_TIMEOUT = "EXECUTION_TIMEOUT"
     SKILL_EXECUTION_FAILED = "SKILL_EXECUTION_FAILED"
     TOOL_NOT_AVAILABLE = "TOOL_NOT_AVAILABLE"  # hidden by the view, or no such tool (search mode)
+    HOOK_FAILED = "HOOK_FAILED"
+    CALL_ABORTED = "CALL_ABORTED"
 
 
 class SkillshelfError(Exception):

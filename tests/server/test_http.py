@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from skillshelf.errors import SkillshelfError
 from skillshelf.server.http import HostGuard, transport_security
 
 pytestmark = pytest.mark.anyio
@@ -110,6 +111,17 @@ async def status(app: Starlette, peer: str, headers: dict[str, str]) -> int:
         return int((await http.get("/health", headers=headers)).status_code)
 
 
+async def test_extra_origins_are_allowed_and_only_those() -> None:
+    security = transport_security("0.0.0.0", ("skills.example.com",), ("https://app.example.com",))
+    app = HostGuard(Starlette(routes=[Route("/health", lambda _r: PlainTextResponse("ok"))]), security)
+    remote = {"Host": "skills.example.com"}
+    assert await status(app, "203.0.113.9", {**remote, "Origin": "https://app.example.com"}) == 200  # type: ignore[arg-type]
+    assert await status(app, "203.0.113.9", {**remote, "Origin": "https://app.example.com:8443"}) == 200  # type: ignore[arg-type]
+    assert await status(app, "203.0.113.9", {**remote, "Origin": "https://evil.example.com"}) == 403  # type: ignore[arg-type]
+    with pytest.raises(SkillshelfError, match="scheme://host"):
+        transport_security("127.0.0.1", (), ("app.example.com",))
+
+
 async def test_a_forged_loopback_host_from_a_remote_address_is_refused() -> None:
     app = guarded("0.0.0.0", "skills.example.com")
     assert await status(app, "127.0.0.1", {"Host": "localhost:8765"}) == 200
@@ -129,5 +141,14 @@ async def test_honest_remote_clients_of_an_allowed_host_are_served() -> None:
 
 def test_a_network_bind_with_execution_and_no_authentication_refuses_to_start(sample_root: Path) -> None:
     command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "--allow-exec"]
-    done = subprocess.run([*command, "-l", str(sample_root)], check=False, capture_output=True, text=True, timeout=60)
+    command += ["--insecure-no-auth", "-l", str(sample_root)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "refusing to serve skill execution on 0.0.0.0" in done.stderr
+
+
+def test_a_network_bind_without_tokens_refuses_to_start_and_says_how_to_add_one(sample_root: Path) -> None:
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "-l", str(sample_root)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "refusing to serve 0.0.0.0 without authentication" in done.stderr
+    assert "skillshelf token new NAME" in done.stderr

@@ -170,6 +170,12 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
     multiple=True,
     help="Extra Host header value to accept over HTTP (repeatable), e.g. skills.example.com:8765.",
 )
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    help="Extra Origin to accept over HTTP (repeatable), e.g. https://app.example.com.",
+)
 @click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
 @click.option(
     "--projects-root",
@@ -183,12 +189,15 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
 @click.option("--exec-timeout", type=click.FloatRange(min=0.1), help="Longest a skill may run, in seconds.")
 @click.option("--view", help="The view to serve (docs/views.md). Default: `view` in the config, else `default`.")
 @rule_options
+@click.option("--insecure-no-auth", is_flag=True, help="Serve a non-loopback address without tokens (logged).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="HTTP worker processes.")
 def serve(
     libraries: tuple[Path, ...],
     http: bool,
     host: str,
     port: int,
     allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
     no_watch: bool,
     project_roots: tuple[Path, ...],
     allow_exec: bool | None,
@@ -197,12 +206,15 @@ def serve(
     view: str | None,
     includes: tuple[str, ...],
     excludes: tuple[str, ...],
+    insecure_no_auth: bool,
+    workers: int,
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.artifacts.archive import SessionArchive
-    from skillshelf.config.views import resolve_view
+    from skillshelf.config.views import all_views, resolve_view
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server import build_server
+    from skillshelf.server.app import build_view_servers, equip_served_view
 
     options: dict[str, Any] = {
         "cli_project_roots": project_roots,
@@ -218,9 +230,10 @@ def serve(
     settings = with_flag_rules(settings, rules)
     resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
     if http:
-        from skillshelf.server.http import refuse_unsafe_exposure
+        from skillshelf.cli.team import prepare_http
 
-        refuse_unsafe_exposure(host, settings.execution.enabled)
+        if prepare_http(settings, host, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
+            return  # the worker processes served until interrupted
     if settings.execution.enabled:
         scope = ", ".join(settings.execution.allow) or "any skill"
         logger.warning("skill execution is ON (%s); see docs/security.md", scope)
@@ -229,11 +242,12 @@ def serve(
     library = SkillLibrary(settings.library_config())
     archive = SessionArchive(settings.projects(), watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
+    from skillshelf.server.auth import web_authorize
     from skillshelf.server.http import transport_security
     from skillshelf.server.web import WebAccess
 
-    security = transport_security(host, allowed_hosts)
-    server = build_server(settings, library, archive, WebAccess(security=security), view=settings.view, reload=reload)
+    security = transport_security(host, allowed_hosts, allowed_origins)
+    access = WebAccess(security=security, authorize=web_authorize(http and bool(settings.auth.tokens)))
     progress = IndexProgress()
     library.add_progress_listener(progress)
     roots = ", ".join(display_path(r) for r in library.roots)
@@ -241,16 +255,30 @@ def serve(
         if listener is not None:
             from skillshelf.server.http import run_http
 
+            servers = build_view_servers(settings, library, archive, access, reload)
             bound = listener.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
             start_log.info(
-                "serving %s on http://%s:%d/mcp (web view: /, health: /health); Ctrl-C to stop",
+                "serving %s on http://%s:%d/mcp (view %r; every view at /view/NAME/mcp, web view: /, "
+                "health: /health); Ctrl-C to stop",
                 roots,
                 shown,
                 bound,
+                settings.view,
             )
-            run_http(server, host, bound, allowed_hosts, sock=listener)
+            run_http(
+                servers,
+                host,
+                bound,
+                allowed_hosts,
+                extra_origins=allowed_origins,
+                auth=settings.auth,
+                views=all_views(settings.views, settings.execution.enabled),
+                sock=listener,
+            )
         else:
+            server = build_server(settings, library, archive, access, view=settings.view, reload=reload)
+            equip_served_view(server, settings)
             if sys.stderr.isatty():
                 library.start()  # the lifespan's start() is then a no-op; the line waits for the index
                 _announce_when_indexed(library, roots, progress, settings.view)

@@ -3,10 +3,16 @@ and the local call log."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from skillshelf.errors import ErrorCode, SkillshelfError
 
 
 class HookSettings(BaseModel):
@@ -67,10 +73,56 @@ class TokenSettings(BaseModel):
     views: list[str] = Field(default_factory=lambda: ["default"])
 
 
+TOKENS_ENV = "SKILLSHELF_TOKENS"
+CONFIG_TOKEN_BYTES = 32  # `skillshelf token new`: 256 random bits
+TOKEN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def token_digest(token: str) -> str:
+    """What the config file stores for a token: the SHA-256 of its text, in hex."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
 class AuthSettings(BaseModel):
+    """Who may call over HTTP: named bearer tokens, the request size limit and a per-token rate limit."""
+
     model_config = ConfigDict(extra="forbid")
 
     tokens: dict[str, TokenSettings] = Field(default_factory=dict, description="By token name")
+    rate_per_s: float = Field(default=20.0, gt=0, description="Requests per second a token may sustain")
+    burst: int = Field(default=60, ge=1, description="Requests a token may make at once before the rate applies")
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest request body accepted")
+
+    @model_validator(mode="after")
+    def _names(self) -> AuthSettings:
+        for name in self.tokens:
+            if not TOKEN_NAME.match(name):
+                raise ValueError(f"token name {name!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+        return self
+
+    def with_env(self, env: Mapping[str, str] | None = None) -> AuthSettings:
+        """These settings plus the tokens of `SKILLSHELF_TOKENS` (which win a name collision).
+
+        The variable holds `NAME=TOKEN` entries separated by commas or whitespace; `NAME=TOKEN=V1+V2`
+        limits a token to views V1 and V2 (default: the default view). Only digests are kept.
+        """
+        text = (os.environ if env is None else env).get(TOKENS_ENV, "").strip()
+        if not text:
+            return self
+        tokens = dict(self.tokens)
+        for entry in re.split(r"[,\s]+", text):
+            if not entry:
+                continue
+            name, _, rest = entry.partition("=")
+            token, _, views = rest.partition("=")
+            if not TOKEN_NAME.match(name) or len(token) < 16:
+                raise SkillshelfError(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"{TOKENS_ENV}: {name or entry[:8]!r} is not NAME=TOKEN[=VIEW+VIEW] with a token of 16+ characters",
+                )
+            view_names = [v for v in views.split("+") if v] or ["default"]
+            tokens[name] = TokenSettings(sha256=token_digest(token), views=view_names)
+        return self.model_copy(update={"tokens": tokens})
 
 
 class CallLogSettings(BaseModel):
@@ -79,5 +131,5 @@ class CallLogSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    path: Path | None = None  # default: the user state folder
-    max_bytes: int = Field(default=5 * 1024 * 1024, ge=4096)
+    path: Path | None = None  # default: calls.jsonl in the user state folder
+    max_bytes: int = Field(default=5 * 1024 * 1024, ge=4096, description="Rotate to calls.jsonl.1 past this size")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
 
+from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.fts import immediate_transaction
 from skillshelf.library.locking import describe_sqlite_error, file_lock, is_corruption
@@ -31,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 USAGE_FILE = "usage.sqlite3"
 VERIFIED_PROJECTS = 3  # the seed's rule: used from three distinct projects
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: events.author
 BUSY_TIMEOUT_S = 15.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -40,11 +41,24 @@ CREATE TABLE IF NOT EXISTS events (
     project TEXT,
     note TEXT,
     source TEXT NOT NULL,
-    at TEXT NOT NULL
+    at TEXT NOT NULL,
+    author TEXT
 );
 CREATE INDEX IF NOT EXISTS events_pattern ON events(pattern_id, at);
 """
 T = TypeVar("T")
+
+
+def _add_author_column(conn: sqlite3.Connection) -> None:
+    """Version 1 files gain `events.author` (who recorded the use; NULL for earlier events)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+    if "author" in columns:
+        return
+    try:
+        conn.execute("ALTER TABLE events ADD COLUMN author TEXT")
+    except sqlite3.OperationalError as exc:  # another process added it first
+        if "duplicate column" not in str(exc):
+            raise
 
 
 class _CheckFailed(sqlite3.DatabaseError):
@@ -113,6 +127,7 @@ class UsageStore:
             conn.execute("PRAGMA synchronous=FULL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 conn.executescript(_SCHEMA)
+                _add_author_column(conn)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.DatabaseError:
             conn.close()
@@ -199,13 +214,15 @@ class UsageStore:
                 raise self._unavailable(f"it was damaged ({exc})", aside) from exc
 
     def record(self, pattern_id: str, project: str | None, note: str | None, source: str) -> str:
+        """Record one use; its author is the caller of the current tool call, if authenticated."""
         at = utc_now()
+        author = current_caller.get()
 
         def insert(conn: sqlite3.Connection) -> None:
             with immediate_transaction(conn):
                 conn.execute(
-                    "INSERT INTO events(pattern_id, project, note, source, at) VALUES (?, ?, ?, ?, ?)",
-                    (pattern_id, project, note, source, at),
+                    "INSERT INTO events(pattern_id, project, note, source, at, author) VALUES (?, ?, ?, ?, ?, ?)",
+                    (pattern_id, project, note, source, at, author),
                 )
 
         self._run(insert)

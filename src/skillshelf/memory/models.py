@@ -11,6 +11,7 @@ class Note(WireModel):
     content: str
     tags: list[str]
     timestamp: str  # ISO 8601, as stored
+    author: str | None = None  # the token name of whoever wrote it over authenticated HTTP
 
 
 class NoteAdded(WireModel):

@@ -13,6 +13,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.memory import store
 from skillshelf.memory.models import Note, NoteAdded, NoteList
@@ -51,10 +52,13 @@ def add_note(
         content=content,
         tags=clean_tags,
         timestamp=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        author=current_caller.get(),
     )
     record: dict[str, object] = {"type": note_type, "content": content, "timestamp": note.timestamp, "id": note.id}
     if clean_tags:
         record["tags"] = clean_tags
+    if note.author:
+        record["author"] = note.author
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         repaired = store.append_line(path, store.encode_line(record))
@@ -139,7 +143,14 @@ def _matching(
 
 
 def _wire(note: store.StoredNote) -> Note:
-    return Note(id=note.id, type=note.type, content=note.content, tags=list(note.tags), timestamp=note.timestamp)
+    return Note(
+        id=note.id,
+        type=note.type,
+        content=note.content,
+        tags=list(note.tags),
+        timestamp=note.timestamp,
+        author=note.author,
+    )
 
 
 def _notes_path(project: Project) -> Path:

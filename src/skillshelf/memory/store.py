@@ -48,6 +48,7 @@ class StoredNote(NamedTuple):  # a NamedTuple: immutable and twice as fast to bu
     timestamp: str  # as stored
     when: float  # seconds since the epoch: orders notes and serves `since`
     haystack: str  # content and tags, lower-cased, for queries
+    author: str | None = None  # the token name of whoever wrote it over authenticated HTTP
 
     @property
     def order(self) -> tuple[float, int]:
@@ -262,6 +263,7 @@ def parse_line(raw: bytes, number: int) -> StoredNote:
         timestamp=timestamp,
         when=parse_timestamp(timestamp),
         haystack="\n".join((content, *tags)).lower(),
+        author=author if isinstance(author := record.get("author"), str) and author else None,
     )
 
 

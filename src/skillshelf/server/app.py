@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 
 from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.config.views import resolve_view
+from skillshelf.config.views import DEFAULT_VIEW, all_views, resolve_view
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.scoped import ScopedLibrary
 from skillshelf.library.skill_library import SkillLibrary
@@ -155,3 +155,39 @@ def build_server(
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
     return server
+
+
+def build_view_servers(
+    settings: Settings,
+    library: SkillLibrary,
+    archive: SessionArchive,
+    web: WebAccess | None = None,
+    reload: Callable[[], Settings] | None = None,
+) -> dict[str, MCPServer[Any]]:
+    """One server per view (built-in and configured) over one library and archive, for HTTP.
+
+    Each is equipped with its view's composites, hooks and the call log. `default` (what `/mcp`
+    serves) is the view `serve --view` names, so a plain `/mcp` gives what stdio would.
+    """
+    from skillshelf.server.calllog import CallLog
+    from skillshelf.server.hooks import equip_view
+
+    call_log = CallLog.from_settings(settings.call_log)
+    views = all_views(settings.views, settings.execution.enabled)
+    servers: dict[str, MCPServer[Any]] = {}
+    for name, view in views.items():
+        server = build_server(settings, library, archive, web, view=name, reload=reload)
+        equip_view(server, name, view, call_log)
+        servers[name] = server
+    servers[DEFAULT_VIEW] = servers[settings.view or DEFAULT_VIEW]
+    return servers
+
+
+def equip_served_view(server: MCPServer[Any], settings: Settings) -> None:
+    """The served view's composites, hooks and call log, for the one server stdio runs."""
+    from skillshelf.server.calllog import CallLog
+    from skillshelf.server.hooks import equip_view
+
+    name = settings.view or DEFAULT_VIEW
+    view = resolve_view(name, settings.views, settings.execution.enabled)
+    equip_view(server, name, view, CallLog.from_settings(settings.call_log))

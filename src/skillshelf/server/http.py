@@ -9,50 +9,60 @@ one ASGI middleware around the whole app, so `/health` gets it as well as `/mcp`
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from skillshelf.config.team import AuthSettings
+from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.server.auth import ANONYMOUS, DEFAULT_VIEW, PRINCIPAL, Gate, Principal, is_loopback, web_authorize
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
 
 
-def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without brackets."""
-    bare = host.strip("[]").lower().rstrip(".")
-    if bare == "localhost" or bare.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(bare).is_loopback
-    except ValueError:
-        return False
-
-
 def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
-    """Skill execution over HTTP without authentication is for loopback binds only."""
+    """Skill execution over HTTP without authentication is for loopback binds only (callers pass
+    `exec_enabled` false when tokens are configured)."""
     if exec_enabled and not is_loopback(host):
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,
             f"refusing to serve skill execution on {host}: anyone who can reach that address could run skills, "
-            "and HTTP has no authentication yet. Bind to 127.0.0.1 (the default), or drop --allow-exec.",
+            "and no tokens are configured. Add one (`skillshelf token new NAME`), bind to 127.0.0.1 (the default), "
+            "or drop --allow-exec.",
         )
 
 
-def transport_security(host: str, extra_hosts: tuple[str, ...] = ()) -> TransportSecuritySettings:
-    """Allow loopback names, the bind host (unless it is a wildcard) and any hosts the user names."""
+def transport_security(
+    host: str, extra_hosts: tuple[str, ...] = (), extra_origins: tuple[str, ...] = ()
+) -> TransportSecuritySettings:
+    """Allow loopback names, the bind host (unless it is a wildcard) and any hosts the user names;
+    as origins, those hosts plus any origins the user names (`https://app.example.com[:port]`)."""
     names = list(LOOPBACK_HOSTS)
     if host not in WILDCARD_OR_LOOPBACK:
         names.append(host)
     names.extend(extra_hosts)
     hosts = [pattern for name in names for pattern in _host_patterns(_bracketed(name))]
     origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
+    for origin in extra_origins:
+        scheme, separator, rest = origin.rstrip("/").partition("://")
+        if not separator or not rest or "/" in rest:
+            raise SkillshelfError(
+                ErrorCode.VALIDATION_ERROR, f"allowed origin {origin!r}: write it as scheme://host[:port]"
+            )
+        origins.extend(f"{scheme}://{pattern}" for pattern in _host_patterns(_bracketed(rest)))
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
@@ -127,20 +137,230 @@ class HostGuard:
 
 
 def http_app(server: MCPServer[Any], host: str, extra_hosts: tuple[str, ...] = ()) -> ASGIApp:
-    """The streamable HTTP app (`/mcp` and custom routes such as `/health`) behind one HostGuard."""
-    app = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # HostGuard does it
-        host=host,
+    """One server's streamable HTTP app (`/mcp` and custom routes such as `/health`) behind one HostGuard."""
+    return team_app({DEFAULT_VIEW: server}, host=host, extra_hosts=extra_hosts)
+
+
+def team_app(
+    servers: Mapping[str, MCPServer[Any]],
+    *,
+    host: str = "127.0.0.1",
+    extra_hosts: tuple[str, ...] = (),
+    extra_origins: tuple[str, ...] = (),
+    auth: AuthSettings | None = None,
+    views: Mapping[str, ViewSettings] | None = None,
+    stateless: bool = False,
+) -> ASGIApp:
+    """Every view's MCP server behind one HostGuard and one Gate.
+
+    `servers` maps view names to servers and must hold the default view: it answers `/mcp`, `/health`
+    and the web view at `/`; every view (the default too) answers `/view/NAME/mcp`. `/views` and
+    `/views/NAME` describe the views a caller may use. A trailing slash on these paths works without a
+    redirect. `stateless` (several worker processes) answers each request on its own, no sessions.
+    """
+    if DEFAULT_VIEW not in servers:
+        raise ValueError(f"team_app needs a {DEFAULT_VIEW!r} view; got {sorted(servers)}")
+    settings = dict(views or {})
+    apps: dict[str, Starlette] = {}
+    by_server: dict[int, Starlette] = {}
+    for name, server in servers.items():
+        if id(server) not in by_server:  # one server under several names: one app, one lifespan
+            by_server[id(server)] = server.streamable_http_app(
+                streamable_http_path="/mcp",
+                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # HostGuard
+                host=host,
+                stateless_http=stateless,
+                json_response=stateless,
+                max_request_body_size=(auth or AuthSettings()).max_request_bytes,
+            )
+        apps[name] = by_server[id(server)]
+
+    async def describe(name: str) -> dict[str, Any]:
+        view = settings.get(name) or ViewSettings()
+        tools = [{"name": tool.name} for tool in await servers[name].list_tools()]
+        return {"name": name, "description": view.description, "exposure_mode": view.exposure, "tools": tools}
+
+    def allowed(request: Request) -> list[str]:
+        principal = request.scope.get(PRINCIPAL, ANONYMOUS)
+        return [name for name in servers if not isinstance(principal, Principal) or principal.may_use(name)]
+
+    async def list_views(request: Request) -> JSONResponse:
+        views_info = {}
+        for name in allowed(request):
+            view = settings.get(name) or ViewSettings()
+            views_info[name] = {"description": view.description, "exposure_mode": view.exposure}
+        return JSONResponse({"views": views_info})
+
+    async def one_view(request: Request) -> JSONResponse:
+        name = request.path_params["name"]
+        if name not in servers:
+            return _view_not_found(name, allowed(request))
+        return JSONResponse(await describe(name))
+
+    async def view_mcp(scope: Scope, receive: Receive, send: Send) -> None:
+        name = scope.get("path_params", {}).get("name", "")
+        app = apps.get(name)
+        if app is None:
+            await _view_not_found(name, allowed(Request(scope)))(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for sub in by_server.values():
+                await stack.enter_async_context(sub.router.lifespan_context(sub))
+            yield
+
+    outer = Starlette(
+        routes=[
+            Route("/views", list_views, methods=["GET"]),
+            Route("/views/{name}", one_view, methods=["GET"]),
+            Mount("/view/{name}", app=view_mcp),
+            Mount("/", app=apps[DEFAULT_VIEW]),
+        ],
+        lifespan=lifespan,
     )
-    return HostGuard(app, transport_security(host, extra_hosts))
+    gated = Gate(_NoSlash(outer), auth or AuthSettings(), views=tuple(servers))
+    return HostGuard(gated, transport_security(host, extra_hosts, extra_origins))
+
+
+def _view_not_found(name: str, allowed: list[str]) -> JSONResponse:
+    listed = ", ".join(allowed) or "none"
+    return JSONResponse({"error": f"View {name!r} not found", "views": allowed, "hint": f"Views: {listed}"}, 404)
+
+
+class _NoSlash:
+    """`/mcp/`, `/views/`, `/health/`, `/view/NAME/mcp/`: served as if without the slash, no redirect."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/") and _API_PATH.match(path):
+            scope = {**scope, "path": path.rstrip("/"), "raw_path": path.rstrip("/").encode()}
+        await self.app(scope, receive, send)
+
+
+_API_PATH = re.compile(r"^/(mcp|health|views(/[^/]+)?|view/[^/]+/mcp)/+$")
+
+
+GRACEFUL_SHUTDOWN_S = 10
+
+
+def finish_calls_on_shutdown(enabled: bool = True) -> None:
+    """On SIGTERM, let tool calls in flight answer before the server stops.
+
+    sse-starlette (the SDK's SSE responses) otherwise closes every open SSE stream the moment uvicorn
+    starts shutting down, cutting off answers being computed. Off, uvicorn waits for open requests
+    (up to GRACEFUL_SHUTDOWN_S; an idle notification stream is closed then) and the lifespan closes
+    the rest. Process-wide: call it where the process serves, not on import.
+    """
+    from sse_starlette.sse import AppStatus
+
+    AppStatus.enable_automatic_graceful_drain = not enabled  # what its disable/enable methods set
 
 
 def run_http(
-    server: MCPServer[Any], host: str, port: int, extra_hosts: tuple[str, ...] = (), sock: socket.socket | None = None
+    server: MCPServer[Any] | Mapping[str, MCPServer[Any]],
+    host: str,
+    port: int,
+    extra_hosts: tuple[str, ...] = (),
+    *,
+    extra_origins: tuple[str, ...] = (),
+    auth: AuthSettings | None = None,
+    views: Mapping[str, ViewSettings] | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
-    """Serve until stopped; on `sock` when given (already bound and listening, so the caller knows the port)."""
+    """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful).
+
+    On `sock` when given (already bound and listening, so the caller knows the port and could say so).
+    """
     import uvicorn
 
-    config = uvicorn.Config(http_app(server, host, extra_hosts), host=host, port=port, log_level="warning")
+    servers = server if isinstance(server, Mapping) else {DEFAULT_VIEW: server}
+    app = team_app(servers, host=host, extra_hosts=extra_hosts, extra_origins=extra_origins, auth=auth, views=views)
+    finish_calls_on_shutdown()
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S
+    )
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
+
+
+WORKER_SETTINGS_ENV = "SKILLSHELF_WORKER_SETTINGS"
+WORKER_HOSTS_ENV = "SKILLSHELF_WORKER_ALLOWED_HOSTS"
+WORKER_ORIGINS_ENV = "SKILLSHELF_WORKER_ALLOWED_ORIGINS"
+
+
+def run_http_workers(
+    settings_json: str,
+    host: str,
+    port: int,
+    workers: int,
+    extra_hosts: tuple[str, ...] = (),
+    extra_origins: tuple[str, ...] = (),
+) -> None:
+    """Several uvicorn worker processes on one port, each with its own server over the same library.
+
+    Sessions cannot follow a client from one process to the next, so workers answer statelessly.
+    The shared listening socket gets TCP_NODELAY, which accepted connections inherit: uvicorn's own
+    socket for workers lacks it, and Nagle's algorithm then holds every response's body behind its
+    headers for a delayed ACK (about 40 ms per request, measured).
+    """
+    import os
+    import socket
+
+    from uvicorn import Config
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[WORKER_SETTINGS_ENV] = settings_json
+    os.environ[WORKER_HOSTS_ENV] = " ".join(extra_hosts)
+    os.environ[WORKER_ORIGINS_ENV] = " ".join(extra_origins)
+    config = Config(
+        "skillshelf.server.http:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )
+    sock = config.bind_socket()
+    if sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with suppress(KeyboardInterrupt):
+        Multiprocess(config, sockets=[sock]).run()
+
+
+def worker_app() -> ASGIApp:
+    """The app of one worker process (`uvicorn --factory skillshelf.server.http:worker_app`)."""
+    import os
+
+    from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.config.views import all_views
+    from skillshelf.library.skill_library import SkillLibrary
+    from skillshelf.server.app import build_view_servers
+    from skillshelf.server.web import WebAccess
+    from skillshelf.settings import Settings
+
+    settings = Settings.model_validate_json(os.environ[WORKER_SETTINGS_ENV])
+    finish_calls_on_shutdown()
+    extra = tuple(os.environ.get(WORKER_HOSTS_ENV, "").split())
+    origins = tuple(os.environ.get(WORKER_ORIGINS_ENV, "").split())
+    security = transport_security(settings.http_host, extra, origins)
+    access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)))
+    # One library and archive per worker process, shared by its view servers; they live as long
+    # as the process does (each server's lifespan starts and stops their watchers).
+    library = SkillLibrary(settings.library_config())
+    archive = SessionArchive(settings.projects(), watch=settings.watch)
+    servers = build_view_servers(settings, library, archive, access)
+    return team_app(
+        servers,
+        host=settings.http_host,
+        extra_hosts=extra,
+        extra_origins=origins,
+        auth=settings.auth,
+        views=all_views(settings.views, settings.execution.enabled),
+        stateless=True,
+    )

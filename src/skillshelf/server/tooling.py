@@ -7,6 +7,8 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -20,6 +22,10 @@ from skillshelf.errors import ErrorCode
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
+
+PROGRESS_EVERY_S = 0.25
+# The MCP context of the tool call being run, for progress while a call waits on an index build.
+_CALL_CONTEXT: ContextVar[Context[Any, Any] | None] = ContextVar("skillshelf_call_context", default=None)
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -77,8 +83,36 @@ async def respond_fresh(
     Skipping the thread hop on the common path saves a noticeable share of a ~2 ms search.
     """
     if index.needs_sync():
-        return await anyio.to_thread.run_sync(respond, call, count)
+        return await _waiting_on(index, partial(respond, call, count))
     return respond(call, count)
+
+
+async def _waiting_on(index: Refreshable, work: Callable[[], CallToolResult]) -> CallToolResult:
+    """Run `work` in a thread; while it waits on an index build, report the build's progress to a
+    caller that asked for it (a first index of a large library takes a while; the MCP SDK drops the
+    notifications when the request carries no progress token)."""
+    context = _CALL_CONTEXT.get()
+    if context is None or not isinstance(getattr(index, "progress", None), tuple):
+        return await anyio.to_thread.run_sync(work)
+
+    async def report() -> None:
+        last: tuple[int, int] | None = None
+        while True:
+            done, total = index.progress  # type: ignore[attr-defined]
+            if total and (done, total) != last:
+                try:
+                    await context.report_progress(done, total, f"indexing the library: {done}/{total} skills")
+                except Exception:  # a closed session must not fail the call itself
+                    logger.debug("could not report indexing progress", exc_info=True)
+                    return
+                last = (done, total)
+            await anyio.sleep(PROGRESS_EVERY_S)
+
+    async with anyio.create_task_group() as reporters:
+        reporters.start_soon(report)
+        result = await anyio.to_thread.run_sync(work)
+        reporters.cancel_scope.cancel()
+    return result
 
 
 def unknown_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
@@ -109,7 +143,11 @@ class EnvelopeTool(Tool):
             self.fn_metadata.validate_arguments(arguments)
         except ValidationError as exc:
             return to_call_result(failure(ErrorCode.VALIDATION_ERROR, describe_validation_error(exc), started))
-        return await super().run(arguments, context, convert_result)
+        token = _CALL_CONTEXT.set(context)
+        try:
+            return await super().run(arguments, context, convert_result)
+        finally:
+            _CALL_CONTEXT.reset(token)
 
 
 def make_tool(

@@ -407,7 +407,10 @@ class LiveView:
     def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
         """Serve `selection` from now on. MCPServer has no public way to replace its tools or its
         instructions, so this sets them on its managers (mcp is pinned to 2.3.x)."""
-        server._tool_manager._tools = {t.name: t for t in selection.listed()}
+        previous = {t.name for t in self.selection.listed()}
+        # Tools added beside the view's own (its composites, server/composite.py) stay.
+        added = {name: tool for name, tool in server._tool_manager._tools.items() if name not in previous}
+        server._tool_manager._tools = {**{t.name: t for t in selection.listed()}, **added}
         server._lowlevel_server.instructions = instructions_for(selection)
         self.selection = selection
 

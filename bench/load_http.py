@@ -1,0 +1,259 @@
+"""A bounded HTTP load test: C concurrent clients searching and loading for S seconds.
+
+    python bench/load_http.py [--clients 50] [--seconds 20] [--workers 1 --workers 4] [--n 1000] [--out FILE]
+
+For each worker count: generate (or reuse) a synthetic library of N skills, start the real server,
+`python -m skillshelf serve --http --workers W` with one bearer token per client (SKILLSHELF_TOKENS)
+and a config whose rate limit is out of the way (this measures the server, not the limiter), wait
+until /health is healthy, then run C clients at once for S seconds. Each client alternates
+searchPatterns (the library's generated queries) and loadSkill (the expected hit of that query),
+one request at a time, as an agent does. One worker keeps MCP sessions (initialize once per
+client, then SSE responses); several workers answer statelessly with JSON (no session to follow a
+client between processes). Reports throughput, p50/p95/p99 latency and errors (any non-200, a
+JSON-RPC error or an error envelope). The client runs on the same machine: its CPU is shared.
+Nothing here asserts on time: it only measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+
+try:  # imported as bench.load_http (repo root on sys.path)
+    from bench import generate
+except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
+    import generate  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+PROTOCOL = "2025-06-18"
+ACCEPT = "application/json, text/event-stream"
+
+
+def log(msg: str) -> None:
+    print(f"[load] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Run:
+    workers: int
+    clients: int
+    seconds: float
+    requests: int = 0
+    errors: int = 0
+    error_kinds: dict[str, int] = field(default_factory=dict)
+    throughput_rps: float = 0.0
+    p50_ms: float = 0.0
+    p95_ms: float = 0.0
+    p99_ms: float = 0.0
+    max_ms: float = 0.0
+    by_tool: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))], 2)
+
+
+def parse_body(response: httpx2.Response) -> dict[str, Any]:
+    """A JSON-RPC response from a JSON body or from the first SSE `data:` line that carries one."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        parsed: dict[str, Any] = response.json()
+        return parsed
+    for line in response.text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            message = json.loads(line[5:])
+            if "id" in message:
+                return dict(message)
+    raise ValueError("no JSON-RPC response in the body")
+
+
+class Agent:
+    def __init__(self, base: str, token: str, stateless: bool) -> None:
+        self.base = base
+        self.headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT, "Content-Type": "application/json"}
+        self.stateless = stateless
+        self.next_id = 0
+
+    async def start(self, http: httpx2.AsyncClient) -> None:
+        if self.stateless:
+            self.headers["MCP-Protocol-Version"] = PROTOCOL
+            return
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}},
+        }
+        response = await http.post(f"{self.base}/mcp", json=hello, headers=self.headers)
+        response.raise_for_status()
+        self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
+        self.headers["MCP-Protocol-Version"] = PROTOCOL
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        (await http.post(f"{self.base}/mcp", json=done, headers=self.headers)).raise_for_status()
+
+    async def call(self, http: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> str | None:
+        """None on success, else what went wrong."""
+        self.next_id += 1
+        body = {
+            "jsonrpc": "2.0",
+            "id": self.next_id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        response = await http.post(f"{self.base}/mcp", json=body, headers=self.headers)
+        if response.status_code != 200:
+            return f"http {response.status_code}"
+        message = parse_body(response)
+        if "error" in message:
+            return f"jsonrpc {message['error'].get('code')}"
+        result = message.get("result", {})
+        if result.get("isError"):
+            envelope = result.get("structuredContent") or {}
+            return f"envelope {(envelope.get('error') or {}).get('code', '?')}"
+        return None
+
+
+async def drive(base: str, tokens: list[str], seconds: float, queries: list[dict[str, Any]], stateless: bool) -> Run:
+    run = Run(workers=0, clients=len(tokens), seconds=seconds)
+    latencies: dict[str, list[float]] = {"searchPatterns": [], "loadSkill": []}
+    errors: Counter[str] = Counter()
+    limits = httpx2.Limits(max_connections=len(tokens) + 5, max_keepalive_connections=len(tokens) + 5)
+    async with httpx2.AsyncClient(timeout=30, limits=limits) as http:
+        agents = [Agent(base, token, stateless) for token in tokens]
+        for agent in agents:
+            await agent.start(http)
+        deadline = time.perf_counter() + seconds
+
+        async def loop(index: int, agent: Agent) -> None:
+            step = index * 7
+            while time.perf_counter() < deadline:
+                query = queries[step % len(queries)]
+                step += 1
+                for tool, arguments in (
+                    ("searchPatterns", {"query": query["query"], "limit": 5}),
+                    ("loadSkill", {"skillId": query["answer"]}),
+                ):
+                    started = time.perf_counter()
+                    try:
+                        problem = await agent.call(http, tool, arguments)
+                    except Exception as exc:  # a transport failure is an error, not a crash of the test
+                        problem = type(exc).__name__
+                    latencies[tool].append((time.perf_counter() - started) * 1000)
+                    if problem:
+                        errors[problem] += 1
+
+        began = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for index, agent in enumerate(agents):
+                group.start_soon(loop, index, agent)
+        elapsed = time.perf_counter() - began
+    everything = latencies["searchPatterns"] + latencies["loadSkill"]
+    run.requests = len(everything)
+    run.errors = sum(errors.values())
+    run.error_kinds = dict(errors)
+    run.throughput_rps = round(run.requests / elapsed, 1)
+    run.p50_ms, run.p95_ms, run.p99_ms = pct(everything, 50), pct(everything, 95), pct(everything, 99)
+    run.max_ms = round(max(everything, default=0.0), 2)
+    run.by_tool = {
+        tool: {"requests": len(values), "p50_ms": pct(values, 50), "p95_ms": pct(values, 95), "p99_ms": pct(values, 99)}
+        for tool, values in latencies.items()
+    }
+    return run
+
+
+async def wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
+    async with httpx2.AsyncClient() as http:
+        with anyio.fail_after(180):
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"the server exited with {process.returncode}")
+                try:
+                    if (await http.get(f"{base}/health")).json().get("status") == "healthy":
+                        return
+                except (httpx2.TransportError, ValueError):
+                    pass
+                await anyio.sleep(0.2)
+
+
+def one_run(lib: Path, workers: int, clients: int, seconds: float, queries: list[dict[str, Any]]) -> Run:
+    tokens = [f"c{i}-{secrets.token_hex(12)}" for i in range(clients)]
+    with tempfile.TemporaryDirectory(prefix="skillshelf-load-") as scratch:
+        config = Path(scratch) / "config.toml"
+        config.write_text("[auth]\nrate_per_s = 100000\nburst = 100000\n", encoding="utf-8")
+        port = free_port()
+        env = {
+            **os.environ,
+            "SKILLSHELF_TOKENS": ",".join(f"c{i}={token}" for i, token in enumerate(tokens)),
+            "SKILLSHELF_STATE_DIR": str(Path(scratch) / "state"),
+        }
+        command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--http"]
+        command += ["--port", str(port), "--workers", str(workers), "--no-watch", "--library", str(lib)]
+        log(f"{workers} worker(s), {clients} clients, {seconds:g} s on :{port}")
+        with (Path(scratch) / "server.log").open("wb") as server_log:
+            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
+            try:
+                base = f"http://127.0.0.1:{port}"
+                anyio.run(wait_healthy, base, process)
+                run = anyio.run(drive, base, tokens, seconds, queries, workers > 1)
+            finally:
+                process.terminate()
+                process.wait(timeout=30)
+        log_lines = (Path(scratch) / "server.log").read_text(encoding="utf-8", errors="replace").splitlines()
+        problems = [line for line in log_lines if "ERROR" in line or "Traceback" in line]
+        if problems:
+            log(f"server log: {len(problems)} error line(s), first: {problems[0][:200]}")
+    run.workers = workers
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--workers", type=int, action="append", help="repeatable; default: 1 and 4")
+    parser.add_argument("--n", type=int, default=1000, help="skills in the generated library")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    lib = args.work / f"lib-{args.n}"
+    generate.ensure_library(lib, args.n)
+    queries = [q for q in generate.load_queries(lib) if q.get("answer")]
+    runs = [one_run(lib, w, args.clients, args.seconds, queries) for w in (args.workers or [1, 4])]
+    print("| workers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in runs:
+        print(
+            f"| {r.workers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
+            f"| {r.p99_ms} | {r.max_ms} | {r.errors} |"
+        )
+    if args.out:
+        machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
+        payload = {"machine": machine, "n": args.n, "runs": [asdict(r) for r in runs]}
+        args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""The team HTTP app on a real uvicorn: endpoints, tokens, view access, size and rate limits."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from skillshelf.config.team import AuthSettings, HookSettings, TokenSettings, token_digest
+from skillshelf.config.views import ViewSettings
+from skillshelf.errors import SkillshelfError
+from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize
+from skillshelf.server.hooks import equip_view
+from skillshelf.server.http import finish_calls_on_shutdown, team_app
+from skillshelf.server.web import WebAccess
+from tests.server.team_support import make_server, serving
+
+pytestmark = pytest.mark.anyio
+
+ALICE = "alice-0123456789abcdef"  # may use the default view only
+BOB = "bob-0123456789abcdef0"  # may use both views
+TOKENS = {
+    "alice": TokenSettings(sha256=token_digest(ALICE), views=["default"]),
+    "bob": TokenSettings(sha256=token_digest(BOB), views=["default", "other"]),
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+async def team(sample_library: SkillLibrary, tmp_path: Path) -> AsyncIterator[str]:
+    """The default server under two view names ("default" and "other"), two tokens."""
+    server = make_server(sample_library, tmp_path / "projects", WebAccess(authorize=web_authorize(True)))
+    views = {"other": ViewSettings(description="the same tools, for access tests")}
+    app = team_app({"default": server, "other": server}, auth=AuthSettings(tokens=TOKENS), views=views)
+    async with serving(app) as base:
+        yield base
+
+
+async def search_over_http(url: str, token: str) -> dict[str, Any]:
+    async with (
+        httpx2.AsyncClient(headers=bearer(token)) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        result = await client.call_tool("searchPatterns", {"query": "slugify"})
+        assert result.structured_content is not None
+        return dict(result.structured_content)
+
+
+async def test_health_is_open_and_the_views_are_described(team: str) -> None:
+    async with httpx2.AsyncClient(follow_redirects=False) as http:
+        for path in ("/health", "/health/"):
+            health = await http.get(f"{team}{path}")
+            assert health.status_code == 200, path
+            assert {"status", "version", "skills", "sessions"} <= set(health.json())
+        listing = await http.get(f"{team}/views/", headers=bearer(BOB))
+        assert listing.status_code == 200
+        assert listing.json()["views"]["other"] == {
+            "description": "the same tools, for access tests",
+            "exposure_mode": "direct",
+        }
+        one = await http.get(f"{team}/views/other", headers=bearer(BOB))
+        assert one.status_code == 200 and one.json()["name"] == "other"
+        assert "searchPatterns" in {tool["name"] for tool in one.json()["tools"]}
+        unknown = await http.get(f"{team}/views/nope", headers=bearer(BOB))
+        assert unknown.status_code == 404
+        assert unknown.json()["error"] == "View 'nope' not found"
+        assert (await http.get(f"{team}/view/nope/mcp", headers=bearer(BOB))).status_code == 404
+
+
+async def test_every_mcp_endpoint_answers_a_real_client_with_or_without_a_trailing_slash(team: str) -> None:
+    for path in ("/mcp", "/mcp/", "/view/default/mcp", "/view/other/mcp/"):
+        envelope = await search_over_http(f"{team}{path}", BOB)
+        assert envelope["data"]["hits"][0]["id"] == "python/slugify", path
+
+
+async def test_missing_empty_or_wrong_tokens_get_401_with_a_bearer_challenge(team: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        cases = {
+            "Missing or invalid Authorization header": {},
+            "Empty bearer token": {"Authorization": "Bearer"},
+            "Invalid or expired token": bearer("not-a-token-of-anyone-here"),
+        }
+        for description, headers in cases.items():
+            for path in ("/mcp", "/view/other/mcp", "/views"):
+                response = await http.post(f"{team}{path}", json=LIST_TOOLS, headers={**MCP_HEADERS, **headers})
+                assert response.status_code == 401, (path, description)
+                assert response.headers["WWW-Authenticate"].startswith("Bearer")
+                assert response.json() == {"error": "invalid_token", "error_description": description}
+
+
+async def test_a_token_limited_to_one_view_cannot_reach_another(team: str) -> None:
+    assert (await search_over_http(f"{team}/mcp", ALICE))["success"]
+    async with httpx2.AsyncClient() as http:
+        refused = await http.post(f"{team}/view/other/mcp", json=LIST_TOOLS, headers={**MCP_HEADERS, **bearer(ALICE)})
+        assert refused.status_code == 403
+        assert refused.json()["error"] == "forbidden"
+        assert "'alice' may not use view 'other'" in refused.json()["error_description"]
+        assert (await http.get(f"{team}/views/other", headers=bearer(ALICE))).status_code == 403
+        listing = await http.get(f"{team}/views", headers=bearer(ALICE))
+        assert set(listing.json()["views"]) == {"default"}
+
+
+async def test_the_web_view_honours_the_same_tokens(team: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        anonymous = await http.get(f"{team}/")
+        assert anonymous.status_code == 401 and "text/html" in anonymous.headers["content-type"]
+        assert anonymous.headers["WWW-Authenticate"].startswith("Bearer")
+        assert (await http.get(f"{team}/", headers=bearer("wrong-token-0123456789"))).status_code == 401
+        signed_in = await http.get(f"{team}/", headers=bearer(ALICE))
+        assert signed_in.status_code == 200 and "slugify" in signed_in.text.lower()
+
+
+async def test_a_foreign_host_is_still_refused_before_authentication(team: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        rebound = await http.get(f"{team}/views", headers={**bearer(BOB), "Host": "evil.example"})
+        assert rebound.status_code == 421
+
+
+async def test_too_many_requests_get_429_with_retry_after(sample_library: SkillLibrary, tmp_path: Path) -> None:
+    server = make_server(sample_library, tmp_path / "projects")
+    auth = AuthSettings(tokens=TOKENS, rate_per_s=0.01, burst=3)
+    async with serving(team_app({"default": server}, auth=auth)) as base, httpx2.AsyncClient() as http:
+        statuses = [(await http.get(f"{base}/views", headers=bearer(ALICE))).status_code for _ in range(4)]
+        assert statuses == [200, 200, 200, 429]
+        limited = await http.get(f"{base}/views", headers=bearer(ALICE))
+        assert int(limited.headers["Retry-After"]) >= 1
+        assert limited.json()["error"] == "rate_limited"
+        # the bucket is per token: bob is not slowed down by alice
+        assert (await http.get(f"{base}/views", headers=bearer(BOB))).status_code == 200
+        # wrong tokens count against the address: guessing is limited too
+        guesses = [(await http.get(f"{base}/views", headers=bearer(f"guess-{i:020d}"))).status_code for i in range(4)]
+        assert guesses == [401, 401, 401, 429]
+
+
+async def test_an_oversized_body_gets_413(sample_library: SkillLibrary, tmp_path: Path) -> None:
+    server = make_server(sample_library, tmp_path / "projects")
+    auth = AuthSettings(tokens=TOKENS, max_request_bytes=4096)
+    big = {**LIST_TOOLS, "params": {"padding": "x" * 5000}}
+    async with serving(team_app({"default": server}, auth=auth)) as base, httpx2.AsyncClient() as http:
+        declared = await http.post(f"{base}/mcp", json=big, headers={**MCP_HEADERS, **bearer(ALICE)})
+        assert declared.status_code == 413 and declared.json()["error"] == "too_large"
+
+        async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted as it arrives
+            for _ in range(6):
+                yield b" " * 1000
+
+        streamed = await http.post(f"{base}/mcp", content=chunks(), headers={**MCP_HEADERS, **bearer(ALICE)})
+        assert streamed.status_code == 413
+
+
+def test_tokens_are_compared_by_digest_and_name_the_caller() -> None:
+    table = TokenTable(TOKENS)
+    found = table.verify(BOB)
+    assert found is not None and found.name == "bob" and found.may_use("other")
+    assert table.verify(BOB + "x") is None
+    assert table.verify(token_digest(BOB)) is None  # the stored digest is not itself a token
+
+
+def test_the_token_bucket_refills_at_its_rate() -> None:
+    now = [100.0]
+    bucket = TokenBucket(rate=2.0, burst=2, clock=lambda: now[0])
+    assert [bucket.take("k"), bucket.take("k")] == [0.0, 0.0]
+    assert bucket.take("k") == pytest.approx(0.5)
+    now[0] += 0.5
+    assert bucket.take("k") == 0.0
+    assert bucket.take("other") == 0.0
+
+
+def test_tokens_from_the_environment_are_kept_as_digests() -> None:
+    auth = AuthSettings().with_env({"SKILLSHELF_TOKENS": f"ci={ALICE}=default+other, bot={BOB}"})
+    assert auth.tokens["ci"].sha256 == token_digest(ALICE) and auth.tokens["ci"].views == ["default", "other"]
+    assert auth.tokens["bot"].views == ["default"]
+    assert ALICE not in auth.model_dump_json()
+
+
+def test_only_loopback_may_go_without_tokens(caplog: pytest.LogCaptureFixture) -> None:
+    refuse_unauthenticated("127.0.0.1", AuthSettings(), insecure_no_auth=False)
+    refuse_unauthenticated("0.0.0.0", AuthSettings(tokens=TOKENS), insecure_no_auth=False)
+    with pytest.raises(SkillshelfError, match="skillshelf token new NAME"):
+        refuse_unauthenticated("0.0.0.0", AuthSettings(), insecure_no_auth=False)
+    with caplog.at_level(logging.WARNING, logger="skillshelf.server.auth"):
+        refuse_unauthenticated("192.0.2.7", AuthSettings(), insecure_no_auth=True)
+    assert "WITHOUT authentication" in caplog.text
+
+
+SLOW_CALL = {"started": anyio.Event()}
+
+
+async def slow_pre_call(call: Any) -> None:
+    SLOW_CALL["started"].set()
+    await anyio.sleep(1.0)
+
+
+async def test_shutting_down_finishes_the_call_in_flight(sample_library: SkillLibrary, tmp_path: Path) -> None:
+    SLOW_CALL["started"] = anyio.Event()
+    finish_calls_on_shutdown()
+    try:
+        await shut_down_during_a_call(sample_library, tmp_path)
+    finally:
+        finish_calls_on_shutdown(False)
+
+
+async def shut_down_during_a_call(sample_library: SkillLibrary, tmp_path: Path) -> None:
+    server = make_server(sample_library, tmp_path / "projects")
+    equip_view(server, "default", ViewSettings(hooks=HookSettings(pre_call=f"{__name__}:slow_pre_call")), None)
+    running: list[uvicorn.Server] = []
+    answers: list[httpx2.Response] = []
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    search = {"name": "searchPatterns", "arguments": {"query": "slugify"}}
+    async with serving(team_app({"default": server}), running) as base, httpx2.AsyncClient(timeout=30) as http:
+        opened = await http.post(f"{base}/mcp", json=hello, headers=MCP_HEADERS)
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+        headers = {**MCP_HEADERS, **session}
+        await http.post(f"{base}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": search}
+                answers.append(await http.post(f"{base}/mcp", json=body, headers=headers))
+
+            group.start_soon(call)
+            with anyio.fail_after(30):
+                await SLOW_CALL["started"].wait()
+            running[0].should_exit = True  # as on SIGTERM: stop accepting, finish what is in flight
+    assert answers and answers[0].status_code == 200
+    assert '"success":true' in answers[0].text and "python/slugify" in answers[0].text

@@ -1,0 +1,184 @@
+"""`skillshelf token new`, `skillshelf log`, and `serve --http` with tokens end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from skillshelf.caller import current_caller
+from skillshelf.cli import cli
+from skillshelf.config.team import token_digest
+from skillshelf.library.usage import UsageStore
+from skillshelf.server.calllog import read_records
+from tests.server.team_support import free_port
+
+
+def test_token_new_prints_the_token_once_and_stores_only_its_hash(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('library = ["~/skills"]\n\n[views.readers]\ndescription = "read only"\n', encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice", "--view", "readers"])
+    assert result.exit_code == 0, result.output
+    secret = result.stdout.strip()
+    assert len(secret) >= 40
+    stored = config.read_text(encoding="utf-8")
+    assert secret not in stored
+    parsed = tomllib.loads(stored)
+    assert parsed["auth"]["tokens"]["alice"] == {"sha256": token_digest(secret), "views": ["readers"]}
+    assert parsed["library"] == ["~/skills"]  # the rest of the file is kept
+
+    again = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice"])
+    assert again.exit_code != 0 and "already has a token 'alice'" in again.output
+    unknown_view = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "bob", "--view", "writers"])
+    assert unknown_view.exit_code != 0 and "no view 'writers'" in unknown_view.output
+    bad_name = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "bad name"])
+    assert bad_name.exit_code != 0
+
+
+def test_log_summarises_the_call_log(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    lines = [
+        {"ts": 1.0, "tool": "loadSkill", "ms": 3.0, "ok": True, "skill": "python/slugify", "caller": "alice"},
+        {"ts": 2.0, "tool": "loadSkill", "ms": 5.0, "ok": False, "code": "PATTERN_NOT_FOUND", "skill": "x/y"},
+        {"ts": 3.0, "tool": "searchPatterns", "ms": 2.0, "ok": True},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n", encoding="utf-8")
+    text = CliRunner().invoke(cli, ["log", "--path", str(log)])
+    assert text.exit_code == 0, text.output
+    assert text.output.splitlines()[0].startswith("3 calls, 1 errors")
+    assert "loadSkill" in text.output and "50.0%" in text.output and "python/slugify (1)" in text.output
+    summary = json.loads(CliRunner().invoke(cli, ["log", "--path", str(log), "--json"]).output)
+    assert summary["calls"] == 3 and summary["tools"][0]["tool"] == "loadSkill"
+    assert summary["error_codes"] == {"PATTERN_NOT_FOUND": 1}
+
+
+@pytest.mark.anyio
+async def test_serve_http_with_env_tokens_logs_each_call_under_the_token_name(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    secret = "ci-token-0123456789abcdef"
+    port = free_port()
+    state = isolated_environment / ".local" / "state" / "skillshelf"
+    env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={secret}=default+agent", "SKILLSHELF_STATE_DIR": str(state)}
+    (tmp_path / "projects" / "app").mkdir(parents=True)
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", str(port), "-l", str(sample_root)]
+    command += ["--projects-root", str(tmp_path / "projects"), "--view", "full"]  # /mcp: every tool
+    with (tmp_path / "server.log").open("wb") as server_log:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            async with httpx2.AsyncClient() as http:
+                with anyio.fail_after(30):
+                    while True:
+                        try:
+                            health = (await http.get(f"{base}/health")).json()
+                            if health["status"] != "indexing":
+                                break
+                        except httpx2.TransportError:
+                            pass
+                        await anyio.sleep(0.1)
+                assert (await http.get(f"{base}/views")).status_code == 401
+            headers = {"Authorization": f"Bearer {secret}"}
+            async with (
+                httpx2.AsyncClient(headers=headers) as http,
+                Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+            ):
+                result = await client.call_tool("loadSkill", {"skillId": "python/slugify"})
+                assert result.structured_content is not None and result.structured_content["success"]
+                await client.call_tool("trackPatternUsage", {"patternId": "python/slugify", "projectPath": "app"})
+                added = await client.call_tool("addNote", {"projectPath": "app", "type": "decision", "content": "x"})
+                assert added.structured_content is not None
+                assert added.structured_content["data"]["note"]["author"] == "ci"
+            async with (
+                httpx2.AsyncClient(headers=headers) as http,
+                Client(streamable_http_client(f"{base}/view/agent/mcp", http_client=http)) as agent,
+            ):
+                names = {tool.name for tool in (await agent.list_tools()).tools}
+                assert names == {"searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage"}
+            async with httpx2.AsyncClient(headers=headers) as http:
+                assert (await http.post(f"{base}/view/memory/mcp", json={})).status_code == 403
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+    records = list(read_records(state / "calls.jsonl"))
+    assert [(r["tool"], r["caller"]) for r in records] == [
+        ("loadSkill", "ci"),
+        ("trackPatternUsage", "ci"),
+        ("addNote", "ci"),
+    ]
+    assert records[0]["skill"] == "python/slugify"
+    notes = (tmp_path / "projects" / "app" / ".agent-memory" / "session-notes.jsonl").read_text(encoding="utf-8")
+    assert json.loads(notes.splitlines()[0])["author"] == "ci"
+    with sqlite3.connect(sample_root / ".skillshelf" / "usage.sqlite3") as usage:
+        assert usage.execute("SELECT pattern_id, author FROM events").fetchall() == [("python/slugify", "ci")]
+
+
+def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    with sqlite3.connect(path) as old:
+        old.executescript(
+            """CREATE TABLE events (id INTEGER PRIMARY KEY, pattern_id TEXT NOT NULL, project TEXT, note TEXT,
+                                    source TEXT NOT NULL, at TEXT NOT NULL);
+               INSERT INTO events(pattern_id, project, note, source, at) VALUES ('a/b', 'p', NULL, 'tool', '2026');
+               PRAGMA user_version = 1;"""
+        )
+    store = UsageStore(path)
+    token = current_caller.set("alice")
+    try:
+        store.record("c/d", None, None, source="tool")
+    finally:
+        current_caller.reset(token)
+    store.record("e/f", None, None, source="tool")
+    store.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT pattern_id, author FROM events ORDER BY id").fetchall()
+        assert rows == [("a/b", None), ("c/d", "alice"), ("e/f", None)]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+def test_several_workers_serve_one_library_statelessly(sample_root: Path, tmp_path: Path) -> None:
+    secret = "workers-0123456789abcdef"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={secret}"}
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--workers", "2", "--port", str(port)]
+    command += ["-l", str(sample_root)]
+    headers = {
+        "Authorization": f"Bearer {secret}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    call = {"name": "searchPatterns", "arguments": {"query": "slugify"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+    with (tmp_path / "server.log").open("wb") as server_log:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
+        try:
+            with httpx2.Client(timeout=10) as http:
+                for _ in range(300):  # up to 60 s for both workers to start and index
+                    try:
+                        if http.get(f"{base}/health").json().get("status") == "healthy":
+                            break
+                    except (httpx2.TransportError, ValueError):
+                        pass
+                    time.sleep(0.2)
+                answers = [http.post(f"{base}/mcp", json=body, headers=headers) for _ in range(6)]
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+    log = (tmp_path / "server.log").read_text(encoding="utf-8", errors="replace")
+    assert [a.status_code for a in answers] == [200] * 6, log
+    for answer in answers:  # a JSON answer per request, no session: any worker can take any request
+        assert answer.headers["content-type"].startswith("application/json")
+        assert answer.json()["result"]["structuredContent"]["data"]["hits"][0]["id"] == "python/slugify"
