@@ -75,7 +75,7 @@ CHAIN = CompositeTool.model_validate(
 BROKEN_CHAIN = CompositeTool.model_validate(
     {
         "chain": [
-            {"name": "search", "tool": "searchPatterns", "arguments": {"query": "slugify"}},
+            {"name": "search", "tool": "searchPatterns", "arguments": {"query": "slugify", "detail": True}},
             {"name": "load", "tool": "loadSkill", "arguments": {"skillId": "nowhere/{steps.search.data.hits.0.name}"}},
         ]
     }
