@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from contextlib import closing
 from pathlib import Path
 
 import anyio
@@ -121,13 +122,13 @@ async def test_serve_http_with_env_tokens_logs_each_call_under_the_token_name(
     assert records[0]["skill"] == "python/slugify"
     notes = (tmp_path / "projects" / "app" / ".agent-memory" / "session-notes.jsonl").read_text(encoding="utf-8")
     assert json.loads(notes.splitlines()[0])["author"] == "ci"
-    with sqlite3.connect(sample_root / ".skillshelf" / "usage.sqlite3") as usage:
+    with closing(sqlite3.connect(sample_root / ".skillshelf" / "usage.sqlite3")) as usage, usage:
         assert usage.execute("SELECT pattern_id, author FROM events").fetchall() == [("python/slugify", "ci")]
 
 
 def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp_path: Path) -> None:
     path = tmp_path / "usage.sqlite3"
-    with sqlite3.connect(path) as old:
+    with closing(sqlite3.connect(path)) as old, old:
         old.executescript(
             """CREATE TABLE events (id INTEGER PRIMARY KEY, pattern_id TEXT NOT NULL, project TEXT, note TEXT,
                                     source TEXT NOT NULL, at TEXT NOT NULL);
@@ -142,7 +143,7 @@ def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp
         current_caller.reset(token)
     store.record("e/f", None, None, source="tool")
     store.close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         rows = conn.execute("SELECT pattern_id, author FROM events ORDER BY id").fetchall()
         assert rows == [("a/b", None), ("c/d", "alice"), ("e/f", None)]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 2

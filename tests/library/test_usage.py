@@ -200,3 +200,14 @@ def test_a_read_only_state_folder_falls_back_to_the_cache_and_says_usage_moved(
     finally:
         state.chmod(0o755)
     assert "usage is recorded in" in caplog.text
+
+
+def test_a_closed_store_never_reopens(tmp_path: Path) -> None:
+    """A call arriving after close (a request in flight while the server stops) must not open a
+    connection nobody will close: it gets UsageUnavailable instead."""
+    store = UsageStore(tmp_path / "usage.sqlite3")
+    store.record("a/b", None, None, "test")
+    store.close()
+    with pytest.raises(UsageUnavailable, match="closed"):
+        store.usage()
+    assert store._conn is None

@@ -13,11 +13,11 @@ import logging
 import os
 import re
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 
@@ -140,6 +140,9 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self._progress_listeners: list[Callable[[int, int], None]] = []
         self.progress: tuple[int, int] = (0, 0)  # (parsed, to parse) of the sync under way
         self.files = FileCache()  # parsed documents and code for loadSkill, by file signature
+        self._closed = False
+        self._usage: UsageStore | None = None
+        self._usage_lock = threading.Lock()
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
@@ -225,10 +228,19 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             self._watcher.stop()
             self._watcher = None
 
-    @cached_property
+    @property
     def usage(self) -> UsageStore:
-        """Usage events, opened on first use (most CLI commands never need them)."""
-        return UsageStore(self.state_dir / USAGE_FILE, busy_timeout=self.config.usage_busy_timeout)
+        """Usage events, opened on first use (most CLI commands never need them).
+
+        Under a lock: since Python 3.12 `cached_property` has none, and two threads' first uses would
+        each open a store, one of them never closed.
+        """
+        with self._usage_lock:
+            if self._usage is None:
+                self._usage = UsageStore(self.state_dir / USAGE_FILE, busy_timeout=self.config.usage_busy_timeout)
+                if self._closed:  # a late call after close: answer "unavailable", keep no connection open
+                    self._usage.close()
+            return self._usage
 
     def read_usage(self, read: Callable[[UsageStore], T], warnings: list[str]) -> T | None:
         """A usage read, or None with a warning when usage cannot be read: usage annotates
@@ -240,10 +252,12 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             return None
 
     def close(self) -> None:
+        self._closed = True
         self.stop_watching()
         self.index.close()
-        if "usage" in self.__dict__:
-            self.usage.close()
+        with self._usage_lock:
+            if self._usage is not None:
+                self._usage.close()
 
     def status(self) -> dict[str, object]:
         """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync."""

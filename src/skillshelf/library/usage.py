@@ -96,6 +96,7 @@ class UsageStore:
         self._lock = threading.Lock()
         self._verified: tuple[int, frozenset[str]] | None = None  # (data_version, ids)
         self._conn: sqlite3.Connection | None = None
+        self._closed = False
         try:
             self._conn = self._open()
         except UsageUnavailable as exc:
@@ -188,7 +189,9 @@ class UsageStore:
         )
 
     def close(self) -> None:
+        """Final: a closed store never reopens (a late call would leak a connection nobody closes)."""
         with self._lock:
+            self._closed = True
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -201,6 +204,10 @@ class UsageStore:
         """
         with self._lock:
             if self._conn is None:
+                if self._closed:
+                    raise UsageUnavailable(
+                        f"Usage history ({display_path(self.path)}) is closed: the server is stopping."
+                    )
                 self._conn = self._open()
             try:
                 return work(self._conn)

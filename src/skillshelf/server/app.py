@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,7 +16,7 @@ from starlette.responses import JSONResponse
 
 from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.config.views import DEFAULT_VIEW, all_views, resolve_view
+from skillshelf.config.views import DEFAULT_VIEW, ViewSettings, all_views, resolve_view
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.scoped import ScopedLibrary
 from skillshelf.library.skill_library import SkillLibrary
@@ -78,6 +79,31 @@ def build_server(
     projects = settings.projects()
     sessions = archive or SessionArchive(projects, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
+    try:
+        server = _assemble(settings, shelf, sessions, owned, chosen, view_name, web, reload)
+    except BaseException:
+        _close_all(owned)  # a view that does not build (a bad override) leaks no SQLite connection
+        raise
+    if owned:  # a server built but never run (inspected, or dropped after an error) closes them when collected
+        weakref.finalize(server, _close_all, owned)
+    return server
+
+
+def _close_all(resources: list[SkillLibrary | SessionArchive]) -> None:
+    for resource in resources:
+        resource.close()
+
+
+def _assemble(
+    settings: Settings,
+    shelf: SkillLibrary,
+    sessions: SessionArchive,
+    owned: list[SkillLibrary | SessionArchive],
+    chosen: ViewSettings,
+    view_name: str,
+    web: WebAccess | None,
+    reload: Callable[[], Settings] | None,
+) -> MCPServer[Any]:
     # One visibility rule at one boundary: every service, resource and listing reads this view of the library.
     scoped = ScopedLibrary(shelf, chosen.skill_rules())
     selection = ToolSelection.of(view_name, chosen, every_tool(settings, scoped, sessions))
