@@ -199,8 +199,12 @@ def test_several_processes_building_one_index_at_once_agree_and_corrupt_nothing(
         subprocess.Popen([sys.executable, "-c", script, str(sample_root), str(index_dir)], stdout=subprocess.PIPE)
         for _ in range(4)
     ]
-    counts = [int(p.communicate(timeout=60)[0]) for p in processes]
+    outputs = []
+    for process in processes:  # every pipe read and closed, even when one process failed
+        with process:
+            outputs.append(process.communicate(timeout=60)[0])
     assert all(p.returncode == 0 for p in processes)
+    counts = [int(out) for out in outputs]
     assert counts == [64, 64, 64, 64]
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=index_dir, watch=False))
     try:
@@ -256,3 +260,20 @@ def test_a_file_made_unreadable_is_read_again_and_reported_not_kept(sample_root:
     finally:
         doc.chmod(0o644)
         library.close()
+
+
+def test_processes_opening_one_new_index_at_once_all_succeed(tmp_path: Path) -> None:
+    """SQLite refuses a journal-mode change with "database is locked" at once, without waiting: eight
+    servers started together on a new library must still all open its index (3 in 200 failed before)."""
+    script = "import sys; from pathlib import Path; from skillshelf.library.index import SkillIndex\n"
+    script += "SkillIndex(Path(sys.argv[1])).close()\n"
+    for round_number in range(6):
+        path = tmp_path / f"round-{round_number}" / "index.sqlite3"
+        processes = [
+            subprocess.Popen([sys.executable, "-c", script, str(path)], stderr=subprocess.PIPE) for _ in range(8)
+        ]
+        errors = []
+        for process in processes:
+            with process:
+                errors.append(process.communicate(timeout=60)[1].decode())
+        assert [p.returncode for p in processes] == [0] * 8, errors

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,23 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+BUSY_TIMEOUT_S = 10.0
+
+
+def _use_wal(conn: sqlite3.Connection, deadline: float) -> None:
+    """Switch a new file to WAL. Several processes opening one new index at once: SQLite answers
+    "database is locked" to a journal-mode change at once, without waiting in the busy handler, so wait here."""
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 class FtsIndex:
@@ -62,10 +80,10 @@ class FtsIndex:
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0, isolation_level=None)
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         conn.row_factory = sqlite3.Row
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn, deadline=time.monotonic() + BUSY_TIMEOUT_S)
             conn.execute("PRAGMA synchronous=NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != self.SCHEMA_VERSION:
                 self._reset(conn)
