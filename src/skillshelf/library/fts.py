@@ -36,7 +36,7 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
 BUSY_TIMEOUT_S = 10.0
 
 
-def _use_wal(conn: sqlite3.Connection, deadline: float) -> None:
+def use_wal(conn: sqlite3.Connection, deadline: float) -> None:
     """Switch a new file to WAL. Several processes opening one new index at once: SQLite answers
     "database is locked" to a journal-mode change at once, without waiting in the busy handler, so wait here."""
     while True:
@@ -83,7 +83,7 @@ class FtsIndex:
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         conn.row_factory = sqlite3.Row
         try:
-            _use_wal(conn, deadline=time.monotonic() + BUSY_TIMEOUT_S)
+            use_wal(conn, deadline=time.monotonic() + BUSY_TIMEOUT_S)
             conn.execute("PRAGMA synchronous=NORMAL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != self.SCHEMA_VERSION:
                 self._reset(conn)

@@ -15,6 +15,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from urllib.parse import quote
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.fts import immediate_transaction
+from skillshelf.library.fts import immediate_transaction, use_wal
 from skillshelf.library.locking import describe_sqlite_error, file_lock, is_corruption
 from skillshelf.library.paths import display_path
 
@@ -123,8 +124,7 @@ class UsageStore:
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout, isolation_level=None)
         try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
+            use_wal(conn, deadline=time.monotonic() + self.busy_timeout)
             conn.execute("PRAGMA synchronous=FULL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
                 conn.executescript(_SCHEMA)
