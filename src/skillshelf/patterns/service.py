@@ -107,7 +107,21 @@ def load_skill(
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
     warnings: list[str] = []
-    usage = (library.read_usage(lambda store: store.usage(skill.id), warnings) or []) if include_metadata else []
+    metadata = _usage_metadata(library, skill, root, warnings) if include_metadata else None
+    code = _code_files(library, skill, root) if include_code else None
+    return _loaded(skill, body, code, metadata, warnings)
+
+
+def _loaded(
+    skill: IndexedSkill,
+    documentation: str,
+    code: list[CodeFile] | None,
+    metadata: SkillMetadata | None,
+    warnings: list[str],
+    section: str | None = None,
+    continuation: Continuation | None = None,
+) -> LoadedSkill:
+    """The long form of a load (the CLI, the web view, `detail: true`)."""
     return LoadedSkill(
         id=skill.id,
         name=skill.name,
@@ -115,11 +129,11 @@ def load_skill(
         layout=skill.layout,
         description=skill.details.description,
         executable=skill.executable,
-        documentation=body,
-        code=_code_files(library, skill, root) if include_code else None,
-        metadata=_metadata(library, skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
-        if include_metadata
-        else None,
+        documentation=documentation,
+        section=section,
+        continuation=continuation,
+        code=code,
+        metadata=metadata,
         warnings=warnings or None,
     )
 
@@ -419,20 +433,7 @@ def load_for_agent(
         full = _full_metadata(library, skill, root, warnings) if want_metadata is not False else None
 
         def build(text: str, more: Continuation | None) -> WireModel:
-            return LoadedSkill(
-                id=skill.id,
-                name=skill.name,
-                category=skill.category,
-                layout=skill.layout,
-                description=skill.details.description,
-                executable=skill.executable,
-                documentation=text,
-                section=label,
-                continuation=more,
-                code=code,
-                metadata=full,
-                warnings=warnings or None,
-            )
+            return _loaded(skill, text, code, full, warnings, label, more)
 
     else:
         metadata: BriefMetadata | SkillMetadata | None = None
@@ -603,9 +604,14 @@ def _brief_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warn
     )
 
 
+def _usage_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warnings: list[str]) -> SkillMetadata:
+    """The skill's metadata with its usage and verified flag (a warning instead when usage is unreadable)."""
+    usage = library.read_usage(lambda store: store.usage(skill.id), warnings) or []
+    return _metadata(library, skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
+
+
 def _full_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warnings: list[str]) -> SkillMetadata:
     """Everything known about the skill; the frontmatter without the fields sent beside it."""
-    usage = library.read_usage(lambda store: store.usage(skill.id), warnings) or []
-    meta = _metadata(library, skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
+    meta = _usage_metadata(library, skill, root, warnings)
     sent = {"description", "name"}
     return meta.model_copy(update={"frontmatter": {k: v for k, v in meta.frontmatter.items() if k not in sent}})
