@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
@@ -92,6 +94,51 @@ async def test_load_skill_returns_docs_and_metadata_but_code_only_on_request(cli
     _, with_code = await call(client, "loadSkill", {"skillId": "database/rls-policy", "includeCode": True})
     (code,) = with_code["data"]["code"]
     assert code["path"] == "rls-policy.py" and code["language"] == "python" and "def rls_policy" in code["content"]
+
+
+async def test_a_first_load_reads_in_a_worker_thread_and_a_repeat_answers_without_reading(
+    sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    readers: list[int] = []
+    cached_get = library.files.get
+
+    def observed_get(path: Path, kind: str, load: Callable[[], Any], size: Any = None) -> Any:
+        def observed_load() -> Any:
+            readers.append(threading.get_ident())
+            return load()
+
+        return cached_get(path, kind, observed_load, size)
+
+    monkeypatch.setattr(library.files, "get", observed_get)
+    hops: list[str] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def observed_run_sync(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(func, "__name__", "?"))
+        return await run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", observed_run_sync)
+    arguments = {"skillId": "database/rls-policy", "includeCode": True}
+    try:
+        async with Client(build_server(Settings(roots=[sample_root]), library), raise_exceptions=True) as client:
+            await call(client, "searchPatterns", {"query": "warm"})  # the first sync, out of the way
+            loop_thread = threading.get_ident()
+            hops.clear()
+            _, first = await call(client, "loadSkill", arguments)
+            assert readers and loop_thread not in readers and hops == ["respond"]  # read in a worker thread
+            readers.clear()
+            hops.clear()
+            _, again = await call(client, "loadSkill", arguments)
+            assert readers == [] and hops == []  # served from what was parsed, on the loop: no thread hop
+            assert again["data"] == first["data"]
+            doc = sample_root / "database" / "rls-policy.md"
+            doc.write_text(doc.read_text(encoding="utf-8").replace("tenant", "TENANT"), encoding="utf-8")
+            _, edited = await call(client, "loadSkill", arguments)
+            assert "TENANT" in edited["data"]["documentation"]  # never stale...
+            assert readers and loop_thread not in readers  # ...and re-read off the loop
+    finally:
+        library.close()
 
 
 async def test_load_skill_strips_frontmatter_and_lists_agent_skill_scripts(client: Client) -> None:

@@ -21,14 +21,19 @@ def display_path(path: Path) -> str:
 
 def is_within(path: Path, root: Path) -> bool:
     """True when `path` (resolved, following symlinks) stays inside `root` (resolved)."""
+    return _resolved_within(path, root) is not None
+
+
+def _resolved_within(path: Path, root: Path) -> Path | None:
+    """`path` resolved, when it stays inside `root` (resolved); else None."""
     try:
         resolved = path.resolve(strict=True)
     except PermissionError:
         # Not a question of where it points: the read that follows reports it as unreadable.
         resolved = path.resolve()
     except (OSError, RuntimeError):
-        return False
-    return resolved == root or resolved.is_relative_to(root)
+        return None
+    return resolved if resolved == root or resolved.is_relative_to(root) else None
 
 
 def is_servable(path: Path, root: Path) -> bool:
@@ -37,9 +42,9 @@ def is_servable(path: Path, root: Path) -> bool:
     Discovery never lists `.git/`, `.env` or `.skillshelf/`; a symlink must not serve them either
     (a `references/config` linking to `.git/config` would hand out a remote URL with its token).
     """
-    if not is_within(path, root):
+    resolved = _resolved_within(path, root)
+    if resolved is None:
         return False
-    resolved = path.resolve()
     lexical = path.relative_to(root).parts if path.is_relative_to(root) else ()
     return not any(part.startswith(".") for part in (*lexical, *resolved.relative_to(root).parts))
 

@@ -38,11 +38,19 @@ def to_call_result(envelope: Envelope[Any]) -> CallToolResult:
     )
 
 
-def respond(call: Callable[[], T], count: Callable[[T], int | None] | None = None) -> CallToolResult:
-    """Run a service call as a tool: domain failures and crashes both come back as envelopes."""
+def respond(
+    call: Callable[[], T],
+    count: Callable[[T], int | None] | None = None,
+    passthrough: tuple[type[Exception], ...] = (),
+) -> CallToolResult:
+    """Run a service call as a tool: domain failures and crashes both come back as envelopes.
+
+    Exceptions of a `passthrough` type propagate: they are signals to the caller, not crashes."""
     started = time.perf_counter()
     try:
         return to_call_result(run_service(call, count))
+    except passthrough:
+        raise
     except Exception:
         logger.exception("tool crashed")
         return to_call_result(internal_failure(started))
