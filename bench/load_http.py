@@ -1,6 +1,7 @@
 """A bounded HTTP load test: C concurrent clients searching and loading for S seconds.
 
     python bench/load_http.py [--clients 50] [--seconds 20] [--workers 1 --workers 4] [--n 1000] [--out FILE]
+        [--stream-responses]
 
 For each worker count: generate (or reuse) a synthetic library of N skills, start the real server,
 `python -m skillshelf serve --http --workers W` with one bearer token per client (SKILLSHELF_TOKENS)
@@ -8,10 +9,11 @@ and a config whose rate limit is out of the way (this measures the server, not t
 until /health is healthy, then run C clients at once for S seconds. Each client alternates
 searchPatterns (the library's generated queries) and loadSkill (the expected hit of that query),
 one request at a time, as an agent does. One worker keeps MCP sessions (initialize once per
-client, then SSE responses); several workers answer statelessly with JSON (no session to follow a
-client between processes). Reports throughput, p50/p95/p99 latency and errors (any non-200, a
-JSON-RPC error or an error envelope). The client runs on the same machine: its CPU is shared.
-Nothing here asserts on time: it only measures.
+client, then a JSON body per call, or an SSE stream per call with --stream-responses); several
+workers answer statelessly with JSON (no session to follow a client between processes). Reports
+throughput, p50/p95/p99 latency and errors (any non-200, a JSON-RPC error or an error envelope).
+The client runs on the same machine: its CPU is shared. Nothing here asserts on time: it only
+measures.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class Run:
     p95_ms: float = 0.0
     p99_ms: float = 0.0
     max_ms: float = 0.0
+    stream_responses: bool = False
     by_tool: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
@@ -198,7 +201,9 @@ async def wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
                 await anyio.sleep(0.2)
 
 
-def one_run(lib: Path, workers: int, clients: int, seconds: float, queries: list[dict[str, Any]]) -> Run:
+def one_run(
+    lib: Path, workers: int, clients: int, seconds: float, queries: list[dict[str, Any]], stream: bool = False
+) -> Run:
     tokens = [f"c{i}-{secrets.token_hex(12)}" for i in range(clients)]
     with tempfile.TemporaryDirectory(prefix="skillshelf-load-") as scratch:
         config = Path(scratch) / "config.toml"
@@ -211,7 +216,9 @@ def one_run(lib: Path, workers: int, clients: int, seconds: float, queries: list
         }
         command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--http"]
         command += ["--port", str(port), "--workers", str(workers), "--no-watch", "--library", str(lib)]
-        log(f"{workers} worker(s), {clients} clients, {seconds:g} s on :{port}")
+        command += ["--stream-responses"] if stream and workers == 1 else []
+        answers = "SSE streams" if stream and workers == 1 else "JSON bodies"
+        log(f"{workers} worker(s), {clients} clients, {seconds:g} s on :{port}, {answers}")
         with (Path(scratch) / "server.log").open("wb") as server_log:
             process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
             try:
@@ -226,6 +233,7 @@ def one_run(lib: Path, workers: int, clients: int, seconds: float, queries: list
         if problems:
             log(f"server log: {len(problems)} error line(s), first: {problems[0][:200]}")
     run.workers = workers
+    run.stream_responses = stream and workers == 1
     return run
 
 
@@ -237,16 +245,20 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1000, help="skills in the generated library")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--stream-responses", action="store_true", help="one worker answers with SSE streams")
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
     generate.ensure_library(lib, args.n)
     queries = [q for q in generate.load_queries(lib) if q.get("answer")]
-    runs = [one_run(lib, w, args.clients, args.seconds, queries) for w in (args.workers or [1, 4])]
-    print("| workers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    runs = [
+        one_run(lib, w, args.clients, args.seconds, queries, args.stream_responses) for w in (args.workers or [1, 4])
+    ]
+    print("| workers | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in runs:
+        answers = "SSE" if r.stream_responses else "JSON"
         print(
-            f"| {r.workers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
+            f"| {r.workers} | {answers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
             f"| {r.p99_ms} | {r.max_ms} | {r.errors} |"
         )
     if args.out:

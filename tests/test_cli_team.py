@@ -183,3 +183,12 @@ def test_several_workers_serve_one_library_statelessly(sample_root: Path, tmp_pa
     for answer in answers:  # a JSON answer per request, no session: any worker can take any request
         assert answer.headers["content-type"].startswith("application/json")
         assert answer.json()["result"]["structuredContent"]["data"]["hits"][0]["id"] == "python/slugify"
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [([], "serves HTTP only; add --http"), (["--http", "--workers", "2"], "needs --workers 1")],
+)
+def test_stream_responses_is_refused_where_it_cannot_apply(sample_root: Path, flags: list[str], problem: str) -> None:
+    result = CliRunner().invoke(cli, ["serve", "-l", str(sample_root), "--stream-responses", *flags])
+    assert result.exit_code == 2 and problem in result.output

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -30,18 +31,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def http_server(sample_root: Path, isolated_environment: Path, tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def serving(sample_root: Path, home: Path, log_path: Path, *flags: str) -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "HOME": str(isolated_environment), "SKILLSHELF_CACHE_DIR": str(isolated_environment / "c")}
+    env = {**os.environ, "HOME": str(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
     command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", str(port), "-l", str(sample_root)]
-    with (tmp_path / "server.log").open("wb") as log:
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    with log_path.open("wb") as log:
+        process = subprocess.Popen([*command, *flags], env=env, stdout=subprocess.DEVNULL, stderr=log)
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
             process.terminate()
             process.wait(timeout=10)
+
+
+@pytest.fixture
+def http_server(sample_root: Path, isolated_environment: Path, tmp_path: Path) -> Iterator[str]:
+    with serving(sample_root, isolated_environment, tmp_path / "server.log") as base:
+        yield base
 
 
 async def wait_healthy(base: str) -> dict[str, object]:
@@ -64,6 +71,47 @@ async def test_http_serves_tools_and_health(http_server: str) -> None:
         result = await client.call_tool("searchPatterns", {"query": "slugify"})
         assert result.structured_content is not None
         assert result.structured_content["data"]["hits"][0]["id"] == "python/slugify"
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+SEARCH = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "searchPatterns", "arguments": {"query": "slugify"}}}  # fmt: skip  # noqa: E501
+
+
+async def session_call(base: str) -> httpx2.Response:
+    """initialize, initialized, then one tools/call in that session; the call's raw response."""
+    async with httpx2.AsyncClient() as http:
+        hello = await http.post(f"{base}/mcp", json=HELLO, headers=MCP_HEADERS)
+        headers = {
+            **MCP_HEADERS,
+            "Mcp-Session-Id": hello.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await http.post(f"{base}/mcp", json=done, headers=headers)).status_code == 202
+        return await http.post(f"{base}/mcp", json=SEARCH, headers=headers)
+
+
+async def test_a_call_is_answered_with_one_json_body_in_a_session_by_default(http_server: str) -> None:
+    await wait_healthy(http_server)
+    response = await session_call(http_server)
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["result"]["structuredContent"]["data"]["hits"][0]["id"] == "python/slugify"
+
+
+async def test_stream_responses_answers_a_call_as_an_sse_stream(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    with serving(sample_root, isolated_environment, tmp_path / "server.log", "--stream-responses") as base:
+        await wait_healthy(base)
+        response = await session_call(base)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert "python/slugify" in response.text and "\ndata:" in "\n" + response.text
 
 
 async def test_a_foreign_host_or_origin_is_refused(http_server: str) -> None:

@@ -159,6 +159,18 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
     ctx.obj = {"config": config}
 
 
+def _warn_if_exec(settings: Settings) -> None:
+    if settings.execution.enabled:
+        scope = ", ".join(settings.execution.allow) or "any skill"
+        logger.warning("skill execution is ON (%s); see docs/security.md", scope)
+
+
+def _check_stream_responses(stream_responses: bool, http: bool, workers: int) -> None:
+    if stream_responses and (not http or workers > 1):
+        problem = "serves HTTP only; add --http" if not http else "needs --workers 1 (workers answer statelessly)"
+        raise click.UsageError(f"--stream-responses {problem}.")
+
+
 @cli.command(cls=RulesCommand)
 @library_option
 @click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
@@ -191,6 +203,12 @@ def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
 @rule_options
 @click.option("--insecure-no-auth", is_flag=True, help="Serve a non-loopback address without tokens (logged).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="HTTP worker processes.")
+@click.option(
+    "--stream-responses",
+    is_flag=True,
+    help="Over HTTP, answer each call as an SSE stream (progress while the first index builds) instead of one "
+    "JSON body; about half the throughput. One worker only.",
+)
 def serve(
     libraries: tuple[Path, ...],
     http: bool,
@@ -208,6 +226,7 @@ def serve(
     excludes: tuple[str, ...],
     insecure_no_auth: bool,
     workers: int,
+    stream_responses: bool,
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.artifacts.archive import SessionArchive
@@ -229,14 +248,13 @@ def serve(
     reload = config_reloader(libraries, options, rules) if not no_watch else None
     settings = with_flag_rules(settings, rules)
     resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
+    _check_stream_responses(stream_responses, http, workers)
     if http:
         from skillshelf.cli.team import prepare_http
 
         if prepare_http(settings, host, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
             return  # the worker processes served until interrupted
-    if settings.execution.enabled:
-        scope = ", ".join(settings.execution.allow) or "any skill"
-        logger.warning("skill execution is ON (%s); see docs/security.md", scope)
+    _warn_if_exec(settings)
     _announce_roots(settings.roots, settings.using_bundled)
     listener = _bind(host, port) if http else None  # before anything says "serving"
     library = SkillLibrary(settings.library_config())
@@ -275,6 +293,7 @@ def serve(
                 auth=settings.auth,
                 views=all_views(settings.views, settings.execution.enabled),
                 sock=listener,
+                stream_responses=stream_responses,
             )
         else:
             server = build_server(settings, library, archive, access, view=settings.view, reload=reload)

@@ -150,6 +150,7 @@ def team_app(
     auth: AuthSettings | None = None,
     views: Mapping[str, ViewSettings] | None = None,
     stateless: bool = False,
+    stream_responses: bool = False,
 ) -> ASGIApp:
     """Every view's MCP server behind one HostGuard and one Gate.
 
@@ -157,6 +158,11 @@ def team_app(
     and the web view at `/`; every view (the default too) answers `/view/NAME/mcp`. `/views` and
     `/views/NAME` describe the views a caller may use. A trailing slash on these paths works without a
     redirect. `stateless` (several worker processes) answers each request on its own, no sessions.
+
+    Each request is answered with one JSON body unless `stream_responses` (an SSE stream per request,
+    which can carry progress notifications while a call waits on the first index). The stream costs
+    about half the throughput (docs/performance.md); notifications not tied to a request, such as
+    tools/list_changed, reach a session's GET stream either way.
     """
     if DEFAULT_VIEW not in servers:
         raise ValueError(f"team_app needs a {DEFAULT_VIEW!r} view; got {sorted(servers)}")
@@ -170,7 +176,7 @@ def team_app(
                 transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # HostGuard
                 host=host,
                 stateless_http=stateless,
-                json_response=stateless,
+                json_response=stateless or not stream_responses,
                 max_request_body_size=(auth or AuthSettings()).max_request_bytes,
             )
         apps[name] = by_server[id(server)]
@@ -272,15 +278,25 @@ def run_http(
     auth: AuthSettings | None = None,
     views: Mapping[str, ViewSettings] | None = None,
     sock: socket.socket | None = None,
+    stream_responses: bool = False,
 ) -> None:
     """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful).
 
     On `sock` when given (already bound and listening, so the caller knows the port and could say so).
+    `stream_responses`: see `team_app`.
     """
     import uvicorn
 
     servers = server if isinstance(server, Mapping) else {DEFAULT_VIEW: server}
-    app = team_app(servers, host=host, extra_hosts=extra_hosts, extra_origins=extra_origins, auth=auth, views=views)
+    app = team_app(
+        servers,
+        host=host,
+        extra_hosts=extra_hosts,
+        extra_origins=extra_origins,
+        auth=auth,
+        views=views,
+        stream_responses=stream_responses,
+    )
     finish_calls_on_shutdown()
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S
