@@ -58,6 +58,15 @@ class BackgroundSync(Generic[R]):
     def _watcher_failed(self) -> bool:
         return False
 
+    def _answers_while_checking(self) -> bool:
+        """Whether a start may answer from the index as it is while a quiet re-check runs (an index
+        left complete by an earlier run); else reads wait for the first sync."""
+        return False
+
+    def _will_watch(self) -> bool:
+        """Whether `start_watching` starts watchers (whose readiness triggers a quiet re-check)."""
+        return False
+
     def start_watching(self) -> None:
         raise NotImplementedError
 
@@ -106,15 +115,18 @@ class BackgroundSync(Generic[R]):
         """Called once a watcher is in place: a quiet re-check for changes made before it was.
 
         Nothing is known to have changed, so reads do not wait for this one (no `_syncing` flag);
-        a real change meanwhile sets the dirty flag and the next read syncs as usual.
+        a real change meanwhile sets the dirty flag and the next read syncs as usual. If it fails,
+        the next read syncs (and waits).
         """
         try:
             with self._sync_lock:
                 self._sync_now()
                 self._synced_at = time.monotonic()
             self._after_sync()
-        except Exception:
-            logger.exception("%s re-check after starting the watcher failed", self.LABEL)
+        except Exception as exc:
+            self.sync_error = f"{type(exc).__name__}: {exc}"
+            self._dirty.set()
+            logger.exception("%s re-check failed; the next read syncs", self.LABEL)
 
     def _stale(self) -> bool:
         return self._watcher_failed() and time.monotonic() - self._synced_at > POLL_SECONDS
@@ -139,12 +151,27 @@ class BackgroundSync(Generic[R]):
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        """Sync in the background, then watch: a server answers at once and reads wait for the sync."""
+        """Sync in the background, then watch: a server answers at once and reads wait for the sync.
+
+        When an earlier run left the index complete, reads do not wait: they answer from it while a
+        quiet re-check brings in what changed while no server ran (a stat per file; at 10,000 skills
+        about a second that every first search used to wait for). Loads read the files themselves,
+        so they are never stale; a search may miss such a change for that second.
+        """
         if self._starter is not None:
             return
-        self._ready.clear()
-        self._starter = threading.Thread(target=self._initial_sync, name=f"skillshelf-{self.LABEL}", daemon=True)
+        if self._answers_while_checking():
+            target = self._recheck_then_watch
+        else:
+            self._ready.clear()
+            target = self._initial_sync
+        self._starter = threading.Thread(target=target, name=f"skillshelf-{self.LABEL}", daemon=True)
         self._starter.start()
+
+    def _recheck_then_watch(self) -> None:
+        if not self._will_watch():
+            self._on_watch_ready()  # no watcher will call it
+        self.start_watching()
 
     def _initial_sync(self) -> None:
         try:

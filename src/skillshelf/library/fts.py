@@ -61,6 +61,7 @@ class FtsIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        self.created = False  # this process created the tables (a new, rebuilt or upgraded file)
         self._conn = self._open()
         self._document_frequency: dict[str, int] = {}
 
@@ -103,6 +104,7 @@ class FtsIndex:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
         conn.executescript(self.SCHEMA)  # executescript commits the open transaction
         conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+        self.created = True
 
     def _delete_files(self) -> None:
         for suffix in ("", "-wal", "-shm"):

@@ -17,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
@@ -154,6 +155,18 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         with file_lock(self.index_path.with_name(self.index_path.name + ".lock")):
             return self._sync_locked_files()
 
+    @property
+    def _complete_marker(self) -> Path:
+        """Present while the index holds every source of a finished sync (gone during a build, so an
+        interrupted build is never mistaken for a whole index)."""
+        return self.index_path.with_name(self.index_path.name + ".complete")
+
+    def _answers_while_checking(self) -> bool:
+        return not self.index.created and self._complete_marker.exists()
+
+    def _will_watch(self) -> bool:
+        return self.config.watch
+
     def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
         found: Discovery = discover(self.roots)
@@ -165,6 +178,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         removed = [key for key in stored if key not in current]
         if changed or removed:
             self.files.clear()  # signatures guard every entry anyway; a change frees the memory early
+            with suppress(OSError):  # without the marker, the next start waits for its sync: safe
+                self._complete_marker.unlink(missing_ok=True)
         if removed:
             self.index.apply([], removed)
         self.progress = (0, len(changed))
@@ -172,6 +187,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             self.index.apply(batch, [])
             self.progress = (self.progress[0] + len(batch), len(changed))
             self._progress(*self.progress)
+        with suppress(OSError):
+            self._complete_marker.touch(exist_ok=True)
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
