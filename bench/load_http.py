@@ -1,7 +1,7 @@
 """A bounded HTTP load test: C concurrent clients searching and loading for S seconds.
 
     python bench/load_http.py [--clients 50] [--seconds 20] [--workers 1 --workers 4] [--n 1000] [--out FILE]
-        [--stream-responses]
+        [--stream-responses] [--floor]
 
 For each worker count: generate (or reuse) a synthetic library of N skills, start the real server,
 `python -m skillshelf serve --http --workers W` with one bearer token per client (SKILLSHELF_TOKENS)
@@ -70,6 +70,7 @@ class Run:
     p99_ms: float = 0.0
     max_ms: float = 0.0
     stream_responses: bool = False
+    floor: bool = False
     by_tool: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
@@ -187,13 +188,16 @@ async def drive(base: str, tokens: list[str], seconds: float, queries: list[dict
     return run
 
 
-async def wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
+async def wait_healthy(base: str, process: subprocess.Popen[bytes], floor: bool = False) -> None:
     async with httpx2.AsyncClient() as http:
         with anyio.fail_after(180):
             while True:
                 if process.poll() is not None:
                     raise RuntimeError(f"the server exited with {process.returncode}")
                 try:
+                    if floor:  # the bare SDK has no /health: any answer on /mcp means it is up
+                        await http.get(f"{base}/mcp")
+                        return
                     if (await http.get(f"{base}/health")).json().get("status") == "healthy":
                         return
                 except (httpx2.TransportError, ValueError):
@@ -202,7 +206,13 @@ async def wait_healthy(base: str, process: subprocess.Popen[bytes]) -> None:
 
 
 def one_run(
-    lib: Path, workers: int, clients: int, seconds: float, queries: list[dict[str, Any]], stream: bool = False
+    lib: Path,
+    workers: int,
+    clients: int,
+    seconds: float,
+    queries: list[dict[str, Any]],
+    stream: bool = False,
+    floor: bool = False,
 ) -> Run:
     tokens = [f"c{i}-{secrets.token_hex(12)}" for i in range(clients)]
     with tempfile.TemporaryDirectory(prefix="skillshelf-load-") as scratch:
@@ -217,13 +227,18 @@ def one_run(
         command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--http"]
         command += ["--port", str(port), "--workers", str(workers), "--no-watch", "--library", str(lib)]
         command += ["--stream-responses"] if stream and workers == 1 else []
+        if floor:  # the bare SDK, one process, the same answer mode
+            workers = 1
+            command = [sys.executable, str(Path(__file__).with_name("noop_http.py")), str(port)]
+            command += ["--stream-responses"] if stream else []
         answers = "SSE streams" if stream and workers == 1 else "JSON bodies"
-        log(f"{workers} worker(s), {clients} clients, {seconds:g} s on :{port}, {answers}")
+        what = "the bare SDK (no-op tools)" if floor else f"{workers} worker(s)"
+        log(f"{what}, {clients} clients, {seconds:g} s on :{port}, {answers}")
         with (Path(scratch) / "server.log").open("wb") as server_log:
             process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
             try:
                 base = f"http://127.0.0.1:{port}"
-                anyio.run(wait_healthy, base, process)
+                anyio.run(wait_healthy, base, process, floor)
                 run = anyio.run(drive, base, tokens, seconds, queries, workers > 1)
             finally:
                 process.terminate()
@@ -234,6 +249,7 @@ def one_run(
             log(f"server log: {len(problems)} error line(s), first: {problems[0][:200]}")
     run.workers = workers
     run.stream_responses = stream and workers == 1
+    run.floor = floor
     return run
 
 
@@ -246,19 +262,20 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--stream-responses", action="store_true", help="one worker answers with SSE streams")
+    parser.add_argument("--floor", action="store_true", help="drive bench/noop_http.py (the bare SDK) instead")
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
     generate.ensure_library(lib, args.n)
     queries = [q for q in generate.load_queries(lib) if q.get("answer")]
-    runs = [
-        one_run(lib, w, args.clients, args.seconds, queries, args.stream_responses) for w in (args.workers or [1, 4])
-    ]
-    print("| workers | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
+    sizes = [1] if args.floor else (args.workers or [1, 4])
+    runs = [one_run(lib, w, args.clients, args.seconds, queries, args.stream_responses, args.floor) for w in sizes]
+    print("| server | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in runs:
         answers = "SSE" if r.stream_responses else "JSON"
+        server = "bare SDK, no-op tools" if r.floor else f"{r.workers} worker(s)"
         print(
-            f"| {r.workers} | {answers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
+            f"| {server} | {answers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
             f"| {r.p99_ms} | {r.max_ms} | {r.errors} |"
         )
     if args.out:
