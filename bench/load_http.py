@@ -229,7 +229,7 @@ def one_run(
         command += ["--stream-responses"] if stream and workers == 1 else []
         if floor:  # the bare SDK, one process, the same answer mode
             workers = 1
-            command = [sys.executable, str(Path(__file__).with_name("noop_http.py")), str(port)]
+            command = [sys.executable, str(Path(__file__).with_name("noop_server.py")), "--http", str(port)]
             command += ["--stream-responses"] if stream else []
         answers = "SSE streams" if stream and workers == 1 else "JSON bodies"
         what = "the bare SDK (no-op tools)" if floor else f"{workers} worker(s)"
@@ -262,7 +262,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--stream-responses", action="store_true", help="one worker answers with SSE streams")
-    parser.add_argument("--floor", action="store_true", help="drive bench/noop_http.py (the bare SDK) instead")
+    parser.add_argument("--floor", action="store_true", help="drive bench/noop_server.py (the bare SDK) instead")
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
     generate.ensure_library(lib, args.n)

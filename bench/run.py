@@ -504,6 +504,28 @@ def baselines() -> dict[str, float]:
     }
 
 
+FLOOR_CALLS = 200
+
+
+async def stdio_floor(errlog: TextIO) -> dict[str, float]:
+    """p50 of each tool served by the bare SDK with no work behind it (bench/noop_server.py), over
+    stdio with this client: the part of every latency below that no server on the SDK can remove."""
+    script = str(Path(__file__).with_name("noop_server.py"))
+    params = StdioServerParameters(command=sys.executable, args=[script])
+    floor: dict[str, float] = {}
+    async with Client(stdio_client(params, errlog=errlog)) as client:
+        for tool, args in (("searchPatterns", {"query": "x y z", "limit": 5}), ("loadSkill", {"skillId": "a/b"})):
+            for _ in range(20):
+                await client.call_tool(tool, args)
+            samples = []
+            for _ in range(FLOOR_CALLS):
+                t0 = time.perf_counter()
+                await client.call_tool(tool, args)
+                samples.append((time.perf_counter() - t0) * 1000)
+            floor[f"{tool}FloorMs"] = round(statistics.median(samples), 3)
+    return floor
+
+
 def server_version() -> dict[str, Any]:
     """Which server was measured: the git commit if any, and a digest of the package's source files."""
     spec = importlib.util.find_spec("skillshelf")
@@ -616,6 +638,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 async def amain(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     base = baselines()
+    args.work.mkdir(parents=True, exist_ok=True)
+    with (args.work / "floor.log").open("w", encoding="utf-8") as errlog:
+        base |= await stdio_floor(errlog)
     log(f"baselines: {base}")
     results = [await bench_n(n, args) for n in args.n]
     report = {
@@ -629,6 +654,11 @@ async def amain(args: argparse.Namespace) -> int:
     }
     args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(table(results))
+    print(
+        f"\nfloor (bench/noop_server.py: the bare SDK, no-op tools, this client over stdio): searchPatterns p50 "
+        f"{base['searchPatternsFloorMs']:.2f} ms, loadSkill p50 {base['loadSkillFloorMs']:.2f} ms; "
+        f"`import mcp.server.mcpserver` {base['importMcpServerS']:.2f} s"
+    )
     log(f"done in {report['wallClockS']:.0f}s; raw figures in {args.out}")
     bad_calls = any(r["summary"].get("searchErrors") or r["summary"].get("loadErrors") for r in results)
     failed = bad_calls or any(r["errors"] for r in results)
