@@ -18,7 +18,7 @@ from skillshelf.config.team import AuthSettings, HookSettings, TokenSettings, to
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize
+from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize, web_refusal
 from skillshelf.server.hooks import equip_view
 from skillshelf.server.http import finish_calls_on_shutdown, team_app
 from skillshelf.server.web import WebAccess
@@ -28,9 +28,11 @@ pytestmark = pytest.mark.anyio
 
 ALICE = "alice-0123456789abcdef"  # may use the default view only
 BOB = "bob-0123456789abcdef0"  # may use both views
+CAROL = "carol-0123456789abcdef"  # may use the other view only
 TOKENS = {
     "alice": TokenSettings(sha256=token_digest(ALICE), views=["default"]),
     "bob": TokenSettings(sha256=token_digest(BOB), views=["default", "other"]),
+    "carol": TokenSettings(sha256=token_digest(CAROL), views=["other"]),
 }
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -43,7 +45,8 @@ def bearer(token: str) -> dict[str, str]:
 @pytest.fixture
 async def team(sample_library: SkillLibrary, tmp_path: Path) -> AsyncIterator[str]:
     """The default server under two view names ("default" and "other"), two tokens."""
-    server = make_server(sample_library, tmp_path / "projects", WebAccess(authorize=web_authorize(True)))
+    web = WebAccess(authorize=web_authorize(True), refuse=web_refusal())
+    server = make_server(sample_library, tmp_path / "projects", web)
     views = {"other": ViewSettings(description="the same tools, for access tests")}
     app = team_app({"default": server, "other": server}, auth=AuthSettings(tokens=TOKENS), views=views)
     async with serving(app) as base:
@@ -122,6 +125,17 @@ async def test_the_web_view_honours_the_same_tokens(team: str) -> None:
         assert (await http.get(f"{team}/", headers=bearer("wrong-token-0123456789"))).status_code == 401
         signed_in = await http.get(f"{team}/", headers=bearer(ALICE))
         assert signed_in.status_code == 200 and "slugify" in signed_in.text.lower()
+
+
+async def test_the_web_view_shows_a_token_without_the_default_view_nothing(team: str) -> None:
+    async with httpx2.AsyncClient() as http:
+        for path in ("/", "/library", "/skills/python/slugify/", "/skills/python/slugify/slugify.py"):
+            refused = await http.get(f"{team}{path}", headers=bearer(CAROL))
+            assert refused.status_code == 403 and "text/html" in refused.headers["content-type"], path
+            assert "may not use the &#x27;default&#x27; view" in refused.text and "It may use: other" in refused.text
+            assert "slugify" not in refused.text.lower()
+        allowed = await http.get(f"{team}/skills/python/slugify/", headers=bearer(BOB))
+        assert allowed.status_code == 200 and "slugify" in allowed.text.lower()
 
 
 async def test_a_foreign_host_is_still_refused_before_authentication(team: str) -> None:

@@ -36,7 +36,16 @@ from skillshelf.caller import current_caller
 from skillshelf.config.team import AuthSettings, TokenSettings, token_digest
 from skillshelf.errors import ErrorCode, SkillshelfError
 
-__all__ = ["ANONYMOUS", "PRINCIPAL", "Gate", "Principal", "TokenTable", "current_caller", "web_authorize"]
+__all__ = [
+    "ANONYMOUS",
+    "PRINCIPAL",
+    "Gate",
+    "Principal",
+    "TokenTable",
+    "current_caller",
+    "web_authorize",
+    "web_refusal",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +169,23 @@ def web_authorize(required: bool) -> Callable[[Request], bool]:
         return not required or (isinstance(principal, Principal) and principal.authenticated)
 
     return authorize
+
+
+def web_refusal(view: str = DEFAULT_VIEW) -> Callable[[Request], str | None]:
+    """`WebAccess.refuse`: the web view shows `view`'s skills, so a token that may not use that view
+    gets the HTML 403 page (with the views it may use) instead of them."""
+
+    def refuse(request: Request) -> str | None:
+        principal = request.scope.get(PRINCIPAL)
+        if not isinstance(principal, Principal) or principal.may_use(view):
+            return None
+        allowed = ", ".join(sorted(principal.views)) or "none"
+        return (
+            f"The token {principal.name!r} may not use the {view!r} view, which this web view shows. "
+            f"It may use: {allowed}."
+        )
+
+    return refuse
 
 
 def error_response(status: int, error: str, description: str, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -27,7 +27,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from skillshelf.config.team import AuthSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server.auth import ANONYMOUS, DEFAULT_VIEW, PRINCIPAL, Gate, Principal, is_loopback, web_authorize
+from skillshelf.server.auth import (
+    ANONYMOUS,
+    DEFAULT_VIEW,
+    PRINCIPAL,
+    Gate,
+    Principal,
+    is_loopback,
+    web_authorize,
+    web_refusal,
+)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
@@ -365,7 +374,7 @@ def worker_app() -> ASGIApp:
     extra = tuple(os.environ.get(WORKER_HOSTS_ENV, "").split())
     origins = tuple(os.environ.get(WORKER_ORIGINS_ENV, "").split())
     security = transport_security(settings.http_host, extra, origins)
-    access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)))
+    access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)), refuse=web_refusal())
     # One library and archive per worker process, shared by its view servers; they live as long
     # as the process does (each server's lifespan starts and stops their watchers).
     library = SkillLibrary(settings.library_config())

@@ -6,6 +6,8 @@
 - `visible(skill_id)`: which skills this viewer may see (default all). Hidden skills are absent
   everywhere (search, categories, charts, suggestions) and their pages answer 404 like unknown ids.
 - `authorize(request)`: whether this request may see anything (default yes); no gives a 401 page.
+- `refuse(request)`: why an authorized viewer may still not see these pages (a token without the
+  view they show), or None; a reason gives a 403 page that says it.
 - `security`: the MCP endpoint's Host/Origin checks (DNS-rebinding protection), applied here too.
 """
 
@@ -36,6 +38,7 @@ from skillshelf.web.stats import Visible, everything, library_view
 logger = logging.getLogger(__name__)
 
 Authorize = Callable[[Request], bool]
+Refuse = Callable[[Request], str | None]
 Page = Callable[[Request, str], Response]  # (request, base URL) -> response; runs in a worker thread
 
 # Nothing runs on these pages; styles come from our own stylesheet; images in skill docs may be remote.
@@ -55,11 +58,16 @@ def allow_everyone(_request: Request) -> bool:
     return True
 
 
+def refuse_nobody(_request: Request) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class WebAccess:
     visible: Visible = everything
     authorize: Authorize = allow_everyone
     security: TransportSecuritySettings | None = None  # None: no Host/Origin checks (tests, in-process)
+    refuse: Refuse = refuse_nobody  # why this (authorized) viewer may not see the pages, if so: a 403 page
 
 
 def web_routes(library: SkillLibrary, access: WebAccess | None = None, *, catch_all: bool = True) -> list[Route]:
@@ -77,6 +85,8 @@ def web_routes(library: SkillLibrary, access: WebAccess | None = None, *, catch_
             if not access.authorize(request):
                 response: Response = _html(pages.unauthorized_page(base), 401)
                 response.headers["WWW-Authenticate"] = 'Bearer realm="skillshelf"'
+            elif (refusal := access.refuse(request)) is not None:
+                response = _html(pages.forbidden_page(base, refusal), 403)
             else:
                 response = await anyio.to_thread.run_sync(page, request, base)
             response.headers.update(SECURITY_HEADERS)

@@ -297,6 +297,12 @@ def not_found_page(base: str, message: str, suggestions: list[str]) -> str:
     return layout(base, "Not found", body)
 
 
+def forbidden_page(base: str, reason: str) -> str:
+    body = f"""<section class="error-page"><p class="code">403</p><h1>Not for this token</h1>
+<p>{escape(reason)}</p></section>"""
+    return layout(base, "Not for this token", body)
+
+
 def unauthorized_page(base: str) -> str:
     body = """<section class="error-page"><p class="code">401</p><h1>Sign-in required</h1>
 <p>This view of the library needs a valid token. Send it as <code>Authorization: Bearer …</code>.</p></section>"""
