@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import three_file
+from skillshelf.library.index import SearchFilters
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from tests.conftest import agent_skill, three_file
 
 SKILLS = 300
 
@@ -27,3 +29,23 @@ def test_processes_started_together_each_answer_from_the_complete_index(tmp_path
         assert run.returncode == 0, err
         assert json.loads(out)["skills"] == SKILLS, err
         assert "locked" not in err and "Traceback" not in err, err
+
+
+def test_a_library_sees_words_another_process_indexed_after_it_cached_their_absence(tmp_path: Path) -> None:
+    """Two servers share one index; the one that did not write must not keep "no skill has this
+    word" (or the skill count) cached from before the other stored a new skill."""
+    root = tmp_path / "library"
+    agent_skill(root, "tools", "hammer", "name: hammer\ndescription: Drive nails into wood.")
+    config = LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False)
+    writer, reader = SkillLibrary(config), SkillLibrary(config)
+    try:
+        writer.sync()
+        assert reader.search("zebra stripes", SearchFilters(), 5) == []  # "zebra" matches nothing: cached
+        assert reader.index.count() == 1
+        agent_skill(root, "tools", "zebra", "name: zebra\ndescription: Paint zebra stripes on a wall.")
+        writer.sync()  # the other process stores it; this one's own sync would find nothing to write
+        assert [s.id for s in reader.search("zebra stripes", SearchFilters(), 5)] == ["tools/zebra"]
+        assert reader.index.count() == 2
+    finally:
+        writer.close()
+        reader.close()

@@ -159,6 +159,7 @@ class ArtifactIndex(FtsIndex):
         """
         conditions, params = _filter_sql(filters)
         with self._lock:
+            self._current_caches()
             expression = match_expression(self._informative(query_terms(query)))
             if expression is None:
                 sql = f"SELECT {_COLUMNS}, 0.0 FROM sessions s WHERE {conditions} ORDER BY {_RECENT} LIMIT ?"

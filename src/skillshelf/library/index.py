@@ -12,8 +12,7 @@ import logging
 import math
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -184,11 +183,9 @@ class SkillIndex(FtsIndex):
         super().__init__(path)
         self._vocabulary: Vocabulary | None = None
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with super()._transaction() as conn:
-            self._vocabulary = None  # any write may add or remove words
-            yield conn
+    def _forget_derived(self) -> None:
+        super()._forget_derived()
+        self._vocabulary = None  # any write may add or remove words
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[str, str]:
@@ -292,6 +289,7 @@ class SkillIndex(FtsIndex):
         """
         conditions, params = _filter_sql(filters)
         with self._lock:
+            self._current_caches()
             if filters.visible is not None:
                 self._conn.create_function(VISIBLE_FUNCTION, 1, filters.visible, deterministic=True)
             wanted = self._matchable(concepts(query))
@@ -318,7 +316,7 @@ class SkillIndex(FtsIndex):
                 fixed.append(corrected)
         if len(fixed) < 2:
             return fixed
-        total = self._conn.execute("SELECT count(*) FROM skills").fetchone()[0]
+        total = self._count_documents()
         informative = [c for c in fixed if self._expression_frequency(c.expression()) <= total / 2]
         return informative or [min(fixed, key=lambda c: self._expression_frequency(c.expression()))]
 
@@ -338,7 +336,7 @@ class SkillIndex(FtsIndex):
             bm25.update({row[0]: -row[1] for row in partial if row[0] not in bm25})
         if len(wanted) == 1 or not bm25:
             return bm25
-        total = self._conn.execute("SELECT count(*) FROM skills").fetchone()[0]
+        total = self._count_documents()
         rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in map(self._expression_frequency, expressions)]
         held = dict.fromkeys(bm25, 0.0)
         marks = ",".join("?" * len(bm25))
@@ -421,7 +419,8 @@ class SkillIndex(FtsIndex):
 
     def count(self) -> int:
         with self._lock:
-            return int(self._conn.execute("SELECT count(*) FROM skills").fetchone()[0])
+            self._current_caches()
+            return self._count_documents()
 
     def source_findings(self) -> list[tuple[int, dict[str, Any]]]:
         """Every parse finding with the index of the root it belongs to."""
