@@ -1,20 +1,28 @@
 """Watch folders and call back when anything in them changes (watchfiles: inotify, FSEvents, ...).
 
 Shared by every index that must stay fresh without rescanning per read (skills, session artifacts).
-Changes under `.skillshelf/` (the indexes themselves) are ignored.
+Changes under `.skillshelf/` (the indexes themselves) are ignored. The watches live in a child process
+(`watch_child`): watchfiles registers them while holding the GIL, seconds for a large library, and
+the server must keep answering meanwhile. This thread only reads the child's lines.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from skillshelf.library.watch_child import CHANGE, IGNORED_DIR, READY
 
 logger = logging.getLogger(__name__)
 
-IGNORED_DIR = ".skillshelf"
+__all__ = ["IGNORED_DIR", "DirectoryWatcher"]
+
+STOP_TIMEOUT_S = 5.0
 
 
 class DirectoryWatcher:
@@ -36,6 +44,8 @@ class DirectoryWatcher:
         self.failed = False  # when True, owners fall back to re-checking every `poll_seconds`
         self.poll_seconds = poll_seconds
         self.thread = threading.Thread(target=self._run, name="skillshelf-watcher", daemon=True)
+        self._child: subprocess.Popen[bytes] | None = None
+        self._child_lock = threading.Lock()
 
     def start(self) -> None:
         if self.roots:
@@ -43,40 +53,57 @@ class DirectoryWatcher:
 
     def stop(self) -> None:
         self.stop_event.set()
+        with self._child_lock:
+            child = self._child
+        if child is not None:
+            _close(child)
         if self.thread.is_alive():
-            self.thread.join(timeout=5)
+            self.thread.join(timeout=STOP_TIMEOUT_S)
 
     def _run(self) -> None:
+        mode = "--recursive" if self.recursive else "--flat"
+        command = [sys.executable, "-m", "skillshelf.library.watch_child", mode, *map(str, self.roots)]
         try:
-            from watchfiles import DefaultFilter, watch
-        except ImportError:  # pragma: no cover - a declared dependency
-            logger.warning("watchfiles is not installed; library changes need a restart to show")
+            with self._child_lock:
+                if self.stop_event.is_set():
+                    return
+                self._child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        except OSError as exc:
+            self._fail(f"could not start ({exc})")
             return
-
-        class _IgnoreIndex(DefaultFilter):
-            def __call__(self, change: Any, path: str) -> bool:
-                return IGNORED_DIR not in Path(path).parts and bool(super().__call__(change, path))
-
-        registered = False
-        try:
-            for changes in watch(
-                *self.roots,
-                watch_filter=_IgnoreIndex(),
-                stop_event=self.stop_event,
-                debounce=100,
-                step=20,
-                rust_timeout=300,
-                yield_on_timeout=True,
-                raise_interrupt=False,
-                recursive=self.recursive,
-            ):
-                if not registered:
-                    # The first yield proves the watch is in place: the owner re-checks once, to cover
-                    # any change made between its initial scan and that moment.
-                    registered = True
+        child = self._child
+        assert child.stdout is not None
+        pending = b""
+        while True:
+            chunk = os.read(child.stdout.fileno(), 65536)  # whatever is there: one callback per kind
+            if not chunk:
+                break
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            words = {line.strip().decode("ascii", "replace") for line in lines}
+            try:
+                if READY in words:
                     self.on_ready()
-                elif changes:
+                elif CHANGE in words:
                     self.on_change()
-        except Exception:
-            self.failed = True
-            logger.exception("file watcher stopped; falling back to checking files every %.0fs", self.poll_seconds)
+            except Exception:
+                logger.exception("a file watcher callback failed")
+        child.stdout.close()
+        _close(child)
+        if not self.stop_event.is_set():
+            self._fail(f"exited with {child.returncode}")
+
+    def _fail(self, why: str) -> None:
+        self.failed = True
+        logger.warning("file watcher %s; falling back to checking files every %.0fs", why, self.poll_seconds)
+
+
+def _close(child: subprocess.Popen[bytes]) -> None:
+    """Close the child's stdin (it exits within its 300 ms poll), then make sure it is gone."""
+    try:
+        if child.stdin is not None:
+            child.stdin.close()
+        child.wait(timeout=STOP_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        child.kill()
+        child.wait()
