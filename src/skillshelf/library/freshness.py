@@ -63,10 +63,6 @@ class BackgroundSync(Generic[R]):
         left complete by an earlier run); else reads wait for the first sync."""
         return False
 
-    def _will_watch(self) -> bool:
-        """Whether `start_watching` starts watchers (whose readiness triggers a quiet re-check)."""
-        return False
-
     def start_watching(self) -> None:
         raise NotImplementedError
 
@@ -169,9 +165,8 @@ class BackgroundSync(Generic[R]):
         self._starter.start()
 
     def _recheck_then_watch(self) -> None:
-        if not self._will_watch():
-            self._on_watch_ready()  # no watcher will call it
-        self.start_watching()
+        self.start_watching()  # watches register in their own process meanwhile (seconds on a large library)
+        self._on_watch_ready()  # re-check now; the watcher's readiness re-checks once more, covering the gap
 
     def _initial_sync(self) -> None:
         try:

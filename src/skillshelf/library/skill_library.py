@@ -164,9 +164,6 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     def _answers_while_checking(self) -> bool:
         return not self.index.created and self._complete_marker.exists()
 
-    def _will_watch(self) -> bool:
-        return self.config.watch
-
     def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
         found: Discovery = discover(self.roots)
