@@ -114,9 +114,8 @@ class ArtifactIndex(FtsIndex):
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[SessionKey, str]:
-        with self._lock:
-            rows = self._conn.execute("SELECT project, session_id, signature FROM sessions").fetchall()
-        return {(project, session_id): signature for project, session_id, signature in rows}
+        rows = self._read_apart("SELECT project, session_id, signature FROM sessions")
+        return {(str(project), str(session_id)): str(signature) for project, session_id, signature in rows}
 
     def apply(self, documents: Iterable[SessionDocument], removed: Iterable[SessionKey]) -> None:
         with self._transaction() as conn:

@@ -189,8 +189,7 @@ class SkillIndex(FtsIndex):
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[str, str]:
-        with self._lock:
-            return {row[0]: row[1] for row in self._conn.execute("SELECT key, signature FROM sources")}
+        return {str(key): str(signature) for key, signature in self._read_apart("SELECT key, signature FROM sources")}
 
     def apply(self, parsed: Iterable[tuple[SkillSource, Skill | None, list[Finding]]], removed: Iterable[str]) -> None:
         with self._transaction() as conn:
