@@ -207,7 +207,7 @@ def _check_stream_responses(stream_responses: bool, http: bool, workers: int) ->
     "--stream-responses",
     is_flag=True,
     help="Over HTTP, answer each call as an SSE stream (progress while the first index builds) instead of one "
-    "JSON body; about half the throughput. One worker only.",
+    "JSON body; about a third less throughput. One worker only.",
 )
 def serve(
     libraries: tuple[Path, ...],

@@ -170,7 +170,7 @@ def team_app(
 
     Each request is answered with one JSON body unless `stream_responses` (an SSE stream per request,
     which can carry progress notifications while a call waits on the first index). The stream costs
-    about half the throughput (docs/performance.md); notifications not tied to a request, such as
+    about a third of the throughput (docs/performance.md); notifications not tied to a request, such as
     tools/list_changed, reach a session's GET stream either way.
     """
     if DEFAULT_VIEW not in servers:
