@@ -304,12 +304,14 @@ def cpu_ticks(pid: int | None) -> int | None:
     return int(fields[11]) + int(fields[12])
 
 
-def tree_ticks(pid: int | None) -> int | None:
-    """`cpu_ticks` of the server and every process under it (the file watcher's child, a parse pool)."""
+def tree_ticks(pid: int | None) -> tuple[int | None, int]:
+    """`cpu_ticks` of the server and every process under it (the file watcher's child, a parse pool),
+    and how many processes that is."""
     own = cpu_ticks(pid)
     if own is None or pid is None:
-        return own
-    return own + sum(cpu_ticks(kid) or 0 for kid in descendants(pid))
+        return own, 1
+    kids = descendants(pid)
+    return own + sum(cpu_ticks(kid) or 0 for kid in kids), 1 + len(kids)
 
 
 async def settle(pid: int | None, interval: float = 0.3, limit: float = SETTLE_LIMIT_S) -> float:
@@ -317,11 +319,10 @@ async def settle(pid: int | None, interval: float = 0.3, limit: float = SETTLE_L
     each), so background start-up work (the index re-check, the file watcher registering its
     watches in its own process, the re-check once they are in place) does not land in the samples."""
     t0 = time.perf_counter()
-    quiet, last = 0, tree_ticks(pid)
+    quiet, (last, _) = 0, tree_ticks(pid)
     while last is not None and quiet < 2 and time.perf_counter() - t0 < limit:
         await anyio.sleep(interval)
-        now = tree_ticks(pid)
-        processes = 1 + (len(descendants(pid)) if pid is not None else 0)
+        now, processes = tree_ticks(pid)
         quiet = quiet + 1 if now is not None and now - last <= processes else 0
         last = now
     return time.perf_counter() - t0

@@ -284,11 +284,6 @@ def load_config(path: Path | None, env: Mapping[str, str], flags: Mapping[str, A
         _SOURCES.reset(token)
 
 
-def load_config_file(path: Path | None, env: Mapping[str, str]) -> ConfigFile:
-    """The file alone (and the environment): what `config validate` checks."""
-    return load_config(path, env)
-
-
 def _paths(value: str) -> list[Path]:
     return [Path(p).expanduser() for p in value.split(os.pathsep) if p.strip()]
 

@@ -260,14 +260,9 @@ def serve(
     library = SkillLibrary(settings.library_config())
     archive = SessionArchive(settings.projects(), watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
-    from skillshelf.server.auth import web_authorize, web_refusal
-    from skillshelf.server.http import transport_security
-    from skillshelf.server.web import WebAccess
+    from skillshelf.server.http import web_access
 
-    security = transport_security(host, allowed_hosts, allowed_origins)
-    access = WebAccess(
-        security=security, authorize=web_authorize(http and bool(settings.auth.tokens)), refuse=web_refusal()
-    )
+    access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http and bool(settings.auth.tokens))
     progress = IndexProgress()
     library.add_progress_listener(progress)
     roots = ", ".join(display_path(r) for r in library.roots)

@@ -13,7 +13,7 @@ import re
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
@@ -37,6 +37,9 @@ from skillshelf.server.auth import (
     web_authorize,
     web_refusal,
 )
+
+if TYPE_CHECKING:
+    from skillshelf.server.web import WebAccess
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
@@ -73,6 +76,20 @@ def transport_security(
             )
         origins.extend(f"{scheme}://{pattern}" for pattern in _host_patterns(_bracketed(rest)))
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def web_access(
+    host: str, extra_hosts: tuple[str, ...], extra_origins: tuple[str, ...], tokens_required: bool
+) -> WebAccess:
+    """Who may see the web view served beside `/mcp`: the same Host/Origin checks, the same tokens,
+    and only tokens that may use the default view (the one it shows)."""
+    from skillshelf.server.web import WebAccess
+
+    return WebAccess(
+        security=transport_security(host, extra_hosts, extra_origins),
+        authorize=web_authorize(tokens_required),
+        refuse=web_refusal(),
+    )
 
 
 def _bracketed(name: str) -> str:
@@ -366,15 +383,13 @@ def worker_app() -> ASGIApp:
     from skillshelf.config.views import all_views
     from skillshelf.library.skill_library import SkillLibrary
     from skillshelf.server.app import build_view_servers
-    from skillshelf.server.web import WebAccess
     from skillshelf.settings import Settings
 
     settings = Settings.model_validate_json(os.environ[WORKER_SETTINGS_ENV])
     finish_calls_on_shutdown()
     extra = tuple(os.environ.get(WORKER_HOSTS_ENV, "").split())
     origins = tuple(os.environ.get(WORKER_ORIGINS_ENV, "").split())
-    security = transport_security(settings.http_host, extra, origins)
-    access = WebAccess(security=security, authorize=web_authorize(bool(settings.auth.tokens)), refuse=web_refusal())
+    access = web_access(settings.http_host, extra, origins, tokens_required=bool(settings.auth.tokens))
     # One library and archive per worker process, shared by its view servers; they live as long
     # as the process does (each server's lifespan starts and stops their watchers).
     library = SkillLibrary(settings.library_config())
