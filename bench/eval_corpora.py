@@ -3,6 +3,8 @@
     python bench/eval_corpora.py                 # the development part (2/3 of the queries)
     python bench/eval_corpora.py --heldout       # the held-out part (every third query) as well
     python bench/eval_corpora.py --misses        # also print each miss with what ranked instead
+    python bench/eval_corpora.py --semantic-model DIR   # with semantic search (docs/search.md)
+    python bench/eval_corpora.py --queries bench/queries/corpora-heldout2.txt   # a file of held-out queries only
 
 The queries were written from a user's task (a person describing a problem, with typos,
 abbreviations and synonyms) without looking at the ranking. Every third query is held out: it is
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,8 +93,11 @@ def evaluate(library: SkillLibrary, queries: list[Query]) -> dict[str, Any]:
         raise SystemExit(f"answers not in the corpora: {unknown}")
     ranks: dict[int, int | None] = {}
     returned: dict[int, list[str]] = {}
+    took: list[float] = []
     for q in queries:
+        started = time.perf_counter()
         ids = [hit.id for hit in search_patterns(library, q.text, limit=10).hits]
+        took.append((time.perf_counter() - started) * 1000)
         returned[q.number] = ids
         ranks[q.number] = rank_of(ids, q.answers)
     by_kind: dict[str, list[int | None]] = defaultdict(list)
@@ -98,6 +105,7 @@ def evaluate(library: SkillLibrary, queries: list[Query]) -> dict[str, Any]:
         by_kind[q.kind].append(ranks[q.number])
     return {
         "all": scores([ranks[q.number] for q in queries]),
+        "searchP50Ms": round(statistics.median(took), 2) if took else None,
         "byKind": {kind: scores(r) for kind, r in sorted(by_kind.items())},
         "misses": [
             {"query": q.text, "answers": list(q.answers), "rank": ranks[q.number], "top": returned[q.number][:5]}
@@ -112,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heldout", action="store_true", help="also evaluate the held-out third")
     ap.add_argument("--misses", action="store_true", help="print the misses")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--semantic-model", type=Path, help="a sentence-transformers BERT folder: fuse semantic search")
+    ap.add_argument(
+        "--queries", type=Path, help="evaluate this file's queries, every one held out (e.g. corpora-heldout2.txt)"
+    )
     args = ap.parse_args(argv)
     if not CORPORA.is_dir():
         print(f"corpora not found at {CORPORA}", file=sys.stderr)
@@ -120,10 +132,22 @@ def main(argv: list[str] | None = None) -> int:
     parts = {"development": [q for q in queries if not q.heldout]}
     if args.heldout:
         parts["heldout"] = [q for q in queries if q.heldout]
+    if args.queries:
+        parts = {args.queries.stem: load_queries(args.queries)}
     with tempfile.TemporaryDirectory() as tmp:
-        library = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=Path(tmp), watch=False))
+        config = LibraryConfig(roots=[CORPORA], index_dir=Path(tmp), watch=False, semantic_model=args.semantic_model)
+        library = SkillLibrary(config)
         try:
             library.sync()
+            if library.semantic is not None:  # every skill embedded before the first query
+                started = time.perf_counter()
+                library.semantic.wait_idle()
+                print(
+                    f"embedded {len(library.overview())} skills in {time.perf_counter() - started:.1f} s",
+                    file=sys.stderr,
+                )
+                if library.semantic.error:
+                    raise SystemExit(f"semantic search failed: {library.semantic.error}")
             report = {name: evaluate(library, part) for name, part in parts.items()}
         finally:
             library.close()
@@ -133,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, result in report.items():
         a = result["all"]
         head = f"{name}: {a['queries']} queries  hit@1 {a['hit@1']:.3f}"
-        print(f"{head}  hit@5 {a['hit@5']:.3f}  MRR@10 {a['mrr@10']:.3f}")
+        print(f"{head}  hit@5 {a['hit@5']:.3f}  MRR@10 {a['mrr@10']:.3f}  search p50 {result['searchP50Ms']} ms")
         for kind, s in result["byKind"].items():
             print(f"  {kind:5} {s['queries']:3}  hit@5 {s['hit@5']:.3f}  MRR@10 {s['mrr@10']:.3f}")
         if args.misses:

@@ -89,6 +89,10 @@ class ConfigFile(BaseSettings):
     library: Annotated[list[Path] | None, NoDecode] = Field(default=None, description="Library roots, first wins")
     projects: Annotated[list[Path] | None, NoDecode] = Field(default=None, description="Project roots")
     max_file_bytes: int | None = Field(default=None, ge=1024, description="Largest file read, in bytes")
+    semantic_model: Path | None = Field(
+        default=None,
+        description="A sentence-transformers BERT model folder (e.g. all-MiniLM-L6-v2): search by meaning too",
+    )
     view: str = Field(default=DEFAULT_VIEW, description="The view `skillshelf serve` serves")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     views: dict[str, ViewSettings] = Field(default_factory=dict, description="Named views ([views.NAME])")
@@ -181,6 +185,7 @@ class Settings(BaseModel):
     project_roots: list[Path] = Field(default_factory=lambda: [DEFAULT_PROJECTS_ROOT.expanduser()])
     using_bundled: bool = False
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
+    semantic_model: Path | None = None
     watch: bool = True
     index_dir: Path | None = None
     http_host: str = "127.0.0.1"
@@ -203,6 +208,7 @@ class Settings(BaseModel):
             index_dir=self.index_dir,
             read_only_roots=frozenset({bundled.resolve()}) if bundled else frozenset(),
             watch=self.watch,
+            semantic_model=self.semantic_model,
         )
 
 
@@ -334,5 +340,7 @@ def resolve_settings(
         values["project_roots"] = [p.expanduser() for p in config.projects]
     if config.max_file_bytes:
         values["max_file_bytes"] = config.max_file_bytes
+    if config.semantic_model:
+        values["semantic_model"] = config.semantic_model.expanduser()
     values.update({k: v for k, v in overrides.items() if v is not None})
     return Settings.model_validate(values)

@@ -160,6 +160,15 @@ class SearchFilters:
     # neither take a place in the page nor set the relative score of the visible hits.
     visible: Callable[[str], bool] | None = None
 
+    def admits(self, skill: IndexedSkill) -> bool:
+        """The filters of `_filter_sql`, for a skill already in hand (semantic hits are found apart)."""
+        return (
+            (self.category is None or skill.category == self.category)
+            and (self.executable is None or skill.executable == self.executable)
+            and (self.min_quality is None or skill.quality >= self.min_quality)
+            and (self.visible is None or self.visible(skill.id))
+        )
+
 
 @dataclass(frozen=True)
 class CategoryStats:
@@ -393,6 +402,22 @@ class SkillIndex(FtsIndex):
         with self._lock:
             row = self._conn.execute("SELECT * FROM skills WHERE id = ?", (skill_id,)).fetchone()
         return IndexedSkill.from_row(row) if row else None
+
+    def get_many(self, skill_ids: list[str]) -> list[IndexedSkill]:
+        """The skills with these ids that exist, in no particular order."""
+        found: list[IndexedSkill] = []
+        with self._lock:
+            for start in range(0, len(skill_ids), 500):
+                chunk = skill_ids[start : start + 500]
+                sql = f"SELECT * FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
+                found += [IndexedSkill.from_row(row) for row in self._conn.execute(sql, chunk)]
+        return found
+
+    def names_and_descriptions(self) -> list[tuple[str, str, str]]:
+        """(id, name, description) of every skill: what semantic search embeds."""
+        with self._lock:
+            sql = "SELECT s.id, s.name, f.description FROM skills s JOIN skills_fts f ON f.rowid = s.rowid"
+            return [(r[0], r[1], r[2]) for r in self._conn.execute(sql)]
 
     def ids_and_names(self) -> list[tuple[str, str]]:
         with self._lock:

@@ -28,13 +28,15 @@ from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.discovery import Discovery, discover
 from skillshelf.library.filecache import FileCache
 from skillshelf.library.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
-from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
+from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex, name_key
 from skillshelf.library.layouts import load_source
 from skillshelf.library.locking import file_lock
 from skillshelf.library.models import Finding, Skill, SkillSource
 from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.paths import display_path
+from skillshelf.library.query import query_terms
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
+from skillshelf.library.semantic import SemanticIndex, skill_text
 from skillshelf.library.usage import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
 from skillshelf.library.watcher import DirectoryWatcher
 
@@ -49,6 +51,11 @@ READ_ONLY_MARKER = ".skillshelf-readonly"
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 MAX_SKILL_ID = 300
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
+# Semantic search (optional): how word and meaning rankings are fused. k = 60 is the usual
+# reciprocal-rank-fusion constant (Cormack et al. 2009), not tuned on our queries.
+FUSION_K = 60
+FUSION_POOL = 50  # candidates taken from each ranking
+MIN_SIMILARITY = 0.3  # a skill found by meaning alone must be at least this close (cosine) to the query
 
 
 @dataclass
@@ -59,6 +66,7 @@ class LibraryConfig:
     read_only_roots: frozenset[Path] = field(default_factory=frozenset)  # never write an index here
     watch: bool = True
     usage_busy_timeout: float = BUSY_TIMEOUT_S  # seconds to wait for another process's lock on usage
+    semantic_model: Path | None = None  # a sentence-transformers BERT folder: search by meaning too
 
 
 def user_cache_dir() -> Path:
@@ -144,6 +152,18 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self._closed = False
         self._usage: UsageStore | None = None
         self._usage_lock = threading.Lock()
+        self.semantic: SemanticIndex | None = None
+        if config.semantic_model is not None:
+            vectors = self.state_dir / f"vectors-{_roots_digest(self.roots)}.sqlite3"
+            self.semantic = SemanticIndex(config.semantic_model.expanduser(), vectors, self._embedding_texts)
+
+    def _embedding_texts(self) -> list[tuple[str, str]]:
+        return [(i, skill_text(name, description)) for i, name, description in self.index.names_and_descriptions()]
+
+    def _after_sync(self) -> None:
+        super()._after_sync()
+        if self.semantic is not None:
+            self.semantic.request_pass()
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
@@ -267,6 +287,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def close(self) -> None:
         self._closed = True
+        if self.semantic is not None:
+            self.semantic.close()
         self.stop_watching()
         self.index.close()
         with self._usage_lock:
@@ -280,6 +302,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         if not self._ready.is_set():
             parsed, total = self.progress
             return {"status": "indexing", "progress": {"parsed": parsed, "toParse": total}}
+        if self.semantic is not None:
+            return {"status": "healthy", "semantic": self.semantic.status()}
         return {"status": "healthy"}
 
     def index_warning(self) -> str | None:
@@ -294,7 +318,18 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
         self.ensure_fresh()
-        return self.index.search(query, filters, limit)
+        semantic = self.semantic
+        if semantic is None or not semantic.ready or not query_terms(query):
+            return self.index.search(query, filters, limit)
+        by_words = self.index.search(query, filters, max(FUSION_POOL, limit))
+        rows = {skill.id: skill for skill in by_words}
+
+        def admits(ids: list[str]) -> set[str]:
+            rows.update({s.id: s for s in self.index.get_many([i for i in ids if i not in rows])})
+            return {i for i in ids if i in rows and filters.admits(rows[i])}
+
+        by_meaning = semantic.nearest(query, admits, max(FUSION_POOL, limit), MIN_SIMILARITY)
+        return fused(query, by_words, by_meaning, rows, limit)
 
     def get(self, skill_id: str) -> IndexedSkill | None:
         self.ensure_fresh()
@@ -369,3 +404,20 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         labels = [display_path(r) for r in self.roots]
         parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
         return self.discovery_findings + parsed
+
+
+def fused(
+    query: str, by_words: list[IndexedSkill], by_meaning: list[str], rows: dict[str, IndexedSkill], limit: int
+) -> list[IndexedSkill]:
+    """One ranking from two (reciprocal rank fusion): a skill high in either, or fairly high in both,
+    comes first. An exact name or id match stays first, as in a search by words; quality, then id,
+    breaks ties. `score` is relative to the best hit, as always."""
+    score: dict[str, float] = {}
+    for ranking in ([s.id for s in by_words], by_meaning):
+        for rank, skill_id in enumerate(ranking):
+            score[skill_id] = score.get(skill_id, 0.0) + 1.0 / (FUSION_K + rank + 1)
+    wanted = name_key(query)
+    exact = {s.id for s in by_words if s.id == query.strip() or name_key(s.name) == wanted}
+    order = sorted(score, key=lambda i: (i not in exact, -score[i], -rows[i].quality, i))[:limit]
+    best = max(score.values(), default=1.0)
+    return [replace(rows[i], score=1.0 if i in exact else round(score[i] / best, 3)) for i in order]

@@ -83,13 +83,21 @@ class Refreshable(Protocol):
 
 
 async def respond_fresh(
-    index: Refreshable, call: Callable[[], T], count: Callable[[T], int | None] | None = None
+    index: Refreshable,
+    call: Callable[[], T],
+    count: Callable[[T], int | None] | None = None,
+    *,
+    slow: bool = False,
 ) -> CallToolResult:
     """`respond`, on the event loop when the index is fresh (a read takes a few ms), else in a thread.
 
     A re-sync after a change can take seconds on a large library; it must never block the loop.
-    Skipping the thread hop on the common path saves a noticeable share of a ~2 ms search.
+    Skipping the thread hop on the common path saves a noticeable share of a ~2 ms search. A `slow`
+    call (a semantic search encodes the query: about 10 ms of NumPy, which releases the GIL) always
+    takes the thread, so other requests are answered meanwhile.
     """
+    if slow:
+        return await anyio.to_thread.run_sync(partial(respond, call, count))
     if index.needs_sync():
         return await _waiting_on(index, partial(respond, call, count))
     return respond(call, count)

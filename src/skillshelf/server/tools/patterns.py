@@ -83,6 +83,11 @@ def one_query(query: str | None, keyword: str | None) -> str:
     return query or keyword or ""
 
 
+def _by_meaning(library: SkillLibrary) -> bool:
+    """Whether searches encode the query with the sentence model (docs/search.md)."""
+    return library.semantic is not None and library.semantic.ready
+
+
 def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) -> list[Tool]:
     async def search_patterns(
         query: Annotated[
@@ -140,6 +145,7 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
                 library,
                 lambda: service.search_many(library, parsed, detail=detail),
                 lambda result: sum(len(item.hits or []) for item in result.results),
+                slow=_by_meaning(library),
             )
 
         def search() -> CompactSearchResult | SearchResult:
@@ -153,7 +159,7 @@ def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) 
             )
             return found if detail else service.compact_result(found)
 
-        return await respond_fresh(library, search, lambda result: len(result.hits))
+        return await respond_fresh(library, search, lambda result: len(result.hits), slow=_by_meaning(library))
 
     async def load_skill(
         skillId: Annotated[

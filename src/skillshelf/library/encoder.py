@@ -1,0 +1,280 @@
+"""Sentence embeddings from a BERT-family sentence-transformers model, in NumPy alone.
+
+Semantic search is optional (`semantic_model` in the config): the same model the popular
+`sentence-transformers/all-MiniLM-L6-v2` packages ship, read from its folder (`config.json`,
+`vocab.txt`, `model.safetensors`), with no PyTorch, no tokenizers library and no download. The
+forward pass is the standard BERT encoder followed by the mean pooling and normalisation that the
+model's `modules.json` declares; the tokenizer is BERT's uncased WordPiece.
+
+Only NumPy is needed (`pip install 'skillshelf[semantic]'`); this module imports it, so nothing
+imports this module unless semantic search is configured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import struct
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from skillshelf.errors import ErrorCode, SkillshelfError
+
+Matrix = npt.NDArray[np.float32]
+MAX_TOKENS = 128  # what the model was trained on for sentences; longer text is cut
+_DTYPES = {"F32": np.float32, "F16": np.float16}
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)  # a Python float: a NumPy float64 scalar would promote float32 arrays
+
+
+class ModelError(SkillshelfError):
+    def __init__(self, folder: Path, problem: str) -> None:
+        super().__init__(
+            ErrorCode.VALIDATION_ERROR,
+            f"semantic_model {str(folder)!r} is not usable: {problem}. Point it at a sentence-transformers "
+            "BERT model folder (config.json, vocab.txt, model.safetensors; see docs/search.md), or remove the "
+            "setting to search by words alone.",
+        )
+
+
+def read_safetensors(path: Path) -> dict[str, Matrix]:
+    """The tensors of a .safetensors file as float32 arrays, memory-mapped (shared, read-only) where the file
+    already holds float32."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        start = handle.read(8)
+        if len(start) < 8:
+            raise ValueError("the file is too short for a safetensors header")
+        (header_size,) = struct.unpack("<Q", start)
+        if header_size > min(size - 8, 100_000_000):
+            raise ValueError("the header size is larger than the file")
+        header: Any = json.loads(handle.read(header_size))
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    mapped = np.memmap(path, dtype=np.uint8, mode="r")
+    base = 8 + header_size
+    tensors: dict[str, Matrix] = {}
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] not in _DTYPES:
+            continue  # e.g. int64 position ids, which the forward pass does not need
+        first, end = info["data_offsets"]
+        if not 0 <= first <= end <= size - base:
+            raise ValueError(f"tensor {name!r} lies outside the file")
+        raw = mapped[base + first : base + end].view(_DTYPES[info["dtype"]]).reshape(info["shape"])
+        tensors[name] = raw if raw.dtype == np.float32 else raw.astype(np.float32)
+    return tensors
+
+
+class WordPiece:
+    """BERT's uncased tokenizer: lower-case, strip accents, split on spaces and punctuation, then the
+    longest vocabulary pieces (continuations prefixed `##`)."""
+
+    def __init__(self, vocab_file: Path) -> None:
+        words = vocab_file.read_text(encoding="utf-8").split("\n")
+        self.ids = {word: number for number, word in enumerate(words) if word}
+        self.cls, self.sep, self.unknown = self.ids["[CLS]"], self.ids["[SEP]"], self.ids["[UNK]"]
+
+    def encode(self, text: str, max_tokens: int = MAX_TOKENS) -> list[int]:
+        pieces = [self.cls]
+        for word in self._words(text):
+            pieces.extend(self._pieces(word))
+            if len(pieces) >= max_tokens - 1:
+                break
+        return [*pieces[: max_tokens - 1], self.sep]
+
+    @staticmethod
+    def _words(text: str) -> list[str]:
+        decomposed = unicodedata.normalize("NFD", text.lower())
+        words: list[str] = []
+        current: list[str] = []
+        for char in decomposed:
+            category = unicodedata.category(char)
+            if category == "Mn":
+                continue  # an accent, stripped
+            if char.isspace() or category in ("Cc", "Cf") or char == "\ufffd":
+                words.append("".join(current))
+                current = []
+            elif _is_punctuation(char) or _is_cjk(char):
+                words += ["".join(current), char]
+                current = []
+            else:
+                current.append(char)
+        words.append("".join(current))
+        return [word for word in words if word]
+
+    def _pieces(self, word: str) -> list[int]:
+        if len(word) > 100:
+            return [self.unknown]
+        found: list[int] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            while end > start:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.ids:
+                    found.append(self.ids[piece])
+                    break
+                end -= 1
+            else:
+                return [self.unknown]  # no piece fits: the whole word is unknown, as BERT does
+            start = end
+        return found
+
+
+def _is_punctuation(char: str) -> bool:
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_cjk(char: str) -> bool:
+    code = ord(char)
+    return 0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0xF900 <= code <= 0xFAFF
+
+
+class SentenceEncoder:
+    """Unit-length sentence vectors: BERT encoder, mean pooling over the real tokens, L2 normalisation."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        config = _read_config(folder)
+        self.layers = int(config["num_hidden_layers"])
+        self.heads = int(config["num_attention_heads"])
+        self.dimensions = int(config["hidden_size"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self.max_positions = int(config.get("max_position_embeddings", 512))
+        try:
+            self.tokenizer = WordPiece(folder / "vocab.txt")
+        except (OSError, UnicodeDecodeError, KeyError) as exc:
+            raise ModelError(folder, f"vocab.txt is missing or not a BERT vocabulary ({exc})") from exc
+        try:
+            tensors = read_safetensors(folder / "model.safetensors")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelError(folder, f"model.safetensors is missing or unreadable ({exc})") from exc
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+        self._weights = {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
+        self._check_weights()
+        self.fingerprint = _fingerprint(folder)
+
+    def _check_weights(self) -> None:
+        needed = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight"]
+        needed += [f"encoder.layer.{n}.output.dense.weight" for n in range(self.layers)]
+        missing = [name for name in needed if name not in self._weights]
+        if missing:
+            raise ModelError(self.folder, f"model.safetensors lacks BERT weights such as {missing[0]!r}")
+        width = self._weights["embeddings.word_embeddings.weight"].shape[1]
+        if width != self.dimensions or self.dimensions % self.heads:
+            raise ModelError(self.folder, f"hidden_size {self.dimensions} does not match the weights ({width})")
+
+    def encode(self, texts: list[str]) -> Matrix:
+        """One unit vector per text (float32, shape (len(texts), dimensions))."""
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        limit = min(MAX_TOKENS, self.max_positions)
+        encoded = [self.tokenizer.encode(text, limit) for text in texts]
+        length = max(len(ids) for ids in encoded)
+        ids = np.zeros((len(texts), length), dtype=np.int64)
+        mask = np.zeros((len(texts), length), dtype=np.float32)
+        for row, token_ids in enumerate(encoded):
+            ids[row, : len(token_ids)] = token_ids
+            mask[row, : len(token_ids)] = 1.0
+        hidden = self._forward(ids, mask)
+        pooled = (hidden * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: Matrix = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit
+
+    def _forward(self, ids: npt.NDArray[np.int64], mask: Matrix) -> Matrix:
+        w = self._weights
+        batch, length = ids.shape
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:length][None]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
+        x = self._norm(x, "embeddings.LayerNorm")
+        heads, size = self.heads, self.dimensions // self.heads
+        padding = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
+        scale = np.float32(1.0 / math.sqrt(size))
+        for n in range(self.layers):
+            layer = f"encoder.layer.{n}."
+
+            def split(t: Matrix) -> Matrix:
+                return t.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
+
+            query = split(self._linear(x, layer + "attention.self.query"))
+            key = split(self._linear(x, layer + "attention.self.key"))
+            value = split(self._linear(x, layer + "attention.self.value"))
+            scores = query @ key.transpose(0, 1, 3, 2) * scale + padding
+            scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ value).transpose(0, 2, 1, 3).reshape(batch, length, self.dimensions)
+            attended = self._linear(context, layer + "attention.output.dense") + x
+            x = self._norm(attended, layer + "attention.output.LayerNorm")
+            inner = _gelu(self._linear(x, layer + "intermediate.dense"))
+            x = self._norm(self._linear(inner, layer + "output.dense") + x, layer + "output.LayerNorm")
+        return x
+
+    def _linear(self, x: Matrix, name: str) -> Matrix:
+        # 2-D operands so NumPy calls BLAS (a batched 3-D matmul with a transposed operand does not)
+        weight, bias = self._weights[name + ".weight"], self._weights[name + ".bias"]
+        flat = x.reshape(-1, x.shape[-1]) @ weight.T
+        return (flat + bias).reshape(*x.shape[:-1], weight.shape[0])
+
+    def _norm(self, x: Matrix, name: str) -> Matrix:
+        mean = x.mean(axis=-1, keepdims=True)
+        variance = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+        normed = (x - mean) / np.sqrt(variance + np.float32(self.eps))
+        scaled: Matrix = normed * self._weights[name + ".weight"] + self._weights[name + ".bias"]
+        return scaled
+
+
+def _gelu(x: Matrix) -> Matrix:
+    """BERT's exact (erf) GELU; erf by Abramowitz and Stegun 7.1.26 (error under 1.5e-7)."""
+    z = np.abs(x) * np.float32(_INV_SQRT2)
+    t = 1.0 / (1.0 + np.float32(0.3275911) * z)
+    poly = ((((np.float32(1.061405429) * t - np.float32(1.453152027)) * t + np.float32(1.421413741)) * t
+             - np.float32(0.284496736)) * t + np.float32(0.254829592)) * t  # fmt: skip
+    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
+    activated: Matrix = np.float32(0.5) * x * (1.0 + erf)
+    return activated
+
+
+def _read_config(folder: Path) -> dict[str, Any]:
+    if not folder.is_dir():
+        raise ModelError(folder, "no such folder")
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(folder, f"config.json is missing or not JSON ({exc})") from exc
+    if not isinstance(config, dict) or config.get("model_type") != "bert":
+        raise ModelError(folder, "config.json does not describe a BERT model (model_type must be 'bert')")
+    if config.get("hidden_act", "gelu") != "gelu":
+        raise ModelError(folder, f"hidden_act {config.get('hidden_act')!r} is not supported (only 'gelu')")
+    for key in ("num_hidden_layers", "num_attention_heads", "hidden_size"):
+        if not isinstance(config.get(key), int):
+            raise ModelError(folder, f"config.json has no integer {key!r}")
+    pooling = folder / "1_Pooling" / "config.json"
+    if pooling.is_file():
+        try:
+            modes = json.loads(pooling.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelError(folder, f"1_Pooling/config.json is not JSON ({exc})") from exc
+        if not modes.get("pooling_mode_mean_tokens", False):
+            raise ModelError(folder, "its pooling is not mean pooling, the only kind supported")
+    return config
+
+
+def _fingerprint(folder: Path) -> str:
+    """Which model made a vector: stored vectors from another model are recomputed, never mixed."""
+    digest = hashlib.sha256()
+    for name in ("config.json", "vocab.txt", "model.safetensors"):
+        with (folder / name).open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]

@@ -1,0 +1,240 @@
+"""Optional semantic search: a vector per skill (its name and description), kept beside the index.
+
+Words alone miss a user who describes the problem in other words ("make answers shorter to save
+tokens" for a skill called steno-mode). With `semantic_model` set, every skill's name and
+description is embedded by a sentence model (`skillshelf.library.encoder`) and a search fuses the
+word ranking with the nearest vectors (reciprocal rank fusion).
+
+Embedding costs about 50-100 ms per skill on a small CPU, so it never delays an answer: a background
+thread embeds what is new or changed after every sync and stores the vectors in their own SQLite
+file (keyed by skill id and a digest of the text, tagged with the model's fingerprint), so a restart
+re-embeds nothing. Until a skill has its vector, searches rank it by words alone.
+
+Nothing here imports NumPy until semantic search is configured and started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skillshelf.library.locking import file_lock, is_corruption
+
+if TYPE_CHECKING:
+    from skillshelf.library.encoder import Matrix, SentenceEncoder
+
+logger = logging.getLogger(__name__)
+
+BATCH = 16  # texts per forward pass: larger batches pad more and hold the GIL between matmuls longer
+PUBLISH_EVERY = 256  # vectors stored between refreshes of the in-memory matrix during a long pass
+QUERY_CACHE = 256  # recent query vectors kept (an agent often repeats or refines a query)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (skill_id TEXT PRIMARY KEY, digest TEXT NOT NULL, vector BLOB NOT NULL);
+"""
+
+
+def skill_text(name: str, description: str) -> str:
+    """What a skill's vector stands for: its name in words and its description."""
+    return f"{name.replace('-', ' ').replace('_', ' ')}: {description}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+class SemanticIndex:
+    """Skill vectors on disk and in memory, filled by a background thread; `nearest` for searches."""
+
+    def __init__(self, model: Path, path: Path, texts: Callable[[], list[tuple[str, str]]]) -> None:
+        self.model_folder = model
+        self.path = path
+        self._texts = texts  # (skill id, text to embed) for every skill in the index now
+        self._encoder: SentenceEncoder | None = None
+        # (ids, one unit vector per id): replaced whole, so a search never sees a half-updated pair
+        self._snapshot: tuple[list[str], Matrix] | None = None
+        self._queries: OrderedDict[str, Matrix] = OrderedDict()
+        self._query_lock = threading.Lock()
+        self._wanted = threading.Event()
+        self._stopping = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None  # why semantic search is off (a bad model folder, an unwritable file)
+        self.progress: tuple[int, int] = (0, 0)  # (embedded, to embed) in the pass under way
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def request_pass(self) -> None:
+        """Embed what changed, soon, on the background thread (started on first request)."""
+        if self._stopping.is_set():
+            return
+        self._idle.clear()
+        self._wanted.set()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="skillshelf-embed", daemon=True)
+            self._thread.start()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no pass is wanted or under way (the CLI and tests use this); False on timeout."""
+        return self._idle.wait(timeout)
+
+    def close(self) -> None:
+        self._stopping.set()
+        self._wanted.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    @property
+    def ready(self) -> bool:
+        return self._snapshot is not None and self.error is None
+
+    def status(self) -> dict[str, object]:
+        done, total = self.progress
+        state = "off" if self.error else ("embedding" if not self._idle.is_set() else "ready")
+        found: dict[str, object] = {"status": state, "vectors": len(self._snapshot[0]) if self._snapshot else 0}
+        if state == "embedding":
+            found["progress"] = {"embedded": done, "toEmbed": total}
+        if self.error:
+            found["error"] = self.error
+        return found
+
+    def _run(self) -> None:
+        while True:
+            self._wanted.wait()
+            if self._stopping.is_set():
+                self._idle.set()
+                return
+            self._wanted.clear()
+            try:
+                self._pass_rebuilding_if_damaged()
+                self.error = None
+            except Exception as exc:  # semantic search is an extra: words keep answering without it
+                self.error = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+                logger.warning("semantic search is off: %s", self.error)
+            if not self._wanted.is_set():
+                self._idle.set()
+
+    # -- embedding ---------------------------------------------------------------------------
+    def _load_encoder(self) -> SentenceEncoder:
+        if self._encoder is None:
+            from skillshelf.library.encoder import SentenceEncoder  # NumPy only when configured
+
+            self._encoder = SentenceEncoder(self.model_folder)
+        return self._encoder
+
+    def _pass_rebuilding_if_damaged(self) -> None:
+        try:
+            self._pass()
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                raise
+            logger.warning("%s is damaged (%s); the vectors are recomputed", self.path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._pass()
+
+    def _pass(self) -> None:
+        encoder = self._load_encoder()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One process embeds a library at a time; the others wait, then find nothing left to do.
+        with file_lock(self.path.with_name(self.path.name + ".lock")), closing(_connect(self.path)) as conn:
+            if _stored_fingerprint(conn) != encoder.fingerprint:
+                conn.execute("DELETE FROM vectors")
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (encoder.fingerprint,))
+                conn.commit()
+            if self._snapshot is None:
+                self._publish(conn, encoder)  # what earlier runs stored answers at once
+            current = {skill_id: (text, _digest(text)) for skill_id, text in self._texts()}
+            stored = dict(conn.execute("SELECT skill_id, digest FROM vectors").fetchall())
+            gone = [skill_id for skill_id in stored if skill_id not in current]
+            todo = [(i, t, d) for i, (t, d) in current.items() if stored.get(i) != d]
+            todo.sort(key=lambda item: len(item[1]))  # similar lengths batch with little padding
+            conn.executemany("DELETE FROM vectors WHERE skill_id = ?", [(i,) for i in gone])
+            conn.commit()
+            self.progress = (0, len(todo))
+            since_publish = 0
+            for start in range(0, len(todo), BATCH):
+                if self._stopping.is_set():
+                    return
+                batch = todo[start : start + BATCH]
+                vectors = encoder.encode([text for _, text, _ in batch])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                    [(i, d, v.tobytes()) for (i, _, d), v in zip(batch, vectors, strict=True)],
+                )
+                conn.commit()
+                self.progress = (start + len(batch), len(todo))
+                since_publish += len(batch)
+                if since_publish >= PUBLISH_EVERY:
+                    self._publish(conn, encoder)
+                    since_publish = 0
+            if todo or gone:
+                self._publish(conn, encoder)
+            if todo:
+                logger.info("semantic search: embedded %d skills", len(todo))
+
+    def _publish(self, conn: sqlite3.Connection, encoder: SentenceEncoder) -> None:
+        import numpy as np
+
+        rows = conn.execute("SELECT skill_id, vector FROM vectors ORDER BY skill_id").fetchall()
+        ids = [row[0] for row in rows]
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+        self._snapshot = (ids, matrix.reshape(len(ids), encoder.dimensions))
+
+    # -- searching -------------------------------------------------------------------------
+    def nearest(self, query: str, admits: Callable[[list[str]], set[str]], want: int, floor: float) -> list[str]:
+        """Up to `want` skill ids by cosine similarity to the query, best first, at least `floor`,
+        among those `admits` lets through (filters and views apply before ranking)."""
+        snapshot = self._snapshot
+        if snapshot is None or self.error is not None or self._encoder is None:
+            return []
+        import numpy as np
+
+        ids, matrix = snapshot
+        if not ids:
+            return []
+        similarity = matrix @ self._query_vector(query)
+        order = np.argsort(-similarity)
+        found: list[str] = []
+        for start in range(0, len(order), want * 4):
+            chunk = [int(i) for i in order[start : start + want * 4] if similarity[i] >= floor]
+            if not chunk:
+                break
+            allowed = admits([ids[i] for i in chunk])
+            found += [ids[i] for i in chunk if ids[i] in allowed]
+            if len(found) >= want:
+                break
+        return found[:want]
+
+    def _query_vector(self, query: str) -> Any:
+        with self._query_lock:
+            cached = self._queries.get(query)
+            if cached is not None:
+                self._queries.move_to_end(query)
+                return cached
+        assert self._encoder is not None
+        vector = self._encoder.encode([query])[0]
+        with self._query_lock:
+            self._queries[query] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(_SCHEMA)
+    return conn
+
+
+def _stored_fingerprint(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+    return None if row is None else str(row[0])

