@@ -2,6 +2,8 @@
 
     python bench/raw_stdio.py --library DIR --tool loadSkill --args '{"skillId": "a/b"}' [--calls 300]
     python bench/raw_stdio.py --noop --tool loadSkill --args '{}'     # bench/noop_server.py instead
+    python bench/raw_stdio.py --library DIR --tool searchPatterns --queries bench/queries/corpora.txt
+        # searchPatterns with a different query each call (the labelled queries' text, in turn)
 
 The official client validates and copies every result (about 1.4 ms of a 3 KB answer on the 2-core
 machine of docs/performance.md); this client only writes a line and reads lines until the answer,
@@ -30,6 +32,9 @@ def main() -> None:
     parser.add_argument("--args", default="{}", help="the tool's arguments as JSON")
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument(
+        "--queries", type=Path, help="a labelled query file (kind | query | answers): each call searches the next one"
+    )
+    parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds to wait after the handshake (start-up syncs finish)"
     )
     args = parser.parse_args()
@@ -57,20 +62,35 @@ def main() -> None:
         rpc(0, "initialize", hello)
         rpc(None, "notifications/initialized", {})
         time.sleep(args.settle)
-        call = {"name": args.tool, "arguments": json.loads(args.args)}
+        calls = [{"name": args.tool, "arguments": json.loads(args.args)}]
+        if args.queries is not None:
+            lines = [ln for ln in args.queries.read_text(encoding="utf-8").splitlines() if "|" in ln]
+            calls = [{"name": args.tool, "arguments": {"query": ln.split("|")[1].strip()}} for ln in lines]
         for ident in range(1, 21):
-            rpc(ident, "tools/call", call)
+            rpc(ident, "tools/call", calls[-1 - ident % len(calls)])  # warm-ups from the end of the list
         samples = []
         for ident in range(100, 100 + args.calls):
             started = time.perf_counter()
-            rpc(ident, "tools/call", call)
+            rpc(ident, "tools/call", calls[(ident - 100) % len(calls)])
             samples.append((time.perf_counter() - started) * 1000)
+        peak = _peak_rss_mb(server.pid)
     finally:
         server.terminate()
         server.wait(timeout=10)
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * len(ordered)) - 1)]
-    print(f"{args.tool}: p50 {statistics.median(samples):.2f} ms, p95 {p95:.2f} ms over {args.calls} calls")
+    print(f"{args.tool}: p50 {statistics.median(samples):.2f} ms, p95 {p95:.2f} ms over {args.calls} calls", end="")
+    print(f"; server peak RSS {peak:.1f} MB" if peak is not None else "")
+
+
+def _peak_rss_mb(pid: int) -> float | None:
+    """The server's VmHWM (Linux), in MB; None where /proc is not there."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    line = next((ln for ln in status.splitlines() if ln.startswith("VmHWM:")), None)
+    return int(line.split()[1]) / 1024 if line else None
 
 
 if __name__ == "__main__":

@@ -128,6 +128,17 @@ def test_a_read_only_root_puts_the_index_in_the_user_cache(sample_root: Path, is
     assert path.is_relative_to(isolated_environment / ".cache" / "skillshelf")
 
 
+def test_a_root_without_write_bits_is_never_written_even_by_root(sample_root: Path, isolated_environment: Path) -> None:
+    """Root passes os.access on any folder: the mode bits decide (a shared read-only checkout stays clean)."""
+    sample_root.chmod(0o555)
+    try:
+        path = choose_index_path(LibraryConfig(roots=[sample_root]))
+        assert path.is_relative_to(isolated_environment / ".cache" / "skillshelf")
+        assert not (sample_root / ".skillshelf").exists()
+    finally:
+        sample_root.chmod(0o755)
+
+
 def test_the_first_root_wins_a_collision_and_the_loser_is_reported(
     sample_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

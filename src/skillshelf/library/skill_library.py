@@ -90,7 +90,7 @@ def choose_state_dir(config: LibraryConfig) -> Path:
     if config.index_dir is not None:
         return config.index_dir
     for root in config.roots:
-        if root in config.read_only_roots or not root.is_dir() or not os.access(root, os.W_OK):
+        if root in config.read_only_roots or not root.is_dir() or not _writable(root):
             continue
         if (root / READ_ONLY_MARKER).exists():
             continue
@@ -109,6 +109,15 @@ def choose_state_dir(config: LibraryConfig) -> Path:
             continue
         return directory
     return user_cache_dir()
+
+
+def _writable(root: Path) -> bool:
+    """Writable by us, and not marked read-only by its mode: root may write anywhere, but a folder
+    with no write bit for anyone (a shared, read-only checkout) is left untouched all the same."""
+    try:
+        return os.access(root, os.W_OK) and bool(root.stat().st_mode & 0o222)
+    except OSError:
+        return False
 
 
 def _warn_if_usage_moves(unwritable: Path) -> None:
