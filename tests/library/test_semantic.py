@@ -309,3 +309,18 @@ async def test_search_patterns_over_mcp_finds_by_meaning(tmp_path: Path) -> None
     assert envelope["data"]["hits"][0]["id"] == "oss/sponsor-finder"
     assert json.dumps(envelope, separators=(",", ":"))  # the envelope is plain JSON
     library.close()
+
+
+@real_model
+def test_the_cli_search_ranks_by_meaning_too(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from skillshelf.cli import cli
+
+    lib = tmp_path / "library"
+    agent_skill(lib, "oss", "sponsor-finder", f"name: sponsor-finder\ndescription: {SPONSOR}")
+    agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    env = {"SKILLSHELF_SEMANTIC_MODEL": str(REAL_MODEL)}
+    result = CliRunner().invoke(cli, ["search", "--library", str(lib), "--json", *PARAPHRASE.split()], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["hits"][0]["id"] == "oss/sponsor-finder"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from skillshelf.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+SEMANTIC_WAIT_S = 10.0  # how long `search` waits for semantic search to catch up (docs/search.md)
 logger = logging.getLogger("skillshelf")
 start_log = logging.getLogger("skillshelf.start")  # start-up lines, shown by default
 
@@ -394,6 +395,8 @@ def search(
     from skillshelf.patterns.models import SearchResult
 
     with open_library(libraries) as library:
+        if library.semantic is not None:  # what is embedded by then ranks by meaning; the rest by words
+            library.semantic.wait_idle(timeout=SEMANTIC_WAIT_S)
         result = service.search_patterns(
             library,
             " ".join(query),

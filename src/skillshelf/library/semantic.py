@@ -67,6 +67,7 @@ class SemanticIndex:
         self._idle = threading.Event()
         self._idle.set()
         self._thread: threading.Thread | None = None
+        self._thread_lock = threading.Lock()  # syncs end on several threads (starter, watcher, reads)
         self.error: str | None = None  # why semantic search is off (a bad model folder, an unwritable file)
         self.progress: tuple[int, int] = (0, 0)  # (embedded, to embed) in the pass under way
 
@@ -77,12 +78,14 @@ class SemanticIndex:
             return
         self._idle.clear()
         self._wanted.set()
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="skillshelf-embed", daemon=True)
-            self._thread.start()
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="skillshelf-embed", daemon=True)
+                self._thread.start()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until no pass is wanted or under way (the CLI and tests use this); False on timeout."""
+        """Block until no pass is wanted or under way; False on timeout. A server never waits; a one-shot
+        CLI search does, briefly (vectors stored by earlier runs load in well under a second)."""
         return self._idle.wait(timeout)
 
     def close(self) -> None:
