@@ -324,3 +324,20 @@ def test_the_cli_search_ranks_by_meaning_too(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["search", "--library", str(lib), "--json", *PARAPHRASE.split()], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["hits"][0]["id"] == "oss/sponsor-finder"
+
+
+def test_numpy_is_never_imported_without_the_setting(root: Path, tmp_path: Path) -> None:
+    """Semantic search is opt-in: without it, a server start and a search cost no NumPy import."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from pathlib import Path; import skillshelf.server.app;"
+        "from skillshelf.library.skill_library import LibraryConfig, SkillLibrary;"
+        "from skillshelf.library.index import SearchFilters;"
+        f"lib = SkillLibrary(LibraryConfig(roots=[Path({str(root)!r})], index_dir=Path({str(tmp_path / 'i')!r}),"
+        " watch=False)); lib.sync(); lib.search('retry', SearchFilters(), 5); lib.close();"
+        "print('numpy' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False"
