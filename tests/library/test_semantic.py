@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +59,7 @@ def open_library(root: Path, index_dir: Path, model: Path | None) -> SkillLibrar
 
 def stored_vectors(library: SkillLibrary) -> dict[str, tuple[str, bytes]]:
     assert library.semantic is not None
-    with sqlite3.connect(library.semantic.path) as conn:
+    with closing(sqlite3.connect(library.semantic.path)) as conn:
         return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT skill_id, digest, vector FROM vectors")}
 
 

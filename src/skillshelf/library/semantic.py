@@ -21,9 +21,10 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import closing
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from skillshelf.library.locking import file_lock, is_corruption
 
@@ -61,7 +62,9 @@ class SemanticIndex:
         # (ids, one unit vector per id): replaced whole, so a search never sees a half-updated pair
         self._snapshot: tuple[list[str], Matrix] | None = None
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
+        self._encoding: dict[str, Future[Matrix]] = {}  # query vectors under way (see `begin`)
         self._query_lock = threading.Lock()
+        self._query_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="skillshelf-query")
         self._wanted = threading.Event()
         self._stopping = threading.Event()
         self._idle = threading.Event()
@@ -90,6 +93,7 @@ class SemanticIndex:
 
     def close(self) -> None:
         self._stopping.set()
+        self._query_pool.shutdown(wait=False, cancel_futures=True)
         self._wanted.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
@@ -192,6 +196,17 @@ class SemanticIndex:
         self._snapshot = (ids, matrix.reshape(len(ids), encoder.dimensions))
 
     # -- searching -------------------------------------------------------------------------
+    def begin(self, query: str) -> None:
+        """Start the query's vector on a worker thread, so it is computed while the words are ranked
+        (NumPy and SQLite both release the GIL); `nearest` picks it up."""
+        if not self.ready:
+            return
+        with self._query_lock:
+            if query in self._queries or query in self._encoding:
+                return
+            with suppress(RuntimeError):  # closed meanwhile: `nearest` encodes on the caller's thread
+                self._encoding[query] = self._query_pool.submit(self._encode, query)
+
     def nearest(self, query: str, admits: Callable[[list[str]], set[str]], want: int, floor: float) -> list[str]:
         """Up to `want` skill ids by cosine similarity to the query, best first, at least `floor`,
         among those `admits` lets through (filters and views apply before ranking)."""
@@ -204,27 +219,36 @@ class SemanticIndex:
         if not ids:
             return []
         similarity = matrix @ self._query_vector(query)
-        order = np.argsort(-similarity)
+        above = int(np.count_nonzero(similarity >= floor))
         found: list[str] = []
-        for start in range(0, len(order), want * 4):
-            chunk = [int(i) for i in order[start : start + want * 4] if similarity[i] >= floor]
-            if not chunk:
-                break
+        step = want * 4
+        for start in range(0, above, step):
+            # only the best `start + step` are ever sorted (a whole argsort at 100,000 skills: several ms)
+            stop = min(above, start + step)
+            best = np.argpartition(-similarity, stop - 1)[:stop] if stop < len(ids) else np.arange(len(ids))
+            ranked = best[np.argsort(-similarity[best], kind="stable")][start:stop]
+            chunk = [int(i) for i in ranked]
             allowed = admits([ids[i] for i in chunk])
             found += [ids[i] for i in chunk if ids[i] in allowed]
             if len(found) >= want:
                 break
         return found[:want]
 
-    def _query_vector(self, query: str) -> Any:
+    def _encode(self, query: str) -> Matrix:
+        assert self._encoder is not None
+        vector: Matrix = self._encoder.encode([query])[0]
+        return vector
+
+    def _query_vector(self, query: str) -> Matrix:
         with self._query_lock:
             cached = self._queries.get(query)
             if cached is not None:
                 self._queries.move_to_end(query)
                 return cached
-        assert self._encoder is not None
-        vector = self._encoder.encode([query])[0]
+            pending = self._encoding.get(query)
+        vector = pending.result() if pending is not None else self._encode(query)
         with self._query_lock:
+            self._encoding.pop(query, None)
             self._queries[query] = vector
             while len(self._queries) > QUERY_CACHE:
                 self._queries.popitem(last=False)
@@ -233,8 +257,12 @@ class SemanticIndex:
 
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.executescript(_SCHEMA)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+    except sqlite3.Error:
+        conn.close()  # a damaged file: the caller rebuilds it, and no handle may stay open on it
+        raise
     return conn
 
 
