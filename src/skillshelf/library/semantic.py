@@ -21,8 +21,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing, suppress
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,9 +61,8 @@ class SemanticIndex:
         # (ids, one unit vector per id): replaced whole, so a search never sees a half-updated pair
         self._snapshot: tuple[list[str], Matrix] | None = None
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
-        self._encoding: dict[str, Future[Matrix]] = {}  # query vectors under way (see `begin`)
         self._query_lock = threading.Lock()
-        self._query_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="skillshelf-query")
+
         self._wanted = threading.Event()
         self._stopping = threading.Event()
         self._idle = threading.Event()
@@ -93,7 +91,6 @@ class SemanticIndex:
 
     def close(self) -> None:
         self._stopping.set()
-        self._query_pool.shutdown(wait=False, cancel_futures=True)
         self._wanted.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
@@ -196,17 +193,6 @@ class SemanticIndex:
         self._snapshot = (ids, matrix.reshape(len(ids), encoder.dimensions))
 
     # -- searching -------------------------------------------------------------------------
-    def begin(self, query: str) -> None:
-        """Start the query's vector on a worker thread, so it is computed while the words are ranked
-        (NumPy and SQLite both release the GIL); `nearest` picks it up."""
-        if not self.ready:
-            return
-        with self._query_lock:
-            if query in self._queries or query in self._encoding:
-                return
-            with suppress(RuntimeError):  # closed meanwhile: `nearest` encodes on the caller's thread
-                self._encoding[query] = self._query_pool.submit(self._encode, query)
-
     def nearest(self, query: str, admits: Callable[[list[str]], set[str]], want: int, floor: float) -> list[str]:
         """Up to `want` skill ids by cosine similarity to the query, best first, at least `floor`,
         among those `admits` lets through (filters and views apply before ranking)."""
@@ -245,10 +231,8 @@ class SemanticIndex:
             if cached is not None:
                 self._queries.move_to_end(query)
                 return cached
-            pending = self._encoding.get(query)
-        vector = pending.result() if pending is not None else self._encode(query)
+        vector = self._encode(query)
         with self._query_lock:
-            self._encoding.pop(query, None)
             self._queries[query] = vector
             while len(self._queries) > QUERY_CACHE:
                 self._queries.popitem(last=False)

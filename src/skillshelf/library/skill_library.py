@@ -330,7 +330,6 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         semantic = self.semantic
         if semantic is None or not semantic.ready or not query_terms(query):
             return self.index.search(query, filters, limit)
-        semantic.begin(query)  # the query's vector is computed meanwhile, on another thread
         by_words = self.index.search(query, filters, max(FUSION_POOL, limit))
         rows = {skill.id: skill for skill in by_words}
 
