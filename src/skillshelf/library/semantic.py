@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BATCH = 16  # texts per forward pass: larger batches pad more and hold the GIL between matmuls longer
-PUBLISH_EVERY = 256  # vectors stored between refreshes of the in-memory matrix during a long pass
+# Vectors stored between refreshes of the in-memory matrix during a long pass: at least this many, and at
+# least half as many as it holds, so a first pass over 100,000 skills reloads the matrix ~20 times, not 400.
+PUBLISH_EVERY = 256
 QUERY_CACHE = 256  # recent query vectors kept (an agent often repeats or refines a query)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -176,7 +178,8 @@ class SemanticIndex:
                 conn.commit()
                 self.progress = (start + len(batch), len(todo))
                 since_publish += len(batch)
-                if since_publish >= PUBLISH_EVERY:
+                held = len(self._snapshot[0]) if self._snapshot else 0
+                if since_publish >= max(PUBLISH_EVERY, held // 2):
                     self._publish(conn, encoder)
                     since_publish = 0
             if todo or gone:
