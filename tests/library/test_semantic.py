@@ -342,3 +342,9 @@ def test_numpy_is_never_imported_without_the_setting(root: Path, tmp_path: Path)
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_huge_description_is_cut_to_its_first_words(model: Path) -> None:
+    """Only the first word pieces count (the tail of a 5 MB text is not even split into words)."""
+    ids = WordPiece(model / "vocab.txt").encode("retry flaky http calls " + "x" * 5_000_000, max_tokens=16)
+    assert [VOCAB[i] for i in ids] == ["[CLS]", "retry", "flaky", "http", "calls", "[UNK]", "[SEP]"]
