@@ -102,10 +102,19 @@ class FtsIndex:
         if conn.execute("PRAGMA user_version").fetchone()[0] == self.SCHEMA_VERSION:
             conn.execute("ROLLBACK")  # another process created it while this one waited for the lock
             return
-        for table in self.TABLES:
-            conn.execute(f"DROP TABLE IF EXISTS {table}")
-        conn.executescript(self.SCHEMA)  # executescript commits the open transaction
-        conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+        # All in the one transaction, version included: `executescript` would commit first, and another
+        # process taking the lock then would still see the old version and drop the tables being made.
+        try:
+            for table in self.TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in self.SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {self.SCHEMA_VERSION}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
         self.created = True
 
     def _delete_files(self) -> None:
