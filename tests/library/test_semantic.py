@@ -63,6 +63,13 @@ def stored_vectors(library: SkillLibrary) -> dict[str, tuple[str, bytes]]:
         return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT skill_id, digest, vector FROM vectors")}
 
 
+def in_memory(library: SkillLibrary) -> dict[str, bytes]:
+    """The vectors searches use now, by skill id."""
+    assert library.semantic is not None and library.semantic._snapshot is not None
+    ids, _, matrix = library.semantic._snapshot
+    return {skill_id: matrix[row].tobytes() for row, skill_id in enumerate(ids)}
+
+
 # -- the tokenizer and the file format ----------------------------------------------------------
 
 
@@ -162,6 +169,7 @@ def test_an_edited_description_is_embedded_again_and_only_it(root: Path, model: 
     assert library.semantic.progress == (1, 1)
     changed = [skill_id for skill_id in after if after[skill_id] != before[skill_id]]
     assert changed == ["ops/deploy-cluster"]
+    assert in_memory(library) == {i: vector for i, (_, vector) in after.items()}  # searches use the new one
     library.close()
 
 
@@ -175,6 +183,7 @@ def test_a_removed_skill_loses_its_vector_and_never_comes_back_by_meaning(
     library.ensure_fresh()
     assert library.semantic is not None and library.semantic.wait_idle(timeout=60)
     assert "ops/deploy-cluster" not in stored_vectors(library)
+    assert set(in_memory(library)) == set(stored_vectors(library))
     for query in ("deploy kubernetes cluster", "network", "the"):
         assert "ops/deploy-cluster" not in [s.id for s in library.search(query, SearchFilters(), 10)]
     library.close()

@@ -60,8 +60,9 @@ class SemanticIndex:
         self.path = path
         self._texts = texts  # (skill id, text to embed) for every skill in the index now
         self._encoder: SentenceEncoder | None = None
-        # (ids, one unit vector per id): replaced whole, so a search never sees a half-updated pair
-        self._snapshot: tuple[list[str], Matrix] | None = None
+        # (ids, their text digests, one unit vector per id): replaced whole, so a search never sees a
+        # half-updated one
+        self._snapshot: tuple[list[str], list[str], Matrix] | None = None
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
         self._query_lock = threading.Lock()
 
@@ -155,15 +156,17 @@ class SemanticIndex:
                 conn.execute("DELETE FROM vectors")
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (encoder.fingerprint,))
                 conn.commit()
-            if self._snapshot is None:
-                self._publish(conn, encoder)  # what earlier runs stored answers at once
             current = {skill_id: (text, _digest(text)) for skill_id, text in self._texts()}
-            stored = dict(conn.execute("SELECT skill_id, digest FROM vectors").fetchall())
+            stored: dict[str, str] = dict(conn.execute("SELECT skill_id, digest FROM vectors").fetchall())
+            if self._snapshot is None:
+                self._publish(conn, encoder, stored)  # what earlier runs stored answers at once
             gone = [skill_id for skill_id in stored if skill_id not in current]
             todo = [(i, t, d) for i, (t, d) in current.items() if stored.get(i) != d]
             todo.sort(key=lambda item: len(item[1]))  # similar lengths batch with little padding
             conn.executemany("DELETE FROM vectors WHERE skill_id = ?", [(i,) for i in gone])
             conn.commit()
+            for skill_id in gone:
+                del stored[skill_id]
             self.progress = (0, len(todo))
             since_publish = 0
             for start in range(0, len(todo), BATCH):
@@ -176,24 +179,39 @@ class SemanticIndex:
                     [(i, d, v.tobytes()) for (i, _, d), v in zip(batch, vectors, strict=True)],
                 )
                 conn.commit()
+                stored.update({i: d for i, _, d in batch})
                 self.progress = (start + len(batch), len(todo))
                 since_publish += len(batch)
                 held = len(self._snapshot[0]) if self._snapshot else 0
                 if since_publish >= max(PUBLISH_EVERY, held // 2):
-                    self._publish(conn, encoder)
+                    self._publish(conn, encoder, stored)
                     since_publish = 0
             if todo or gone:
-                self._publish(conn, encoder)
+                self._publish(conn, encoder, stored)
             if todo:
                 logger.info("semantic search: embedded %d skills", len(todo))
 
-    def _publish(self, conn: sqlite3.Connection, encoder: SentenceEncoder) -> None:
+    def _publish(self, conn: sqlite3.Connection, encoder: SentenceEncoder, stored: dict[str, str]) -> None:
+        """Make the in-memory matrix hold the stored vectors (`stored`: id -> digest). Rows already in
+        memory with the same digest are kept; only new or changed ones are read (reading them all again
+        after one edit would be 150 MB at 100,000 skills)."""
         import numpy as np
 
-        rows = conn.execute("SELECT skill_id, vector FROM vectors ORDER BY skill_id").fetchall()
-        ids = [row[0] for row in rows]
-        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
-        self._snapshot = (ids, matrix.reshape(len(ids), encoder.dimensions))
+        old_ids, old_digests, old_matrix = self._snapshot or ([], [], np.zeros((0, encoder.dimensions), np.float32))
+        keep = [row for row, (i, d) in enumerate(zip(old_ids, old_digests, strict=True)) if stored.get(i) == d]
+        kept = {old_ids[row] for row in keep}
+        wanted = [i for i in stored if i not in kept]
+        rows: list[tuple[str, str, bytes]] = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            sql = f"SELECT skill_id, digest, vector FROM vectors WHERE skill_id IN ({','.join('?' * len(chunk))})"
+            rows += conn.execute(sql, chunk).fetchall()
+        read = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), encoder.dimensions)
+        self._snapshot = (
+            [old_ids[row] for row in keep] + [row[0] for row in rows],
+            [old_digests[row] for row in keep] + [row[1] for row in rows],
+            np.vstack([old_matrix[keep], read]),
+        )
 
     # -- searching -------------------------------------------------------------------------
     def nearest(self, query: str, admits: Callable[[list[str]], set[str]], want: int, floor: float) -> list[str]:
@@ -204,7 +222,7 @@ class SemanticIndex:
             return []
         import numpy as np
 
-        ids, matrix = snapshot
+        ids, _, matrix = snapshot
         if not ids:
             return []
         similarity = matrix @ self._query_vector(query)
