@@ -357,3 +357,17 @@ def test_a_huge_description_is_cut_to_its_first_words(model: Path) -> None:
     """Only the first word pieces count (the tail of a 5 MB text is not even split into words)."""
     ids = WordPiece(model / "vocab.txt").encode("retry flaky http calls " + "x" * 5_000_000, max_tokens=16)
     assert [VOCAB[i] for i in ids] == ["[CLS]", "retry", "flaky", "http", "calls", "[UNK]", "[SEP]"]
+
+
+def test_a_sync_that_changes_nothing_starts_no_pass(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    agent_skill(root, "ops", "deploy-cluster", "name: deploy-cluster\ndescription: Write a postgres security policy.")
+    library.mark_dirty()
+    library.ensure_fresh()
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=60)
+    assert library.semantic.progress == (1, 1)
+    library.mark_dirty()  # a re-check that finds nothing new (a watcher event on an unrelated file)
+    library.ensure_fresh()
+    assert library.semantic.wait_idle(timeout=60)
+    assert library.semantic.progress == (1, 1)  # a pass would have set it to (0, 0)
+    library.close()

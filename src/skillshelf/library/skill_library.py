@@ -162,6 +162,9 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self._usage: UsageStore | None = None
         self._usage_lock = threading.Lock()
         self.semantic: SemanticIndex | None = None
+        # whether the next sync's end asks for an embedding pass: the first does (stored vectors load),
+        # then only one that changed skills (a pass digests every skill's text: not for a quiet re-check)
+        self._embed_after_sync = True
         if config.semantic_model is not None:
             vectors = self.state_dir / f"vectors-{_roots_digest(self.roots)}.sqlite3"
             self.semantic = SemanticIndex(config.semantic_model.expanduser(), vectors, self._embedding_texts)
@@ -171,7 +174,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def _after_sync(self) -> None:
         super()._after_sync()
-        if self.semantic is not None:
+        if self.semantic is not None and self._embed_after_sync:
+            self._embed_after_sync = False
             self.semantic.request_pass()
 
     # -- freshness -----------------------------------------------------------------------
@@ -215,6 +219,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             self._progress(*self.progress)
         with suppress(OSError):
             self._complete_marker.touch(exist_ok=True)
+        if changed or removed:
+            self._embed_after_sync = True  # only once the writes are in: the pass it asks for must see them
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)
         if changed or removed:
             logger.info("index synced: %d parsed, %d removed in %.2fs", report.parsed, report.removed, report.seconds)
