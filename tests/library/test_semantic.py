@@ -18,9 +18,10 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.encoder import ModelError, SentenceEncoder, WordPiece, read_safetensors
-from skillshelf.library.index import SearchFilters
+from skillshelf.library.index import IndexedSkill, SearchFilters
 from skillshelf.library.scoped import ScopedLibrary
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.semantic import Closeness
+from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, fused
 from skillshelf.server.app import build_server
 from skillshelf.settings import resolve_settings
 from tests.conftest import agent_skill, call
@@ -66,8 +67,9 @@ def stored_vectors(library: SkillLibrary) -> dict[str, tuple[str, bytes]]:
 def in_memory(library: SkillLibrary) -> dict[str, bytes]:
     """The vectors searches use now, by skill id."""
     assert library.semantic is not None and library.semantic._snapshot is not None
-    ids, _, matrix = library.semantic._snapshot
-    return {skill_id: matrix[row].tobytes() for row, skill_id in enumerate(ids)}
+    vectors = library.semantic._snapshot
+    assert vectors.rows == {skill_id: row for row, skill_id in enumerate(vectors.ids)}
+    return {skill_id: vectors.matrix[row].tobytes() for row, skill_id in enumerate(vectors.ids)}
 
 
 # -- the tokenizer and the file format ----------------------------------------------------------
@@ -250,6 +252,50 @@ def test_an_exact_name_stays_first_and_scores_stay_relative(root: Path, model: P
     assert hits[0].id == "testing/write-tests" and hits[0].score == 1.0
     assert all(0 < s.score <= 1.0 for s in hits)
     assert len(library.search("retry", SearchFilters(), 2)) <= 2
+    library.close()
+
+
+def skill_row(skill_id: str, quality: float = 5.0, score: float = 0.0) -> IndexedSkill:
+    category, name = skill_id.split("/")
+    return IndexedSkill(skill_id, name, category, "agent-skill", "", quality, "heuristic", False, False, 1, "{}", score)
+
+
+def test_fusion_lets_a_close_meaning_outrank_a_skill_that_only_shares_words() -> None:
+    """The convex combination: 0.75 x similarity (relative to the closest) + 0.25 x word score."""
+    by_words = [skill_row("misc/shares-words", score=1.0), skill_row("ops/on-topic", score=0.2)]
+    rows = {s.id: s for s in by_words} | {"ops/meaning-only": skill_row("ops/meaning-only")}
+    closeness = Closeness(
+        nearest=[("ops/on-topic", 0.8), ("ops/meaning-only", 0.6)], of={"misc/shares-words": 0.1, "ops/on-topic": 0.8}
+    )
+    hits = fused("a query", by_words, closeness, rows, 10)
+    # on-topic: .75 x 1 + .25 x .2 = .8; meaning-only: .75 x .75 = .5625; shares-words: .75 x .125 + .25 = .34375
+    assert [h.id for h in hits] == ["ops/on-topic", "ops/meaning-only", "misc/shares-words"]
+    assert [h.score for h in hits] == [1.0, round(0.5625 / 0.8, 3), round(0.34375 / 0.8, 3)]
+    assert [h.id for h in fused("a query", by_words, closeness, rows, 2)] == ["ops/on-topic", "ops/meaning-only"]
+
+
+def test_fusion_ranks_a_skill_without_a_vector_yet_by_its_words_and_keeps_an_exact_name_first() -> None:
+    by_words = [skill_row("misc/new-skill", score=1.0), skill_row("ops/on-topic", score=0.5)]
+    rows = {s.id: s for s in by_words}
+    closeness = Closeness(nearest=[("ops/on-topic", 0.9)], of={"ops/on-topic": 0.9})  # new-skill: no vector yet
+    assert [h.id for h in fused("a query", by_words, closeness, rows, 10)] == ["misc/new-skill", "ops/on-topic"]
+    exact = [skill_row("ops/deploy", score=1.0), skill_row("ops/on-topic", score=0.5)]
+    rows = {s.id: s for s in exact}
+    closeness = Closeness(nearest=[("ops/on-topic", 0.9), ("ops/deploy", 0.2)], of={"ops/deploy": 0.2})
+    hits = fused("Deploy", exact, closeness, rows, 10)
+    assert [h.id for h in hits] == ["ops/deploy", "ops/on-topic"] and hits[0].score == 1.0
+
+
+def test_nearest_reports_the_similarity_of_the_word_candidates_too(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    assert library.semantic is not None
+    everyone = [s.id for s in library.overview()]
+    closeness = library.semantic.nearest("flaky calls", lambda _: set(), 5, -1.0, also=everyone)  # admits none
+    assert closeness.nearest == [] and set(closeness.of) == set(everyone)
+    closeness = library.semantic.nearest("flaky calls", set, 5, -1.0, also=["gone/skill"])  # admits all
+    assert closeness.of == {} and len(closeness.nearest) == len(everyone)
+    similarities = [similarity for _, similarity in closeness.nearest]
+    assert similarities == sorted(similarities, reverse=True) and all(-1.0 <= x <= 1.0001 for x in similarities)
     library.close()
 
 

@@ -20,8 +20,9 @@ import logging
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,22 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Closeness:
+    """How close skills are to a query by meaning (cosine similarity of unit vectors, -1 to 1)."""
+
+    nearest: list[tuple[str, float]]  # the closest admitted skills at or above the floor, closest first
+    of: dict[str, float]  # the similarity of each skill asked about that has a vector
+
+
+@dataclass(frozen=True)
+class _Vectors:
+    ids: list[str]
+    digests: list[str]  # of the text each vector was computed from
+    matrix: Matrix  # one unit vector a row, in the order of `ids`
+    rows: dict[str, int]  # id -> its row
+
+
 class SemanticIndex:
     """Skill vectors on disk and in memory, filled by a background thread; `nearest` for searches."""
 
@@ -60,9 +77,7 @@ class SemanticIndex:
         self.path = path
         self._texts = texts  # (skill id, text to embed) for every skill in the index now
         self._encoder: SentenceEncoder | None = None
-        # (ids, their text digests, one unit vector per id): replaced whole, so a search never sees a
-        # half-updated one
-        self._snapshot: tuple[list[str], list[str], Matrix] | None = None
+        self._snapshot: _Vectors | None = None  # replaced whole, so a search never sees a half-updated one
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
         self._query_lock = threading.Lock()
 
@@ -105,7 +120,7 @@ class SemanticIndex:
     def status(self) -> dict[str, object]:
         done, total = self.progress
         state = "off" if self.error else ("embedding" if not self._idle.is_set() else "ready")
-        found: dict[str, object] = {"status": state, "vectors": len(self._snapshot[0]) if self._snapshot else 0}
+        found: dict[str, object] = {"status": state, "vectors": len(self._snapshot.ids) if self._snapshot else 0}
         if state == "embedding":
             found["progress"] = {"embedded": done, "toEmbed": total}
         if self.error:
@@ -182,7 +197,7 @@ class SemanticIndex:
                 stored.update({i: d for i, _, d in batch})
                 self.progress = (start + len(batch), len(todo))
                 since_publish += len(batch)
-                held = len(self._snapshot[0]) if self._snapshot else 0
+                held = len(self._snapshot.ids) if self._snapshot else 0
                 if since_publish >= max(PUBLISH_EVERY, held // 2):
                     self._publish(conn, encoder, stored)
                     since_publish = 0
@@ -197,7 +212,9 @@ class SemanticIndex:
         after one edit would be 150 MB at 100,000 skills)."""
         import numpy as np
 
-        old_ids, old_digests, old_matrix = self._snapshot or ([], [], np.zeros((0, encoder.dimensions), np.float32))
+        old = self._snapshot
+        old_ids, old_digests = (old.ids, old.digests) if old else ([], [])
+        old_matrix = old.matrix if old else np.zeros((0, encoder.dimensions), np.float32)
         keep = [row for row, (i, d) in enumerate(zip(old_ids, old_digests, strict=True)) if stored.get(i) == d]
         kept = {old_ids[row] for row in keep}
         wanted = [i for i in stored if i not in kept]
@@ -207,27 +224,32 @@ class SemanticIndex:
             sql = f"SELECT skill_id, digest, vector FROM vectors WHERE skill_id IN ({','.join('?' * len(chunk))})"
             rows += conn.execute(sql, chunk).fetchall()
         read = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), encoder.dimensions)
-        self._snapshot = (
-            [old_ids[row] for row in keep] + [row[0] for row in rows],
+        ids = [old_ids[row] for row in keep] + [row[0] for row in rows]
+        self._snapshot = _Vectors(
+            ids,
             [old_digests[row] for row in keep] + [row[1] for row in rows],
             np.vstack([old_matrix[keep], read]),
+            {skill_id: row for row, skill_id in enumerate(ids)},
         )
 
     # -- searching -------------------------------------------------------------------------
-    def nearest(self, query: str, admits: Callable[[list[str]], set[str]], want: int, floor: float) -> list[str]:
+    def nearest(
+        self, query: str, admits: Callable[[list[str]], set[str]], want: int, floor: float, also: Iterable[str] = ()
+    ) -> Closeness:
         """Up to `want` skill ids by cosine similarity to the query, best first, at least `floor`,
-        among those `admits` lets through (filters and views apply before ranking)."""
+        among those `admits` lets through (filters and views apply before ranking); and the similarity
+        of each skill in `also` that has a vector (the word ranking's candidates, for the fusion)."""
         snapshot = self._snapshot
         if snapshot is None or self.error is not None or self._encoder is None:
-            return []
+            return Closeness([], {})
         import numpy as np
 
-        ids, _, matrix = snapshot
+        ids, matrix, rows = snapshot.ids, snapshot.matrix, snapshot.rows
         if not ids:
-            return []
+            return Closeness([], {})
         similarity = matrix @ self._query_vector(query)
         above = int(np.count_nonzero(similarity >= floor))
-        found: list[str] = []
+        found: list[tuple[str, float]] = []
         step = want * 4
         for start in range(0, above, step):
             # only the best `start + step` are ever sorted (a whole argsort at 100,000 skills: several ms)
@@ -236,10 +258,11 @@ class SemanticIndex:
             ranked = best[np.argsort(-similarity[best], kind="stable")][start:stop]
             chunk = [int(i) for i in ranked]
             allowed = admits([ids[i] for i in chunk])
-            found += [ids[i] for i in chunk if ids[i] in allowed]
+            found += [(ids[i], float(similarity[i])) for i in chunk if ids[i] in allowed]
             if len(found) >= want:
                 break
-        return found[:want]
+        of = {skill_id: float(similarity[rows[skill_id]]) for skill_id in also if skill_id in rows}
+        return Closeness(found[:want], of)
 
     def _encode(self, query: str) -> Matrix:
         assert self._encoder is not None

@@ -36,7 +36,7 @@ from skillshelf.library.parallel import batches, parse_all
 from skillshelf.library.paths import display_path
 from skillshelf.library.query import query_terms
 from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
-from skillshelf.library.semantic import SemanticIndex, skill_text
+from skillshelf.library.semantic import Closeness, SemanticIndex, skill_text
 from skillshelf.library.usage import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
 from skillshelf.library.watcher import DirectoryWatcher
 
@@ -51,9 +51,8 @@ READ_ONLY_MARKER = ".skillshelf-readonly"
 LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
 MAX_SKILL_ID = 300
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
-# Semantic search (optional): how word and meaning rankings are fused. k = 60 is the usual
-# reciprocal-rank-fusion constant (Cormack et al. 2009), not tuned on our queries.
-FUSION_K = 60
+# Semantic search (optional): how word and meaning scores are fused (see `fused`, docs/search.md).
+MEANING_WEIGHT = 0.75  # the rest is the word score's; chosen on 351 labelled development queries
 FUSION_POOL = 50  # candidates taken from each ranking
 MIN_SIMILARITY = 0.3  # a skill found by meaning alone must be at least this close (cosine) to the query
 
@@ -343,8 +342,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             rows.update({s.id: s for s in self.index.get_many([i for i in ids if i not in rows])})
             return {i for i in ids if i in rows and filters.admits(rows[i])}
 
-        by_meaning = semantic.nearest(query, admits, max(FUSION_POOL, limit), MIN_SIMILARITY)
-        return fused(query, by_words, by_meaning, rows, limit)
+        closeness = semantic.nearest(query, admits, max(FUSION_POOL, limit), MIN_SIMILARITY, also=list(rows))
+        return fused(query, by_words, closeness, rows, limit)
 
     def get(self, skill_id: str) -> IndexedSkill | None:
         self.ensure_fresh()
@@ -422,17 +421,27 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
 
 def fused(
-    query: str, by_words: list[IndexedSkill], by_meaning: list[str], rows: dict[str, IndexedSkill], limit: int
+    query: str, by_words: list[IndexedSkill], closeness: Closeness, rows: dict[str, IndexedSkill], limit: int
 ) -> list[IndexedSkill]:
-    """One ranking from two (reciprocal rank fusion): a skill high in either, or fairly high in both,
-    comes first. An exact name or id match stays first, as in a search by words; quality, then id,
-    breaks ties. `score` is relative to the best hit, as always."""
-    score: dict[str, float] = {}
-    for ranking in ([s.id for s in by_words], by_meaning):
-        for rank, skill_id in enumerate(ranking):
-            score[skill_id] = score.get(skill_id, 0.0) + 1.0 / (FUSION_K + rank + 1)
+    """One ranking from two: a convex combination of each candidate's two scores, each scaled to 0-1
+    (Bruch et al. 2023 found it beats reciprocal rank fusion; on our labelled queries it did too, see
+    docs/search.md). The word score is already relative to the best word hit; the meaning score is the
+    cosine similarity relative to the closest candidate's. A skill with no vector yet (the background
+    pass has not reached it) is ranked by its words alone. An exact name or id match stays first;
+    quality, then id, breaks ties; `score` is relative to the best hit, as always."""
+    words = {s.id: s.score for s in by_words}
+    similarity = {**closeness.of, **dict(closeness.nearest)}
+    candidates = list(dict.fromkeys([*words, *(i for i, _ in closeness.nearest)]))
+    closest = max((similarity.get(i, 0.0) for i in candidates), default=0.0)
+
+    def meaning(skill_id: str) -> float:
+        if skill_id not in similarity or closest <= 0:
+            return words.get(skill_id, 0.0)
+        return max(0.0, similarity[skill_id]) / closest
+
+    score = {i: MEANING_WEIGHT * meaning(i) + (1 - MEANING_WEIGHT) * words.get(i, 0.0) for i in candidates}
     wanted = name_key(query)
     exact = {s.id for s in by_words if s.id == query.strip() or name_key(s.name) == wanted}
     order = sorted(score, key=lambda i: (i not in exact, -score[i], -rows[i].quality, i))[:limit]
-    best = max(score.values(), default=1.0)
+    best = max(score.values(), default=1.0) or 1.0
     return [replace(rows[i], score=1.0 if i in exact else round(score[i] / best, 3)) for i in order]
