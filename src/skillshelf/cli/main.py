@@ -352,9 +352,13 @@ def _run_stdio(server: Any) -> None:
         sys.stderr.flush()
         os._exit(130)  # a thread blocked reading stdin would otherwise hold the process until Enter
 
+    import anyio
+
+    from skillshelf.server.stdio import loop_options, serve_stdio
+
     previous = signal.signal(signal.SIGINT, stop_now)
     try:
-        server.run()
+        anyio.run(serve_stdio, server, backend_options=loop_options())
     finally:
         signal.signal(signal.SIGINT, previous)
 

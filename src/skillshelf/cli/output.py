@@ -13,15 +13,14 @@ import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import BaseModel
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
 from skillshelf.errors import SkillshelfError
+
+if TYPE_CHECKING:  # rich is imported where a table is printed: `serve` never needs it (20 ms at start)
+    from rich.console import Console
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -105,6 +104,8 @@ def emit(model: M, as_json: bool, render: Callable[[M], None]) -> None:
 def console() -> Console:
     """A rich console on the current stdout (so CliRunner captures it). Not a terminal: no colour and
     no wrapping at 80 columns, so piped output stays one row per line."""
+    from rich.console import Console
+
     stream = sys.stdout
     terminal = stream.isatty()
     width = None if terminal else max(shutil.get_terminal_size((200, 24)).columns, 200)
@@ -113,6 +114,9 @@ def console() -> Console:
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: Sequence[str] = ()) -> None:
     """A table for people: headers and columns aligned whatever the widths; `numeric` columns right-aligned."""
+    from rich import box
+    from rich.table import Table
+
     grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     for name in columns:
         grid.add_column(name, justify="right" if name in numeric else "left", no_wrap=True)

@@ -12,8 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 _SIMPLE = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object", "list": "array"}
 _SIMPLE.update({"Dict": "object", "List": "array", "Mapping": "object", "Sequence": "array"})
@@ -127,6 +125,9 @@ def _generic_schema(node: ast.Subscript) -> dict[str, Any]:
 
 def validation_errors(schema: dict[str, Any], value: Any) -> list[str]:
     """Every way `value` breaks `schema`, as 'path: message' lines (empty when it is valid)."""
+    from jsonschema import Draft202012Validator  # only runs need it: 30 ms off every server start
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
