@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,6 +60,32 @@ def test_typos_in_longer_words_are_corrected_from_the_library_vocabulary(library
     assert ids(library, "kubernetes deploymnet")[0] == "ops/kubernetes-deployment"
     assert ids(library, "kubernets")[0] == "ops/kubernetes-deployment"  # one word, distance 1
     assert ids(library, "trnasitions")[0] == "web/react-transitions"  # a transposition counts 1
+
+
+def test_after_an_edit_the_vocabulary_is_refreshed_in_the_background_not_in_the_search(
+    library: SkillLibrary, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert ids(library, "deploymnet")[0] == "ops/kubernetes-deployment"  # the first build, in the search
+    assert library.index._vocabulary is not None
+    builders: list[str] = []
+    build = Vocabulary.from_texts.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Vocabulary], texts: object) -> Vocabulary:
+        builders.append(threading.current_thread().name)
+        return build(cls, texts)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Vocabulary, "from_texts", classmethod(counted))
+    three_file(root, "data", "warehouse-snapshots", doc("Warehouse snapshots", "Snapshot a warehouse nightly."))
+    library.sync()
+    # the search right after the edit still answers from the old words ("warehouse" is not known yet) ...
+    assert ids(library, "deploymnet")[0] == "ops/kubernetes-deployment"
+    # ... while a background thread reads the new ones; later searches correct to them
+    deadline = time.monotonic() + 10
+    while "data/warehouse-snapshots" not in ids(library, "warehuose") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ids(library, "warehuose")[0] == "data/warehouse-snapshots"
+    assert builders and threading.current_thread().name not in builders
+    assert set(builders) == {"skillshelf-vocabulary"}
 
 
 def test_abbreviations_and_synonyms_find_the_skill(library: SkillLibrary) -> None:

@@ -134,7 +134,8 @@ class FtsIndex:
     def _read_apart(self, sql: str) -> list[tuple[object, ...]]:
         """The rows of a long read (every signature: a quarter of a second at 100,000 skills) on a
         connection of its own, so the shared one stays free for searches meanwhile (WAL lets readers
-        run side by side). Only syncs call it, one at a time, so what it reads is what they write to."""
+        run side by side). Syncs call it, one at a time, so what it reads is what they write to; so does
+        the spelling vocabulary's refresh, which checks for writes since it began."""
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         try:
             conn.execute("PRAGMA query_only = ON")

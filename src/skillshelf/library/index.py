@@ -12,6 +12,7 @@ import logging
 import math
 import re
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -65,6 +66,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CAMEL_WORD = re.compile(r"\b[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
+VOCABULARY_SQL = "SELECT name, description, tags, headings FROM skills_fts"
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
 COVERAGE_WEIGHT = 1.0  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
 COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weighted by rarity) go missing
@@ -191,10 +193,13 @@ class SkillIndex(FtsIndex):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._vocabulary: Vocabulary | None = None
+        self._writes = 0  # writes seen (this connection's or another process's): a vocabulary is stale after one
+        self._vocabulary_writes = 0  # the write count the vocabulary was read at
+        self._refreshing: threading.Thread | None = None
 
     def _forget_derived(self) -> None:
         super()._forget_derived()
-        self._vocabulary = None  # any write may add or remove words
+        self._writes += 1  # the vocabulary goes stale; `vocabulary` refreshes it in the background
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[str, str]:
@@ -364,13 +369,35 @@ class SkillIndex(FtsIndex):
         return self._document_frequency[expression]
 
     def vocabulary(self) -> Vocabulary:
-        """The words of every name, description, tag and heading, for spelling corrections (built on
-        first need, dropped on any write)."""
+        """The words of every name, description, tag and heading, for spelling corrections.
+
+        Built on first need. After a write it is refreshed in the background while searches go on
+        correcting from the one they have (a word added a moment ago may not be corrected yet):
+        rebuilding it in the search took 145 ms at 10,000 skills, holding the index, after every edit."""
         with self._lock:
             if self._vocabulary is None:
-                rows = self._conn.execute("SELECT name, description, tags, headings FROM skills_fts")
-                self._vocabulary = Vocabulary.from_texts(" ".join(row) for row in rows)
+                self._vocabulary_writes = self._writes
+                self._vocabulary = Vocabulary.from_texts(" ".join(row) for row in self._conn.execute(VOCABULARY_SQL))
+            elif self._vocabulary_writes != self._writes and self._refreshing is None:
+                self._refreshing = threading.Thread(
+                    target=self._refresh_vocabulary, name="skillshelf-vocabulary", daemon=True
+                )
+                self._refreshing.start()
             return self._vocabulary
+
+    def _refresh_vocabulary(self) -> None:
+        """Read the texts on a connection of their own and build outside the lock; a write meanwhile
+        leaves the result stale, so the next search that needs it refreshes again."""
+        try:
+            with self._lock:
+                writes = self._writes
+            vocabulary = Vocabulary.from_texts(" ".join(map(str, row)) for row in self._read_apart(VOCABULARY_SQL))
+            with self._lock:
+                self._vocabulary, self._vocabulary_writes = vocabulary, writes
+        except sqlite3.Error:  # closed or busy: keep the one we have, and try again on a later search
+            logger.debug("could not refresh the spelling vocabulary", exc_info=True)
+        finally:
+            self._refreshing = None
 
     def _fetch(self, ranked: dict[int, float], exact: set[int], limit: int) -> list[IndexedSkill]:
         """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
