@@ -404,26 +404,32 @@ class SkillIndex(FtsIndex):
         (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
         if not ranked:
             return []
-        marks = ",".join("?" * len(ranked))
-        keys = {
-            row[0]: (row[1], row[2])
-            for row in self._conn.execute(
-                f"SELECT rowid, quality, id FROM skills WHERE rowid IN ({marks})", list(ranked)
-            )
-        }
         best = max(ranked.values()) or 1.0
-        relative = {
-            rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items() if rowid in keys
+        relative = {rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items()}
+
+        def coarse(rowid: int) -> tuple[bool, float]:
+            return rowid not in exact, -round(relative[rowid], 2)
+
+        eligible = sorted((r for r in relative if best == 1.0 or relative[r] >= RELATIVE_CUT), key=coarse)
+        # Quality and id only break ties, so rows are read for the page and what ties with its last hit
+        # (reading all 60-120 candidates' keys cost 0.16 ms of a 1.5 ms search at 10,000 skills).
+        contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse(r) == coarse(eligible[limit - 1])]
+        rows = self._rows(contenders)
+        if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
+            contenders = eligible
+            rows = self._rows(contenders)
+        winners = sorted(
+            (r for r in contenders if r in rows), key=lambda r: (*coarse(r), -rows[r]["quality"], rows[r]["id"])
+        )
+        return [replace(IndexedSkill.from_row(rows[r]), score=round(relative[r], 3)) for r in winners[:limit]]
+
+    def _rows(self, rowids: list[int]) -> dict[int, sqlite3.Row]:
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        return {
+            row["rowid"]: row for row in self._conn.execute(f"SELECT * FROM skills WHERE rowid IN ({marks})", rowids)
         }
-        order = sorted(relative, key=lambda r: (r not in exact, -round(relative[r], 2), -keys[r][0], keys[r][1]))
-        winners = [r for r in order if best == 1.0 or relative[r] >= RELATIVE_CUT][:limit] if ranked else []
-        if not winners:
-            return []
-        marks = ",".join("?" * len(winners))
-        rows = {row["rowid"]: row for row in self._conn.execute(
-            f"SELECT * FROM skills WHERE rowid IN ({marks})", winners
-        )}  # fmt: skip
-        return [replace(IndexedSkill.from_row(rows[r]), score=round(relative[r], 3)) for r in winners]
 
     def get(self, skill_id: str) -> IndexedSkill | None:
         with self._lock:
