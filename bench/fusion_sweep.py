@@ -19,7 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.eval_corpora import CORPORA, load_queries, rank_of
+try:  # imported as bench.fusion_sweep (repo root on sys.path)
+    from bench.eval_corpora import CORPORA, load_queries, rank_of
+except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
+    from eval_corpora import CORPORA, load_queries, rank_of  # type: ignore[no-redef]
 from skillshelf.library.index import SearchFilters
 from skillshelf.library.skill_library import FUSION_POOL, MIN_SIMILARITY, LibraryConfig, SkillLibrary
 
