@@ -4,6 +4,8 @@
     python bench/raw_stdio.py --noop --tool loadSkill --args '{}'     # bench/noop_server.py instead
     python bench/raw_stdio.py --library DIR --tool searchPatterns --queries bench/queries/corpora.txt
         # searchPatterns with a different query each call (the labelled queries' text, in turn)
+    python bench/raw_stdio.py --library DIR --tool loadSkill --queries DIR.queries.json
+        # a generated library's queries (bench/run.py writes DIR.queries.json); loadSkill loads their answers
 
 The official client validates and copies every result (about 1.4 ms of a 3 KB answer on the 2-core
 machine of docs/performance.md); this client only writes a line and reads lines until the answer,
@@ -32,7 +34,9 @@ def main() -> None:
     parser.add_argument("--args", default="{}", help="the tool's arguments as JSON")
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument(
-        "--queries", type=Path, help="a labelled query file (kind | query | answers): each call searches the next one"
+        "--queries",
+        type=Path,
+        help="a labelled query file (kind | query | answers) or a generated *.queries.json: a different call each time",
     )
     parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds to wait after the handshake (start-up syncs finish)"
@@ -64,8 +68,7 @@ def main() -> None:
         time.sleep(args.settle)
         calls = [{"name": args.tool, "arguments": json.loads(args.args)}]
         if args.queries is not None:
-            lines = [ln for ln in args.queries.read_text(encoding="utf-8").splitlines() if "|" in ln]
-            calls = [{"name": args.tool, "arguments": {"query": ln.split("|")[1].strip()}} for ln in lines]
+            calls = [{"name": args.tool, "arguments": arguments} for arguments in _arguments(args.queries, args.tool)]
         for ident in range(1, 21):
             rpc(ident, "tools/call", calls[-1 - ident % len(calls)])  # warm-ups from the end of the list
         samples = []
@@ -81,6 +84,18 @@ def main() -> None:
     p95 = ordered[min(len(ordered) - 1, round(0.95 * len(ordered)) - 1)]
     print(f"{args.tool}: p50 {statistics.median(samples):.2f} ms, p95 {p95:.2f} ms over {args.calls} calls", end="")
     print(f"; server peak RSS {peak:.1f} MB" if peak is not None else "")
+
+
+def _arguments(path: Path, tool: str) -> list[dict[str, Any]]:
+    """Each call's arguments: the query of each line of a labelled file (kind | query | answers), or of
+    each query of a generated library's `*.queries.json`; for loadSkill, each query's answer."""
+    if path.suffix == ".json":
+        queries = json.loads(path.read_text(encoding="utf-8"))["queries"]
+        if tool == "loadSkill":
+            return [{"skillId": q["answer"]} for q in queries]
+        return [{"query": q["query"]} for q in queries]
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if "|" in ln and not ln.startswith("#")]
+    return [{"query": ln.split("|")[1].strip()} for ln in lines]
 
 
 def _peak_rss_mb(pid: int) -> float | None:
