@@ -7,6 +7,7 @@ a clean exit when the client closes stdin; and the SDK's own transport when stdi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -125,3 +126,26 @@ def test_stdin_from_a_file_is_served_by_the_sdk_transport_to_its_end(
     ids = {json.loads(raw).get("id") for raw in stdout.splitlines() if raw.strip()}
     assert {1} <= ids  # initialize is answered; the call may be cut short by the end of the file
     assert process.returncode == 0
+
+
+def test_a_client_that_stops_reading_ends_the_session_quietly(
+    library: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    """The answers have nowhere to go: the server ends at once with status 0, not with a traceback."""
+    log_path = tmp_path / "stderr.log"
+    with log_path.open("wb") as log:
+        process = start(library, log)
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(line(INITIALIZE))
+        process.stdin.flush()
+        read_answers(process, {1})
+        process.stdout.close()  # stdin stays open: only the broken answer pipe can end the session
+        with contextlib.suppress(BrokenPipeError):
+            for number in range(2, 6):
+                process.stdin.write(line(call(number, "searchPatterns", {"query": "deploy"})))
+                process.stdin.flush()
+                time.sleep(0.1)
+        assert process.wait(timeout=30) == 0
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+    assert "Traceback" not in log_path.read_text(encoding="utf-8")

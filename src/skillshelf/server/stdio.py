@@ -14,16 +14,19 @@ other children must never read the requests or write into the protocol), and put
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+logger = logging.getLogger(__name__)
 MAX_LINE = 256 * 1024 * 1024  # a request line larger than this ends the session (the SDK reads any size)
 
 
@@ -105,16 +108,33 @@ class _LineReader:
 
 
 class _TextWriter:
-    """stdout as the SDK's `stdio_server` writes it: `write` then `flush`, both awaited."""
+    """stdout as the SDK's `stdio_server` writes it: `write` then `flush`, both awaited.
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    A client that stops reading (it exited, or closed its end) ends the session quietly: the SDK's
+    writer stops on `ClosedResourceError`, and stdin is ended too, since no answer can reach anyone."""
+
+    def __init__(self, writer: asyncio.StreamWriter, end_input: Callable[[], None]) -> None:
         self._writer = writer
+        self._end_input = end_input
 
     async def write(self, text: str) -> None:
-        self._writer.write(text.encode("utf-8"))
+        with self._closed_as_end():
+            self._writer.write(text.encode("utf-8"))
 
     async def flush(self) -> None:
-        await self._writer.drain()  # waits only while the client is not reading (the pipe is full)
+        with self._closed_as_end():
+            await self._writer.drain()  # waits only while the client is not reading (the pipe is full)
+
+    @contextmanager
+    def _closed_as_end(self) -> Iterator[None]:
+        try:
+            yield
+        except (ConnectionError, RuntimeError) as exc:  # RuntimeError: uvloop's "the handler is closed"
+            if not self._writer.transport.is_closing():
+                raise
+            logger.info("the client stopped reading the answers; ending the session")
+            self._end_input()
+            raise anyio.ClosedResourceError from exc
 
 
 @asynccontextmanager
@@ -128,7 +148,7 @@ async def _loop_streams(wire_in: int, wire_out: int) -> AsyncIterator[tuple[_Lin
     write_transport, write_protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, write_file)
     writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
     try:
-        yield _LineReader(reader), _TextWriter(writer)
+        yield _LineReader(reader), _TextWriter(writer, reader.feed_eof)
     finally:
         read_transport.close()
         write_transport.close()
