@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import BaseModel
+
 from skillshelf.errors import SkillshelfError
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: `serve` never needs it (20 ms at start)

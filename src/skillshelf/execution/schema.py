@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-
 _SIMPLE = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object", "list": "array"}
 _SIMPLE.update({"Dict": "object", "List": "array", "Mapping": "object", "Sequence": "array"})
 
