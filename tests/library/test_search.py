@@ -88,6 +88,25 @@ def test_after_an_edit_the_vocabulary_is_refreshed_in_the_background_not_in_the_
     assert set(builders) == {"skillshelf-vocabulary"}
 
 
+def test_the_first_search_starts_the_vocabulary_in_the_background_for_a_later_typo(
+    library: SkillLibrary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builders: list[str] = []
+    build = Vocabulary.from_texts.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Vocabulary], texts: object) -> Vocabulary:
+        builders.append(threading.current_thread().name)
+        return build(cls, texts)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Vocabulary, "from_texts", classmethod(counted))
+    assert ids(library, "kubernetes")[0] == "ops/kubernetes-deployment"  # no typo: no vocabulary needed
+    deadline = time.monotonic() + 10
+    while library.index._vocabulary is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ids(library, "deploymnet")[0] == "ops/kubernetes-deployment"
+    assert builders == ["skillshelf-vocabulary"]  # built once, off the searching thread
+
+
 def test_abbreviations_and_synonyms_find_the_skill(library: SkillLibrary) -> None:
     assert ids(library, "k8s")[0] == "ops/kubernetes-deployment"
     assert ids(library, "troubleshoot crashes")[0] == "ops/debug-crashes"

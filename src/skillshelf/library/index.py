@@ -314,6 +314,8 @@ class SkillIndex(FtsIndex):
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
             ranked = self._rank(wanted, conditions, params, limit) if wanted else {}
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
+            if self._vocabulary is None:
+                self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
             return self._fetch(ranked, exact, limit)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
@@ -371,19 +373,25 @@ class SkillIndex(FtsIndex):
     def vocabulary(self) -> Vocabulary:
         """The words of every name, description, tag and heading, for spelling corrections.
 
-        Built on first need. After a write it is refreshed in the background while searches go on
-        correcting from the one they have (a word added a moment ago may not be corrected yet):
-        rebuilding it in the search took 145 ms at 10,000 skills, holding the index, after every edit."""
+        Built in the background after the first search, or in the search that first needs it. After a
+        write it is refreshed in the background while searches go on correcting from the one they have
+        (a word added a moment ago may not be corrected yet): rebuilding it in the search took 145 ms at
+        10,000 skills, holding the index, after every edit."""
         with self._lock:
             if self._vocabulary is None:
                 self._vocabulary_writes = self._writes
                 self._vocabulary = Vocabulary.from_texts(" ".join(row) for row in self._conn.execute(VOCABULARY_SQL))
-            elif self._vocabulary_writes != self._writes and self._refreshing is None:
-                self._refreshing = threading.Thread(
-                    target=self._refresh_vocabulary, name="skillshelf-vocabulary", daemon=True
-                )
-                self._refreshing.start()
+            elif self._vocabulary_writes != self._writes:
+                self._refresh_vocabulary_soon()
             return self._vocabulary
+
+    def _refresh_vocabulary_soon(self) -> None:
+        """Build the vocabulary on a background thread unless one is at it already (under the lock)."""
+        if self._refreshing is None:
+            self._refreshing = threading.Thread(
+                target=self._refresh_vocabulary, name="skillshelf-vocabulary", daemon=True
+            )
+            self._refreshing.start()
 
     def _refresh_vocabulary(self) -> None:
         """Read the texts on a connection of their own and build outside the lock; a write meanwhile
