@@ -62,11 +62,8 @@ def test_typos_in_longer_words_are_corrected_from_the_library_vocabulary(library
     assert ids(library, "trnasitions")[0] == "web/react-transitions"  # a transposition counts 1
 
 
-def test_after_an_edit_the_vocabulary_is_refreshed_in_the_background_not_in_the_search(
-    library: SkillLibrary, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert ids(library, "deploymnet")[0] == "ops/kubernetes-deployment"  # the first build, in the search
-    assert library.index._vocabulary is not None
+def vocabulary_builders(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, the name of each thread that builds a spelling vocabulary."""
     builders: list[str] = []
     build = Vocabulary.from_texts.__func__  # type: ignore[attr-defined]
 
@@ -75,6 +72,15 @@ def test_after_an_edit_the_vocabulary_is_refreshed_in_the_background_not_in_the_
         return build(cls, texts)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(Vocabulary, "from_texts", classmethod(counted))
+    return builders
+
+
+def test_after_an_edit_the_vocabulary_is_refreshed_in_the_background_not_in_the_search(
+    library: SkillLibrary, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert ids(library, "deploymnet")[0] == "ops/kubernetes-deployment"  # the first build, in the search
+    assert library.index._vocabulary is not None
+    builders = vocabulary_builders(monkeypatch)
     three_file(root, "data", "warehouse-snapshots", doc("Warehouse snapshots", "Snapshot a warehouse nightly."))
     library.sync()
     # the search right after the edit still answers from the old words ("warehouse" is not known yet) ...
@@ -91,14 +97,7 @@ def test_after_an_edit_the_vocabulary_is_refreshed_in_the_background_not_in_the_
 def test_the_first_search_starts_the_vocabulary_in_the_background_for_a_later_typo(
     library: SkillLibrary, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    builders: list[str] = []
-    build = Vocabulary.from_texts.__func__  # type: ignore[attr-defined]
-
-    def counted(cls: type[Vocabulary], texts: object) -> Vocabulary:
-        builders.append(threading.current_thread().name)
-        return build(cls, texts)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(Vocabulary, "from_texts", classmethod(counted))
+    builders = vocabulary_builders(monkeypatch)
     assert ids(library, "kubernetes")[0] == "ops/kubernetes-deployment"  # no typo: no vocabulary needed
     deadline = time.monotonic() + 10
     while library.index._vocabulary is None and time.monotonic() < deadline:

@@ -40,6 +40,16 @@ def start(library: Path, stderr: BinaryIO, stdin: int | BinaryIO = subprocess.PI
     return subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, env=dict(os.environ))
 
 
+def initialized(library: Path, stderr: BinaryIO) -> subprocess.Popen[bytes]:
+    """A server that has answered `initialize`."""
+    process = start(library, stderr)
+    assert process.stdin is not None
+    process.stdin.write(line(INITIALIZE))
+    process.stdin.flush()
+    read_answers(process, {1})
+    return process
+
+
 def read_answers(process: subprocess.Popen[bytes], wanted: set[int]) -> dict[int, dict[str, Any]]:
     assert process.stdout is not None
     answers: dict[int, dict[str, Any]] = {}
@@ -103,11 +113,7 @@ def test_while_serving_fd_0_reads_nothing_and_fd_1_goes_to_stderr(
     """A child that inherits the standard descriptors can neither steal requests nor corrupt answers."""
     log_path = tmp_path / "stderr.log"
     with log_path.open("wb") as log:
-        process = start(library, log)
-        assert process.stdin is not None
-        process.stdin.write(line(INITIALIZE))
-        process.stdin.flush()
-        read_answers(process, {1})
+        process = initialized(library, log)
         fds = Path(f"/proc/{process.pid}/fd")
         assert str((fds / "0").readlink()) == os.devnull
         assert (fds / "1").readlink() == (fds / "2").readlink() == log_path
@@ -134,11 +140,8 @@ def test_a_client_that_stops_reading_ends_the_session_quietly(
     """The answers have nowhere to go: the server ends at once with status 0, not with a traceback."""
     log_path = tmp_path / "stderr.log"
     with log_path.open("wb") as log:
-        process = start(library, log)
+        process = initialized(library, log)
         assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(line(INITIALIZE))
-        process.stdin.flush()
-        read_answers(process, {1})
         process.stdout.close()  # stdin stays open: only the broken answer pipe can end the session
         with contextlib.suppress(BrokenPipeError):
             for number in range(2, 6):
