@@ -3,9 +3,10 @@
 The SDK's `stdio_server` reads stdin and writes stdout through `anyio.wrap_file`, which runs every
 readline, write and flush in a worker thread: three hops per call, about 0.1 ms each on a small
 machine, a tenth of a fast search's round trip. When stdin and stdout are pipes or sockets (as an MCP
-client starts a server), this module hands the SDK's `stdio_server` two streams that asyncio drives
-directly (`connect_read_pipe` / `connect_write_pipe`), so the SDK still parses, frames and routes
-every message. Anything else (a terminal, a file, Windows) keeps the SDK's transport as it is.
+client starts a server), this module hands the SDK's `stdio_server` a line reader and a writer that
+the event loop wakes when the pipe is readable or writable (`add_reader` / `add_writer` on
+non-blocking descriptors this module owns), so the SDK still parses, frames and routes every
+message. Anything else (a terminal, a file, Windows) keeps the SDK's transport as it is.
 
 As in the SDK, fd 0 and fd 1 are pointed at the null device and stderr while serving (skills and
 other children must never read the requests or write into the protocol), and put back afterwards.
@@ -18,8 +19,8 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import anyio
@@ -28,6 +29,7 @@ from mcp.server.stdio import stdio_server
 
 logger = logging.getLogger(__name__)
 MAX_LINE = 256 * 1024 * 1024  # a request line larger than this ends the session (the SDK reads any size)
+CHUNK = 1024 * 1024
 
 
 def loop_options() -> dict[str, Any]:
@@ -60,16 +62,16 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
     if not event_loop_stdio_possible():
         await server.run_stdio_async()
         return
-    async with (
-        _claimed_standard_streams() as (wire_in, wire_out),
-        _loop_streams(wire_in, wire_out) as streams,
-        stdio_server(*streams) as (read_stream, write_stream),  # type: ignore[arg-type]
-    ):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    with _claimed_standard_streams() as (wire_in, wire_out), _nonblocking(wire_in, wire_out):
+        async with (
+            _Lines(wire_in) as lines,
+            stdio_server(lines, _Writer(wire_out, lines.end)) as (read_stream, write_stream),  # type: ignore[arg-type]
+        ):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
-@asynccontextmanager
-async def _claimed_standard_streams() -> AsyncIterator[tuple[int, int]]:
+@contextmanager
+def _claimed_standard_streams() -> Iterator[tuple[int, int]]:
     """Private duplicates of fd 0 and 1 (close-on-exec) while fd 0 reads the null device and fd 1
     writes to stderr; both are restored on exit."""
     import fcntl
@@ -91,66 +93,120 @@ async def _claimed_standard_streams() -> AsyncIterator[tuple[int, int]]:
         os.close(wire_out)
 
 
-class _LineReader:
-    """stdin as the SDK's `stdio_server` reads it: an async iterator of text lines."""
+@contextmanager
+def _nonblocking(*fds: int) -> Iterator[None]:
+    """The descriptors non-blocking while serving (the loop must never wait in a read or a write)."""
+    for fd in fds:
+        os.set_blocking(fd, False)
+    try:
+        yield
+    finally:
+        for fd in fds:
+            with suppress(OSError):
+                os.set_blocking(fd, True)
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
 
-    def __aiter__(self) -> _LineReader:
+class _Lines:
+    """stdin as the SDK's `stdio_server` reads it: an async iterator of text lines. The loop calls
+    `_readable` when the pipe has data; it takes all there is, and a waiting reader goes on."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+        self._ended = False
+        self._arrived = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+
+    async def __aenter__(self) -> _Lines:
+        self._loop.add_reader(self._fd, self._readable)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.end()
+
+    def end(self) -> None:
+        """No more input: the client closed stdin, or can no longer read the answers."""
+        if not self._ended:
+            self._ended = True
+            self._loop.remove_reader(self._fd)
+        self._arrived.set()
+
+    def _readable(self) -> None:
+        try:
+            while chunk := os.read(self._fd, CHUNK):
+                self._buffer += chunk
+                if len(self._buffer) > MAX_LINE and b"\n" not in self._buffer:
+                    logger.error("a request line over %d bytes; ending the session", MAX_LINE)
+                    self._buffer.clear()
+                    self.end()
+                    break
+            else:
+                self.end()  # a read of nothing: the client closed stdin
+        except BlockingIOError:
+            pass  # all there was for now
+        except OSError:
+            logger.info("stdin could not be read; ending the session", exc_info=True)
+            self.end()
+        self._arrived.set()
+
+    def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._buffer[: newline + 1])
+                del self._buffer[: newline + 1]
+                return line.decode("utf-8", errors="replace")
+            if self._ended:
+                if self._buffer:  # a last line without its newline
+                    line = bytes(self._buffer)
+                    self._buffer.clear()
+                    return line.decode("utf-8", errors="replace")
+                raise StopAsyncIteration
+            self._arrived.clear()
+            await self._arrived.wait()
 
 
-class _TextWriter:
-    """stdout as the SDK's `stdio_server` writes it: `write` then `flush`, both awaited.
+class _Writer:
+    """stdout as the SDK's `stdio_server` writes it: `write` then `flush`, both awaited. A write that
+    would block waits for the loop to say the pipe has room. A client that stops reading (it exited,
+    or closed its end) ends the session quietly: the SDK's writer stops on `ClosedResourceError`, and
+    stdin is ended too, since no answer can reach anyone."""
 
-    A client that stops reading (it exited, or closed its end) ends the session quietly: the SDK's
-    writer stops on `ClosedResourceError`, and stdin is ended too, since no answer can reach anyone."""
-
-    def __init__(self, writer: asyncio.StreamWriter, end_input: Callable[[], None]) -> None:
-        self._writer = writer
+    def __init__(self, fd: int, end_input: Callable[[], None]) -> None:
+        self._fd = fd
         self._end_input = end_input
+        self._pending = bytearray()
 
     async def write(self, text: str) -> None:
-        with self._closed_as_end():
-            self._writer.write(text.encode("utf-8"))
+        self._pending += text.encode("utf-8")
 
     async def flush(self) -> None:
-        with self._closed_as_end():
-            await self._writer.drain()  # waits only while the client is not reading (the pipe is full)
+        while self._pending:
+            try:
+                written = os.write(self._fd, self._pending)
+            except BlockingIOError:
+                await self._writable()
+                continue
+            except OSError as exc:  # EPIPE and the like: nobody reads the answers any more
+                logger.info("the client stopped reading the answers; ending the session")
+                self._pending.clear()
+                self._end_input()
+                raise anyio.ClosedResourceError from exc
+            del self._pending[:written]
 
-    @contextmanager
-    def _closed_as_end(self) -> Iterator[None]:
+    async def _writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        room: asyncio.Future[None] = loop.create_future()
+
+        def ready() -> None:
+            if not room.done():
+                room.set_result(None)
+
+        loop.add_writer(self._fd, ready)
         try:
-            yield
-        except (ConnectionError, RuntimeError) as exc:  # RuntimeError: uvloop's "the handler is closed"
-            if not self._writer.transport.is_closing():
-                raise
-            logger.info("the client stopped reading the answers; ending the session")
-            self._end_input()
-            raise anyio.ClosedResourceError from exc
-
-
-@asynccontextmanager
-async def _loop_streams(wire_in: int, wire_out: int) -> AsyncIterator[tuple[_LineReader, _TextWriter]]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_LINE, loop=loop)
-    # closefd=False: the descriptors are the claim's to close, after the transports let go of them
-    read_file = os.fdopen(wire_in, "rb", buffering=0, closefd=False)
-    write_file = os.fdopen(wire_out, "wb", buffering=0, closefd=False)
-    read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), read_file)
-    write_transport, write_protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, write_file)
-    writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
-    try:
-        yield _LineReader(reader), _TextWriter(writer, reader.feed_eof)
-    finally:
-        read_transport.close()
-        write_transport.close()
-        for fd in (wire_in, wire_out):  # the pipe transports made them non-blocking; the claim restores them
-            os.set_blocking(fd, True)
+            await room
+        finally:
+            loop.remove_writer(self._fd)
