@@ -152,3 +152,40 @@ def test_a_client_that_stops_reading_ends_the_session_quietly(
         with contextlib.suppress(BrokenPipeError):
             process.stdin.close()
     assert "Traceback" not in log_path.read_text(encoding="utf-8")
+
+
+def test_reading_pauses_while_enough_whole_requests_wait() -> None:
+    """A client that floods requests fills its own pipe: the server reads ahead at most HIGH_WATER bytes
+    of whole lines (plus one read), and reads on as lines are taken; every line arrives whole, in order."""
+    import asyncio
+    import threading
+
+    from skillshelf.server import stdio
+
+    line_text = b'{"jsonrpc": "2.0", "method": "ping", "padding": "' + b"x" * 1000 + b'"}\n'
+    count = (3 * stdio.HIGH_WATER) // len(line_text)
+    read_end, write_end = os.pipe()
+    written = threading.Event()
+
+    def flood() -> None:
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(line_text * count)  # blocks while the server is not reading
+        written.set()
+
+    async def consume() -> None:
+        os.set_blocking(read_end, False)
+        async with stdio._Lines(read_end) as lines:
+            await asyncio.sleep(0.5)  # no line taken yet: reading must have paused
+            assert len(lines._buffer) <= stdio.HIGH_WATER + stdio.CHUNK
+            assert not written.is_set()
+            taken = [line async for line in lines]
+        assert len(taken) == count and all(line.encode() == line_text for line in taken)
+
+    writer = threading.Thread(target=flood)
+    writer.start()
+    try:
+        asyncio.run(consume())
+    finally:
+        writer.join(timeout=30)
+        os.close(read_end)
+    assert written.is_set()

@@ -30,6 +30,7 @@ from mcp.server.stdio import stdio_server
 logger = logging.getLogger(__name__)
 MAX_LINE = 256 * 1024 * 1024  # a request line larger than this ends the session (the SDK reads any size)
 CHUNK = 1024 * 1024
+HIGH_WATER = 4 * 1024 * 1024  # bytes of whole requests read ahead before reading pauses
 
 
 def loop_options() -> dict[str, Any]:
@@ -108,17 +109,22 @@ def _nonblocking(*fds: int) -> Iterator[None]:
 
 class _Lines:
     """stdin as the SDK's `stdio_server` reads it: an async iterator of text lines. The loop calls
-    `_readable` when the pipe has data; it takes all there is, and a waiting reader goes on."""
+    `_readable` when the pipe has data. Reading pauses while more than `HIGH_WATER` bytes of whole
+    requests wait (as the SDK's reader waits for each message to be taken), so a client that floods
+    requests fills its pipe, not the server's memory."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffer = bytearray()
+        self._scanned = 0  # the buffer holds no newline before this offset
+        self._partial = 0  # bytes after the last newline: the line still arriving
         self._ended = False
+        self._reading = False
         self._arrived = asyncio.Event()
         self._loop = asyncio.get_running_loop()
 
     async def __aenter__(self) -> _Lines:
-        self._loop.add_reader(self._fd, self._readable)
+        self._read(True)
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -126,27 +132,39 @@ class _Lines:
 
     def end(self) -> None:
         """No more input: the client closed stdin, or can no longer read the answers."""
-        if not self._ended:
-            self._ended = True
-            self._loop.remove_reader(self._fd)
+        self._ended = True
+        self._read(False)
         self._arrived.set()
+
+    def _read(self, on: bool) -> None:
+        if on and not self._ended and not self._reading:
+            self._loop.add_reader(self._fd, self._readable)
+        elif not on and self._reading:
+            self._loop.remove_reader(self._fd)
+        self._reading = on and not self._ended
 
     def _readable(self) -> None:
         try:
-            while chunk := os.read(self._fd, CHUNK):
-                self._buffer += chunk
-                if len(self._buffer) > MAX_LINE and b"\n" not in self._buffer:
-                    logger.error("a request line over %d bytes; ending the session", MAX_LINE)
-                    self._buffer.clear()
-                    self.end()
-                    break
-            else:
-                self.end()  # a read of nothing: the client closed stdin
+            chunk = os.read(self._fd, CHUNK)
         except BlockingIOError:
-            pass  # all there was for now
+            return
         except OSError:
             logger.info("stdin could not be read; ending the session", exc_info=True)
             self.end()
+            return
+        if not chunk:
+            self.end()  # the client closed stdin
+            return
+        self._buffer += chunk
+        last = chunk.rfind(b"\n")
+        self._partial = len(chunk) - last - 1 if last >= 0 else self._partial + len(chunk)
+        if self._partial > MAX_LINE:
+            logger.error("a request line over %d bytes; ending the session", MAX_LINE)
+            self._buffer.clear()
+            self.end()
+            return
+        if len(self._buffer) - self._partial > HIGH_WATER:
+            self._read(False)  # whole requests enough for now: resumed as they are taken
         self._arrived.set()
 
     def __aiter__(self) -> _Lines:
@@ -154,11 +172,15 @@ class _Lines:
 
     async def __anext__(self) -> str:
         while True:
-            newline = self._buffer.find(b"\n")
+            newline = self._buffer.find(b"\n", self._scanned)
             if newline >= 0:
                 line = bytes(self._buffer[: newline + 1])
                 del self._buffer[: newline + 1]
+                self._scanned = 0
+                if len(self._buffer) - self._partial <= HIGH_WATER:
+                    self._read(True)
                 return line.decode("utf-8", errors="replace")
+            self._scanned = len(self._buffer)
             if self._ended:
                 if self._buffer:  # a last line without its newline
                     line = bytes(self._buffer)
