@@ -13,7 +13,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -102,6 +102,11 @@ class SkillDetails(BaseModel):
     code_file: str | None
     meta_file: str | None
     findings: list[dict[str, Any]]
+
+
+def _vocabulary_of(rows: Iterable[Sequence[object]]) -> Vocabulary:
+    """The spelling vocabulary of `VOCABULARY_SQL`'s rows (name, description, tags, headings)."""
+    return Vocabulary.from_texts(" ".join(map(str, row)) for row in rows)
 
 
 def coverage_factor(coverage: float) -> float:
@@ -380,7 +385,7 @@ class SkillIndex(FtsIndex):
         with self._lock:
             if self._vocabulary is None:
                 self._vocabulary_writes = self._writes
-                self._vocabulary = Vocabulary.from_texts(" ".join(row) for row in self._conn.execute(VOCABULARY_SQL))
+                self._vocabulary = _vocabulary_of(self._conn.execute(VOCABULARY_SQL))
             elif self._vocabulary_writes != self._writes:
                 self._refresh_vocabulary_soon()
             return self._vocabulary
@@ -399,7 +404,7 @@ class SkillIndex(FtsIndex):
         try:
             with self._lock:
                 writes = self._writes
-            vocabulary = Vocabulary.from_texts(" ".join(map(str, row)) for row in self._read_apart(VOCABULARY_SQL))
+            vocabulary = _vocabulary_of(self._read_apart(VOCABULARY_SQL))
             with self._lock:
                 self._vocabulary, self._vocabulary_writes = vocabulary, writes
         except sqlite3.Error:  # closed or busy: keep the one we have, and try again on a later search
