@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns.service import search_patterns
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"

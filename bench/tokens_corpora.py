@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns.service import compact_result, load_for_agent, search_patterns
 from skillshelf.tokens import estimate_json_tokens
 

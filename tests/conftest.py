@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 

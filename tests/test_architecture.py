@@ -43,7 +43,7 @@ def imports_of(path: Path, module: str) -> set[str]:
 
 
 def package_of(module: str) -> str:
-    """`skillshelf.library.index` -> `library`; top-level modules are their own package."""
+    """`skillshelf.library.index.store` -> `library`; top-level modules are their own package."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 

@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from skillshelf.caller import current_caller
 from skillshelf.cli import cli
 from skillshelf.config.team import token_digest
-from skillshelf.library.usage import UsageStore
+from skillshelf.library.usage.store import UsageStore
 from skillshelf.server.calllog import read_records
 from tests.server.team_support import free_port
 

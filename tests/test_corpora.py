@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from skillshelf.library.checker import CheckReport, check_roots
-from skillshelf.library.index import SearchFilters
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SearchFilters
+from skillshelf.library.skill.checker import CheckReport, check_roots
 from tests.conftest import CORPORA
 
 pytestmark = [

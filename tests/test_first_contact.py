@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from skillshelf.library.skill_library import READ_ONLY_MARKER, LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import READ_ONLY_MARKER, LibraryConfig, SkillLibrary
 from skillshelf.server.http import HostGuard, transport_security
 from tests.conftest import write
 

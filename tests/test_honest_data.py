@@ -15,7 +15,7 @@ from skillshelf.artifacts import service as artifacts
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.cli import cli
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.metrics.reuse import pattern_reuse
 from skillshelf.projects import ProjectRoots
 from skillshelf.settings import resolve_settings

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.paths import display_path
+from skillshelf.library.skill.paths import display_path
 
 DEFAULT_PROJECTS_ROOT = Path("~/Dev")
 PROJECTS_ENV = "SKILLSHELF_PROJECTS"

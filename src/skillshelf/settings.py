@@ -37,9 +37,9 @@ from pydantic_settings.sources.utils import parse_env_vars
 from skillshelf.config.team import AuthSettings, CallLogSettings
 from skillshelf.config.views import DEFAULT_VIEW, VIEW_NAME, ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.paths import display_path
-from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
-from skillshelf.library.skill_library import LibraryConfig
+from skillshelf.library.index.library import LibraryConfig
+from skillshelf.library.skill.paths import display_path
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.projects import DEFAULT_PROJECTS_ROOT, ProjectRoots
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.metrics import metrics_tools
 from tests.conftest import call

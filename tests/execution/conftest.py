@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.conftest import agent_skill, three_file, write
 

@@ -22,7 +22,7 @@ import pytest
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import containment, sandbox, service
 from skillshelf.execution.containment import PidsCgroup
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.conftest import three_file
 from tests.execution.conftest import _pids, alive

@@ -14,7 +14,7 @@ import pytest
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import service
 from skillshelf.execution.containment import PidsCgroup, user_process_allowance
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.execution.conftest import all_gone, started_run
 

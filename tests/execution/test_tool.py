@@ -9,7 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.execution.conftest import all_gone, started_run

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from skillshelf.library.index import SearchFilters
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SearchFilters
 from tests.conftest import agent_skill, three_file
 
 SKILLS = 300

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from skillshelf.library.filters import (
+from skillshelf.library.access.rules import (
     PatternError,
     Rule,
     SkillFacts,

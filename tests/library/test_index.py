@@ -13,10 +13,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skillshelf.library import skill_library
-from skillshelf.library.index import SCHEMA_VERSION, SearchFilters, match_expression
-from skillshelf.library.query import query_terms
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, choose_index_path
+from skillshelf.library.index import library as skill_library
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary, choose_index_path
+from skillshelf.library.index.query import query_terms
+from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters, match_expression
 from tests.conftest import agent_skill, three_file, write
 
 
@@ -202,7 +202,7 @@ def test_several_processes_building_one_index_at_once_agree_and_corrupt_nothing(
         three_file(sample_root, "bulk", f"skill-{n}", f"# Skill {n}\n\nBulk skill number {n} about topic{n}.\n")
     script = (
         "import sys; from pathlib import Path\n"
-        "from skillshelf.library.skill_library import LibraryConfig, SkillLibrary\n"
+        "from skillshelf.library.index.library import LibraryConfig, SkillLibrary\n"
         "lib = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))\n"
         "lib.sync(); print(lib.index.count()); lib.close()\n"
     )
@@ -277,7 +277,7 @@ def test_a_file_made_unreadable_is_read_again_and_reported_not_kept(sample_root:
 def test_processes_opening_one_new_index_at_once_all_succeed(tmp_path: Path) -> None:
     """SQLite refuses a journal-mode change with "database is locked" at once, without waiting: eight
     servers started together on a new library must still all open its index (3 in 200 failed before)."""
-    script = "import sys; from pathlib import Path; from skillshelf.library.index import SkillIndex\n"
+    script = "import sys; from pathlib import Path; from skillshelf.library.index.store import SkillIndex\n"
     script += "SkillIndex(Path(sys.argv[1])).close()\n"
     for round_number in range(6):
         path = tmp_path / f"round-{round_number}" / "index.sqlite3"

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from skillshelf.library.manifest import (
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.skill.manifest import (
     MAX_FILES,
     MAX_TOTAL_BYTES,
     NotPublishableError,
     SkillFileNotFoundError,
     SkillManifests,
 )
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
 from tests.conftest import agent_skill, three_file, write
 
 
@@ -169,8 +169,8 @@ def test_reading_anything_but_the_skills_own_files_is_refused(root: Path, opened
 
 
 def test_check_reports_a_skill_over_the_extensions_file_limit(tmp_path: Path) -> None:
-    from skillshelf.library.checker import check_roots
-    from skillshelf.library.manifest import MAX_FILES
+    from skillshelf.library.skill.checker import check_roots
+    from skillshelf.library.skill.manifest import MAX_FILES
 
     root = tmp_path / "lib"
     agent_skill(root, "data", "fixtures", "name: fixtures\ndescription: Many generated files.")

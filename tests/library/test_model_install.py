@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
-from skillshelf.library.encoder import SentenceEncoder
-from skillshelf.library.model_install import (
+from skillshelf.library.semantic.encoder import SentenceEncoder
+from skillshelf.library.semantic.install import (
     MINILM,
     ModelInstallError,
     default_model_dir,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library import parallel
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index import parallel
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from tests.conftest import agent_skill, three_file
 
 

@@ -10,8 +10,8 @@ import pytest
 from pyfakefs.fake_filesystem import FakeFilesystem
 from pyfakefs.helpers import set_uid
 
-from skillshelf.library.checker import check_roots
-from skillshelf.library.models import Finding
+from skillshelf.library.skill.checker import check_roots
+from skillshelf.library.skill.models import Finding
 
 # Paths are made inside each test: on Python 3.13 a Path built before pyfakefs patches resolves on the real disk.
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library import skill_library
-from skillshelf.library.index import SkillIndex
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index import library as skill_library
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SkillIndex
 from skillshelf.patterns import service
 from tests.conftest import agent_skill
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library.checker import check_roots
-from skillshelf.library.quality import QualityFacts, estimate, parse_score
+from skillshelf.library.skill.checker import check_roots
+from skillshelf.library.skill.quality import QualityFacts, estimate, parse_score
 from tests.conftest import three_file
 
 

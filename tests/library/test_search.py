@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library.filecache import CacheMiss, FileCache, hits_only
-from skillshelf.library.index import SearchFilters
-from skillshelf.library.query import Vocabulary, concepts, edit_distance
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.filecache import CacheMiss, FileCache, hits_only
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
+from skillshelf.library.index.store import SearchFilters
 from skillshelf.patterns.service import load_skill, search_patterns
 from tests.conftest import three_file
 

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from skillshelf.library.encoder import ModelError, SentenceEncoder, WordPiece, read_safetensors
-from skillshelf.library.index import IndexedSkill, SearchFilters
-from skillshelf.library.scoped import ScopedLibrary
-from skillshelf.library.semantic import Closeness
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary, fused
+from skillshelf.library.access.scoped import ScopedLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary, fused
+from skillshelf.library.index.store import IndexedSkill, SearchFilters
+from skillshelf.library.semantic.encoder import ModelError, SentenceEncoder, WordPiece, read_safetensors
+from skillshelf.library.semantic.vectors import Closeness
 from skillshelf.server.app import build_server
 from skillshelf.settings import resolve_settings
 from tests.conftest import agent_skill, call
@@ -389,8 +389,8 @@ def test_numpy_is_never_imported_without_the_setting(root: Path, tmp_path: Path)
 
     script = (
         "import sys; from pathlib import Path; import skillshelf.server.app;"
-        "from skillshelf.library.skill_library import LibraryConfig, SkillLibrary;"
-        "from skillshelf.library.index import SearchFilters;"
+        "from skillshelf.library.index.library import LibraryConfig, SkillLibrary;"
+        "from skillshelf.library.index.store import SearchFilters;"
         f"lib = SkillLibrary(LibraryConfig(roots=[Path({str(root)!r})], index_dir=Path({str(tmp_path / 'i')!r}),"
         " watch=False)); lib.sync(); lib.search('retry', SearchFilters(), 5); lib.close();"
         "print('numpy' in sys.modules)"

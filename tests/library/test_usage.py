@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from skillshelf.errors import ErrorCode
-from skillshelf.library.locking import is_corruption
-from skillshelf.library.usage import UsageStore, UsageUnavailable
+from skillshelf.library.index.locking import is_corruption
+from skillshelf.library.usage.store import UsageStore, UsageUnavailable
 
 
 def test_events_from_other_processes_are_counted_and_verify_a_skill(tmp_path: Path) -> None:
@@ -23,7 +23,7 @@ def test_events_from_other_processes_are_counted_and_verify_a_skill(tmp_path: Pa
     try:
         assert store.verified_by_use() == frozenset()
         script = (
-            "import sys; from pathlib import Path; from skillshelf.library.usage import UsageStore\n"
+            "import sys; from pathlib import Path; from skillshelf.library.usage.store import UsageStore\n"
             "s = UsageStore(Path(sys.argv[1]))\n"
             "for i in range(50): s.record('a/b', sys.argv[2], None, 'test')\n"
             "s.close()\n"
@@ -188,7 +188,7 @@ def test_the_wal_and_shm_of_a_damaged_file_move_aside_with_it(tmp_path: Path) ->
 def test_a_read_only_state_folder_falls_back_to_the_cache_and_says_usage_moved(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from skillshelf.library.skill_library import LibraryConfig, choose_state_dir, user_cache_dir
+    from skillshelf.library.index.library import LibraryConfig, choose_state_dir, user_cache_dir
 
     root = tmp_path / "library"
     state = root / ".skillshelf"

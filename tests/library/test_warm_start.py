@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from skillshelf.library import skill_library
-from skillshelf.library.index import SearchFilters, SkillIndex
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index import library as skill_library
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SearchFilters, SkillIndex
 from skillshelf.patterns import service
 from tests.conftest import agent_skill
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library import watch_child
-from skillshelf.library.watcher import DirectoryWatcher
+from skillshelf.library.index import watch_child
+from skillshelf.library.index.watcher import DirectoryWatcher
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 15.0) -> bool:

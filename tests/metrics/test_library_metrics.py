@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.settings import Settings
 from tests.conftest import write

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns.service import one_line
 from skillshelf.server import build_server
 from skillshelf.settings import Settings

@@ -13,7 +13,7 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.server.web import WebAccess
 from skillshelf.settings import Settings

@@ -16,7 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from skillshelf.config.team import CompositeTool, HookSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.calllog import CallLog, read_records, summarise
 from skillshelf.server.hooks import check_views, equip_view, load_hook
 from tests.conftest import call, three_file

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from skillshelf.library import skill_library
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index import library as skill_library
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.settings import Settings
 from tests.conftest import agent_skill

@@ -14,7 +14,7 @@ from mcp import Client, MCPError, types
 from mcp.server.mcpserver import MCPServer
 from pydantic import TypeAdapter
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server, skills_ext
 from skillshelf.server.skills_ext import EXTENSION_ID, SkillsSurface
 from skillshelf.settings import Settings

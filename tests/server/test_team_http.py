@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from skillshelf.config.team import AuthSettings, HookSettings, TokenSettings, token_digest
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize, web_refusal
 from skillshelf.server.hooks import equip_view
 from skillshelf.server.http import finish_calls_on_shutdown, team_app

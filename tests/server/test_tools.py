@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.settings import Settings
 from tests.conftest import call

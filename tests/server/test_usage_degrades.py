@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
-from skillshelf.library.usage import USAGE_FILE, UsageStore
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.usage.store import USAGE_FILE, UsageStore
 from skillshelf.server import build_server
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import call, three_file

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, MCPError, types
 
 from skillshelf.config.views import AGENT_TOOLS, CURATOR_TOOLS, MEMORY_TOOLS, FilterRule, ToolOverride, ViewSettings
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.server.web import WebAccess
 from skillshelf.settings import ExecutionSettings, Settings
@@ -294,7 +294,7 @@ async def test_the_web_view_of_a_served_view_hides_its_hidden_skills(library: Sk
     import httpx2
     from starlette.applications import Starlette
 
-    from skillshelf.library.scoped import ScopedLibrary
+    from skillshelf.library.access.scoped import ScopedLibrary
     from skillshelf.server.web import web_routes
 
     library.sync()

@@ -12,7 +12,7 @@ from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.config.team import CompositeTool
 from skillshelf.config.views import FilterRule, ViewSettings
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.app import build_view_servers
 from skillshelf.settings import Settings

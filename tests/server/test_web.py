@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from starlette.requests import Request
 
-from skillshelf.library.skill_library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
 from skillshelf.server.web import WebAccess, web_app

@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 from starlette.requests import Request
 
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
 from skillshelf.server.web import WebAccess, web_app

@@ -36,11 +36,11 @@ from skillshelf.artifacts.store import (
     scan_project,
 )
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
-from skillshelf.library.layouts import summary as one_line
-from skillshelf.library.parallel import batches, parse_all
-from skillshelf.library.skill_library import user_cache_dir
-from skillshelf.library.watcher import DirectoryWatcher
+from skillshelf.library.index.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
+from skillshelf.library.index.library import user_cache_dir
+from skillshelf.library.index.parallel import batches, parse_all
+from skillshelf.library.index.watcher import DirectoryWatcher
+from skillshelf.library.skill.layouts import summary as one_line
 from skillshelf.projects import Project, ProjectRoots
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """The session search index: SQLite FTS5 (BM25, porter stemming), one file per set of project roots.
 
-The same engine and rules as the skill index (`skillshelf.library.index`): rows keyed by
+The same engine and rules as the skill index (`skillshelf.library.index.store`): rows keyed by
 (project, session id) with a signature of their files' mtimes and sizes, so a sync re-reads only
 what changed; a missing, stale-schema or corrupt file is deleted and rebuilt; query words are
 quoted, never FTS syntax. Skill ids mentioned in a session (`database/rls-policy`) are kept in
@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillshelf.library.fts import FtsIndex
-from skillshelf.library.index import match_expression
-from skillshelf.library.query import query_terms
+from skillshelf.library.index.fts import FtsIndex
+from skillshelf.library.index.query import query_terms
+from skillshelf.library.index.store import match_expression
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from skillshelf.library.frontmatter import parse_document
-from skillshelf.library.reading import Reporter
+from skillshelf.library.skill.frontmatter import parse_document
+from skillshelf.library.skill.reading import Reporter
 
 SectionKind = Literal["summary", "decisions", "implementations", "challenges", "next_steps"]
 LIST_KINDS: tuple[SectionKind, ...] = ("decisions", "implementations", "challenges", "next_steps")

@@ -26,8 +26,8 @@ from typing import Any
 
 from skillshelf.artifacts.parsing import SessionContent, merge, parse_markdown, parse_pack
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.paths import is_within
-from skillshelf.library.reading import Reporter, read_text
+from skillshelf.library.skill.paths import is_within
+from skillshelf.library.skill.reading import Reporter, read_text
 from skillshelf.projects import Project, ProjectRoots
 from skillshelf.tokens import estimate_json_tokens
 

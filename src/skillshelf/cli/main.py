@@ -19,8 +19,8 @@ import click
 from skillshelf import __version__
 from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, table
 from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
-from skillshelf.library.models import Finding
-from skillshelf.library.paths import display_path
+from skillshelf.library.skill.models import Finding
+from skillshelf.library.skill.paths import display_path
 from skillshelf.memory.service import NOTE_TYPES
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def _settings(libraries: tuple[Path, ...], **options: Any) -> Settings:
 
 @contextmanager
 def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterator[Any]:
-    from skillshelf.library.skill_library import SkillLibrary
+    from skillshelf.library.index.library import SkillLibrary
 
     settings = _settings(libraries, watch=watch)
     _announce_roots(settings.roots, settings.using_bundled)
@@ -232,7 +232,7 @@ def serve(
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.artifacts.archive import SessionArchive
     from skillshelf.config.views import all_views, resolve_view
-    from skillshelf.library.skill_library import SkillLibrary
+    from skillshelf.library.index.library import SkillLibrary
     from skillshelf.server import build_server
     from skillshelf.server.app import build_view_servers, equip_served_view
 
@@ -685,7 +685,7 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
 
     Exits 1 when any finding is an error.
     """
-    from skillshelf.library.checker import check_roots
+    from skillshelf.library.skill.checker import check_roots
 
     roots = list(paths) or _settings(libraries).roots
     report = check_roots([r.expanduser() for r in roots])
@@ -708,7 +708,7 @@ def _echo_finding(finding: Finding) -> None:
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 def init(directory: Path | None) -> None:
     """Create a library (default ~/.shared-patterns) seeded with the bundled example skills."""
-    from skillshelf.library.skill_library import READ_ONLY_MARKER
+    from skillshelf.library.index.library import READ_ONLY_MARKER
     from skillshelf.settings import DEFAULT_LIBRARY, bundled_library_path
 
     target = (directory or DEFAULT_LIBRARY).expanduser()

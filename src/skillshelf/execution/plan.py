@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution.schema import camel_name, derive_python_schema, function_name, read_source
-from skillshelf.library.index import IndexedSkill
-from skillshelf.library.paths import is_within
+from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.paths import is_within
 
 CHILD = Path(__file__).with_name("_child.py")
 CHILD_JS = Path(__file__).with_name("_child_js.mjs")

@@ -27,8 +27,8 @@ from skillshelf.execution.runner import (
     run_child,
 )
 from skillshelf.execution.schema import validation_errors
-from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.library.usage import UsageUnavailable
+from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.usage.store import UsageUnavailable
 from skillshelf.settings import ExecutionSettings
 
 logger = logging.getLogger(__name__)

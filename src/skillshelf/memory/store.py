@@ -22,7 +22,7 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any, NamedTuple
 
-from skillshelf.library.reading import NotRegularFile
+from skillshelf.library.skill.reading import NotRegularFile
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.metrics.models import CategoryLayoutCount, LibraryStats, SkillTokens, UsedSkill
 
 TOP = 10

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol
 
-from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.library.usage import PatternUsage
+from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.usage.store import PatternUsage
 from skillshelf.metrics.models import PatternReuse, ReuseReport
 
 SortBy = Literal["reuseCount", "recent", "category"]

@@ -15,13 +15,13 @@ from typing import Any
 from skillshelf.envelope import ErrorInfo, WireModel
 from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
 from skillshelf.execution.schema import derive_python_schema, read_source
-from skillshelf.library.frontmatter import parse_document
-from skillshelf.library.index import IndexedSkill, SearchFilters
-from skillshelf.library.layouts import CODE_LANGUAGES
-from skillshelf.library.paths import is_servable
-from skillshelf.library.reading import Reporter, read_text
-from skillshelf.library.skill_library import SkillLibrary
-from skillshelf.library.usage import PatternUsage
+from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.index.store import IndexedSkill, SearchFilters
+from skillshelf.library.skill.frontmatter import parse_document
+from skillshelf.library.skill.layouts import CODE_LANGUAGES
+from skillshelf.library.skill.paths import is_servable
+from skillshelf.library.skill.reading import Reporter, read_text
+from skillshelf.library.usage.store import PatternUsage
 from skillshelf.patterns import minify
 from skillshelf.patterns.models import (
     BriefMetadata,

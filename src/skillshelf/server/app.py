@@ -18,8 +18,8 @@ from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.config.views import DEFAULT_VIEW, ViewSettings, all_views, resolve_view
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.scoped import ScopedLibrary
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.access.scoped import ScopedLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
 from skillshelf.server.prompts import register_prompts

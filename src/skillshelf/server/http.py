@@ -381,7 +381,7 @@ def worker_app() -> ASGIApp:
 
     from skillshelf.artifacts.archive import SessionArchive
     from skillshelf.config.views import all_views
-    from skillshelf.library.skill_library import SkillLibrary
+    from skillshelf.library.index.library import SkillLibrary
     from skillshelf.server.app import build_view_servers
     from skillshelf.settings import Settings
 

@@ -37,8 +37,9 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from skillshelf.library.index import IndexedSkill
-from skillshelf.library.manifest import (
+from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.manifest import (
     SKILL_DOC,
     NotPublishableError,
     SkillFileNotFoundError,
@@ -46,7 +47,6 @@ from skillshelf.library.manifest import (
     SkillManifests,
     folder_name,
 )
-from skillshelf.library.skill_library import SkillLibrary
 
 logger = logging.getLogger(__name__)
 

@@ -44,7 +44,7 @@ from pydantic.alias_generators import to_camel
 from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.filters import decide_tool
+from skillshelf.library.access.rules import decide_tool
 from skillshelf.server.tooling import EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
 
 logger = logging.getLogger(__name__)

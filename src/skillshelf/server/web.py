@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from skillshelf import __version__
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.service import MAX_LIMIT
 from skillshelf.web import pages

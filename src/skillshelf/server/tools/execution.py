@@ -12,7 +12,7 @@ from pydantic import Field
 from skillshelf.envelope import Envelope
 from skillshelf.execution import service
 from skillshelf.execution.models import DryRunResult, ExecutionResult
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.tooling import make_tool, respond, respond_async
 from skillshelf.settings import ExecutionSettings
 

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.envelope import Envelope
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.metrics import compression
 from skillshelf.metrics.compression import CompressionReport
 from skillshelf.metrics.library_stats import library_stats

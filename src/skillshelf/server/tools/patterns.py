@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from skillshelf.envelope import Envelope
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.filecache import CacheMiss, hits_only
-from skillshelf.library.skill_library import SkillLibrary
+from skillshelf.library.index.filecache import CacheMiss, hits_only
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.models import (
     BulkLoadResult,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from skillshelf.library.models import VERIFIED_THRESHOLD, Finding, Quality
+from skillshelf.library.skill.models import VERIFIED_THRESHOLD, Finding, Quality
 
 CRITERIA = ("correctness", "reusability", "documentation", "test coverage", "performance")
 _WHEN_TO_USE = re.compile(r"\b(use (this )?when|when to use|use it (to|when|for)|use for)\b", re.IGNORECASE)

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.discovery import discover
-from skillshelf.library.layouts import load_source
-from skillshelf.library.manifest import folder_limit_problem
-from skillshelf.library.models import Finding, Skill, SkillSource
-from skillshelf.library.paths import display_path
-from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
+from skillshelf.library.skill.discovery import discover
+from skillshelf.library.skill.layouts import load_source
+from skillshelf.library.skill.manifest import folder_limit_problem
+from skillshelf.library.skill.models import Finding, Skill, SkillSource
+from skillshelf.library.skill.paths import display_path
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 

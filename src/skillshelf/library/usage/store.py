@@ -25,9 +25,9 @@ from urllib.parse import quote
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.fts import immediate_transaction, use_wal
-from skillshelf.library.locking import describe_sqlite_error, file_lock, is_corruption
-from skillshelf.library.paths import display_path
+from skillshelf.library.index.fts import immediate_transaction, use_wal
+from skillshelf.library.index.locking import describe_sqlite_error, file_lock, is_corruption
+from skillshelf.library.skill.paths import display_path
 
 logger = logging.getLogger(__name__)
 

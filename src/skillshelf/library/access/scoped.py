@@ -19,11 +19,11 @@ from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
-from skillshelf.library.filters import Rule, SkillFacts, decide_skill, needs_details
-from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters
-from skillshelf.library.models import Finding
-from skillshelf.library.skill_library import MAX_SKILL_ID, SKILL_ID, SkillLibrary
-from skillshelf.library.usage import UsageStore
+from skillshelf.library.access.rules import Rule, SkillFacts, decide_skill, needs_details
+from skillshelf.library.index.library import MAX_SKILL_ID, SKILL_ID, SkillLibrary
+from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters
+from skillshelf.library.skill.models import Finding
+from skillshelf.library.usage.store import UsageStore
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
-from skillshelf.library.locking import is_corruption
+from skillshelf.library.index.locking import is_corruption
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from skillshelf.library.reading import Reporter
+from skillshelf.library.skill.reading import Reporter
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_EXPANDED_NODES = 10_000  # far above any honest frontmatter; a 400-byte alias bomb expands to millions

@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from skillshelf.library.fts import FtsIndex
-from skillshelf.library.layouts import summary
-from skillshelf.library.models import Finding, Skill, SkillSource
-from skillshelf.library.query import Concept, Vocabulary, concepts, query_terms, split_word, with_alternatives
+from skillshelf.library.index.fts import FtsIndex
+from skillshelf.library.index.query import Concept, Vocabulary, concepts, query_terms, split_word, with_alternatives
+from skillshelf.library.skill.layouts import summary
+from skillshelf.library.skill.models import Finding, Skill, SkillSource
 
 logger = logging.getLogger(__name__)
 

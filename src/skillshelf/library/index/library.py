@@ -25,20 +25,20 @@ from typing import TypeVar
 import platformdirs
 
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
-from skillshelf.library.discovery import Discovery, discover
-from skillshelf.library.filecache import FileCache
-from skillshelf.library.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
-from skillshelf.library.index import CategoryStats, IndexedSkill, SearchFilters, SkillIndex, name_key
-from skillshelf.library.layouts import load_source
-from skillshelf.library.locking import file_lock
-from skillshelf.library.models import Finding, Skill, SkillSource
-from skillshelf.library.parallel import batches, parse_all
-from skillshelf.library.paths import display_path
-from skillshelf.library.query import query_terms
-from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES
-from skillshelf.library.semantic import Closeness, SemanticIndex, skill_text
-from skillshelf.library.usage import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
-from skillshelf.library.watcher import DirectoryWatcher
+from skillshelf.library.index.filecache import FileCache
+from skillshelf.library.index.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
+from skillshelf.library.index.locking import file_lock
+from skillshelf.library.index.parallel import batches, parse_all
+from skillshelf.library.index.query import query_terms
+from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters, SkillIndex, name_key
+from skillshelf.library.index.watcher import DirectoryWatcher
+from skillshelf.library.semantic.vectors import Closeness, SemanticIndex, skill_text
+from skillshelf.library.skill.discovery import Discovery, discover
+from skillshelf.library.skill.layouts import load_source
+from skillshelf.library.skill.models import Finding, Skill, SkillSource
+from skillshelf.library.skill.paths import display_path
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
+from skillshelf.library.usage.store import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
 
 logger = logging.getLogger(__name__)
 ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]

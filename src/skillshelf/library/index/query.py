@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from skillshelf.library.synonyms import SYNONYM_GROUPS
+from skillshelf.library.index.synonyms import SYNONYM_GROUPS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

@@ -29,12 +29,12 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from skillshelf.library.discovery import IGNORED_NAMES
-from skillshelf.library.frontmatter import parse_document
-from skillshelf.library.index import IndexedSkill
-from skillshelf.library.layouts import MAX_DESCRIPTION, valid_name
-from skillshelf.library.paths import is_within
-from skillshelf.library.reading import Reporter, read_text
+from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.discovery import IGNORED_NAMES
+from skillshelf.library.skill.frontmatter import parse_document
+from skillshelf.library.skill.layouts import MAX_DESCRIPTION, valid_name
+from skillshelf.library.skill.paths import is_within
+from skillshelf.library.skill.reading import Reporter, read_text
 
 MAX_FILES = 512
 MAX_TOTAL_BYTES = 16 * 1024 * 1024

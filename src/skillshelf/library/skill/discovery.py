@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillshelf.library.models import Finding, SkillSource
-from skillshelf.library.paths import display_path, relative_to_root
+from skillshelf.library.skill.models import Finding, SkillSource
+from skillshelf.library.skill.paths import display_path, relative_to_root
 
 IGNORED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
 NOT_SKILL_DOCS = frozenset({"readme.md", "changelog.md", "contributing.md", "license.md", "index.md"})

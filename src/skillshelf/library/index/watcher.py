@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from skillshelf.library.watch_child import CHANGE, IGNORED_DIR, READY
+from skillshelf.library.index.watch_child import CHANGE, IGNORED_DIR, READY
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class DirectoryWatcher:
 
     def _run(self) -> None:
         mode = "--recursive" if self.recursive else "--flat"
-        command = [sys.executable, "-m", "skillshelf.library.watch_child", mode, *map(str, self.roots)]
+        command = [sys.executable, "-m", "skillshelf.library.index.watch_child", mode, *map(str, self.roots)]
         try:
             with self._child_lock:
                 if self.stop_event.is_set():

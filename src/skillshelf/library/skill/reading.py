@@ -8,7 +8,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillshelf.library.models import Finding, Severity
+from skillshelf.library.skill.models import Finding, Severity
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 BINARY_SNIFF_BYTES = 8192

@@ -7,13 +7,13 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.discovery import RESOURCE_DIRS
-from skillshelf.library.frontmatter import ParsedDocument, parse_document
-from skillshelf.library.markdown import DocumentOutline, bold_fields, outline, plain, section_table
-from skillshelf.library.models import Finding, Skill, SkillSource
-from skillshelf.library.paths import display_path, is_servable, is_within, relative_to_root
-from skillshelf.library.quality import CRITERIA, QualityFacts, parse_score, score_quality
-from skillshelf.library.reading import DEFAULT_MAX_FILE_BYTES, Reporter, read_text
+from skillshelf.library.skill.discovery import RESOURCE_DIRS
+from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
+from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
+from skillshelf.library.skill.models import Finding, Skill, SkillSource
+from skillshelf.library.skill.paths import display_path, is_servable, is_within, relative_to_root
+from skillshelf.library.skill.quality import CRITERIA, QualityFacts, parse_score, score_quality
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, Reporter, read_text
 from skillshelf.tokens import estimate_text_tokens
 
 NAME_RULE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

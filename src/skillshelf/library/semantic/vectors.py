@@ -2,7 +2,7 @@
 
 Words alone miss a user who describes the problem in other words ("make answers shorter to save
 tokens" for a skill called steno-mode). With `semantic_model` set, every skill's name and
-description is embedded by a sentence model (`skillshelf.library.encoder`) and a search fuses the
+description is embedded by a sentence model (`skillshelf.library.semantic.encoder`) and a search fuses the
 word ranking with the nearest vectors (reciprocal rank fusion).
 
 Embedding costs about 50-100 ms per skill on a small CPU, so it never delays an answer: a background
@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillshelf.library.locking import file_lock, is_corruption
+from skillshelf.library.index.locking import file_lock, is_corruption
 
 if TYPE_CHECKING:
-    from skillshelf.library.encoder import Matrix, SentenceEncoder
+    from skillshelf.library.semantic.encoder import Matrix, SentenceEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class SemanticIndex:
     # -- embedding ---------------------------------------------------------------------------
     def _load_encoder(self) -> SentenceEncoder:
         if self._encoder is None:
-            from skillshelf.library.encoder import SentenceEncoder  # NumPy only when configured
+            from skillshelf.library.semantic.encoder import SentenceEncoder  # NumPy only when configured
 
             self._encoder = SentenceEncoder(self.model_folder)
         return self._encoder

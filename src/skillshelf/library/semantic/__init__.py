@@ -1,0 +1,1 @@
+"""Search by meaning (optional): a sentence encoder in NumPy, stored vectors, the model installer."""
