@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns.service import search_patterns
 
@@ -96,7 +97,7 @@ def evaluate(library: SkillLibrary, queries: list[Query]) -> dict[str, Any]:
     took: list[float] = []
     for q in queries:
         started = time.perf_counter()
-        ids = [hit.id for hit in search_patterns(library, q.text, limit=10).hits]
+        ids = [hit.id for hit in search_patterns(LibraryReader(library), q.text, limit=10).hits]
         took.append((time.perf_counter() - started) * 1000)
         returned[q.number] = ids
         ranks[q.number] = rank_of(ids, q.answers)

@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns.service import search_patterns
 
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             ranks: dict[str, list[int | None]] = defaultdict(list)
             started = time.perf_counter()
             for q in queries["queries"]:
-                ids = [h.id for h in search_patterns(library, q["query"], limit=10).hits]
+                ids = [h.id for h in search_patterns(LibraryReader(library), q["query"], limit=10).hits]
                 rank = ids.index(q["answer"]) + 1 if q["answer"] in ids else None
                 for kind in dict.fromkeys(("all", q.get("kind", "all"))):
                     ranks[kind].append(rank)

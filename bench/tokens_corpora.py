@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns.service import compact_result, load_for_agent, search_patterns
 from skillshelf.tokens import estimate_json_tokens
@@ -44,7 +45,7 @@ def measure(library: SkillLibrary, texts: list[tuple[str, tuple[str, ...]]]) -> 
     totals: dict[str, list[int]] = {"long": [], "compact": [], **{f"maxTokens={m}": [] for m in MAX_TOKENS}}
     loads: dict[str, list[int]] = {key: [] for key in totals}
     for text, answers in texts:
-        found = search_patterns(library, text, limit=LIMIT)
+        found = search_patterns(LibraryReader(library), text, limit=LIMIT)
         compact = compact_result(found)
         hit_long += [estimate_json_tokens(wire(h)) for h in found.hits]
         hit_compact += [estimate_json_tokens(wire(h)) for h in compact.hits]
@@ -53,12 +54,15 @@ def measure(library: SkillLibrary, texts: list[tuple[str, tuple[str, ...]]]) -> 
         forms = {
             "long": (
                 estimate_json_tokens(wire(found)),
-                wire(load_for_agent(library, target, detail=True, include_metadata=True)),
+                wire(load_for_agent(LibraryReader(library), target, detail=True, include_metadata=True)),
             ),
-            "compact": (estimate_json_tokens(wire(compact)), wire(load_for_agent(library, target))),
+            "compact": (estimate_json_tokens(wire(compact)), wire(load_for_agent(LibraryReader(library), target))),
         }
         for m in MAX_TOKENS:
-            forms[f"maxTokens={m}"] = (forms["compact"][0], wire(load_for_agent(library, target, max_tokens=m)))
+            forms[f"maxTokens={m}"] = (
+                forms["compact"][0],
+                wire(load_for_agent(LibraryReader(library), target, max_tokens=m)),
+            )
         for key, (search_tokens, loaded) in forms.items():
             load_tokens = estimate_json_tokens(loaded)
             loads[key].append(load_tokens)

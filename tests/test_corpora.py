@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.skill.checker import CheckReport, check_roots
@@ -83,10 +84,10 @@ def test_token_budgets_of_compact_hits_and_paged_loads(library: SkillLibrary) ->
     hit_tokens: list[int] = []
     find_load: list[int] = []
     for query in load_queries()[:60]:  # a fixed sample: the first 60 labelled queries, limit 5
-        found = compact_result(search_patterns(library, query.text, limit=5))
+        found = compact_result(search_patterns(LibraryReader(library), query.text, limit=5))
         hit_tokens += [tokens(hit) for hit in found.hits]
         target = next((h.id for h in found.hits if h.id in query.answers), query.answers[0])
-        loaded = tokens(load_for_agent(library, target, max_tokens=900))
+        loaded = tokens(load_for_agent(LibraryReader(library), target, max_tokens=900))
         assert loaded <= 900, target
         find_load.append(tokens(found) + loaded)
     assert statistics.median(hit_tokens) <= 60

@@ -15,6 +15,7 @@ from skillshelf.artifacts import service as artifacts
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.cli import cli
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.metrics.reuse import pattern_reuse
 from skillshelf.projects import ProjectRoots
@@ -40,7 +41,7 @@ def test_reuse_dates_are_days_whether_from_a_use_or_a_session(sample_root: Path,
     try:
         library.sync()
         library.usage.record("python/slugify", "blog", None, source="tool")
-        (row,) = pattern_reuse(library, "python/slugify", mentions=mentions).patterns
+        (row,) = pattern_reuse(LibraryReader(library), "python/slugify", mentions=mentions).patterns
         assert row.first_used == "2020-01-02"
         assert row.last_used is not None and DAY.match(row.last_used), row.last_used
     finally:

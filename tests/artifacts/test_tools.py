@@ -11,6 +11,7 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
 from skillshelf.artifacts.archive import SessionArchive
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.metrics import metrics_tools
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.anyio
 async def client(archive: SessionArchive, tmp_path: Path) -> AsyncIterator[Client]:
     """The artifacts tools, and getCompressionRatio from the metrics tools (it reads the same sessions)."""
     library = SkillLibrary(LibraryConfig(roots=[tmp_path / "no-skills"], index_dir=tmp_path / "index", watch=False))
-    server: MCPServer[Any] = MCPServer("test", tools=[*artifacts_tools(archive), *metrics_tools(library, archive)])
+    tools = [*artifacts_tools(archive), *metrics_tools(LibraryReader(library), archive)]
+    server: MCPServer[Any] = MCPServer("test", tools=tools)
     try:
         async with Client(server, raise_exceptions=True) as connected:
             yield connected

@@ -22,6 +22,7 @@ import pytest
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import containment, sandbox, service
 from skillshelf.execution.containment import PidsCgroup
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.conftest import three_file
@@ -161,7 +162,7 @@ UNSANDBOXED = SANDBOXED.model_copy(update={"bubblewrap": False})
 
 
 async def attack(library: SkillLibrary, settings: ExecutionSettings, skill: str, payload: dict[str, Any]) -> Any:
-    result = await service.execute_skill(library, settings, f"attack/{skill}", payload)
+    result = await service.execute_skill(LibraryReader(library), settings, f"attack/{skill}", payload)
     return result
 
 
@@ -262,11 +263,11 @@ async def test_require_isolation_refuses_to_run_without_the_sandbox(
 
 
 async def test_a_dry_run_reports_the_isolation_and_cgroup_a_run_gets(attack_library: SkillLibrary) -> None:
-    dry = service.dry_run(attack_library, SANDBOXED, "attack/cgroup-escape", {}, None, None)
+    dry = service.dry_run(LibraryReader(attack_library), SANDBOXED, "attack/cgroup-escape", {}, None, None)
     real = await attack(attack_library, SANDBOXED, "cgroup-escape", {})
     assert dry.would_run.process_cgroup == real.ran.process_cgroup
     assert dry.would_run.isolation == real.ran.isolation == ("bubblewrap" if HAS_BUBBLEWRAP else "rlimits-only")
-    unsandboxed = service.dry_run(attack_library, UNSANDBOXED, "attack/cgroup-escape", {}, None, None)
+    unsandboxed = service.dry_run(LibraryReader(attack_library), UNSANDBOXED, "attack/cgroup-escape", {}, None, None)
     assert unsandboxed.would_run.isolation == "rlimits-only" and unsandboxed.would_run.network is True
 
 

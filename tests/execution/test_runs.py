@@ -14,6 +14,7 @@ import pytest
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import service
 from skillshelf.execution.containment import PidsCgroup, user_process_allowance
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.execution.conftest import all_gone, started_run
@@ -23,7 +24,9 @@ BUNDLED = Path(__file__).resolve().parents[2] / "patterns"
 
 
 async def run(library: SkillLibrary, settings: ExecutionSettings, skill: str, payload: Any = None, **kw: Any) -> Any:
-    return await service.execute_skill(library, settings, skill, {} if payload is None else payload, **kw)
+    return await service.execute_skill(
+        LibraryReader(library), settings, skill, {} if payload is None else payload, **kw
+    )
 
 
 async def failure(
@@ -208,7 +211,9 @@ async def test_cancelling_a_run_kills_the_child_and_leaves_no_orphan(
 
 async def test_a_dry_run_validates_and_describes_without_running(run_library: SkillLibrary, tmp_path: Path) -> None:
     marker = tmp_path / "ran.txt"
-    result = service.dry_run(run_library, ExecutionSettings(), "run/marker", {"path": str(marker), "count": 1}, None, 5)
+    result = service.dry_run(
+        LibraryReader(run_library), ExecutionSettings(), "run/marker", {"path": str(marker), "count": 1}, None, 5
+    )
     assert result.input_valid and result.schema_source == "declared" and not result.execution_enabled
     assert result.would_run.entry == "marker(**input)" and result.would_run.timeout_s == 5
     assert not marker.exists()

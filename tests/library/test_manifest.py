@@ -9,14 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from skillshelf.library.access.files import SkillFileError
+from skillshelf.library.access.manifest import MAX_FILES, MAX_TOTAL_BYTES, NotPublishableError, SkillManifest
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.library.skill.manifest import (
-    MAX_FILES,
-    MAX_TOTAL_BYTES,
-    NotPublishableError,
-    SkillFileNotFoundError,
-    SkillManifests,
-)
+from skillshelf.library.index.store import IndexedSkill
 from tests.conftest import agent_skill, three_file, write
 
 
@@ -33,9 +30,24 @@ def opened(root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
     library.close()
 
 
-def manifests_of(library: SkillLibrary) -> SkillManifests:
+class Manifests:
+    """The reader's manifest and byte reads, under the names these tests were written with."""
+
+    def __init__(self, library: SkillLibrary) -> None:
+        self.reader = LibraryReader(library)
+
+    def build(self, skill: IndexedSkill | None) -> SkillManifest:
+        assert skill is not None
+        return self.reader.manifest(skill)
+
+    def read(self, skill: IndexedSkill | None, path: str) -> bytes:
+        assert skill is not None
+        return self.reader.read_bytes(skill, path, MAX_TOTAL_BYTES)
+
+
+def manifests_of(library: SkillLibrary) -> Manifests:
     library.sync()
-    return SkillManifests(library.roots)
+    return Manifests(library)
 
 
 def digest(data: bytes) -> str:
@@ -65,7 +77,7 @@ def test_an_agent_skill_lists_every_file_in_its_folder_with_digests_of_the_raw_b
     write(doc.parent / "node_modules" / "x" / "index.js", "vendored\n")
     manifests = manifests_of(opened)
 
-    manifest = manifests.build(opened.get("docs/pdf-tools"))  # type: ignore[arg-type]
+    manifest = manifests.build(opened.get("docs/pdf-tools"))
 
     paths = [f.path for f in manifest.files]
     assert paths == ["SKILL.md", "forms.md", "scripts/fill.py", "templates/eu/invoice.md"]
@@ -119,7 +131,7 @@ def test_a_skill_over_the_file_limit_is_refused_with_the_reason_not_truncated(ro
     manifests = manifests_of(opened)
 
     with pytest.raises(NotPublishableError) as refused:
-        manifests.build(opened.get("data/big"))  # type: ignore[arg-type]
+        manifests.build(opened.get("data/big"))
 
     assert refused.value.reason == "over-file-limit"
     assert "512" in refused.value.message
@@ -133,7 +145,7 @@ def test_a_skill_over_16_mib_is_refused_with_the_reason(root: Path, opened: Skil
     manifests = manifests_of(opened)
 
     with pytest.raises(NotPublishableError) as refused:
-        manifests.build(opened.get("data/huge"))  # type: ignore[arg-type]
+        manifests.build(opened.get("data/huge"))
 
     assert refused.value.reason == "over-size-limit"
 
@@ -152,7 +164,7 @@ def test_a_skill_breaking_the_extension_rules_says_which_rule(
     manifests = manifests_of(opened)
 
     with pytest.raises(NotPublishableError) as refused:
-        manifests.build(opened.get("misc/wrong"))  # type: ignore[arg-type]
+        manifests.build(opened.get("misc/wrong"))
 
     assert refused.value.reason == reason
 
@@ -164,13 +176,13 @@ def test_reading_anything_but_the_skills_own_files_is_refused(root: Path, opened
     agent_skill(root, "docs", "other", "name: other\ndescription: Another.")
     manifests = manifests_of(opened)
 
-    with pytest.raises(SkillFileNotFoundError):
-        manifests.read(opened.get("docs/tool"), path)  # type: ignore[arg-type]
+    with pytest.raises(SkillFileError):
+        manifests.read(opened.get("docs/tool"), path)
 
 
 def test_check_reports_a_skill_over_the_extensions_file_limit(tmp_path: Path) -> None:
+    from skillshelf.library.access.manifest import MAX_FILES
     from skillshelf.library.skill.checker import check_roots
-    from skillshelf.library.skill.manifest import MAX_FILES
 
     root = tmp_path / "lib"
     agent_skill(root, "data", "fixtures", "name: fixtures\ndescription: Many generated files.")

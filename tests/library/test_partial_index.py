@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SkillIndex
@@ -33,14 +34,14 @@ def test_a_half_built_index_is_never_reported_as_whole(tmp_path: Path, monkeypat
         with pytest.raises(sqlite3.OperationalError):
             library.sync()
         assert library.index.count() == 2
-        partial = service.search_patterns(library, "widget tool")  # retries, fails again, says so
+        partial = service.search_patterns(LibraryReader(library), "widget tool")  # retries, fails again, says so
         assert len(partial.hits) == 2
         assert partial.warnings and "may be incomplete" in partial.warnings[0]
         assert "disk is full" in partial.warnings[0]
         assert library.status()["status"] == "degraded"
 
         monkeypatch.setattr(SkillIndex, "apply", real_apply)  # the disk has room again
-        complete = service.search_patterns(library, "widget tool")
+        complete = service.search_patterns(LibraryReader(library), "widget tool")
         assert complete.warnings is None
         assert library.index.count() == 6
         assert len(complete.hits) == 6

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.filecache import CacheMiss, FileCache, hits_only
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
@@ -131,12 +132,12 @@ def test_a_query_is_never_empty_while_a_relaxed_one_would_match(tmp_path: Path) 
 
 
 def test_hits_carry_a_relative_score_and_a_weak_tail_is_cut(library: SkillLibrary) -> None:
-    result = search_patterns(library, "refresh token")
+    result = search_patterns(LibraryReader(library), "refresh token")
     scores = [h.score for h in result.hits]
     assert scores[0] == 1.0 and scores == sorted(scores, reverse=True)
     assert all(s >= 0.2 for s in scores)
     assert "misc/note-1" not in [h.id for h in result.hits]
-    assert all(h.score == 0.0 for h in search_patterns(library, "").hits)
+    assert all(h.score == 0.0 for h in search_patterns(LibraryReader(library), "").hits)
 
 
 def test_edit_distance_and_vocabulary_corrections() -> None:
@@ -150,19 +151,19 @@ def test_edit_distance_and_vocabulary_corrections() -> None:
 
 
 def test_a_changed_file_is_never_served_stale(library: SkillLibrary, root: Path) -> None:
-    first = load_skill(library, "ops/debug-crashes", include_code=True)
-    again = load_skill(library, "ops/debug-crashes", include_code=True)
+    first = load_skill(LibraryReader(library), "ops/debug-crashes", include_code=True)
+    again = load_skill(LibraryReader(library), "ops/debug-crashes", include_code=True)
     assert again.documentation == first.documentation and library.files.hits >= 1
     # same size, new content: the signature (mtime_ns, size, inode) still changes
     path = root / "ops" / "debug-crashes.md"
     path.write_text(path.read_text(encoding="utf-8").replace("crashes", "CRASHES"), encoding="utf-8")
-    assert "CRASHES" in load_skill(library, "ops/debug-crashes").documentation
+    assert "CRASHES" in load_skill(LibraryReader(library), "ops/debug-crashes").documentation
     code_file = root / "ops" / "debug-crashes.py"
     code_file.write_text("def debug_crashes() -> None:\n    pass\n", encoding="utf-8")
     library.sync()
-    assert "pass" in (load_skill(library, "ops/debug-crashes", include_code=True).code or [])[0].content
+    assert "pass" in (load_skill(LibraryReader(library), "ops/debug-crashes", include_code=True).code or [])[0].content
     code_file.write_text("def debug_crashes() -> None:\n    raise\n", encoding="utf-8")
-    assert "raise" in (load_skill(library, "ops/debug-crashes", include_code=True).code or [])[0].content
+    assert "raise" in (load_skill(LibraryReader(library), "ops/debug-crashes", include_code=True).code or [])[0].content
 
 
 def test_the_cache_is_bounded_least_recently_used_first(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from skillshelf.library.access.scoped import ScopedLibrary
+from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary, fused
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.semantic.encoder import ModelError, SentenceEncoder, WordPiece, read_safetensors
@@ -240,7 +240,7 @@ def test_filters_apply_to_skills_found_by_meaning(root: Path, model: Path, tmp_p
 
 def test_a_view_never_shows_a_hidden_skill_found_by_meaning(root: Path, model: Path, tmp_path: Path) -> None:
     library = open_library(root, tmp_path / "index", model)
-    scoped = ScopedLibrary(library, [("exclude", "testing/*")])
+    scoped = ViewReader(library, [("exclude", "testing/*")])
     for query in ("write tests for flaky network calls", "tests", "retry"):
         assert all(s.category != "testing" for s in scoped.search(query, SearchFilters(), 10))
     library.close()

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters, SkillIndex
@@ -64,7 +65,9 @@ def test_a_restart_answers_from_the_complete_index_while_the_recheck_runs(
         library.start()
         assert not library.needs_sync()  # reads do not wait, though the re-check is held mid-sync
         assert len(ids(library, "widget tool")) == 4  # the last run's index, at once
-        assert "Polish." in service.load_for_agent(library, "tools/tool-1").documentation  # files: never stale
+        assert (
+            "Polish." in service.load_for_agent(LibraryReader(library), "tools/tool-1").documentation
+        )  # files: never stale
         held_parse.set()
         deadline = time.monotonic() + 10
         while ids(library, "gizmo polisher") != ["tools/tool-1"] and time.monotonic() < deadline:

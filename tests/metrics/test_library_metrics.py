@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server
 from skillshelf.settings import Settings
@@ -82,7 +83,7 @@ async def test_reuse_counts_sessions_that_mention_a_skill(sample_root: Path, tmp
         library.sync()
         from skillshelf.metrics.reuse import pattern_reuse
 
-        report = pattern_reuse(library, "python/slugify", mentions=mentions)
+        report = pattern_reuse(LibraryReader(library), "python/slugify", mentions=mentions)
         (row,) = report.patterns
         assert (row.reuse_count, row.session_mentions, row.projects) == (2, 2, ["blog", "shop"])
         assert row.first_used == row.last_used == "2025-11-05"

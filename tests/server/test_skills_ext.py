@@ -14,6 +14,7 @@ from mcp import Client, MCPError, types
 from mcp.server.mcpserver import MCPServer
 from pydantic import TypeAdapter
 
+from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server, skills_ext
 from skillshelf.server.skills_ext import EXTENSION_ID, SkillsSurface
@@ -65,8 +66,8 @@ async def client(request: pytest.FixtureRequest, sample_root: Path, library: Ski
 
 
 def surface_server(library: SkillLibrary, hidden: set[str]) -> MCPServer[Any]:
-    """A server with only the skills surface, under a visibility rule (what views will plug in)."""
-    surface = SkillsSurface(library, visible=lambda skill_id: skill_id not in hidden)
+    """A server with only the skills surface, reading through a view that hides `hidden`."""
+    surface = SkillsSurface(ViewReader(library, [("exclude", skill_id) for skill_id in sorted(hidden)]))
     server: MCPServer[Any] = MCPServer(
         "t", log_level="WARNING", extensions=[surface.extension], subscriptions=surface.bus
     )

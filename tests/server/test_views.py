@@ -294,11 +294,11 @@ async def test_the_web_view_of_a_served_view_hides_its_hidden_skills(library: Sk
     import httpx2
     from starlette.applications import Starlette
 
-    from skillshelf.library.access.scoped import ScopedLibrary
+    from skillshelf.library.access.reader import ViewReader
     from skillshelf.server.web import web_routes
 
     library.sync()
-    app = Starlette(routes=web_routes(ScopedLibrary(library, [("exclude", HIDDEN)]), WebAccess()))
+    app = Starlette(routes=web_routes(ViewReader(library, [("exclude", HIDDEN)]), WebAccess()))
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as web:
         listing = await web.get("/", params={"q": ""})
         assert "retry-backoff" in listing.text and "slugify" not in listing.text

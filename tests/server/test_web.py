@@ -11,12 +11,14 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from starlette.applications import Starlette
 from starlette.requests import Request
 
+from skillshelf.library.access.reader import LibraryReader, ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
-from skillshelf.server.web import WebAccess, web_app
+from skillshelf.server.web import WebAccess, web_app, web_routes
 from tests.conftest import agent_skill
 from tests.server.test_http import free_port, wait_healthy
 
@@ -48,7 +50,7 @@ async def test_search_ranks_hits_exactly_as_the_search_tool_does(
     for query in ("retry flaky network calls", "postgres tenant", ""):
         response = await web.get("/", params={"q": query})
         assert response.status_code == 200
-        expected = [hit.id for hit in service.search_patterns(sample_library, query, limit=50).hits]
+        expected = [hit.id for hit in service.search_patterns(LibraryReader(sample_library), query, limit=50).hits]
         assert skill_ids(response.text) == expected and expected
     only_python = await web.get("/", params={"q": "", "category": "python"})
     assert skill_ids(only_python.text) == ["python/retry-backoff", "python/slugify"]
@@ -123,8 +125,9 @@ async def test_the_library_page_charts_the_same_counts_as_the_stats(
 
 
 async def test_hidden_skills_are_absent_everywhere_and_their_pages_are_404(sample_library: SkillLibrary) -> None:
-    access = WebAccess(visible=lambda skill_id: skill_id != "python/slugify")
-    async with client(sample_library, access) as web:
+    reader = ViewReader(sample_library, [("exclude", "python/slugify")])
+    app = Starlette(routes=web_routes(reader, WebAccess()))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as web:
         assert "python/slugify" not in skill_ids((await web.get("/", params={"q": "slug url title"})).text)
         assert "python/slugify" not in skill_ids((await web.get("/")).text)
         hidden = await web.get("/skills/python/slugify/")

@@ -18,6 +18,7 @@ import pytest
 import uvicorn
 from starlette.requests import Request
 
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
@@ -108,7 +109,9 @@ def test_searching_then_opening_the_best_hit(
     page.fill("input[name=q]", "retry flaky network calls")
     page.press("input[name=q]", "Enter")
     page.wait_for_url("**/?q=retry+flaky+network+calls")
-    expected = [hit.id for hit in service.search_patterns(sample_library, "retry flaky network calls").hits]
+    expected = [
+        hit.id for hit in service.search_patterns(LibraryReader(sample_library), "retry flaky network calls").hits
+    ]
     shown = [item.get_attribute("data-skill") for item in page.locator("li.hit").all()]
     assert shown == expected and shown[0] == "python/retry-backoff"
     shoot(page, tmp_path, "search")

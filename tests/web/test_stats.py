@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 
+from skillshelf.library.access.reader import LibraryReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.metrics.library_stats import library_stats
 from skillshelf.web.stats import library_view, uses_by_period
@@ -20,8 +21,8 @@ def set_times(library: SkillLibrary, stamps: list[str]) -> None:
 
 def test_the_library_view_counts_match_the_library_stats_tool(sample_library: SkillLibrary) -> None:
     sample_library.usage.record("python/slugify", "app", None, source="tool")
-    view = library_view(sample_library)
-    stats = library_stats(sample_library)
+    view = library_view(LibraryReader(sample_library))
+    stats = library_stats(LibraryReader(sample_library))
     assert dict(view.quality_histogram) == stats.quality_histogram
     assert view.skills == stats.skills == 4
     assert view.verified == stats.verified
@@ -34,7 +35,7 @@ def test_the_library_view_counts_match_the_library_stats_tool(sample_library: Sk
 def test_hidden_skills_are_left_out_of_every_figure(sample_library: SkillLibrary) -> None:
     sample_library.usage.record("python/slugify", "app", None, source="tool")
     sample_library.usage.record("database/rls-policy", "app", None, source="tool")
-    view = library_view(sample_library, lambda skill_id: not skill_id.startswith("python/"))
+    view = library_view(ViewReader(sample_library, [("exclude", "python/*")]))
     assert view.skills == 2
     assert dict(view.categories) == {"database": 1, "git": 1}
     assert {skill_id for skill_id, _ in view.tokens} == {"database/rls-policy", "git/release-notes"}
@@ -46,7 +47,7 @@ def test_uses_are_counted_per_day_with_the_quiet_days_filled_in(sample_library: 
     for skill_id in ("python/slugify", "python/slugify", "git/release-notes"):
         sample_library.usage.record(skill_id, "app", None, source="tool")
     set_times(sample_library, ["2026-11-02T09:00:00.000Z", "2026-11-02T17:00:00.000Z", "2026-11-05T08:00:00.000Z"])
-    view = library_view(sample_library)
+    view = library_view(LibraryReader(sample_library))
     assert view.period == "day"
     assert view.uses_over_time == [("2026-11-02", 2), ("2026-11-03", 0), ("2026-11-04", 0), ("2026-11-05", 1)]
 

@@ -47,6 +47,7 @@ def _config_path(given: Path | None) -> Path | None:
 def tool_catalogue(settings: Settings) -> Iterator[list[Tool]]:
     """Every tool, built over a throwaway index (nothing is parsed or written near the library)."""
     from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.library.access.reader import LibraryReader
     from skillshelf.library.index.library import LibraryConfig, SkillLibrary
     from skillshelf.server.app import every_tool
 
@@ -54,7 +55,7 @@ def tool_catalogue(settings: Settings) -> Iterator[list[Tool]]:
         library = SkillLibrary(LibraryConfig(roots=settings.roots, index_dir=Path(scratch), watch=False))
         archive = SessionArchive(settings.projects(), watch=False)
         try:
-            yield every_tool(settings, library, archive)
+            yield every_tool(settings, LibraryReader(library), archive)
         finally:
             library.close()
             archive.close()
@@ -180,8 +181,8 @@ def views(libraries: tuple[Path, ...], as_json: bool) -> None:
 def explain(name: str, view_name: str | None, libraries: tuple[Path, ...], as_json: bool) -> None:
     """Which rule shows or hides a tool or a skill in a view, and why."""
     from skillshelf.config.views import resolve_view
+    from skillshelf.library.access.reader import facts_of
     from skillshelf.library.access.rules import decide_skill, decide_tool
-    from skillshelf.library.access.scoped import facts_of
     from skillshelf.server.views import ToolSelection
 
     settings = _settings(libraries)

@@ -24,6 +24,7 @@ from skillshelf.library.skill.paths import display_path
 from skillshelf.memory.service import NOTE_TYPES
 
 if TYPE_CHECKING:
+    from skillshelf.library.access.reader import LibraryReader
     from skillshelf.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -81,7 +82,9 @@ def _settings(libraries: tuple[Path, ...], **options: Any) -> Settings:
 
 
 @contextmanager
-def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterator[Any]:
+def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterator[LibraryReader]:
+    """The library, synced, read as the curator reads it: every skill, under the same file rules as a server."""
+    from skillshelf.library.access.reader import LibraryReader
     from skillshelf.library.index.library import SkillLibrary
 
     settings = _settings(libraries, watch=watch)
@@ -92,7 +95,7 @@ def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterato
     try:
         library.sync()
         progress.done()
-        yield library
+        yield LibraryReader(library)
     finally:
         library.close()
 
@@ -371,8 +374,8 @@ def web(libraries: tuple[Path, ...], port: int, no_watch: bool) -> None:
     """Browse the library in a web browser: search, skill pages, charts (read-only, on 127.0.0.1)."""
     from skillshelf.server.web import serve_web
 
-    with open_library(libraries, watch=not no_watch) as library:
-        serve_web(library, port)
+    with open_library(libraries, watch=not no_watch) as reader:
+        serve_web(reader.library, port)
 
 
 @cli.command(short_help="Search skills by what they are for.")
@@ -399,8 +402,8 @@ def search(
     from skillshelf.patterns.models import SearchResult
 
     with open_library(libraries) as library:
-        if library.semantic is not None:  # what is embedded by then ranks by meaning; the rest by words
-            library.semantic.wait_idle(timeout=SEMANTIC_WAIT_S)
+        if library.library.semantic is not None:  # what is embedded by then ranks by meaning; the rest by words
+            library.library.semantic.wait_idle(timeout=SEMANTIC_WAIT_S)
         result = service.search_patterns(
             library,
             " ".join(query),

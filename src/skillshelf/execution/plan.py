@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.execution.schema import camel_name, derive_python_schema, function_name, read_source
+from skillshelf.execution.schema import camel_name, derive_python_schema, function_name
+from skillshelf.library.access.files import SkillFileError
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.paths import is_within
 
@@ -91,7 +93,8 @@ MAX_ARGS = 64
 MAX_ARG_CHARS = 4096
 
 
-def plan_for(skill: IndexedSkill, root: Path, script: str | None, args: list[str] | None = None) -> RunPlan:
+def plan_for(skill: IndexedSkill, reader: SkillReader, script: str | None, args: list[str] | None = None) -> RunPlan:
+    """How the skill runs; its files are found and read through `reader` (the same rules as every read)."""
     declared = skill.details.input_schema
     if skill.layout == "three-file":
         if script is not None or args:
@@ -101,9 +104,9 @@ def plan_for(skill: IndexedSkill, root: Path, script: str | None, args: list[str
                 f"{skill.id!r} is a three-file skill: it runs its implementation with the JSON input and takes no "
                 f"`{given}`. Call it again without `{given}`.",
             )
-        return _three_file_plan(skill, root, declared)
+        return _three_file_plan(skill, reader, declared)
     _check_args(args or [])
-    plan = _script_plan(skill, root, script, declared)
+    plan = _script_plan(skill, reader, script, declared)
     return replace(plan, args=tuple(args or ()))
 
 
@@ -119,20 +122,25 @@ def _not_executable(skill_id: str, reason: str) -> SkillshelfError:
     return SkillshelfError(ErrorCode.NOT_EXECUTABLE, f"{skill_id!r} cannot run: {reason}")
 
 
-def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] | None) -> RunPlan:
+def _three_file_plan(skill: IndexedSkill, reader: SkillReader, declared: dict[str, Any] | None) -> RunPlan:
     code_file = skill.details.code_file
     if not code_file:
         raise _not_executable(
             skill.id, "it has no implementation (.py, .js or .ts beside its .md). Read it with loadSkill."
         )
-    target = root / code_file
-    if not is_within(target, root.resolve()):
-        raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{skill.id!r}: its implementation resolves outside the library")
+    code_name = Path(code_file).name
+    try:
+        target = reader.locate(skill, code_name)
+    except SkillFileError:
+        raise SkillshelfError(
+            ErrorCode.ACCESS_DENIED, f"{skill.id!r}: its implementation resolves outside the library"
+        ) from None
+    assert target is not None  # only SKILL.md is generated
     skill_name = skill.id.split("/", 1)[1]
-    owned = [root / name for name in (code_file, skill.details.doc_file, skill.details.meta_file) if name]
-    files = tuple(path for path in owned if is_within(path, root.resolve()))
+    owned = [Path(name).name for name in (code_file, skill.details.doc_file, skill.details.meta_file) if name]
+    files = tuple(path for path in (_located(reader, skill, name) for name in owned) if path is not None)
     if target.suffix == ".py":
-        source = read_source(target) or ""
+        source = reader.read_text(skill, code_name) or ""
         derived, entry = derive_python_schema(source, skill_name)
         if entry is None:
             raise _not_executable(
@@ -167,16 +175,18 @@ def _three_file_plan(skill: IndexedSkill, root: Path, declared: dict[str, Any] |
     )
 
 
-def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: dict[str, Any] | None) -> RunPlan:
-    skill_dir = (root / skill.details.doc_file).parent
+def _script_plan(
+    skill: IndexedSkill, reader: SkillReader, script: str | None, declared: dict[str, Any] | None
+) -> RunPlan:
+    skill_dir = reader.folder_of(skill)
     scripts = [r for r in skill.details.resources if r.startswith("scripts/")]
     if not scripts:
         raise _not_executable(skill.id, "it has no scripts/ folder. Read it with loadSkill and follow its steps.")
     chosen = _choose_script(skill.id, scripts, script, skill_dir)
-    target = skill_dir / chosen
-    if not is_within(target, (skill_dir / "scripts").resolve()):
+    target = _located(reader, skill, chosen)
+    if target is None or not is_within(target, (skill_dir / "scripts").resolve()):
         raise SkillshelfError(ErrorCode.ACCESS_DENIED, f"{chosen!r} resolves outside {skill.id}/scripts/; refused")
-    interpreter = _script_interpreter(skill.id, target)
+    interpreter = _script_interpreter(skill.id, target, reader.read_text(skill, chosen, 256) or "")
     return RunPlan(
         skill_id=skill.id,
         interpreter=interpreter,
@@ -188,6 +198,14 @@ def _script_plan(skill: IndexedSkill, root: Path, script: str | None, declared: 
         schema_source="declared" if declared else None,
         files=(skill_dir,),
     )
+
+
+def _located(reader: SkillReader, skill: IndexedSkill, served: str) -> Path | None:
+    """The file behind a served path when every read rule holds, else None."""
+    try:
+        return reader.locate(skill, served)
+    except SkillFileError:
+        return None
 
 
 def _choose_script(skill_id: str, scripts: list[str], script: str | None, skill_dir: Path) -> str:
@@ -223,10 +241,10 @@ def _choose_script(skill_id: str, scripts: list[str], script: str | None, skill_
     return wanted
 
 
-def _script_interpreter(skill_id: str, target: Path) -> str:
+def _script_interpreter(skill_id: str, target: Path, head: str) -> str:
     interpreter = SCRIPT_INTERPRETERS.get(target.suffix)
     if interpreter is None:
-        interpreter = _shebang_interpreter(target)
+        interpreter = _shebang_interpreter(head)
     if interpreter is None:
         raise _not_executable(
             skill_id, f"no known interpreter for {target.name} (use .py, .sh, .js or a #! line naming python, sh, "
@@ -239,12 +257,9 @@ def _script_interpreter(skill_id: str, target: Path) -> str:
     return interpreter
 
 
-def _shebang_interpreter(target: Path) -> str | None:
-    try:
-        with target.open("rb") as handle:
-            first = handle.readline(200).decode("utf-8", errors="replace")
-    except OSError:
-        return None
+def _shebang_interpreter(head: str) -> str | None:
+    """The interpreter a `#!` first line names, when it is one skillshelf knows."""
+    first = head.split("\n", 1)[0]
     match = SHEBANG.match(first)
     if not match:
         return None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 from typing import Any
 
 _SIMPLE = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object", "list": "array"}
@@ -133,10 +132,3 @@ def validation_errors(schema: dict[str, Any], value: Any) -> list[str]:
         return [f"the skill's input_schema is itself invalid: {exc.message}"]
     errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
     return [f"{'/'.join(str(p) for p in e.absolute_path) or 'input'}: {e.message}" for e in errors[:20]]
-
-
-def read_source(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None

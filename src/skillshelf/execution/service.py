@@ -27,7 +27,7 @@ from skillshelf.execution.runner import (
     run_child,
 )
 from skillshelf.execution.schema import validation_errors
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.usage.store import UsageUnavailable
 from skillshelf.settings import ExecutionSettings
 
@@ -101,7 +101,7 @@ def describe(
 
 
 def prepare(
-    library: SkillLibrary,
+    library: SkillReader,
     settings: ExecutionSettings,
     skill_id: str,
     payload: Any,
@@ -110,7 +110,7 @@ def prepare(
 ) -> tuple[RunPlan, str]:
     """The plan and the JSON input, after every check that needs no process."""
     skill = library.find(skill_id)
-    plan = plan_for(skill, library.root_of(skill), script, args)
+    plan = plan_for(skill, library, script, args)
     encoded = json.dumps(payload, ensure_ascii=False)
     if len(encoded.encode()) > MAX_INPUT_BYTES:
         raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"input is over {MAX_INPUT_BYTES // 1024} KiB; send less")
@@ -126,7 +126,7 @@ def prepare(
 
 
 def dry_run(
-    library: SkillLibrary,
+    library: SkillReader,
     settings: ExecutionSettings,
     skill_id: str,
     payload: Any,
@@ -148,7 +148,7 @@ def dry_run(
 
 
 async def execute_skill(
-    library: SkillLibrary,
+    library: SkillReader,
     settings: ExecutionSettings,
     skill_id: str,
     payload: Any,
@@ -186,7 +186,7 @@ async def execute_skill(
     result = _interpret(plan, outcome, limits, ran, scrub)
     try:  # the run happened and its output is the answer: a usage file that cannot record must not lose it
         if record_use:
-            library.usage.record(plan.skill_id, None, "executeSkill", source="execute")
+            library.record_use(plan.skill_id, None, "executeSkill", source="execute")
     except UsageUnavailable as exc:
         logger.warning("the run of %s is not counted as a use: %s", plan.skill_id, exc.message)
     return result
@@ -323,12 +323,12 @@ def _json_or_none(text: str) -> Any:
 class _Scrubber:
     """Removes paths outside the library from text a skill produced (tracebacks name files)."""
 
-    def __init__(self, library: SkillLibrary, plan: RunPlan, work_dir: Path) -> None:
+    def __init__(self, library: SkillReader, plan: RunPlan, work_dir: Path) -> None:
         replacements = [
             (str(work_dir), "<workdir>"),
             (os.path.realpath(work_dir), "<workdir>"),
             (str(plan.skill_dir), plan.skill_id),
-            *((str(root), "<library>") for root in library.roots),
+            *((str(root), "<library>") for root in library.roots()),
             *((prefix, "<python>") for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}),
             (str(Path(__file__).resolve().parent), "<skillshelf>"),
             (str(Path.home()), "~"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.metrics.models import CategoryLayoutCount, LibraryStats, SkillTokens, UsedSkill
 
 TOP = 10
@@ -18,10 +18,10 @@ def quality_band(score: float) -> str:
     return f"{band}-{band + 1}"
 
 
-def library_stats(library: SkillLibrary) -> LibraryStats:
+def library_stats(library: SkillReader) -> LibraryStats:
     skills = library.overview()
     warnings: list[str] = []
-    rows = library.read_usage(lambda store: store.usage(), warnings)
+    rows = library.usage(None, warnings)
     usage = {u.pattern_id: u for u in rows or []}
     by_use = library.verified_ids(warnings) if rows is not None else frozenset()
     layouts: dict[str, Counter[str]] = {}

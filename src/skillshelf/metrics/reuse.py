@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol
 
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.usage.store import PatternUsage
 from skillshelf.metrics.models import PatternReuse, ReuseReport
 
@@ -27,7 +27,7 @@ MentionFinder = Callable[[list[str]], Mapping[str, Sequence[Mention]]]
 
 
 def pattern_reuse(
-    library: SkillLibrary,
+    library: SkillReader,
     pattern_id: str | None = None,
     min_reuse: int = 0,
     sort_by: SortBy = "reuseCount",
@@ -39,9 +39,7 @@ def pattern_reuse(
     else:
         ids = [s.id for s in library.overview()]
     warnings: list[str] = []
-    usage = {
-        u.pattern_id: u for u in library.read_usage(lambda store: store.usage(pattern_id and ids[0]), warnings) or []
-    }
+    usage = {u.pattern_id: u for u in library.usage(pattern_id and ids[0], warnings) or []}
     mentioned = mentions(ids) if mentions is not None else {}
     rows = [_reuse(skill_id, usage.get(skill_id), mentioned.get(skill_id, []), library) for skill_id in ids]
     kept = [r for r in rows if r.reuse_count >= min_reuse and (pattern_id or r.reuse_count > 0)]
@@ -50,12 +48,12 @@ def pattern_reuse(
 
 
 def _reuse(
-    skill_id: str, usage: PatternUsage | None, mentions: Sequence[Mention], library: SkillLibrary
+    skill_id: str, usage: PatternUsage | None, mentions: Sequence[Mention], library: SkillReader
 ) -> PatternReuse:
     projects = sorted(set(usage.projects if usage else []) | {m.project for m in mentions})
     dates = [d for d in [usage.first_used if usage else None, usage.last_used if usage else None] if d]
     dates += [m.date for m in mentions if m.date]
-    indexed = library.index.get(skill_id)
+    indexed = library.get(skill_id)
     uses = usage.uses if usage else 0
     return PatternReuse(
         pattern_id=skill_id,

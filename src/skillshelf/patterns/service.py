@@ -6,21 +6,18 @@ import difflib
 import hashlib
 import json
 import math
-import posixpath
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from skillshelf.envelope import ErrorInfo, WireModel
 from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
-from skillshelf.execution.schema import derive_python_schema, read_source
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.execution.schema import derive_python_schema
+from skillshelf.library.access.files import SkillFileError
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
-from skillshelf.library.skill.frontmatter import parse_document
 from skillshelf.library.skill.layouts import CODE_LANGUAGES
-from skillshelf.library.skill.paths import is_servable
-from skillshelf.library.skill.reading import Reporter, read_text
 from skillshelf.library.usage.store import PatternUsage
 from skillshelf.patterns import minify
 from skillshelf.patterns.models import (
@@ -59,7 +56,7 @@ MAX_REMAINING_SECTIONS = 10
 
 
 def search_patterns(
-    library: SkillLibrary,
+    reader: SkillReader,
     query: str = "",
     *,
     category: str | None = None,
@@ -68,14 +65,14 @@ def search_patterns(
     limit: int = DEFAULT_LIMIT,
 ) -> SearchResult:
     """Ranked hits for a natural-language query; an empty query lists skills by quality."""
-    if category is not None and not library.has_category(category):
-        raise CategoryInvalidError(category, [c.name for c in library.categories()])
+    if category is not None and not reader.has_category(category):
+        raise CategoryInvalidError(category, [c.name for c in reader.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
-    found = library.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    index_warning = library.index_warning()
+    found = reader.search(query, filters, max(1, min(limit, MAX_LIMIT)))
+    index_warning = reader.index_warning()
     warnings: list[str] = [index_warning] if index_warning else []
-    by_use = library.verified_ids(warnings)
-    hits = [_hit(s, library.is_verified(s, by_use)) for s in found]
+    by_use = reader.verified_ids(warnings)
+    hits = [_hit(s, reader.is_verified(s, by_use)) for s in found]
     return SearchResult(query=query, hits=hits, warnings=warnings or None)
 
 
@@ -95,20 +92,13 @@ def _hit(skill: IndexedSkill, verified: bool) -> SkillHit:
 
 
 def load_skill(
-    library: SkillLibrary, skill_id: str, *, include_code: bool = False, include_metadata: bool = True
+    reader: SkillReader, skill_id: str, *, include_code: bool = False, include_metadata: bool = True
 ) -> LoadedSkill:
-    skill = library.find(skill_id)
-    root = library.root_of(skill)
-    body = _documentation(library, skill, root)
-    if body is None:
-        library.mark_dirty()
-        raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR,
-            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
-        )
+    skill = reader.find(skill_id)
+    body = _documentation(reader, skill)
     warnings: list[str] = []
-    metadata = _usage_metadata(library, skill, root, warnings) if include_metadata else None
-    code = _code_files(library, skill, root) if include_code else None
+    metadata = _usage_metadata(reader, skill, warnings) if include_metadata else None
+    code = _code_files(reader, skill) if include_code else None
     return _loaded(skill, body, code, metadata, warnings)
 
 
@@ -138,86 +128,60 @@ def _loaded(
     )
 
 
-def _documentation(library: SkillLibrary, skill: IndexedSkill, root: Path) -> str | None:
-    """The document's body without frontmatter: parsed once per version of the file (see FileCache)."""
-    relative = skill.details.doc_file
-
-    def parse() -> str | None:
-        text = _read_within(root / relative, root, relative, library.config.max_file_bytes)
-        return None if text is None else parse_document(text, Reporter(relative)).body
-
-    return library.files.get(root / relative, "documentation", parse, lambda body: len(body or ""))
-
-
-def skill_files(skill: IndexedSkill) -> dict[str, str]:
-    """The files a skill may serve, by the path an agent uses -> path relative to the library root."""
-    details = skill.details
-    if skill.layout == "three-file":
-        rels = [details.doc_file, details.code_file, details.meta_file]
-        return {Path(rel).name: rel for rel in rels if rel}
-    folder = Path(details.doc_file).parent
-    files = {Path(details.doc_file).name: details.doc_file}
-    files.update({rel: (folder / rel).as_posix() for rel in details.resources})
-    return files
-
-
-def read_skill_file(library: SkillLibrary, skill_id: str, path: str) -> SkillFile:
-    """One of a skill's own files (a reference, script or asset), never anything else."""
-    skill = library.find(skill_id)
-    files = skill_files(skill)
-    wanted = posixpath.normpath(path.replace("\\", "/"))
-    if wanted not in files:
-        escaping = wanted.startswith(("/", "..")) or PurePosixPath(wanted).is_absolute()
+def _documentation(reader: SkillReader, skill: IndexedSkill) -> str:
+    """The document's body without frontmatter (parsed once per version of the file)."""
+    body = reader.documentation(skill)
+    if body is None:
+        reader.mark_changed()
         raise SkillshelfError(
-            ErrorCode.ACCESS_DENIED if escaping else ErrorCode.PATTERN_NOT_FOUND,
-            f"{skill.id!r} has no file {path!r}; only its own files can be read: {', '.join(sorted(files)[:30])}.",
-            suggestions=difflib.get_close_matches(wanted, list(files), n=3, cutoff=0.5),
+            ErrorCode.FILESYSTEM_ERROR,
+            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
         )
-    root = library.root_of(skill)
-    text = _read_within(root / files[wanted], root, files[wanted], library.config.max_file_bytes)
+    return body
+
+
+def read_skill_file(reader: SkillReader, skill_id: str, path: str) -> SkillFile:
+    """One of a skill's own files (a reference, script or asset), never anything else."""
+    skill = reader.find(skill_id)
+    text = reader.read_text(skill, path)
+    served = "/".join(p for p in path.replace("\\", "/").split("/") if p not in ("", "."))
     if text is None:
         raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR, f"{skill.id}/{wanted} cannot be read as text (binary, unreadable or gone)."
+            ErrorCode.FILESYSTEM_ERROR, f"{skill.id}/{served} cannot be read as text (binary, unreadable or gone)."
         )
-    truncated = len(text.encode()) >= library.config.max_file_bytes
-    return SkillFile(skill_id=skill.id, path=wanted, content=text, truncated=truncated)
+    truncated = len(text.encode()) >= reader.max_file_bytes
+    return SkillFile(skill_id=skill.id, path=served, content=text, truncated=truncated)
 
 
-def read_documentation(library: SkillLibrary, skill_id: str) -> str:
-    return load_skill(library, skill_id, include_metadata=False).documentation
+def read_documentation(reader: SkillReader, skill_id: str) -> str:
+    return load_skill(reader, skill_id, include_metadata=False).documentation
 
 
-def _read_within(path: Path, root: Path, label: str, max_bytes: int) -> str | None:
-    if not is_servable(path, root.resolve()):
-        return None
-    return read_text(path, Reporter(label), max_bytes)
-
-
-def _code_files(library: SkillLibrary, skill: IndexedSkill, root: Path) -> list[CodeFile]:
+def _code_files(reader: SkillReader, skill: IndexedSkill) -> list[CodeFile]:
+    """The implementation (three-file) or the scripts/ files, up to MAX_CODE_BYTES in all."""
     if skill.layout == "three-file":
         code_file = skill.details.code_file
-        paths = [code_file] if code_file else []
-        base = root
+        paths = [Path(code_file).name] if code_file else []
     else:
-        base = (root / skill.details.doc_file).parent
-        prefix = base.relative_to(root).as_posix()
-        paths = [f"{prefix}/{r}" for r in skill.details.resources if r.startswith("scripts/")]
+        paths = [r for r in skill.details.resources if r.startswith("scripts/")]
     files: list[CodeFile] = []
     budget = MAX_CODE_BYTES
-    for relative in paths:
-        path = root / relative
+    for served in paths:
         limit = max(budget, 1)
-        text = library.files.get(
-            path, f"code:{limit}", partial(_read_within, path, root, relative, limit), lambda t: len(t or "")
-        )
+        try:
+            text = reader.cached(
+                skill, served, f"code:{limit}", partial(reader.read_text, skill, served, limit), lambda t: len(t or "")
+            )
+        except SkillFileError:
+            continue  # gone or refused since the index was written: the next sync drops it
         if text is None:
             continue
         truncated = len(text.encode()) >= budget
         budget -= len(text.encode())
         files.append(
             CodeFile(
-                path=path.relative_to(base).as_posix() if base != root else path.name,
-                language=SCRIPT_LANGUAGES.get(path.suffix, skill.details.language),
+                path=served,
+                language=SCRIPT_LANGUAGES.get(Path(served).suffix, skill.details.language),
                 content=text,
                 truncated=truncated,
             )
@@ -227,9 +191,7 @@ def _code_files(library: SkillLibrary, skill: IndexedSkill, root: Path) -> list[
     return files
 
 
-def input_schema(
-    skill: IndexedSkill, root: Path, library: SkillLibrary | None = None
-) -> tuple[dict[str, Any] | None, str | None]:
+def input_schema(skill: IndexedSkill, reader: SkillReader) -> tuple[dict[str, Any] | None, str | None]:
     """The declared input schema, else one derived from a Python implementation's signature (not run)."""
     declared = skill.details.input_schema
     if declared:
@@ -237,23 +199,23 @@ def input_schema(
     code_file = skill.details.code_file
     if skill.layout != "three-file" or not code_file or not code_file.endswith(".py"):
         return None, None
-    path = root / code_file
+    served = Path(code_file).name
 
     def derive() -> dict[str, Any] | None:
-        source = read_source(path) if is_servable(path, root.resolve()) and path.is_file() else None
-        derived, _entry = derive_python_schema(source or "", skill.id.split("/", 1)[1])
+        derived, _entry = derive_python_schema(reader.read_text(skill, served) or "", skill.id.split("/", 1)[1])
         return derived
 
-    derived = library.files.get(path, f"schema:{skill.id}", derive) if library else derive()
+    try:
+        derived = reader.cached(skill, served, f"schema:{skill.id}", derive, lambda _schema: 1024)
+    except SkillFileError:
+        return None, None
     return derived, ("derived" if derived else None)
 
 
-def _metadata(
-    library: SkillLibrary, skill: IndexedSkill, usage: list[PatternUsage], root: Path, verified: bool
-) -> SkillMetadata:
+def _metadata(reader: SkillReader, skill: IndexedSkill, usage: list[PatternUsage], verified: bool) -> SkillMetadata:
     details = skill.details
     used = usage[0] if usage else None
-    schema, schema_source = input_schema(skill, root, library)
+    schema, schema_source = input_schema(skill, reader)
     return SkillMetadata(
         quality=skill.quality,
         quality_source=skill.quality_source,
@@ -275,8 +237,8 @@ def _metadata(
     )
 
 
-def list_categories(library: SkillLibrary) -> CategoryList:
-    stats = library.categories()
+def list_categories(reader: SkillReader) -> CategoryList:
+    stats = reader.categories()
     return CategoryList(
         categories=[
             CategoryInfo(
@@ -289,20 +251,19 @@ def list_categories(library: SkillLibrary) -> CategoryList:
 
 
 def track_usage(
-    library: SkillLibrary, projects: ProjectRoots | None, pattern_id: str, project: str | None, note: str | None
+    reader: SkillReader, projects: ProjectRoots | None, pattern_id: str, project: str | None, note: str | None
 ) -> UsageRecorded:
     """Record that a skill was used (from a project, with a note); three projects make it verified."""
-    skill = library.find(pattern_id)
+    skill = reader.find(pattern_id)
     label = project_label(projects, project) if project else None
-    at = library.usage.record(skill.id, label, note, source="tool")
-    (usage,) = library.usage.usage(skill.id)
+    recorded = reader.record_use(skill.id, label, note, source="tool")
     return UsageRecorded(
         pattern_id=skill.id,
         project=label,
-        recorded_at=at,
-        uses=usage.uses,
-        projects=usage.projects,
-        verified=library.is_verified(skill),
+        recorded_at=recorded.at,
+        uses=recorded.usage.uses,
+        projects=recorded.usage.projects,
+        verified=reader.is_verified(skill),
     )
 
 
@@ -352,14 +313,14 @@ def compact_result(result: SearchResult) -> CompactSearchResult:
     return CompactSearchResult(query=result.query, hits=[compact_hit(h) for h in result.hits], warnings=result.warnings)
 
 
-def search_many(library: SkillLibrary, queries: list[SearchQuery], *, detail: bool = False) -> BulkSearchResult:
+def search_many(reader: SkillReader, queries: list[SearchQuery], *, detail: bool = False) -> BulkSearchResult:
     """Several searches in one call, each with its own filters; one failing never fails the others."""
     _check_bulk("queries", len(queries))
     items: list[SearchItem] = []
     for q in queries:
         try:
             found = search_patterns(
-                library,
+                reader,
                 q.query,
                 category=q.category,
                 include_executable=q.include_executable,
@@ -389,7 +350,7 @@ def _error_info(exc: SkillshelfError) -> ErrorInfo:
 
 
 def load_for_agent(
-    library: SkillLibrary,
+    reader: SkillReader,
     skill_id: str,
     *,
     include_code: bool = False,
@@ -407,9 +368,8 @@ def load_for_agent(
     what was left out and carries the cursor for the next part. `section` serves one heading's
     section ("Usage > Options", or just "Options").
     """
-    skill = library.find(skill_id)
-    root = library.root_of(skill)
-    doc, blocks, digest = _pages(library, skill, root, minified=not detail)
+    skill = reader.find(skill_id)
+    doc, blocks, digest = _pages(reader, skill, minified=not detail)
     start, end, label = 0, len(doc), None
     if cursor is not None:
         start, end = _parse_cursor(cursor, digest, skill.id, len(doc))
@@ -427,10 +387,10 @@ def load_for_agent(
     first_part = cursor is None
     want_metadata = include_metadata if include_metadata is not None else (None if first_part else False)
     warnings: list[str] = []
-    code = _code_files(library, skill, root) if include_code else None
+    code = _code_files(reader, skill) if include_code else None
     build: Callable[[str, Continuation | None], WireModel]
     if detail:
-        full = _full_metadata(library, skill, root, warnings) if want_metadata is not False else None
+        full = _full_metadata(reader, skill, warnings) if want_metadata is not False else None
 
         def build(text: str, more: Continuation | None) -> WireModel:
             return _loaded(skill, text, code, full, warnings, label, more)
@@ -438,11 +398,11 @@ def load_for_agent(
     else:
         metadata: BriefMetadata | SkillMetadata | None = None
         if want_metadata is None:
-            metadata = _brief_metadata(library, skill, root, warnings)
+            metadata = _brief_metadata(reader, skill, warnings)
         elif want_metadata:
-            metadata = _full_metadata(library, skill, root, warnings)
+            metadata = _full_metadata(reader, skill, warnings)
         description = skill.details.description
-        repeated = not first_part or label is not None or _holds(library, skill, root, doc, description)
+        repeated = not first_part or label is not None or _holds(reader, skill, doc, description)
 
         def build(text: str, more: Continuation | None) -> WireModel:
             return SkillLoad(
@@ -464,7 +424,7 @@ def load_for_agent(
 
 
 def load_many(
-    library: SkillLibrary,
+    reader: SkillReader,
     skill_ids: list[str],
     *,
     include_code: bool = False,
@@ -478,7 +438,7 @@ def load_many(
     for skill_id in skill_ids:
         try:
             skill = load_for_agent(
-                library,
+                reader,
                 skill_id,
                 include_code=include_code,
                 include_metadata=include_metadata,
@@ -492,36 +452,37 @@ def load_many(
     return BulkLoadResult(results=items)
 
 
-def _pages(
-    library: SkillLibrary, skill: IndexedSkill, root: Path, *, minified: bool
-) -> tuple[str, list[minify.Block], str]:
+def _pages(reader: SkillReader, skill: IndexedSkill, *, minified: bool) -> tuple[str, list[minify.Block], str]:
     """The documentation to serve, its blocks and a digest of it (cursors name the version they page)."""
 
-    def split() -> tuple[str, list[minify.Block], str] | None:
-        body = _documentation(library, skill, root)
-        if body is None:
-            return None
+    def split() -> tuple[str, list[minify.Block], str]:
+        body = _documentation(reader, skill)
         doc = minify.minify_markdown(body) if minified else body
         return doc, minify.split_blocks(doc), hashlib.blake2b(doc.encode(), digest_size=4).hexdigest()
 
     kind = "pages:min" if minified else "pages:raw"
-    pages = library.files.get(root / skill.details.doc_file, kind, split, lambda p: 2 * len(p[0]) if p else 0)
-    if pages is None:
-        library.mark_dirty()
+    try:
+        return reader.cached(skill, _doc_path(skill), kind, split, lambda p: 2 * len(p[0]))
+    except SkillFileError:
+        reader.mark_changed()
         raise SkillshelfError(
             ErrorCode.FILESYSTEM_ERROR,
             f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
-        )
-    return pages
+        ) from None
 
 
-def _holds(library: SkillLibrary, skill: IndexedSkill, root: Path, doc: str, description: str) -> bool:
+def _doc_path(skill: IndexedSkill) -> str:
+    """The served path of the skill's document (what the documentation is parsed from)."""
+    return Path(skill.details.doc_file).name if skill.layout == "three-file" else "SKILL.md"
+
+
+def _holds(reader: SkillReader, skill: IndexedSkill, doc: str, description: str) -> bool:
     """Whether the documentation already says the description (whitespace aside); reused per file version."""
     flat = " ".join(description.split())
     if not flat:
         return True
     kind = f"holds:{hashlib.blake2b(flat.encode(), digest_size=8).hexdigest()}"
-    return library.files.get(root / skill.details.doc_file, kind, lambda: flat in " ".join(doc.split()), lambda _: 64)
+    return reader.cached(skill, _doc_path(skill), kind, lambda: flat in " ".join(doc.split()), lambda _: 64)
 
 
 def _parse_cursor(cursor: str, digest: str, skill_id: str, length: int) -> tuple[int, int]:
@@ -592,26 +553,26 @@ def _fit(
     return stop
 
 
-def _brief_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warnings: list[str]) -> BriefMetadata:
+def _brief_metadata(reader: SkillReader, skill: IndexedSkill, warnings: list[str]) -> BriefMetadata:
     details = skill.details
-    schema = input_schema(skill, root, library)[0] if skill.executable else None
+    schema = input_schema(skill, reader)[0] if skill.executable else None
     return BriefMetadata(
         quality=skill.quality,
-        verified=True if library.is_verified(skill, library.verified_ids(warnings)) else None,
+        verified=True if reader.is_verified(skill, reader.verified_ids(warnings)) else None,
         tags=details.tags or None,
         input_schema=schema,
         resources=details.resources or None,
     )
 
 
-def _usage_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warnings: list[str]) -> SkillMetadata:
+def _usage_metadata(reader: SkillReader, skill: IndexedSkill, warnings: list[str]) -> SkillMetadata:
     """The skill's metadata with its usage and verified flag (a warning instead when usage is unreadable)."""
-    usage = library.read_usage(lambda store: store.usage(skill.id), warnings) or []
-    return _metadata(library, skill, usage, root, library.is_verified(skill, library.verified_ids(warnings)))
+    usage = reader.usage(skill.id, warnings) or []
+    return _metadata(reader, skill, usage, reader.is_verified(skill, reader.verified_ids(warnings)))
 
 
-def _full_metadata(library: SkillLibrary, skill: IndexedSkill, root: Path, warnings: list[str]) -> SkillMetadata:
+def _full_metadata(reader: SkillReader, skill: IndexedSkill, warnings: list[str]) -> SkillMetadata:
     """Everything known about the skill; the frontmatter without the fields sent beside it."""
-    meta = _usage_metadata(library, skill, root, warnings)
+    meta = _usage_metadata(reader, skill, warnings)
     sent = {"description", "name"}
     return meta.model_copy(update={"frontmatter": {k: v for k, v in meta.frontmatter.items() if k not in sent}})

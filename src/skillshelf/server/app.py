@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.server.mcpserver.tools.base import Tool
@@ -18,7 +19,7 @@ from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.config.views import DEFAULT_VIEW, ViewSettings, all_views, resolve_view
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.access.scoped import ScopedLibrary
+from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.http import transport_security
@@ -38,7 +39,7 @@ logger = logging.getLogger(__name__)
 FULL_VIEW = "full"
 
 
-def every_tool(settings: Settings, library: SkillLibrary, sessions: SessionArchive) -> list[Tool]:
+def every_tool(settings: Settings, library: SkillReader, sessions: SessionArchive) -> list[Tool]:
     """Every tool the server has, before a view picks and presents some of them."""
     projects = settings.projects()
     return [
@@ -104,10 +105,11 @@ def _assemble(
     web: WebAccess | None,
     reload: Callable[[], Settings] | None,
 ) -> MCPServer[Any]:
-    # One visibility rule at one boundary: every service, resource and listing reads this view of the library.
-    scoped = ScopedLibrary(shelf, chosen.skill_rules())
-    selection = ToolSelection.of(view_name, chosen, every_tool(settings, scoped, sessions))
-    skills = SkillsSurface(scoped, scoped.is_visible)
+    # One reader at one boundary: every tool, resource, listing and page reads skills through this view.
+    reader = ViewReader(shelf, chosen.skill_rules())
+    selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions))
+    skills = SkillsSurface(reader)
+    shelf.add_change_listener(skills.library_changed)
     live = LiveView(selection, skills.bus)
 
     def reload_config() -> None:
@@ -115,11 +117,11 @@ def _assemble(
         try:
             fresh = reload()
             new_view = resolve_view(view_name, fresh.views, fresh.execution.enabled)
-            new_selection = ToolSelection.of(view_name, new_view, every_tool(fresh, scoped, sessions))
+            new_selection = ToolSelection.of(view_name, new_view, every_tool(fresh, reader, sessions))
         except SkillshelfError as exc:
             logger.warning("config change ignored, still serving the last good config: %s", exc.message)
             return
-        skills_changed = scoped.set_rules(new_view.skill_rules())
+        skills_changed = reader.set_rules(new_view.skill_rules())
         live.install(server, new_selection)
         logger.warning("config reloaded: view %r now serves %d tool(s)", view_name, len(new_selection.shown))
         live.announce_from_thread()
@@ -165,7 +167,7 @@ def _assemble(
     )
     def skill_resource(category: str, name: str) -> str:
         try:
-            return service.read_documentation(scoped, f"{category}/{name}")
+            return service.read_documentation(reader, f"{category}/{name}")
         except SkillshelfError as exc:
             raise ResourceNotFoundError(exc.message) from exc
 
@@ -174,10 +176,10 @@ def _assemble(
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
-        counts = {"skills": scoped.index.count(), "sessions": sessions.index.count()}
-        return JSONResponse({**shelf.status(), "version": __version__, **counts})
+        counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
+        return JSONResponse({**reader.status(), "version": __version__, **counts})
 
-    for route in web_routes(scoped, web or WebAccess(security=transport_security(settings.http_host))):
+    for route in web_routes(reader, web or WebAccess(security=transport_security(settings.http_host))):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
     return server

@@ -9,8 +9,9 @@
   and a `ResourcesListChanged` event (2026 `subscriptions/listen` streams).
 
 URIs are `skill://<category>/<name>/<file>`; the skill name is the last directory segment.
-A `visible(skill_id)` predicate (views and filters) hides skills: a hidden skill is absent from
-every listing and unreadable, exactly like one that does not exist.
+Everything is read through the view's `SkillReader`: a hidden skill is absent from every listing and
+unreadable, exactly like one that does not exist, and files obey the same path rules and size caps as
+every other read (one read returns at most the extension's 16 MiB per skill).
 The MCPServer has no public hook for replacing `resources/list` and `resources/read`, so
 `install` registers those two on its low-level server (mcp is pinned to 2.3.x).
 """
@@ -37,16 +38,18 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from skillshelf.library.index.library import SkillLibrary
-from skillshelf.library.index.store import IndexedSkill
-from skillshelf.library.skill.manifest import (
+from skillshelf.errors import ErrorCode
+from skillshelf.library.access.files import SkillFileError
+from skillshelf.library.access.manifest import (
+    MAX_TOTAL_BYTES,
     SKILL_DOC,
     NotPublishableError,
-    SkillFileNotFoundError,
     SkillManifest,
-    SkillManifests,
     folder_name,
+    uri_name,
 )
+from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.index.store import IndexedSkill
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +59,6 @@ SKILLS_PAGE = 50  # entries carry whole manifests
 RESOURCES_PAGE = 200
 LIST_TTL_MS = 30_000  # a hint only: files change under a watcher, and resources/list_changed says so
 MAX_TRACKED_SESSIONS = 256
-Visible = Callable[[str], bool]
-
-
-def everything(_skill_id: str) -> bool:
-    return True
 
 
 def skill_uri(category: str, name: str, path: str = SKILL_DOC) -> str:
@@ -126,10 +124,8 @@ class SkillsExtension(Extension):
 class SkillsSurface:
     """Skills as MCP resources and as the Skills extension, over one library and one visibility rule."""
 
-    def __init__(self, library: SkillLibrary, visible: Visible = everything) -> None:
-        self.library = library
-        self.visible = visible
-        self.manifests = SkillManifests(library.roots)
+    def __init__(self, reader: SkillReader) -> None:
+        self.reader = reader
         self.bus = InMemorySubscriptionBus()
         self.extension = SkillsExtension(self)
         self._sessions: list[ServerSession] = []  # legacy connections, told when the resource list changes
@@ -145,7 +141,6 @@ class SkillsSurface:
         lowlevel.add_request_handler("resources/list", types.PaginatedRequestParams, self.list_resources)
         lowlevel.add_request_handler("resources/read", types.ReadResourceRequestParams, self.read_resource)
         server.middleware.append(self.middleware)
-        self.library.add_change_listener(self.library_changed)
 
     # -- skills/list and skills/get ------------------------------------------------------------
     async def list_skills(
@@ -154,7 +149,7 @@ class SkillsSurface:
         return await anyio.to_thread.run_sync(self._skills_page, params.cursor)
 
     def _skills_page(self, cursor: str | None) -> ListSkillsResult:
-        skills = self._visible_skills()
+        skills = self.reader.overview()  # ordered by id
         start = _page_start(skills, cursor)
         entries: list[SkillEntry] = []
         position = start
@@ -178,21 +173,21 @@ class SkillsSurface:
         if skill is None:
             raise _invalid(f"No skill is served at {uri}; skills/list shows the skills this server serves")
         try:
-            return self.manifests.build(skill)
+            return self.reader.manifest(skill)
         except NotPublishableError as exc:
             self._report(exc)
             raise _invalid(f"No skill is served at {uri}: {exc.message}") from exc
-        except SkillFileNotFoundError as exc:
-            self.library.mark_dirty()
-            raise _invalid(f"No skill is served at {uri}: {exc}") from exc
+        except SkillFileError as exc:
+            self.reader.mark_changed()
+            raise _invalid(f"No skill is served at {uri}: {exc.message}") from exc
 
     def _manifest(self, skill: IndexedSkill) -> SkillManifest | None:
         try:
-            return self.manifests.build(skill)
+            return self.reader.manifest(skill)
         except NotPublishableError as exc:
             self._report(exc)
-        except SkillFileNotFoundError:
-            self.library.mark_dirty()  # changed under us; the next listing sees the new state
+        except SkillFileError:
+            self.reader.mark_changed()  # changed under us; the next listing sees the new state
         return None
 
     def _report(self, exc: NotPublishableError) -> None:
@@ -208,7 +203,7 @@ class SkillsSurface:
         return await anyio.to_thread.run_sync(self._resources_page, params.cursor)
 
     def _resources_page(self, cursor: str | None) -> types.ListResourcesResult:
-        skills = [s for s in self._visible_skills() if self.manifests.uri_name(s) is not None]
+        skills = [s for s in self.reader.overview() if uri_name(s) is not None]
         start = _page_start(skills, cursor)
         page = skills[start : start + RESOURCES_PAGE]
         resources = [
@@ -230,7 +225,7 @@ class SkillsSurface:
         parsed = parse_skill_uri(params.uri)
         if parsed is not None and parsed[2] is not None:
             return await anyio.to_thread.run_sync(self._read_file, params.uri, *parsed)
-        if parsed is not None and not self.visible(f"{parsed[0]}/{parsed[1]}"):
+        if parsed is not None and self._find(parsed[0], parsed[1]) is None:
             raise _not_found(params.uri, f"No skill {parsed[0]}/{parsed[1]}; call searchPatterns to find skill ids.")
         if self._read_fallback is None:
             raise _not_found(params.uri, f"Unknown resource {params.uri}")
@@ -239,12 +234,14 @@ class SkillsSurface:
 
     def _read_file(self, uri: str, category: str, name: str, path: str | None) -> types.ReadResourceResult:
         skill = self._find(category, name)
-        if skill is None or path is None or self.manifests.uri_name(skill) is None:
+        if skill is None or path is None or uri_name(skill) is None:
             raise _not_found(uri, f"No skill is served at {uri}; resources/list shows the skills' SKILL.md files")
         try:
-            data = self.manifests.read(skill, path)
-        except SkillFileNotFoundError as exc:
-            raise _not_found(uri, f"{exc}; skills/get lists the skill's files") from exc
+            data = self.reader.read_bytes(skill, path, MAX_TOTAL_BYTES)
+        except SkillFileError as exc:
+            if exc.code == ErrorCode.CONTENT_TOO_LARGE:
+                raise _invalid(exc.message) from exc
+            raise _not_found(uri, f"{exc.message} skills/get lists the skill's files.") from exc
         mime = "text/markdown" if path.endswith(".md") else mimetypes.guess_type(path)[0]
         try:
             text = data.decode("utf-8")
@@ -293,14 +290,8 @@ class SkillsSurface:
         self._sessions = alive
 
     # -- lookups ------------------------------------------------------------------------------
-    def _visible_skills(self) -> list[IndexedSkill]:
-        return [s for s in self.library.overview() if self.visible(s.id)]  # ordered by id
-
     def _find(self, category: str, name: str) -> IndexedSkill | None:
-        skill_id = f"{category}/{name}"
-        if not self.visible(skill_id):
-            return None
-        return self.library.get(skill_id)
+        return self.reader.get(f"{category}/{name}")
 
 
 def _entry(manifest: SkillManifest) -> SkillEntry:

@@ -1,10 +1,10 @@
 """The read-only web view over HTTP: search, skill pages and the library's charts.
 
 `web_routes` gives the routes `build_server` adds to the MCP HTTP app (`serve --http`), and
-`web_app` wraps them in an app of their own for `skillshelf web`. Both take a `WebAccess`:
+`web_app` wraps them in an app of their own for `skillshelf web`. Both read skills through a
+`SkillReader` (the served view's: hidden skills are absent everywhere, and their pages answer 404
+like unknown ids) and take a `WebAccess`:
 
-- `visible(skill_id)`: which skills this viewer may see (default all). Hidden skills are absent
-  everywhere (search, categories, charts, suggestions) and their pages answer 404 like unknown ids.
 - `authorize(request)`: whether this request may see anything (default yes); no gives a 401 page.
 - `refuse(request)`: why an authorized viewer may still not see these pages (a token without the
   view they show), or None; a reason gives a 403 page that says it.
@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,11 +28,12 @@ from starlette.routing import Route
 
 from skillshelf import __version__
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.service import MAX_LIMIT
 from skillshelf.web import pages
-from skillshelf.web.stats import Visible, everything, library_view
+from skillshelf.web.stats import library_view
 
 logger = logging.getLogger(__name__)
 
@@ -64,17 +64,16 @@ def refuse_nobody(_request: Request) -> str | None:
 
 @dataclass(frozen=True)
 class WebAccess:
-    visible: Visible = everything
     authorize: Authorize = allow_everyone
     security: TransportSecuritySettings | None = None  # None: no Host/Origin checks (tests, in-process)
     refuse: Refuse = refuse_nobody  # why this (authorized) viewer may not see the pages, if so: a 403 page
 
 
-def web_routes(library: SkillLibrary, access: WebAccess | None = None, *, catch_all: bool = True) -> list[Route]:
-    """The web view's routes; with `catch_all`, any other GET path gets the view's 404 page."""
+def web_routes(library: SkillReader, access: WebAccess | None = None, *, catch_all: bool = True) -> list[Route]:
+    """The web view's routes over what `library` (a view's reader) shows; with `catch_all`, any other GET
+    path gets the view's 404 page."""
     access = access or WebAccess()
     guard = TransportSecurityMiddleware(access.security) if access.security else None
-    visible = access.visible
     stylesheet = files("skillshelf.web").joinpath(pages.STYLESHEET).read_text(encoding="utf-8")
 
     def endpoint(page: Page) -> Callable[[Request], Awaitable[Response]]:
@@ -97,38 +96,37 @@ def web_routes(library: SkillLibrary, access: WebAccess | None = None, *, catch_
     def search(request: Request, base: str) -> Response:
         query = request.query_params.get("q", "").strip()
         category = request.query_params.get("category") or None
-        counts = _visible_categories(library, visible)
+        counts = sorted((c.name, c.skills) for c in library.categories())
         if category is not None and category not in dict(counts):
             known = ", ".join(name for name, _ in counts) or "none"
             page = pages.search_page(base, query, [], counts, None, f"No category {category!r}. Categories: {known}.")
             return _html(page, 404)
         found = service.search_patterns(library, query, category=category, limit=MAX_LIMIT)
-        hits = [hit for hit in found.hits if visible(hit.id)]
-        return _html(pages.search_page(base, query, hits, counts, category))
+        return _html(pages.search_page(base, query, found.hits, counts, category))
 
     def skill(request: Request, base: str) -> Response:
         skill_id = f"{request.path_params['category']}/{request.path_params['name']}"
         try:
-            loaded = service.load_skill(library, _visible_id(visible, skill_id))
+            loaded = service.load_skill(library, skill_id)
         except SkillshelfError as exc:
-            return _error(library, visible, base, exc, skill_id)
+            return _error(library, base, exc, skill_id)
         indexed = library.get(loaded.id)
         if indexed is None:  # removed between the two reads
-            return _error(library, visible, base, SkillshelfError(ErrorCode.PATTERN_NOT_FOUND, ""), skill_id)
-        files = sorted(service.skill_files(indexed))
+            return _error(library, base, SkillshelfError(ErrorCode.PATTERN_NOT_FOUND, ""), skill_id)
+        files = sorted(library.files(indexed))
         return _html(pages.skill_page(base, pages.SkillPage(skill=loaded, tokens=indexed.tokens, files=files)))
 
     def skill_file(request: Request, base: str) -> Response:
         skill_id = f"{request.path_params['category']}/{request.path_params['name']}"
         path = request.path_params["path"]
         try:
-            found = service.read_skill_file(library, _visible_id(visible, skill_id), path)
+            found = service.read_skill_file(library, skill_id, path)
         except SkillshelfError as exc:
-            return _error(library, visible, base, exc, skill_id)
+            return _error(library, base, exc, skill_id)
         return _html(pages.file_page(base, found.skill_id, found.path, found.content, found.truncated))
 
     def library_page(_request: Request, base: str) -> Response:
-        return _html(pages.library_page(base, library_view(library, visible)))
+        return _html(pages.library_page(base, library_view(library)))
 
     def not_found(request: Request, base: str) -> Response:
         return _html(pages.not_found_page(base, f"There is no page at {request.url.path}.", []), 404)
@@ -156,33 +154,19 @@ def _html(page: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(page, status_code=status)
 
 
-def _visible_id(visible: Visible, skill_id: str) -> str:
-    """The id if this viewer may see it; a hidden skill is reported exactly like a missing one."""
-    if not visible(skill_id):
-        raise SkillshelfError(ErrorCode.PATTERN_NOT_FOUND, f"No skill {skill_id!r}.")
-    return skill_id
-
-
-def _error(library: SkillLibrary, visible: Visible, base: str, exc: SkillshelfError, skill_id: str) -> Response:
-    if exc.code == ErrorCode.FILESYSTEM_ERROR:
-        message = "This file cannot be shown as text (it is binary, unreadable or gone)."
+def _error(library: SkillReader, base: str, exc: SkillshelfError, skill_id: str) -> Response:
+    if exc.code in (ErrorCode.FILESYSTEM_ERROR, ErrorCode.CONTENT_TOO_LARGE):
+        message = "This file cannot be shown as text (it is binary, too large, unreadable or gone)."
         return _html(pages.not_found_page(base, message, []), 415)
-    missing_file = exc.code in (ErrorCode.PATTERN_NOT_FOUND, ErrorCode.ACCESS_DENIED)
-    if missing_file and visible(skill_id) and library.get(skill_id) is not None:
+    missing_file = exc.code in (ErrorCode.PATTERN_NOT_FOUND, ErrorCode.ACCESS_DENIED, ErrorCode.VALIDATION_ERROR)
+    if missing_file and library.get(skill_id) is not None:
         return _html(pages.not_found_page(base, "This skill has no such file.", []), 404)
-    suggestions = [s for s in library.suggest(skill_id) if visible(s)]
-    return _html(pages.not_found_page(base, f"No skill {skill_id!r} in this library.", suggestions), 404)
-
-
-def _visible_categories(library: SkillLibrary, visible: Visible) -> list[tuple[str, int]]:
-    if visible is everything:  # the index's own counts; no need to read every skill
-        return sorted((c.name, c.skills) for c in library.categories())
-    counts = Counter(s.category for s in library.overview() if visible(s.id))
-    return sorted(counts.items())
+    return _html(pages.not_found_page(base, f"No skill {skill_id!r} in this library.", library.suggest(skill_id)), 404)
 
 
 def web_app(library: SkillLibrary, access: WebAccess | None = None) -> Starlette:
-    """The web view on its own (`skillshelf web`): its routes, /health, and the library's freshness."""
+    """The web view on its own (`skillshelf web`): every skill, /health, and the library's freshness."""
+    reader = ViewReader(library)
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -193,9 +177,10 @@ def web_app(library: SkillLibrary, access: WebAccess | None = None) -> Starlette
             library.stop_watching()
 
     async def health(_request: Request) -> JSONResponse:
-        return JSONResponse({"status": "healthy", "version": __version__, "skills": library.index.count()})
+        skills = await anyio.to_thread.run_sync(reader.count)
+        return JSONResponse({"status": "healthy", "version": __version__, "skills": skills})
 
-    routes = [Route("/health", health, methods=["GET"]), *web_routes(library, access)]
+    routes = [Route("/health", health, methods=["GET"]), *web_routes(reader, access)]
     return Starlette(routes=routes, lifespan=lifespan)
 
 

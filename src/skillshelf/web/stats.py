@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.metrics.library_stats import quality_band
 
-Visible = Callable[[str], bool]
 BANDS = [f"{band}-{band + 1}" for band in range(10)]
 DAILY_UP_TO = 45  # days spanned before uses are counted per week, then per month past WEEKLY_UP_TO
 WEEKLY_UP_TO = 400
-
-
-def everything(_skill_id: str) -> bool:
-    return True
 
 
 @dataclass(frozen=True)
@@ -37,11 +31,10 @@ class LibraryView:
     findings: dict[str, int] = field(default_factory=dict)  # severity -> count
 
 
-def library_view(library: SkillLibrary, visible: Visible = everything) -> LibraryView:
-    skills = [s for s in library.overview() if visible(s.id)]
-    ids = {s.id for s in skills}
-    daily_rows = library.read_usage(lambda usage: usage.daily_uses(), []) or []  # no usage: charts show none
-    events = [(day, skill_id, count) for day, skill_id, count in daily_rows if skill_id in ids]
+def library_view(library: SkillReader) -> LibraryView:
+    """The library page's figures over the skills `library` (a view's reader) shows."""
+    skills = library.overview()
+    events = library.daily_uses()  # no usage: the charts show none
     daily = [(day, count) for day, _skill_id, count in events]
     used = {skill_id for _day, skill_id, _count in events}
     by_use = library.verified_ids()

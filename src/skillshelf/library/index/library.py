@@ -15,7 +15,6 @@ import re
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -387,24 +386,17 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         found = self.read_usage(lambda usage: usage.verified_by_use(), [] if warnings is None else warnings)
         return found or frozenset()
 
-    def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool:
-        """The one rule: quality of at least 7.0, or used from three distinct projects."""
-        return skill.quality_verified or skill.id in (self.verified_ids() if by_use is None else by_use)
-
     def has_category(self, name: str) -> bool:
         self.ensure_fresh()
         return self.index.has_category(name)
 
-    def categories(self) -> list[CategoryStats]:
-        """Per category counts; `verified` counts skills verified by quality or by use, as everywhere."""
+    def categories(self, visible: Callable[[str], bool] | None = None) -> list[CategoryStats]:
+        """Per category counts of the skills `visible` admits (None: all); `verified` counts skills verified
+        by quality or by use, as everywhere."""
         self.ensure_fresh()
-        stats = self.index.categories()
-        extra: Counter[str] = Counter()
-        for skill_id in self.verified_ids():
-            skill = self.index.get(skill_id)
-            if skill is not None and not skill.quality_verified:
-                extra[skill.category] += 1
-        return [replace(s, verified=s.verified + extra[s.name]) if extra[s.name] else s for s in stats]
+        by_use = self.verified_ids()
+        counted = self.index.categories(visible, by_use)
+        return counted
 
     def overview(self) -> list[IndexedSkill]:
         self.ensure_fresh()
@@ -413,11 +405,27 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     def root_of(self, skill: IndexedSkill) -> Path:
         return self.roots[skill.details.root_index]
 
+    def generation(self) -> tuple[float, int]:
+        """Changes whenever a sync may have changed which skills exist (for caches derived from the index)."""
+        return (self._synced_at, self.index.count())
+
+    def owners_of(self, real: Path) -> list[str]:
+        """The ids of the skills whose files hold `real` (a resolved path), by their sources in the index."""
+        for index, root in enumerate(self.roots):
+            if real.is_relative_to(root):
+                return self.index.owners(index, real.relative_to(root).as_posix())
+        return []
+
     def findings(self) -> list[Finding]:
         self.ensure_fresh()
         labels = [display_path(r) for r in self.roots]
         parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
         return self.discovery_findings + parsed
+
+
+def is_verified(skill: IndexedSkill, by_use: frozenset[str]) -> bool:
+    """The one rule: quality of at least 7.0, or used from three distinct projects (`by_use`)."""
+    return skill.quality_verified or skill.id in by_use
 
 
 def fused(

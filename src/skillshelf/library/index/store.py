@@ -71,6 +71,8 @@ CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for lar
 COVERAGE_WEIGHT = 1.0  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
 COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weighted by rarity) go missing
 VISIBLE_FUNCTION = "skillshelf_visible"  # SQL function a view registers (SearchFilters.visible)
+VERIFIED_FUNCTION = "skillshelf_verified"  # verified by quality (the column) or by use (ids given)
+AGENT_DOCS = ("SKILL.md", "skill.md")
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 
 
@@ -473,13 +475,35 @@ class SkillIndex(FtsIndex):
         with self._lock:
             return self._conn.execute("SELECT 1 FROM skills WHERE category = ? LIMIT 1", (name,)).fetchone() is not None
 
-    def categories(self) -> list[CategoryStats]:
+    def categories(
+        self, visible: Callable[[str], bool] | None = None, verified_by_use: frozenset[str] = frozenset()
+    ) -> list[CategoryStats]:
+        """Per category: skills, executable ones, verified ones (by quality, or by use: `verified_by_use`) and
+        mean quality, over the skills `visible` admits (None: every skill). One query, any view."""
+        condition = "1"
         with self._lock:
+            if visible is not None:
+                self._conn.create_function(VISIBLE_FUNCTION, 1, visible, deterministic=True)
+                condition = f"{VISIBLE_FUNCTION}(id)"
+            self._conn.create_function(VERIFIED_FUNCTION, 2, _verified_sql(verified_by_use), deterministic=True)
             rows = self._conn.execute(
-                """SELECT category, count(*), sum(executable), sum(verified), avg(quality)
-                   FROM skills GROUP BY category ORDER BY category"""
+                f"""SELECT category, count(*), sum(executable), sum({VERIFIED_FUNCTION}(id, verified)), avg(quality)
+                   FROM skills WHERE {condition} GROUP BY category ORDER BY category"""
             ).fetchall()
         return [CategoryStats(r[0], r[1], r[2], r[3], round(r[4], 2)) for r in rows]
+
+    def owners(self, root_index: int, relative: str) -> list[str]:
+        """Ids of the skills whose sources hold this file (a folder above it with SKILL.md, or a three-file stem)."""
+        parts = relative.split("/")
+        keys = [f"{root_index}:{'/'.join(parts[:depth])}/{doc}" for depth in range(1, len(parts)) for doc in AGENT_DOCS]
+        stem = parts[-1].rsplit(".", 1)[0].removesuffix("-SKILL")
+        keys.append(f"{root_index}:{'/'.join([*parts[:-1], stem + '.md'])}")
+        marks = ",".join("?" * len(keys))
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT skill_id FROM sources WHERE key IN ({marks}) AND skill_id IS NOT NULL", keys
+            ).fetchall()
+        return [r[0] for r in rows]
 
     def overview(self) -> list[IndexedSkill]:
         """Every skill's summary row (payload left encoded): what library statistics need."""
@@ -497,6 +521,13 @@ class SkillIndex(FtsIndex):
         with self._lock:
             rows = self._conn.execute("SELECT key, findings FROM sources ORDER BY key").fetchall()
         return [(int(key.split(":", 1)[0]), f) for key, raw in rows for f in json.loads(raw)]
+
+
+def _verified_sql(by_use: frozenset[str]) -> Callable[[str, int], int]:
+    def verified(skill_id: str, by_quality: int) -> int:
+        return int(bool(by_quality) or skill_id in by_use)
+
+    return verified
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:

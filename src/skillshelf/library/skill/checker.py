@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillshelf.library.access.manifest import folder_limit_problem
 from skillshelf.library.skill.discovery import discover
 from skillshelf.library.skill.layouts import load_source
-from skillshelf.library.skill.manifest import folder_limit_problem
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES

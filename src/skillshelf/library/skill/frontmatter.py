@@ -24,6 +24,9 @@ _OPENING = re.compile(r"\A-{3,}[ \t]*\n")
 _PLAIN_KEY_VALUE = re.compile(r"^([A-Za-z0-9_-]+):[ \t]+(.*\S)[ \t]*$")
 
 
+YAMLError = yaml.YAMLError
+
+
 class AliasBomb(yaml.YAMLError):
     """Aliases that would expand the document past MAX_EXPANDED_NODES values."""
 
@@ -60,6 +63,19 @@ def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
         total = 1
     sizes[id(node)] = min(total, MAX_EXPANDED_NODES + 1)
     return sizes[id(node)]
+
+
+def split_frontmatter(text: str) -> Any:
+    """The frontmatter of a document exactly as YAML reads it (no recovery): what a strict client sees.
+
+    ValueError when there is no frontmatter block; YAMLError (AliasBomb included) when it is not YAML."""
+    raw_yaml, _body = _HANDLER.split(text)
+    return safe_load(raw_yaml)
+
+
+def dump_frontmatter(data: dict[str, Any]) -> str:
+    """`data` as YAML frontmatter lines (no `---`), in insertion order."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10_000)
 
 
 class _LibYAMLHandler(YAMLHandler):

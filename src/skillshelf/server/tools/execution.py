@@ -12,7 +12,7 @@ from pydantic import Field
 from skillshelf.envelope import Envelope
 from skillshelf.execution import service
 from skillshelf.execution.models import DryRunResult, ExecutionResult
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.server.tooling import make_tool, respond, respond_async
 from skillshelf.settings import ExecutionSettings
 
@@ -21,7 +21,7 @@ from skillshelf.settings import ExecutionSettings
 RUNS_CODE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 
-def execution_tools(library: SkillLibrary, settings: ExecutionSettings) -> list[Tool]:
+def execution_tools(library: SkillReader, settings: ExecutionSettings) -> list[Tool]:
     async def execute_skill(
         skillId: Annotated[str, Field(description="The skill to run, 'category/name'.", min_length=1, max_length=300)],
         ctx: Context[Any, Any],

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.envelope import Envelope
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.metrics import compression
 from skillshelf.metrics.compression import CompressionReport
 from skillshelf.metrics.library_stats import library_stats
@@ -20,7 +20,7 @@ from skillshelf.server.tooling import make_tool, respond, respond_fresh
 from skillshelf.server.tools.artifacts import PROJECT, SESSION_ID
 
 
-def metrics_tools(library: SkillLibrary, archive: SessionArchive) -> list[Tool]:
+def metrics_tools(library: SkillReader, archive: SessionArchive) -> list[Tool]:
     mentions: MentionFinder = archive.sessions_mentioning
 
     def get_compression_ratio(

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from skillshelf.envelope import Envelope
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.filecache import CacheMiss, hits_only
-from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.models import (
     BulkLoadResult,
@@ -36,7 +36,7 @@ T = TypeVar("T", bound=BaseModel)
 
 
 async def off_loop_unless_cached(
-    library: SkillLibrary, call: Callable[[], T], count: Callable[[T], int | None] | None = None
+    library: SkillReader, call: Callable[[], T], count: Callable[[T], int | None] | None = None
 ) -> CallToolResult:
     """`respond` on the event loop when the index is fresh and every file the call needs is parsed
     already (a `stat` per file), else in a worker thread: file reads never run on the event loop.
@@ -83,12 +83,12 @@ def one_query(query: str | None, keyword: str | None) -> str:
     return query or keyword or ""
 
 
-def _by_meaning(library: SkillLibrary) -> bool:
+def _by_meaning(library: SkillReader) -> bool:
     """Whether searches encode the query with the sentence model (docs/search.md)."""
-    return library.semantic is not None and library.semantic.ready
+    return library.searches_by_meaning
 
 
-def patterns_tools(library: SkillLibrary, projects: ProjectRoots | None = None) -> list[Tool]:
+def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -> list[Tool]:
     async def search_patterns(
         query: Annotated[
             str | None,

@@ -1,0 +1,260 @@
+"""A skill's files: which paths name them, and reading them under one set of rules.
+
+Every read of a skill's file, by any surface, goes through `SkillFiles.locate`:
+
+- a served path is relative and '/'-separated (a backslash counts as one), at most 1,000 characters,
+  with no '..', no NUL, no dot-name (`.git`, `.env`, `.skillshelf`) and no component over 255 bytes;
+- it names a file of that skill: one under its folder (Agent Skills layout), or one of its three files
+  (`SKILL.md` is generated from the documentation; `scripts/NAME.py` and `references/NAME-SKILL.md`,
+  or the files' own names, name the implementation and the metadata);
+- followed through symlinks, it stays inside the skill's library root with no dot-name on the way, and
+  does not land in a skill the reader may not show (`Crossing`, a view's rule);
+- it is a regular file (never a FIFO or a device), and a read stops at its size cap.
+
+What fails a rule is reported exactly like a file that does not exist (PATTERN_NOT_FOUND), except a
+path that tries to leave the skill (`..`, absolute: ACCESS_DENIED) or is malformed (VALIDATION_ERROR).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import stat
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import TypeVar
+
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.access import manifest as manifests
+from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.folder import MAX_NAME_BYTES, TooManyFiles, kept, walk_folder
+from skillshelf.library.skill.frontmatter import parse_document
+from skillshelf.library.skill.paths import is_servable
+from skillshelf.library.skill.reading import NotRegularFile, Reporter, read_regular_file, read_text
+
+T = TypeVar("T")
+MAX_PATH_CHARS = 1000
+SKILL_DOC = manifests.SKILL_DOC
+# Does this resolved path land in a skill the reader may not show? (the skill being read, the path)
+Crossing = Callable[[IndexedSkill, Path], bool]
+
+
+def never(_skill: IndexedSkill, _path: Path) -> bool:
+    return False
+
+
+class SkillFileError(SkillshelfError):
+    """A served path that is not one of the skill's files (or breaks a rule); the message says which files are."""
+
+
+def normalise(skill_id: str, served: str) -> str:
+    """The served path in its one spelling, or an error naming the rule it breaks."""
+    if not isinstance(served, str) or not served.strip():
+        raise SkillFileError(ErrorCode.VALIDATION_ERROR, f"give a file of {skill_id!r}, e.g. 'SKILL.md'")
+    if len(served) > MAX_PATH_CHARS:
+        raise SkillFileError(ErrorCode.VALIDATION_ERROR, f"a file path is at most {MAX_PATH_CHARS} characters")
+    if "\x00" in served:
+        raise SkillFileError(ErrorCode.VALIDATION_ERROR, "a file path cannot hold a NUL character")
+    text = served.replace("\\", "/")
+    if text.startswith("/") or PurePosixPath(text).is_absolute() or (len(text) > 1 and text[1] == ":"):
+        raise SkillFileError(
+            ErrorCode.ACCESS_DENIED, f"{served!r} is absolute; only the files of {skill_id!r} can be read"
+        )
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise SkillFileError(ErrorCode.ACCESS_DENIED, f"{served!r} leaves {skill_id!r}; only its own files can be read")
+    if too_long := [p for p in parts if len(p.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES]:
+        raise SkillFileError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{too_long[0][:40]!r}... is over {MAX_NAME_BYTES} bytes; no file of a skill has so long a name",
+        )
+    return posixpath.join(*parts) if parts else ""
+
+
+class SkillFiles:
+    """The files of the library's skills, read under the rules above; `crossing` is the reader's view rule."""
+
+    def __init__(self, library: SkillLibrary, crossing: Crossing = never) -> None:
+        self.library = library
+        self.crossing = crossing
+
+    # -- naming -------------------------------------------------------------------------------
+    def root_of(self, skill: IndexedSkill) -> Path:
+        return self.library.root_of(skill)
+
+    def folder_of(self, skill: IndexedSkill) -> Path:
+        """The skill's folder (Agent Skills), or its category folder (three-file)."""
+        return (self.root_of(skill) / skill.details.doc_file).parent
+
+    def three_file_names(self, skill: IndexedSkill) -> dict[str, Path | None]:
+        """Served path -> file on disk for a three-file skill (None: SKILL.md, generated); aliases included."""
+        root = self.root_of(skill)
+        details = skill.details
+        names: dict[str, Path | None] = {SKILL_DOC: None, Path(details.doc_file).name: root / details.doc_file}
+        if details.code_file:
+            code = root / details.code_file
+            names[f"scripts/{code.name}"] = names[code.name] = code
+        if details.meta_file:
+            meta = root / details.meta_file
+            names[f"references/{meta.name}"] = names[meta.name] = meta
+        return names
+
+    def listing(self, skill: IndexedSkill, max_files: int = manifests.MAX_FILES) -> dict[str, Path | None]:
+        """Every file the skill serves, by served path (SKILL.md first); raises TooManyFiles past `max_files`.
+
+        Three-file skills list their canonical names (SKILL.md, scripts/..., references/...); their
+        files' own names are accepted by `locate` too.
+        """
+        found: dict[str, Path | None]
+        if skill.layout == "three-file":
+            named = self.three_file_names(skill)
+            found = {n: p for n, p in named.items() if (n == SKILL_DOC or "/" in n) and self._servable(skill, p)}
+        else:
+            doc_name = Path(skill.details.doc_file).name
+            walked = walk_folder(
+                self.folder_of(skill), self.root_of(skill), max_files=max_files, crossing=self._crossing(skill)
+            )
+            found = {SKILL_DOC if f.served == doc_name else f.served: f.path for f in walked}
+        return dict(sorted(found.items(), key=lambda item: (item[0] != SKILL_DOC, item[0])))
+
+    def listed_paths(self, skill: IndexedSkill) -> list[str]:
+        """The paths to name a skill's files by, for an agent or a page: a three-file skill's own file names,
+        a folder's served paths (one over the limit: just SKILL.md)."""
+        if skill.layout == "three-file":
+            named = self.three_file_names(skill)
+            return sorted(n for n, p in named.items() if p is not None and "/" not in n and self._servable(skill, p))
+        try:
+            return list(self.listing(skill))
+        except TooManyFiles:
+            return [SKILL_DOC]
+
+    # -- the rules ----------------------------------------------------------------------------
+    def locate(self, skill: IndexedSkill, served: str) -> Path | None:
+        """The file behind a served path after every rule (None: the generated SKILL.md of a three-file skill)."""
+        try:
+            name = normalise(skill.id, served)
+        except SkillFileError as exc:
+            if exc.code != ErrorCode.ACCESS_DENIED:
+                raise
+            listed = ", ".join(self.listed_paths(skill)[:30])
+            raise SkillFileError(exc.code, f"{exc.message}: {listed}.") from None
+        if skill.layout == "three-file":
+            named = self.three_file_names(skill)
+            if name not in named:
+                raise self.missing(skill, served)
+            path = named[name]
+            if path is None:
+                return None
+        else:
+            if not name or not all(kept(part) for part in name.split("/")):
+                raise self.missing(skill, served)
+            doc_name = Path(skill.details.doc_file).name
+            folder = self.folder_of(skill)
+            path = folder / (doc_name if name == SKILL_DOC else name)
+        if not self._servable(skill, path):
+            raise self.missing(skill, served)
+        return path
+
+    def missing(self, skill: IndexedSkill, served: str) -> SkillFileError:
+        import difflib
+
+        listed = self.listed_paths(skill)
+        return SkillFileError(
+            ErrorCode.PATTERN_NOT_FOUND,
+            f"{skill.id!r} has no file {served!r}; its files: {', '.join(listed[:30]) or 'none'}.",
+            suggestions=difflib.get_close_matches(str(served), listed, n=3, cutoff=0.5),
+        )
+
+    def _servable(self, skill: IndexedSkill, path: Path | None) -> bool:
+        if path is None:
+            return True
+        root = self.root_of(skill)
+        if not is_servable(path, root):
+            return False
+        try:
+            real = path.resolve(strict=True)
+            if not stat.S_ISREG(real.stat().st_mode):
+                return False
+        except (OSError, RuntimeError):
+            return False
+        lexical = root / path.relative_to(root) if path.is_relative_to(root) else path
+        return real == lexical or not self.crossing(skill, real)
+
+    def _crossing(self, skill: IndexedSkill) -> Callable[[Path], bool]:
+        return lambda real: not self.crossing(skill, real)
+
+    # -- reading ------------------------------------------------------------------------------
+    def read_bytes(self, skill: IndexedSkill, served: str, limit: int) -> bytes:
+        """The file's bytes as served; CONTENT_TOO_LARGE past `limit` (never read whole)."""
+        path = self.locate(skill, served)
+        if path is None:
+            return self.generated_skill_md(skill)
+        try:
+            data = read_regular_file(path, limit + 1)
+        except NotRegularFile:
+            raise self.missing(skill, served) from None
+        except OSError as exc:
+            raise SkillFileError(
+                ErrorCode.FILESYSTEM_ERROR,
+                f"{skill.id}/{served} cannot be read ({exc.strerror or type(exc).__name__}); try again later.",
+            ) from exc
+        if len(data) > limit:
+            raise SkillFileError(
+                ErrorCode.CONTENT_TOO_LARGE,
+                f"{skill.id}/{served} is over {limit // 1024} KiB, more than one read returns; "
+                "ask the curator to split it or move it out of the skill.",
+            )
+        return data
+
+    def read_text(self, skill: IndexedSkill, served: str, max_bytes: int | None = None) -> str | None:
+        """The file as text (cut at `max_bytes` and reported); None when it is binary or unreadable."""
+        limit = max_bytes or self.library.config.max_file_bytes
+        path = self.locate(skill, served)
+        if path is None:
+            return self.generated_skill_md(skill).decode("utf-8")
+        return read_text(path, Reporter(served), limit)
+
+    def cached(
+        self, skill: IndexedSkill, served: str, kind: str, compute: Callable[[], T], size: Callable[[T], int]
+    ) -> T:
+        """`compute()`'s result for this file, reused while the file is unchanged (see FileCache)."""
+        path = self.locate(skill, served)
+        if path is None:
+            path = self.root_of(skill) / skill.details.doc_file  # the generated SKILL.md follows its document
+        return self.library.files.get(path, kind, compute, size)
+
+    def digest(self, skill: IndexedSkill, served: str, limit: int) -> str:
+        """`sha256:<hex>` of the served bytes, reused while the file is unchanged."""
+        if self.locate(skill, served) is None:  # generated: it follows the index too, so never cached
+            return "sha256:" + hashlib.sha256(self.generated_skill_md(skill)).hexdigest()
+        return self.cached(
+            skill,
+            served,
+            "sha256",
+            lambda: "sha256:" + hashlib.sha256(self.read_bytes(skill, served, limit)).hexdigest(),
+            lambda _digest: 80,
+        )
+
+    def documentation(self, skill: IndexedSkill) -> str | None:
+        """The document's body without frontmatter, parsed once per version of the file; None when unreadable."""
+        served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
+
+        def parse() -> str | None:
+            text = self.read_text(skill, served)
+            return None if text is None else parse_document(text, Reporter(served)).body
+
+        try:
+            return self.cached(skill, served, "documentation", parse, lambda body: len(body or ""))
+        except SkillFileError:
+            return None
+
+    def generated_skill_md(self, skill: IndexedSkill) -> bytes:
+        """SKILL.md of a three-file skill: frontmatter generated from the index, then the documentation."""
+        body = self.documentation(skill)
+        if body is None:
+            raise SkillFileError(
+                ErrorCode.FILESYSTEM_ERROR,
+                f"{skill.id}/SKILL.md: {skill.details.doc_file} cannot be read as text; call searchPatterns again.",
+            )
+        return manifests.three_file_skill_md(skill, body)
