@@ -316,3 +316,19 @@ def test_the_summary_counts_calls_errors_and_percentiles(tmp_path: Path) -> None
     assert (load.p50_ms, load.p95_ms) == (50.0, 95.0)
     assert summary.busiest_skills == [("a/b", 100), ("c/d", 1)]
     assert summary.error_codes == {"UNKNOWN": 1, "PATTERN_NOT_FOUND": 1}
+
+
+def test_the_redact_hook_loads_its_skill_without_writing_bytecode_into_the_library() -> None:
+    import shutil
+
+    from skillshelf.server.hooks import ToolCall, _redact_text, redact_secrets
+    from skillshelf.settings import bundled_library_path
+
+    root = bundled_library_path()
+    assert root is not None
+    cache = root / "security" / "__pycache__"
+    shutil.rmtree(cache, ignore_errors=True)
+    _redact_text.cache_clear()
+    found = redact_secrets(ToolCall("loadSkill", {}, "default"), {"data": {"text": "token ghp_" + "a" * 36}})
+    assert found is not None and "ghp_" + "a" * 36 not in str(found.result)
+    assert not cache.exists()  # exec_module would have written __pycache__/redact-secrets.cpython-*.pyc

@@ -318,7 +318,10 @@ def equip_view(
 
 @functools.cache
 def _redact_text() -> Callable[[str], dict[str, Any]]:
-    """The bundled `security/redact-secrets` skill's own function, loaded once from the library."""
+    """The bundled `security/redact-secrets` skill's own function, loaded once from the package.
+
+    Compiled from its source and run without the import system's bytecode cache, so no `__pycache__`
+    is written into the library folder (a read-only or shared checkout stays as it was)."""
     import importlib.util
 
     from skillshelf.settings import bundled_library_path
@@ -330,7 +333,8 @@ def _redact_text() -> Callable[[str], dict[str, Any]]:
     spec = importlib.util.spec_from_file_location("skillshelf_redact_secrets", source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    text = spec.loader.get_source(spec.name)  # type: ignore[attr-defined]  # exec_module would cache bytecode
+    exec(compile(text, str(source), "exec"), module.__dict__)  # the package's own file
     redactor: Callable[[str], dict[str, Any]] = module.redact_secrets
     return redactor
 

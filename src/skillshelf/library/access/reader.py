@@ -394,6 +394,9 @@ class ViewReader:
         return frozenset(self._only_visible(sorted(self._all.verified_ids(warnings))))
 
     def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool:
+        """False for a skill this view hides (nothing is said about it)."""
+        if not self.is_visible(skill.id):
+            return False
         return is_verified(skill, self.verified_ids() if by_use is None else by_use)
 
     def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[PatternUsage] | None:
