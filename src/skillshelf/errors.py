@@ -28,6 +28,7 @@ class ErrorCode(StrEnum):
     TOOL_NOT_AVAILABLE = "TOOL_NOT_AVAILABLE"  # hidden by the view, or no such tool (search mode)
     HOOK_FAILED = "HOOK_FAILED"
     CALL_ABORTED = "CALL_ABORTED"
+    RATE_LIMITED = "RATE_LIMITED"  # a caller over its rate (an inner call; the HTTP request itself gets 429)
 
 
 class SkillshelfError(Exception):

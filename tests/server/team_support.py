@@ -13,8 +13,10 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
+from skillshelf.config.views import ViewSettings
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.app import build_server
+from skillshelf.server.calllog import CallLog
 from skillshelf.server.web import WebAccess
 from skillshelf.settings import Settings
 
@@ -25,10 +27,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def make_server(library: SkillLibrary, projects: Path, web: WebAccess | None = None) -> MCPServer[Any]:
-    """A server over an already synced library (so searches never meet a first index build)."""
-    settings = Settings(roots=library.roots, watch=False, project_roots=[projects])
-    return build_server(settings, library=library, web=web)
+def make_server(
+    library: SkillLibrary,
+    projects: Path,
+    web: WebAccess | None = None,
+    view: ViewSettings | None = None,
+    call_log: CallLog | None = None,
+) -> MCPServer[Any]:
+    """A server over an already synced library (so searches never meet a first index build); with `view`,
+    its `default` view is that one (every tool unless it filters them), hooks and composites included."""
+    settings = Settings(
+        roots=library.roots, watch=False, project_roots=[projects], views={"default": view or ViewSettings()}
+    )
+    return build_server(settings, library=library, web=web, view="default", call_log=call_log)
 
 
 @asynccontextmanager

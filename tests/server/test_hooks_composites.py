@@ -18,7 +18,7 @@ from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.calllog import CallLog, read_records, summarise
-from skillshelf.server.hooks import check_views, equip_view, load_hook
+from skillshelf.server.hooks import check_views, load_hook
 from tests.conftest import call, three_file
 from tests.server.team_support import make_server
 
@@ -114,10 +114,8 @@ def build(sample_library: SkillLibrary, tmp_path: Path) -> Build:
         composites: dict[str, CompositeTool] | None = None,
         log: CallLog | None = None,
     ) -> MCPServer[Any]:
-        server = make_server(sample_library, tmp_path / "projects")
-        view = ViewSettings(hooks=hooks or HookSettings(), composites=composites or {})
-        equip_view(server, "default", view, log)
-        return server
+        view = ViewSettings(hooks=hooks or HookSettings(), composites=composites or {}, output_schemas=True)
+        return make_server(sample_library, tmp_path / "projects", view=view, call_log=log)
 
     return make
 
@@ -288,8 +286,16 @@ async def test_the_call_log_holds_no_argument_text(client_for: Any, tmp_path: Pa
     text = log.path.read_text(encoding="utf-8")
     assert "zebra" not in text and "quokka" not in text and "Turn any title" not in text
     records = list(read_records(log.path))
-    assert [r["tool"] for r in records] == ["searchPatterns", "loadSkill", "loadSkill", "findAndLoad"]
-    assert [r["ok"] for r in records] == [True, True, False, True]
+    # The composite's steps are logged too, each with the composite that made it (`via`), before it ends.
+    assert [(r["tool"], r.get("via")) for r in records] == [
+        ("searchPatterns", None),
+        ("loadSkill", None),
+        ("loadSkill", None),
+        ("searchPatterns", "findAndLoad"),
+        ("loadSkill", "findAndLoad"),
+        ("findAndLoad", None),
+    ]
+    assert [r["ok"] for r in records] == [True, True, False, True, True, True]
     assert records[2]["code"] == "PATTERN_NOT_FOUND" and records[1]["skill"] == "python/slugify"
     assert all(r["in"] > 0 and r["out"] > 0 and r["view"] == "default" for r in records)
 

@@ -19,7 +19,6 @@ from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize, web_refusal
-from skillshelf.server.hooks import equip_view
 from skillshelf.server.http import finish_calls_on_shutdown, team_app
 from skillshelf.server.web import WebAccess
 from tests.server.team_support import make_server, serving
@@ -229,8 +228,8 @@ async def test_shutting_down_finishes_the_call_in_flight(sample_library: SkillLi
 
 
 async def shut_down_during_a_call(sample_library: SkillLibrary, tmp_path: Path) -> None:
-    server = make_server(sample_library, tmp_path / "projects")
-    equip_view(server, "default", ViewSettings(hooks=HookSettings(pre_call=f"{__name__}:slow_pre_call")), None)
+    view = ViewSettings(hooks=HookSettings(pre_call=f"{__name__}:slow_pre_call"))
+    server = make_server(sample_library, tmp_path / "projects", view=view)
     running: list[uvicorn.Server] = []
     answers: list[httpx2.Response] = []
     hello = {

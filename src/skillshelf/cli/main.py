@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -237,7 +238,8 @@ def serve(
     from skillshelf.config.views import all_views, resolve_view
     from skillshelf.library.index.library import SkillLibrary
     from skillshelf.server import build_server
-    from skillshelf.server.app import build_view_servers, equip_served_view
+    from skillshelf.server.app import build_view_servers
+    from skillshelf.server.calllog import CallLog
 
     options: dict[str, Any] = {
         "cli_project_roots": project_roots,
@@ -297,12 +299,15 @@ def serve(
                 stream_responses=stream_responses,
             )
         else:
-            server = build_server(settings, library, archive, access, view=settings.view, reload=reload)
-            equip_served_view(server, settings)
+            call_log = CallLog.from_settings(settings.call_log)
+            server = build_server(
+                settings, library, archive, access, view=settings.view, reload=reload, call_log=call_log
+            )
+            announce = None
             if sys.stderr.isatty():
                 library.start()  # the lifespan's start() is then a no-op; the line waits for the index
-                _announce_when_indexed(library, roots, progress, settings.view)
-            _run_stdio(server)
+                announce = partial(_announce_when_indexed, library, roots, progress, settings.view)
+            _run_stdio(server, announce)
     finally:
         library.close()
         archive.close()
@@ -345,8 +350,11 @@ def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress, vi
     threading.Thread(target=announce, name="skillshelf-announce", daemon=True).start()
 
 
-def _run_stdio(server: Any) -> None:
-    """Serve stdio until the client closes it; Ctrl-C stops at once, even while stdin is being read."""
+def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
+    """Serve stdio until the client closes it; Ctrl-C stops at once, even while stdin is being read.
+
+    `announce` (the terminal's "serving" line) starts only once Ctrl-C is handled: a user who reads
+    "Press Ctrl-C" and presses it at once must get the clean stop, not Python's KeyboardInterrupt."""
     import os
     import signal
 
@@ -360,6 +368,8 @@ def _run_stdio(server: Any) -> None:
     from skillshelf.server.stdio import loop_options, serve_stdio
 
     previous = signal.signal(signal.SIGINT, stop_now)
+    if announce is not None:
+        announce()
     try:
         anyio.run(serve_stdio, server, backend_options=loop_options())
     finally:

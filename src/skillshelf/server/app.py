@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -22,14 +23,18 @@ from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
+from skillshelf.server.calllog import CallLog
+from skillshelf.server.composite import install_composites
+from skillshelf.server.hooks import Hooks
 from skillshelf.server.http import transport_security
+from skillshelf.server.pipeline import CallPipeline, Limiter
 from skillshelf.server.prompts import register_prompts
 from skillshelf.server.skills_ext import SkillsSurface
 from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
-from skillshelf.server.tools.patterns import patterns_tools
+from skillshelf.server.tools.patterns import ARGUMENT_PLACES, patterns_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
@@ -58,6 +63,8 @@ def build_server(
     web: WebAccess | None = None,
     view: str | None = None,
     reload: Callable[[], Settings] | None = None,
+    call_log: CallLog | None = None,
+    limiter: Limiter | None = None,
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
 
@@ -67,8 +74,11 @@ def build_server(
     a config file, edits to the file change the view's tools and skills while the server runs;
     clients are told to re-list, and an invalid edit is logged while the last good config stays.
 
-    Over HTTP it also serves the read-only web view at `/` (`web`: who sees what; by default every
-    skill, to anyone passing the bind host's Host/Origin checks).
+    Over HTTP it also serves the read-only web view at `/` (`web`: who sees it; it shows the view's skills,
+    to anyone passing the bind host's Host/Origin checks by default).
+
+    Every request passes the view's call pipeline (server/pipeline.py): its pins, hooks and composites,
+    `call_log` (None: no log) and `limiter` (the callers' rate limit for calls made inside a call).
 
     The lifespan starts their background sync and watchers and stops them. What the factory
     created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
@@ -81,7 +91,7 @@ def build_server(
     sessions = archive or SessionArchive(projects, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
     try:
-        server = _assemble(settings, shelf, sessions, owned, chosen, view_name, web, reload)
+        server = _assemble(settings, shelf, sessions, owned, chosen, view_name, web, reload, call_log, limiter)
     except BaseException:
         _close_all(owned)  # a view that does not build (a bad override) leaks no SQLite connection
         raise
@@ -104,31 +114,84 @@ def _assemble(
     view_name: str,
     web: WebAccess | None,
     reload: Callable[[], Settings] | None,
+    call_log: CallLog | None,
+    limiter: Limiter | None,
 ) -> MCPServer[Any]:
-    # One reader at one boundary: every tool, resource, listing and page reads skills through this view.
+    # One reader and one pipeline: every tool, resource, listing and page reads skills through this view's
+    # reader, and every request passes this view's pipeline.
     reader = ViewReader(shelf, chosen.skill_rules())
-    selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions))
     skills = SkillsSurface(reader)
     shelf.add_change_listener(skills.library_changed)
+    pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, ARGUMENT_PLACES, limiter)
+    selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions), pipeline.call)
     live = LiveView(selection, skills.bus)
+    view = _View(view_name, chosen, reader, skills, pipeline, live)
+    watcher = None
+    if reload is not None and settings.config_path is not None:
+        watcher = ConfigWatcher(settings.config_path, lambda: view.reload(reload, sessions))
+    server: MCPServer[Any] = MCPServer(
+        "skillshelf",
+        version=__version__,
+        instructions=instructions_for(selection),
+        lifespan=_lifespan(shelf, sessions, owned, watcher),
+        log_level="WARNING",
+        extensions=[skills.extension],
+        subscriptions=skills.bus,
+        tools=selection.listed(),
+        middleware=[live.middleware],
+    )
+    view.server = server
+    pipeline.attach(server, live)
+    pipeline.passthrough.update(install_composites(server, chosen.composites, pipeline.call))
+    pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
+    skills.install(server)
+    register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
+    _add_routes(server, settings, reader, sessions, web)
+    return server
 
-    def reload_config() -> None:
-        assert reload is not None
+
+@dataclass
+class _View:
+    """What one view's server is made of, for a config reload to replace."""
+
+    name: str
+    settings: ViewSettings
+    reader: ViewReader
+    skills: SkillsSurface
+    pipeline: CallPipeline
+    live: LiveView
+    server: MCPServer[Any] | None = None
+
+    def reload(self, read: Callable[[], Settings], sessions: SessionArchive) -> None:
+        """Serve the view as the config read afresh defines it (called on the config watcher's thread); an
+        invalid config is logged and the last good one stays."""
         try:
-            fresh = reload()
-            new_view = resolve_view(view_name, fresh.views, fresh.execution.enabled)
-            new_selection = ToolSelection.of(view_name, new_view, every_tool(fresh, reader, sessions))
+            fresh = read()
+            new_view = resolve_view(self.name, fresh.views, fresh.execution.enabled)
+            tools = every_tool(fresh, self.reader, sessions)
+            selection = ToolSelection.of(self.name, new_view, tools, self.pipeline.call)
+            hooks = Hooks.load(new_view.hooks)
         except SkillshelfError as exc:
             logger.warning("config change ignored, still serving the last good config: %s", exc.message)
             return
-        skills_changed = reader.set_rules(new_view.skill_rules())
-        live.install(server, new_selection)
-        logger.warning("config reloaded: view %r now serves %d tool(s)", view_name, len(new_selection.shown))
-        live.announce_from_thread()
+        if new_view.composites != self.settings.composites:
+            logger.warning("composite tools changed in the config: they apply when the server restarts")
+        skills_changed = self.reader.set_rules(new_view.skill_rules())
+        assert self.server is not None
+        self.live.install_from_thread(self.server, selection, lambda: self.pipeline.set_hooks(hooks))
+        logger.info("config reloaded: view %r now serves %d tool(s)", self.name, len(selection.shown))
+        self.live.announce_from_thread()
         if skills_changed:
-            skills.library_changed()  # resources/list_changed: skills appeared or vanished
+            self.skills.library_changed()  # resources/list_changed: skills appeared or vanished
 
-    watcher = ConfigWatcher(settings.config_path, reload_config) if reload and settings.config_path else None
+
+def _lifespan(
+    shelf: SkillLibrary,
+    sessions: SessionArchive,
+    owned: list[SkillLibrary | SessionArchive],
+    watcher: ConfigWatcher | None,
+) -> Callable[[MCPServer[Any]], AbstractAsyncContextManager[SkillLibrary]]:
+    """Start the library's and the archive's background sync (and the config watcher); stop them after."""
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
@@ -146,17 +209,13 @@ def _assemble(
             for resource in owned:
                 resource.close()
 
-    server: MCPServer[Any] = MCPServer(
-        "skillshelf",
-        version=__version__,
-        instructions=instructions_for(selection),
-        lifespan=lifespan,
-        log_level="WARNING",
-        extensions=[skills.extension],
-        subscriptions=skills.bus,
-        tools=selection.listed(),
-        middleware=[live.middleware],
-    )
+    return lifespan
+
+
+def _add_routes(
+    server: MCPServer[Any], settings: Settings, reader: ViewReader, sessions: SessionArchive, web: WebAccess | None
+) -> None:
+    """The skill:// documentation template, /health and the web view, all over the view's reader."""
 
     @server.resource(
         "skill://{category}/{name}",
@@ -171,9 +230,6 @@ def _assemble(
         except SkillshelfError as exc:
             raise ResourceNotFoundError(exc.message) from exc
 
-    skills.install(server)
-    register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
-
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
         counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
@@ -182,8 +238,6 @@ def _assemble(
     for route in web_routes(reader, web or WebAccess(security=transport_security(settings.http_host))):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
-    return server
-
 
 def build_view_servers(
     settings: Settings,
@@ -191,31 +245,20 @@ def build_view_servers(
     archive: SessionArchive,
     web: WebAccess | None = None,
     reload: Callable[[], Settings] | None = None,
+    limiter: Limiter | None = None,
 ) -> dict[str, MCPServer[Any]]:
     """One server per view (built-in and configured) over one library and archive, for HTTP.
 
-    Each is equipped with its view's composites, hooks and the call log. `default` (what `/mcp`
-    serves) is the view `serve --view` names, so a plain `/mcp` gives what stdio would.
+    Each passes its view's call pipeline (composites, hooks, pins) and writes one call log. `default`
+    (what `/mcp` serves) is the view `serve --view` names, so a plain `/mcp` gives what stdio would.
     """
-    from skillshelf.server.calllog import CallLog
-    from skillshelf.server.hooks import equip_view
-
     call_log = CallLog.from_settings(settings.call_log)
     views = all_views(settings.views, settings.execution.enabled)
-    servers: dict[str, MCPServer[Any]] = {}
-    for name, view in views.items():
-        server = build_server(settings, library, archive, web, view=name, reload=reload)
-        equip_view(server, name, view, call_log)
-        servers[name] = server
+    servers = {
+        name: build_server(
+            settings, library, archive, web, view=name, reload=reload, call_log=call_log, limiter=limiter
+        )
+        for name in views
+    }
     servers[DEFAULT_VIEW] = servers[settings.view or DEFAULT_VIEW]
     return servers
-
-
-def equip_served_view(server: MCPServer[Any], settings: Settings) -> None:
-    """The served view's composites, hooks and call log, for the one server stdio runs."""
-    from skillshelf.server.calllog import CallLog
-    from skillshelf.server.hooks import equip_view
-
-    name = settings.view or DEFAULT_VIEW
-    view = resolve_view(name, settings.views, settings.execution.enabled)
-    equip_view(server, name, view, CallLog.from_settings(settings.call_log))

@@ -62,6 +62,7 @@ class CallRecord:
     request_bytes: int
     response_bytes: int
     skill: str | None = None
+    via: str | None = None  # the meta-tool or composite an inner call was made by
 
     def to_line(self, at: float) -> str:
         record: dict[str, Any] = {
@@ -77,6 +78,8 @@ class CallRecord:
         }
         if self.skill:
             record["skill"] = self.skill
+        if self.via:
+            record["via"] = self.via
         return json.dumps(record, separators=(",", ":")) + "\n"
 
 

@@ -18,8 +18,9 @@ chain = [
 - A template that is a whole string keeps the value's type (`"{inputs.limit}"` stays a number);
   inside a longer string it is interpolated as text. A reference to nothing is a VALIDATION_ERROR.
 
-Steps are called through a "call a tool by name" function (`ToolPipeline.call`), so each step runs
-the view's hooks; the generated input schema is a JSON object schema checked before any step runs.
+Steps are called through the view's call pipeline (`CallPipeline.call`), so each step passes every
+rule of the view (pins, hooks, rate limit, call log); the generated input schema is a JSON object
+schema checked before any step runs.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import inspect
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import anyio
@@ -40,10 +40,9 @@ from pydantic import Field
 from skillshelf.config.team import CompositeInput, CompositeStep, CompositeTool
 from skillshelf.envelope import EnvelopeMetadata, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server.tooling import make_tool, to_call_result
+from skillshelf.server import sdk
+from skillshelf.server.tooling import CallTool, make_tool, to_call_result
 from skillshelf.tokens import estimate_json_tokens
-
-CallTool = Callable[[str, dict[str, Any], "Context[Any, Any] | None"], Awaitable[CallToolResult]]
 
 PYTHON_TYPES: dict[str, Any] = {
     "string": str,
@@ -138,7 +137,11 @@ def _success(data: dict[str, Any], started: float, count: int) -> CallToolResult
 
 
 async def run_parallel(
-    steps: dict[str, CompositeStep], inputs: dict[str, Any], call: CallTool, context: Context[Any, Any] | None
+    composite: str,
+    steps: dict[str, CompositeStep],
+    inputs: dict[str, Any],
+    call: CallTool,
+    context: Context[Any, Any] | None,
 ) -> CallToolResult:
     started = time.perf_counter()
     results: dict[str, Any] = {}
@@ -151,7 +154,7 @@ async def run_parallel(
             results[name] = {"error": {"code": exc.code, "message": exc.message, "tool": step.tool}}
             failed.append(name)
             return
-        outcome = _step_outcome(await call(step.tool, arguments, context))
+        outcome = _step_outcome(await call(step.tool, arguments, context, via=composite))
         if outcome.get("success"):
             results[name] = outcome.get("data")
         else:
@@ -180,7 +183,7 @@ async def run_chain(
         except SkillshelfError as exc:
             outcome: dict[str, Any] = {"success": False, "error": {"code": exc.code, "message": exc.message}}
         else:
-            outcome = _step_outcome(await call(step.tool, arguments, context))
+            outcome = _step_outcome(await call(step.tool, arguments, context, via=composite))
         if not outcome.get("success"):
             error = _step_error(step.name, step.tool, outcome)
             message = f"{composite}: step {step.name!r} ({step.tool}) failed: {error['message']}"
@@ -198,7 +201,7 @@ def composite_tool(name: str, config: CompositeTool, call: CallTool) -> Tool:
         context = arguments.pop("ctx", None)
         inputs = {k: (v if v is not None else config.inputs[k].default) for k, v in arguments.items()}
         if config.parallel is not None:
-            return await run_parallel(config.parallel, inputs, call, context)
+            return await run_parallel(name, config.parallel, inputs, call, context)
         assert config.chain is not None
         return await run_chain(name, config.chain, inputs, call, context)
 
@@ -214,13 +217,13 @@ def composite_tool(name: str, config: CompositeTool, call: CallTool) -> Tool:
 def install_composites(server: MCPServer[Any], composites: dict[str, CompositeTool], call: CallTool) -> list[str]:
     """Register a view's composites on its server (before it serves); their names, for the pipeline's passthrough."""
     for name, config in composites.items():
-        if server._tool_manager.get_tool(name) is not None:
+        if sdk.get_tool(server, name) is not None:
             raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"composite {name!r} has the name of an existing tool")
-        unknown = [s.tool for s in _steps(config) if server._tool_manager.get_tool(s.tool) is None]
+        unknown = [s.tool for s in _steps(config) if sdk.get_tool(server, s.tool) is None]
         if unknown:
             listed = ", ".join(sorted(set(unknown)))
             raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"composite {name!r} calls unknown tool(s): {listed}")
-        server._tool_manager._tools[name] = composite_tool(name, config, call)
+        sdk.add_tool(server, composite_tool(name, config, call))
     return list(composites)
 
 

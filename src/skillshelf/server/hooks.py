@@ -13,11 +13,18 @@ works too), sync or async:
 A hook that raises, returns something else, or runs past `timeout_s` fails that call with
 HOOK_FAILED and a log line; the server keeps serving. A sync hook runs in a worker thread.
 
-Where hooks run: around the tool that actually does the work. A direct call is hooked once; a
-composite tool is not hooked itself, but each of its steps is (so a policy on `loadSkill` also holds
-inside "search then load"); a meta-tool (search-mode `call_tool`) must call through
-`ToolPipeline.call`, so the tool it runs is hooked and the meta-tool itself is not. The call log
-records what the agent called: one line per top-level call, composites and meta-tools included.
+Where hooks run: around the tool that actually does the work, on every surface (server/pipeline.py).
+A direct call is hooked once; a composite tool is not hooked itself, but each of its steps is (so a
+policy on `loadSkill` also holds inside "search then load"), and so is the tool a search-mode
+`{view}_call_tool` runs. Reads of content are hooked as calls named after their method
+(`resources/read`, `skills/get`, `prompts/get`, with the request's params as arguments, and the result
+as `{"success": true, "data": <the MCP result>}`): a post_call hook that masks strings masks those too.
+
+`ToolCall` tells a hook where it is: `tool` (the name the agent used), `own` (the tool's own name: a
+policy on `executeSkill` holds under any name a view gives it), `via` (the meta-tool or composite that
+made the call, or None), and `values(name)` / `skill_ids` give an argument at every place it can be
+sent (`skillIds` items, `queries[].category`...), so a policy keyed on `skillId` cannot be walked past
+through the bulk form.
 """
 
 from __future__ import annotations
@@ -34,18 +41,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
 from skillshelf.config.team import HookSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import failure
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server.auth import caller_of, current_caller
-from skillshelf.server.calllog import CallLog, CallRecord, skill_of
-from skillshelf.server.composite import install_composites
-from skillshelf.server.tooling import to_call_result
+from skillshelf.server.tooling import Places, to_call_result
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +60,18 @@ class ToolCall:
     arguments: dict[str, Any]
     view: str
     caller: str | None = None
+    own: str = ""  # the tool's own name, whatever the view calls it ("" : the same as `tool`)
+    via: str | None = None  # the meta-tool or composite this call was made by
+    places: Places | None = field(default=None, repr=False, compare=False)
+
+    def values(self, name: str) -> list[Any]:
+        """Every value the argument `name` has in this call: top level, aliases and bulk items."""
+        return (self.places or Places()).values_of(self.arguments, name)
+
+    @property
+    def skill_ids(self) -> list[str]:
+        """The skill ids this call names, wherever they were sent (skillId, skillIds, patternId)."""
+        return [v for v in self.values("skillId") + self.values("patternId") if isinstance(v, str)]
 
 
 @dataclass(frozen=True)
@@ -171,111 +185,6 @@ def _text_envelope(result: CallToolResult) -> dict[str, Any]:
     return {"success": not result.is_error, "data": {"text": text}}
 
 
-def _as_call_result(result: HandlerResult) -> CallToolResult | None:
-    if isinstance(result, CallToolResult):
-        return result
-    if isinstance(result, dict):
-        try:
-            return CallToolResult.model_validate(result)
-        except ValueError:
-            return None
-    return None
-
-
-@dataclass
-class ToolPipeline:
-    """Hooks and the call log around one view's tools; `middleware` installs it on the server.
-
-    `passthrough`: names not hooked at the top (composites, meta-tools): they call `call` per step.
-    """
-
-    server: MCPServer[Any]
-    view: str = "default"
-    hooks: Hooks | None = None
-    call_log: CallLog | None = None
-    passthrough: set[str] = field(default_factory=set)
-
-    def install(self) -> ToolPipeline:
-        self.server.middleware.append(self.middleware)
-        return self
-
-    async def call(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> CallToolResult:
-        """Call a tool by name the way an agent's call runs: through the hooks (composite steps use this)."""
-        call = ToolCall(name, arguments, self.view, current_caller.get())
-        if self.hooks is not None:
-            decided = await self.hooks.before(call)
-            if isinstance(decided, CallToolResult):
-                return decided
-            call = decided
-        try:
-            raw = await self.server.call_tool(name, call.arguments, context)
-        except SkillshelfError as exc:
-            raw = to_call_result(failure(exc.code, exc.message, time.perf_counter(), exc.suggestions))
-        except Exception as exc:  # unknown tool, bad arguments: the SDK's ToolError
-            raw = to_call_result(failure(ErrorCode.VALIDATION_ERROR, str(exc), time.perf_counter()))
-        result = _as_call_result(raw) or to_call_result(
-            failure(ErrorCode.INTERNAL_ERROR, f"{name} gave no tool result", time.perf_counter())
-        )
-        return await self.hooks.after(call, result) if self.hooks is not None else result
-
-    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.method != "tools/call" or not isinstance(ctx.params, Mapping):
-            return await call_next(ctx)
-        params = dict(ctx.params)
-        name = str(params.get("name", ""))
-        arguments = params.get("arguments") or {}
-        caller = caller_of(ctx.request) if ctx.request is not None and hasattr(ctx.request, "scope") else None
-        token = current_caller.set(caller)
-        started = time.perf_counter()
-        result: HandlerResult = None
-        try:
-            call = ToolCall(name, dict(arguments) if isinstance(arguments, dict) else {}, self.view, caller)
-            hooked = self.hooks is not None and name not in self.passthrough
-            if hooked and self.hooks is not None:
-                decided = await self.hooks.before(call)
-                if isinstance(decided, CallToolResult):
-                    result = decided
-                    return result
-                if decided is not call:  # pre_call gave new arguments
-                    ctx = replace(ctx, params={**params, "arguments": decided.arguments})
-                call = decided
-            result = await call_next(ctx)
-            if hooked and self.hooks is not None and (as_result := _as_call_result(result)) is not None:
-                result = await self.hooks.after(call, as_result)
-            return result
-        finally:
-            current_caller.reset(token)
-            if self.call_log is not None:
-                self._log(name, arguments, caller, started, result)
-
-    def _log(self, name: str, arguments: Any, caller: str | None, started: float, result: HandlerResult) -> None:
-        as_result = _as_call_result(result)
-        envelope = (as_result.structured_content if as_result is not None else None) or {}
-        error = envelope.get("error") if isinstance(envelope.get("error"), dict) else None
-        success = as_result is not None and not as_result.is_error
-        fallback = "PROTOCOL_ERROR" if as_result is None else "UNKNOWN"
-        code = None if success else str((error or {}).get("code") or fallback)
-        response_bytes = (
-            sum(len(c.text.encode()) for c in as_result.content if isinstance(c, TextContent)) if as_result else 0
-        )
-        assert self.call_log is not None
-        self.call_log.write(
-            CallRecord(
-                tool=name,
-                view=self.view,
-                caller=caller,
-                duration_ms=(time.perf_counter() - started) * 1000,
-                success=success,
-                error_code=code,
-                request_bytes=len(json.dumps(arguments, separators=(",", ":")).encode()),
-                response_bytes=response_bytes,
-                skill=skill_of(arguments) if isinstance(arguments, dict) else None,
-            )
-        )
-
-
 def check_views(views: Mapping[str, ViewSettings], tool_names: Collection[str] | None = None) -> list[str]:
     """Problems with the views' hooks and composites, for `config validate` (empty: all good).
 
@@ -301,16 +210,6 @@ def check_views(views: Mapping[str, ViewSettings], tool_names: Collection[str] |
             if unknown:
                 problems.append(f"views.{name}.composites.{composite}: unknown tool(s) {', '.join(unknown)}")
     return problems
-
-
-def equip_view(
-    server: MCPServer[Any], view: str, settings: ViewSettings | None, call_log: CallLog | None
-) -> ToolPipeline:
-    """Give a view's server its composites, hooks and call log (once, before it serves)."""
-    settings = settings or ViewSettings()
-    pipeline = ToolPipeline(server, view, Hooks.load(settings.hooks), call_log)
-    pipeline.passthrough.update(install_composites(server, settings.composites, pipeline.call))
-    return pipeline.install()
 
 
 # Two hooks shipped as examples: `skillshelf.server.hooks:redact_secrets` and `...:audit`.

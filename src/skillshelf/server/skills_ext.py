@@ -13,7 +13,7 @@ Everything is read through the view's `SkillReader`: a hidden skill is absent fr
 unreadable, exactly like one that does not exist, and files obey the same path rules and size caps as
 every other read (one read returns at most the extension's 16 MiB per skill).
 The MCPServer has no public hook for replacing `resources/list` and `resources/read`, so
-`install` registers those two on its low-level server (mcp is pinned to 2.3.x).
+`install` registers those two on its low-level server (through server/sdk.py).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from skillshelf.library.access.manifest import (
 )
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill
+from skillshelf.server import sdk
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class SkillsSurface:
 
     def install(self, server: MCPServer[Any]) -> None:
         """Serve resources/list and resources/read for skills, and announce library changes."""
-        lowlevel = server._lowlevel_server  # no public hook replaces a spec handler; see the module docstring
+        lowlevel = sdk.lowlevel(server)  # no public hook replaces a spec handler; see the module docstring
         original = lowlevel.get_request_handler("resources/read")
         self._read_fallback = original.handler if original is not None else None
         lowlevel.add_request_handler("resources/list", types.PaginatedRequestParams, self.list_resources)

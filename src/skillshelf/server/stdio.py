@@ -27,6 +27,8 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+from skillshelf.server import sdk
+
 logger = logging.getLogger(__name__)
 MAX_LINE = 256 * 1024 * 1024  # a request line larger than this ends the session (the SDK reads any size)
 CHUNK = 1024 * 1024
@@ -59,7 +61,7 @@ def _is_pipe_or_socket(mode: int) -> bool:
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """What `MCPServer.run_stdio_async` does, on the event-loop transport when it can be used."""
-    lowlevel = server._lowlevel_server  # the SDK's run_stdio_async uses it the same way
+    lowlevel = sdk.lowlevel(server)  # the SDK's run_stdio_async uses it the same way
     if not event_loop_stdio_possible():
         await server.run_stdio_async()
         return

@@ -6,8 +6,9 @@ import difflib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -164,6 +165,64 @@ class EnvelopeTool(Tool):
             return await super().run(arguments, context, convert_result)
         finally:
             _CALL_CONTEXT.reset(token)
+
+
+class CallTool(Protocol):
+    """Call a tool of a view by the name it exposes, through every rule of the view (server/pipeline.py);
+    `via` names the meta-tool or composite making the call."""
+
+    def __call__(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None, *, via: str = ""
+    ) -> Awaitable[CallToolResult]: ...
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where a tool's arguments can appear besides under their own name, so a rule about an argument (a
+    view's pin, a hook's policy, the call log's skill id) holds wherever it is sent.
+
+    - `aliases`: another name for a parameter (searchPatterns' `keyword` is `query`);
+    - `items`: a list whose items are values of a parameter (loadSkill's `skillIds` holds `skillId`s);
+    - `objects`: a list whose items are objects of the tool's own parameters (searchPatterns' `queries`).
+    """
+
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    items: Mapping[str, str] = field(default_factory=dict)
+    objects: tuple[str, ...] = ()
+
+    def names_for(self, parameter: str) -> list[str]:
+        return [parameter, *(alias for alias, own in self.aliases.items() if own == parameter)]
+
+    def values_of(self, arguments: Mapping[str, Any], parameter: str) -> list[Any]:
+        """Every value `parameter` has in these arguments, at every place it can appear."""
+        found = [arguments[n] for n in self.names_for(parameter) if n in arguments]
+        for listed, own in self.items.items():
+            if own == parameter and isinstance(arguments.get(listed), list):
+                found += arguments[listed]
+        for listed in self.objects:
+            for item in arguments.get(listed) or []:
+                if isinstance(item, Mapping):
+                    found += [item[n] for n in self.names_for(parameter) if n in item]
+        return found
+
+    def sent(self, arguments: Mapping[str, Any], parameters: set[str]) -> set[str]:
+        """Which places of `parameters` the caller filled (as `name`, `list[]` or `list[].name`)."""
+        taken = {n for p in parameters for n in self.names_for(p) if n in arguments}
+        taken |= {f"{listed}[]" for listed, own in self.items.items() if own in parameters and listed in arguments}
+        for listed in self.objects:
+            for item in arguments.get(listed) or []:
+                if isinstance(item, Mapping):
+                    taken |= {f"{listed}[].{n}" for p in parameters for n in self.names_for(p) if n in item}
+        return taken
+
+    def with_values(self, arguments: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments with `values` set at the parameter's own place and in every object item."""
+        final = {**arguments, **values}
+        for listed in self.objects:
+            if isinstance(arguments.get(listed), list):
+                items = arguments[listed]
+                final[listed] = [{**item, **values} if isinstance(item, Mapping) else item for item in items]
+        return final
 
 
 def make_tool(

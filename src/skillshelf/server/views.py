@@ -4,8 +4,9 @@
   this view" (tools are the product's public surface, so naming one leaks nothing). Hidden skills
   are the library's business (`ScopedLibrary`), not this module's.
 - Overrides: a new name (the own name then answers "is called X in this view"), a description
-  where `{original}` inserts the tool's own, and pinned arguments: removed from the input schema,
-  refused when a caller sends them, injected at call time.
+  where `{original}` inserts the tool's own, and pinned arguments: removed from the input schema;
+  the call pipeline (server/pipeline.py) refuses them from a caller and injects them, at every place
+  an argument can appear.
 - `exposure = "search"`: tools/list holds three meta-tools, `{view}_search_tools`,
   `{view}_describe_tool` and `{view}_call_tool` (easy-mcp-proxy's names and shapes), whatever the
   view holds; the view's tools are reachable through them and only through them.
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import anyio
 import anyio.from_thread
@@ -45,7 +46,8 @@ from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import decide_tool
-from skillshelf.server.tooling import EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
+from skillshelf.server import sdk
+from skillshelf.server.tooling import CallTool, EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +60,8 @@ CALLS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_
 
 
 class ViewTool(EnvelopeTool):
-    """One tool as a view presents it: its name, description and schema; pinned arguments injected."""
+    """One tool as a view presents it: its name, description and schema. Its pinned arguments arrive set by
+    the call pipeline, the only way a call reaches it."""
 
     inner: Tool = Field(exclude=True)
     pinned: dict[str, Any] = Field(default_factory=dict)
@@ -70,13 +73,10 @@ class ViewTool(EnvelopeTool):
 
     async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
         started = time.perf_counter()
-        if fixed := [name for name in arguments if name in self.pinned]:
-            names = ", ".join(repr(n) for n in fixed)
-            message = f"{names} {'is' if len(fixed) == 1 else 'are'} fixed by this view; call again without it."
-            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, message, started))
-        if (problem := unknown_arguments(arguments, self.parameters)) is not None:
+        given = {k: v for k, v in arguments.items() if k not in self.pinned}
+        if (problem := unknown_arguments(given, self.parameters)) is not None:
             return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
-        return await self.inner.run({**arguments, **self.pinned}, context, convert_result)
+        return await self.inner.run(arguments, context, convert_result)
 
 
 def _without(schema: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
@@ -127,10 +127,11 @@ class ToolSelection:
     shown: dict[str, ViewTool] = field(default_factory=dict)  # by exposed name
     hidden: set[str] = field(default_factory=set)  # own names
     renamed: dict[str, str] = field(default_factory=dict)  # own name -> exposed name
+    call: CallTool | None = None  # how a meta-tool calls a tool: the view's call pipeline
 
     @classmethod
-    def of(cls, name: str, view: ViewSettings, tools: Iterable[Tool]) -> ToolSelection:
-        selection = cls(name, view)
+    def of(cls, name: str, view: ViewSettings, tools: Iterable[Tool], call: CallTool | None = None) -> ToolSelection:
+        selection = cls(name, view, call=call)
         rules = view.tool_rules()
         for tool in tools:
             if not decide_tool(rules, tool.name).kept:
@@ -144,6 +145,11 @@ class ToolSelection:
 
     def own_names(self) -> set[str]:
         return {t.inner.name for t in self.shown.values()}
+
+    def own_name(self, exposed: str) -> str:
+        """The tool's own name behind a name this view exposes (any other name: itself)."""
+        tool = self.shown.get(exposed)
+        return tool.inner.name if tool is not None else exposed
 
     def listed(self) -> list[Tool]:
         """The tools tools/list carries: the view's own, or the three meta-tools in search mode."""
@@ -263,10 +269,6 @@ def meta_tools(selection: ToolSelection) -> list[Tool]:
         ] = None,
     ) -> Annotated[CallToolResult, Envelope[Any]]:
         started = time.perf_counter()
-        tool = selection.shown.get(tool_name)
-        if tool is None:
-            problem = selection.unknown(tool_name)
-            return to_call_result(failure(problem.code, problem.message, started, problem.suggestions, problem.details))
         parsed: Any = arguments or {}
         if isinstance(parsed, str):
             try:
@@ -275,7 +277,9 @@ def meta_tools(selection: ToolSelection) -> list[Tool]:
                 parsed = None
         if not isinstance(parsed, dict):
             return to_call_result(failure(ErrorCode.VALIDATION_ERROR, "arguments must be a JSON object", started))
-        return cast(CallToolResult, await tool.run(parsed, ctx, convert_result=True))
+        if selection.call is None:  # a selection built without a pipeline serves no calls
+            return to_call_result(failure(ErrorCode.INTERNAL_ERROR, "this view has no call pipeline", started))
+        return await selection.call(tool_name, parsed, ctx, via=f"{view}_call_tool")
 
     tools = [
         make_tool(
@@ -390,10 +394,6 @@ class LiveView:
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         self._token = anyio.lowlevel.current_token()
-        if ctx.method == "tools/call" and ctx.params is not None:
-            refusal = self.selection.refusal(str(ctx.params.get("name", "")))
-            if refusal is not None:
-                return to_call_result(failure(ErrorCode.TOOL_NOT_AVAILABLE, refusal, time.perf_counter()))
         result = await call_next(ctx)
         if ctx.method == "initialize":
             if isinstance(result, BaseModel):
@@ -406,13 +406,33 @@ class LiveView:
 
     def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
         """Serve `selection` from now on. MCPServer has no public way to replace its tools or its
-        instructions, so this sets them on its managers (mcp is pinned to 2.3.x)."""
+        instructions, so this sets them through the SDK seam (server/sdk.py)."""
         previous = {t.name for t in self.selection.listed()}
         # Tools added beside the view's own (its composites, server/composite.py) stay.
-        added = {name: tool for name, tool in server._tool_manager._tools.items() if name not in previous}
-        server._tool_manager._tools = {**{t.name: t for t in selection.listed()}, **added}
-        server._lowlevel_server.instructions = instructions_for(selection)
+        added = {t.name: t for t in sdk.registered_tools(server) if t.name not in previous}
+        sdk.replace_tools(server, [*selection.listed(), *added.values()])
+        sdk.set_instructions(server, instructions_for(selection))
         self.selection = selection
+
+    def install_from_thread(
+        self, server: MCPServer[Any], selection: ToolSelection, also: Callable[[], None] | None = None
+    ) -> None:
+        """`install`, from the config watcher's thread: on the event loop when a client has reached it (no
+        request sees a half-swapped view), else at once (nothing is being served yet)."""
+
+        def swap() -> None:
+            self.install(server, selection)
+            if also is not None:
+                also()
+
+        token = self._token
+        if token is None:
+            swap()
+            return
+        try:
+            anyio.from_thread.run_sync(swap, token=token)
+        except RuntimeError:  # the loop has stopped: no request can see the swap
+            swap()
 
     def announce_from_thread(self) -> None:
         """Called on the config watcher's thread: tell every client to re-list the tools."""

@@ -1,0 +1,368 @@
+"""The one call pipeline: every request a view's server answers passes here, and every rule of the view
+that applies to it is applied here, whatever surface it came through.
+
+- `tools/call`, and the calls made on an agent's behalf inside one (a search-mode `{view}_call_tool`, a
+  composite's steps): the view's tool visibility, its pinned arguments (at every place an argument
+  can appear: bulk items included), the pre_call and post_call hooks, the caller's rate limit (inner
+  calls; the HTTP gate charges the request itself) and the call log;
+- reads of content (`resources/read`, `skills/get`, `prompts/get`): the hooks (a post_call hook sees
+  the result as an envelope and may replace it: `redact_secrets` masks a file read as a resource as it
+  masks loadSkill) and the call log;
+- listings and protocol methods pass untouched (what they list comes from the view's reader);
+- a method this module does not classify is refused: a new surface is wired here, or it does not answer.
+
+A meta-tool or composite is not hooked itself: the calls it makes are (a policy on `executeSkill` holds
+inside "search then run"). The call log records every call, an inner one with the top-level tool it was
+made by (`via`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from mcp import MCPError, types
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from skillshelf.caller import current_caller
+from skillshelf.envelope import failure
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.server import sdk
+from skillshelf.server.auth import caller_of
+from skillshelf.server.calllog import CallLog, CallRecord
+from skillshelf.server.hooks import HookResult, Hooks, ToolCall
+from skillshelf.server.tooling import Places, to_call_result
+
+if TYPE_CHECKING:
+    from skillshelf.server.views import LiveView
+
+logger = logging.getLogger(__name__)
+
+Kind = Literal["call", "read", "list", "protocol", "notification"]
+# Every method a skillshelf server answers, by what the pipeline does with it (tests/server/test_pipeline.py
+# checks this table against the handlers the server really registers).
+METHODS: dict[str, Kind] = {
+    "tools/call": "call",
+    "resources/read": "read",
+    "skills/get": "read",
+    "prompts/get": "read",
+    "tools/list": "list",
+    "resources/list": "list",
+    "resources/templates/list": "list",
+    "prompts/list": "list",
+    "skills/list": "list",
+    "initialize": "protocol",
+    "ping": "protocol",
+    "server/discover": "protocol",
+    "subscriptions/listen": "protocol",
+    "logging/setLevel": "protocol",
+    "completion/complete": "protocol",
+}
+# Limits a caller's rate: the seconds to wait before one more call is allowed (0.0: go ahead).
+Limiter = Callable[[str], float]
+RunTool = Callable[[str, dict[str, Any]], Awaitable[HandlerResult]]
+
+
+class ArgumentError(SkillshelfError):
+    """Arguments the view does not allow (a pinned one sent, in any of its places)."""
+
+
+@dataclass
+class CallPipeline:
+    """The rules of one view, around everything its server answers (see the module docstring).
+
+    Made before its server (the view's meta-tools and composites call through it), then `attach`ed."""
+
+    view: str
+    hooks: Hooks | None = None
+    call_log: CallLog | None = None
+    places: Mapping[str, Places] = field(default_factory=dict)  # by a tool's own name
+    limiter: Limiter | None = None
+    passthrough: set[str] = field(default_factory=set)  # composites and meta-tools: their inner calls are hooked
+    seen: Counter[str] = field(default_factory=Counter)  # requests and notifications by method, as they pass
+    _server: MCPServer[Any] | None = None
+    _live: LiveView | None = None
+
+    def attach(self, server: MCPServer[Any], live: LiveView) -> CallPipeline:
+        """Serve `server`'s requests: first of its middleware after the SDK's own, so every rule applies
+        before anything skillshelf adds runs."""
+        self._server, self._live = server, live
+        server.middleware.insert(_first_own(server), self.middleware)
+        return self
+
+    def set_hooks(self, hooks: Hooks | None) -> None:
+        """New hooks from a reloaded config (called on the event loop, between requests)."""
+        self.hooks = hooks
+
+    @property
+    def server(self) -> MCPServer[Any]:
+        assert self._server is not None, "attach the pipeline to its server first"
+        return self._server
+
+    @property
+    def live(self) -> LiveView:
+        assert self._live is not None, "attach the pipeline to its server first"
+        return self._live
+
+    # -- the entry: every message --------------------------------------------------------------
+    async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        kind = classify(ctx.method)
+        self.seen[ctx.method] += 1
+        if kind is None:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message=f"Method not found: {ctx.method}")
+        if kind in ("list", "protocol", "notification"):
+            return await call_next(ctx)
+        caller = caller_of(ctx.request) if ctx.request is not None and hasattr(ctx.request, "scope") else None
+        token = current_caller.set(caller)
+        try:
+            if kind == "call":
+                return await self._tool_request(ctx, call_next, caller)
+            return await self._read(ctx, call_next, caller)
+        finally:
+            current_caller.reset(token)
+
+    # -- tool calls -----------------------------------------------------------------------------
+    async def _tool_request(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: str | None
+    ) -> HandlerResult:
+        params = dict(ctx.params or {})
+        name = str(params.get("name", ""))
+        arguments = params.get("arguments") or {}
+
+        async def run(exposed: str, final: dict[str, Any]) -> HandlerResult:
+            return await call_next(replace(ctx, params={**params, "name": exposed, "arguments": final}))
+
+        refusal = self.live.selection.refusal(name)
+        if refusal is not None:
+            started = time.perf_counter()
+            result = to_call_result(failure(ErrorCode.TOOL_NOT_AVAILABLE, refusal, started))
+            self._log(name, arguments, caller, started, result, None)
+            return result
+        return await self._through(name, arguments, caller, None, run)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None, *, via: str = ""
+    ) -> CallToolResult:
+        """A call made on an agent's behalf inside another (a meta-tool's or a composite's): every rule again."""
+        caller = current_caller.get()
+        started = time.perf_counter()
+        if self.limiter is not None and (wait := self.limiter(caller or "anonymous")) > 0:
+            message = f"Too many calls: this caller's rate limit allows another in {wait:.1f} s; wait, then retry."
+            result = to_call_result(failure(ErrorCode.RATE_LIMITED, message, started))
+            self._log(name, arguments, caller, started, result, via or "?")
+            return result
+
+        tool = self.live.selection.shown.get(name) or sdk.get_tool(self.server, name)
+        if tool is None or name in self.passthrough:  # hidden, unknown, or itself a meta-tool or composite
+            problem = self.live.selection.unknown(name)
+            if name in self.passthrough:
+                problem = SkillshelfError(ErrorCode.TOOL_NOT_AVAILABLE, f"{name!r} cannot be called from {via!r}.")
+            result = to_call_result(
+                failure(problem.code, problem.message, started, problem.suggestions, problem.details)
+            )
+            self._log(name, arguments, caller, started, result, via or "?")
+            return result
+
+        async def run(_exposed: str, final: dict[str, Any]) -> HandlerResult:
+            try:
+                ran = await tool.run(final, context or Context(mcp_server=self.server), convert_result=True)
+            except SkillshelfError as exc:
+                return to_call_result(failure(exc.code, exc.message, started, exc.suggestions, exc.details))
+            except Exception as exc:  # arguments the tool's schema refuses: the SDK's ToolError
+                return to_call_result(failure(ErrorCode.VALIDATION_ERROR, str(exc), started))
+            return cast(HandlerResult, ran)
+
+        outcome = await self._through(name, arguments, caller, via or "?", run)
+        return _as_call_result(outcome) or to_call_result(
+            failure(ErrorCode.INTERNAL_ERROR, f"{name} gave no tool result", started)
+        )
+
+    async def _through(
+        self, name: str, arguments: Any, caller: str | None, via: str | None, run: RunTool
+    ) -> HandlerResult:
+        """Pins, then the pre_call hook, the tool, the post_call hook; the call log whatever happens."""
+        started = time.perf_counter()
+        result: HandlerResult = None
+        try:
+            own = self.live.selection.own_name(name)
+            try:
+                final = self._pinned(name, own, arguments)
+            except ArgumentError as exc:
+                result = to_call_result(failure(exc.code, exc.message, started))
+                return result
+            call = ToolCall(name, final, self.view, caller, own=own, via=via, places=self.places.get(own))
+            hooked = self.hooks is not None and name not in self.passthrough
+            if hooked and self.hooks is not None:
+                decided = await self.hooks.before(call)
+                if isinstance(decided, CallToolResult):
+                    result = decided
+                    return result
+                call = decided
+            result = await run(name, call.arguments)
+            if hooked and self.hooks is not None and (as_result := _as_call_result(result)) is not None:
+                result = await self.hooks.after(call, as_result)
+            return result
+        finally:
+            self._log(name, arguments, caller, started, result, via)
+
+    def _pinned(self, name: str, own: str, arguments: Any) -> dict[str, Any]:
+        """The arguments with the view's pinned values in every place they can appear; sending one is refused."""
+        if not isinstance(arguments, dict):
+            return {}
+        tool = self.live.selection.shown.get(name)
+        pinned = tool.pinned if tool is not None else {}
+        if not pinned:
+            return dict(arguments)
+        places = self.places.get(own) or Places()
+        fixed = sorted(places.sent(arguments, set(pinned)))
+        if fixed:
+            names = ", ".join(repr(n) for n in fixed)
+            raise ArgumentError(
+                ErrorCode.VALIDATION_ERROR,
+                f"{names} {'is' if len(fixed) == 1 else 'are'} fixed by this view; call again without it.",
+            )
+        return places.with_values(arguments, pinned)
+
+    # -- reads of content -------------------------------------------------------------------------
+    async def _read(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: str | None
+    ) -> HandlerResult:
+        """resources/read, skills/get, prompts/get: the hooks see them as calls named after the method."""
+        started = time.perf_counter()
+        params = dict(ctx.params or {})
+        call = ToolCall(ctx.method, params, self.view, caller, own=ctx.method)
+        result: HandlerResult = None
+        try:
+            if self.hooks is not None:
+                decided = await self.hooks.before(call)
+                if isinstance(decided, CallToolResult):
+                    result = decided
+                    raise MCPError(code=types.INVALID_REQUEST, message=_message_of(decided))
+                if decided.arguments != params:
+                    ctx = replace(ctx, params=decided.arguments)
+                call = decided
+            result = await call_next(ctx)
+            if self.hooks is not None and self.hooks.post_call is not None:
+                result = await self._read_after(call, result, started)
+            return result
+        finally:
+            self._log(ctx.method, params, caller, started, result, None)
+
+    async def _read_after(self, call: ToolCall, result: HandlerResult, started: float) -> HandlerResult:
+        """A read's result as an envelope `{success, data}` for the post_call hook; a replacement goes back out."""
+        assert self.hooks is not None
+        data = result
+        if isinstance(result, BaseModel):
+            data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+        wrapped = CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content={"success": True, "data": data}
+        )
+        after = await self.hooks.after(call, wrapped)
+        if after is wrapped:
+            return result
+        envelope = after.structured_content or {}
+        if after.is_error or not envelope.get("success", False):
+            raise MCPError(code=types.INTERNAL_ERROR, message=_message_of(after))
+        replaced: HandlerResult = envelope.get("data")
+        return replaced
+
+    # -- the call log ---------------------------------------------------------------------------
+    def _log(
+        self,
+        name: str,
+        arguments: Any,
+        caller: str | None,
+        started: float,
+        result: HandlerResult,
+        via: str | None,
+    ) -> None:
+        if self.call_log is None:
+            return
+        as_result = _as_call_result(result)
+        envelope = (as_result.structured_content if as_result is not None else None) or {}
+        error = envelope.get("error") if isinstance(envelope.get("error"), dict) else None
+        success = (as_result is not None and not as_result.is_error) or (
+            as_result is None and result is not None and name in METHODS
+        )
+        fallback = "PROTOCOL_ERROR" if result is None else "UNKNOWN"
+        code = None if success else str((error or {}).get("code") or fallback)
+        own = self.live.selection.own_name(name)
+        places = self.places.get(own) or Places()
+        self.call_log.write(
+            CallRecord(
+                tool=name,
+                view=self.view,
+                caller=caller,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                success=success,
+                error_code=code,
+                request_bytes=len(json.dumps(arguments, separators=(",", ":"), default=str).encode()),
+                response_bytes=_response_bytes(as_result),
+                skill=_skill_of(places, arguments),
+                via=via,
+            )
+        )
+
+
+def _first_own(server: MCPServer[Any]) -> int:
+    """The position after the SDK's own middleware (tracing, request state), where skillshelf's begin."""
+    from skillshelf.server.views import LiveView  # the views module imports this one's callers
+
+    for position, middleware in enumerate(server.middleware):
+        if isinstance(getattr(middleware, "__self__", None), LiveView):
+            return position
+    return len(server.middleware)
+
+
+def classify(method: str) -> Kind | None:
+    if method.startswith("notifications/"):
+        return "notification"
+    return METHODS.get(method)
+
+
+def _as_call_result(result: HandlerResult) -> CallToolResult | None:
+    if isinstance(result, CallToolResult):
+        return result
+    if isinstance(result, dict) and "content" in result:
+        try:
+            return CallToolResult.model_validate(result)
+        except ValueError:
+            return None
+    return None
+
+
+def _message_of(result: CallToolResult) -> str:
+    error = (result.structured_content or {}).get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    return "".join(c.text for c in result.content if isinstance(c, TextContent))[:500] or "refused"
+
+
+def _response_bytes(result: CallToolResult | None) -> int:
+    if result is None:
+        return 0
+    return sum(len(c.text.encode()) for c in result.content if isinstance(c, TextContent))
+
+
+def _skill_of(places: Places, arguments: Any) -> str | None:
+    """The first skill id a call names (ids only: nothing else an agent passes is ever logged)."""
+    if not isinstance(arguments, dict):
+        return None
+    if isinstance(uri := arguments.get("uri"), str) and uri.startswith("skill://"):
+        parts = uri[len("skill://") :].split("/")
+        return "/".join(parts[:2]) if len(parts) >= 2 else None
+    ids = places.values_of(arguments, "skillId") + places.values_of(arguments, "patternId")
+    found = [v for v in ids if isinstance(v, str) and 0 < len(v) <= 300 and "\n" not in v]
+    return found[0] if found else None
+
+
+__all__ = ["METHODS", "CallPipeline", "HookResult", "classify"]

@@ -1,0 +1,232 @@
+"""The one call pipeline: every method the server answers passes it, and the view's rules hold on every
+surface: search mode's inner calls, composite steps, resources/read and skills/get meet the hooks and the
+call log; pins hold at every place an argument can be sent; hooks see skill ids wherever they are."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, MCPError, types
+from mcp.server.mcpserver import MCPServer
+
+from skillshelf.config.team import ChainStep, CompositeTool, HookSettings
+from skillshelf.config.views import FilterRule, ToolOverride, ViewSettings
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.server import build_server, sdk
+from skillshelf.server.calllog import CallLog
+from skillshelf.server.hooks import HookResult, ToolCall
+from skillshelf.server.pipeline import METHODS, CallPipeline, classify
+from skillshelf.settings import ExecutionSettings, Settings
+from tests.conftest import agent_skill, call, write
+from tests.server.test_skills_ext import request
+
+pytestmark = pytest.mark.anyio
+
+SEEN: list[ToolCall] = []
+
+
+def forbid_execute(call: ToolCall) -> HookResult | None:
+    """pre_call: a policy keyed on the tool's own name, whatever the view calls it."""
+    SEEN.append(call)
+    if call.own == "executeSkill":
+        return HookResult(abort="executeSkill is not allowed for this team")
+    if "secret/vault-notes" in call.skill_ids:
+        return HookResult(abort="that skill is off limits")
+    return None
+
+
+@pytest.fixture(autouse=True)
+def fresh_seen() -> Iterator[None]:
+    SEEN.clear()
+    yield
+    SEEN.clear()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "library"
+    tool = agent_skill(root, "docs", "tool", "name: tool\ndescription: Deploy notes; mentions a key.")
+    write(tool.parent / "references" / "creds.md", "use token ghp_" + "a" * 36 + " for the mirror\n")
+    write(tool.parent / "scripts" / "run.py", "print('{}')\n")
+    agent_skill(root, "python", "slugify", "name: slugify\ndescription: Turn a title into a URL slug.")
+    agent_skill(root, "secret", "vault-notes", "name: vault-notes\ndescription: Vault keys.")
+    return root
+
+
+@pytest.fixture
+def library(root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
+    opened = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    opened.sync()
+    yield opened
+    opened.close()
+
+
+@asynccontextmanager
+async def serve(library: SkillLibrary, view: ViewSettings, log: CallLog | None = None) -> AsyncIterator[Client]:
+    settings = Settings(roots=library.roots, views={"v": view}, execution=ExecutionSettings(enabled=True))
+    async with Client(build_server(settings, library, view="v", call_log=log), raise_exceptions=True) as client:
+        yield client
+
+
+def pipeline_of(server: MCPServer[Any]) -> CallPipeline:
+    owners = [getattr(m, "__self__", None) for m in server.middleware]
+    (found,) = [owner for owner in owners if isinstance(owner, CallPipeline)]
+    return found
+
+
+HOOKED = HookSettings(pre_call=f"{__name__}:forbid_execute")
+
+
+async def test_every_method_the_server_answers_is_classified_and_passes_the_pipeline(library: SkillLibrary) -> None:
+    seen: set[str] = set()
+    answered: list[str] = []
+    for mode in ("auto", "legacy"):  # some methods exist in one protocol era only (ping, server/discover)
+        settings = Settings(roots=library.roots, views={"v": ViewSettings()})
+        server = build_server(settings, library, view="v")
+        answered = sdk.request_methods(server)
+        assert set(answered) <= set(METHODS), f"unclassified: {set(answered) - set(METHODS)}"
+        async with Client(server, mode=mode, raise_exceptions=True) as client:
+            attempts = [
+                *([request(client, "ping", {})] if mode == "legacy" else []),  # gone from the 2026 protocol
+                client.list_tools(),
+                call(client, "searchPatterns", {"query": "slug"}),
+                client.list_resources(),
+                client.list_resource_templates(),
+                client.read_resource("skill://docs/tool/SKILL.md"),
+                client.list_prompts(),
+                client.get_prompt("find-skill", {"task": "slugify a title"}),
+                request(client, "skills/list", {}),
+                request(client, "skills/get", {"uri": "skill://docs/tool/SKILL.md"}),
+                request(client, "server/discover", {}),
+            ]
+            for attempt in attempts:
+                with contextlib.suppress(MCPError):  # not a method of this protocol era
+                    await attempt
+            seen |= {method for method, count in pipeline_of(server).seen.items() if count}
+    missing = [m for m in answered if m != "subscriptions/listen" and m not in seen]
+    assert not missing, f"answered without passing the pipeline: {missing}"
+    assert "initialize" in seen
+
+
+async def test_a_method_the_pipeline_does_not_know_is_refused_even_with_a_handler(library: SkillLibrary) -> None:
+    server = build_server(Settings(roots=library.roots), library)
+    async with Client(server, raise_exceptions=True) as client:
+
+        async def sneaky(_ctx: Any, _params: Any) -> dict[str, Any]:
+            return {"leaked": True}
+
+        sdk.lowlevel(server).add_request_handler("sneaky/read", types.RequestParams, sneaky)
+        with pytest.raises(MCPError) as refused:
+            await request(client, "sneaky/read", {})
+        assert refused.value.error.code == types.METHOD_NOT_FOUND
+    assert classify("notifications/cancelled") == "notification" and classify("sneaky/read") is None
+
+
+async def test_a_search_mode_inner_call_meets_the_views_pre_call_hook(library: SkillLibrary, tmp_path: Path) -> None:
+    log = CallLog(tmp_path / "calls.jsonl", 1 << 20)
+    view = ViewSettings(exposure="search", hooks=HOOKED)
+    async with serve(library, view, log) as client:
+        failed, body = await call(client, "v_call_tool", {"tool_name": "executeSkill", "arguments": {"skillId": "x/y"}})
+        assert failed and body["error"]["code"] == "CALL_ABORTED"  # before: the inner call ran unhooked
+        _ok, found = await call(client, "v_call_tool", {"tool_name": "searchPatterns", "arguments": {"query": "slug"}})
+        assert found["success"] and [c.tool for c in SEEN] == ["executeSkill", "searchPatterns"]
+        assert all(c.via == "v_call_tool" for c in SEEN)
+    records = [json.loads(line) for line in log.path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["tool"], r.get("via")) for r in records] == [
+        ("executeSkill", "v_call_tool"),
+        ("v_call_tool", None),
+        ("searchPatterns", "v_call_tool"),
+        ("v_call_tool", None),
+    ]
+
+
+async def test_a_renamed_tool_meets_the_policy_on_its_own_name(library: SkillLibrary) -> None:
+    view = ViewSettings(hooks=HOOKED, overrides={"executeSkill": ToolOverride(name="runIt")})
+    async with serve(library, view) as client:
+        failed, body = await call(client, "runIt", {"skillId": "docs/tool"})
+        assert failed and body["error"]["code"] == "CALL_ABORTED"
+
+
+async def test_composite_steps_meet_the_hooks_and_the_policy_holds_inside(library: SkillLibrary) -> None:
+    chain = CompositeTool(
+        chain=[
+            ChainStep(name="find", tool="searchPatterns", arguments={"query": "vault keys"}),
+            ChainStep(name="load", tool="loadSkill", arguments={"skillIds": ["secret/vault-notes"]}),
+        ]
+    )
+    view = ViewSettings(hooks=HOOKED, composites={"findAndLoad": chain})
+    async with serve(library, view) as client:
+        failed, body = await call(client, "findAndLoad", {})
+        assert failed and body["error"]["code"] == "CALL_ABORTED" and "off limits" in body["error"]["message"]
+        assert [(c.tool, c.via) for c in SEEN] == [("searchPatterns", "findAndLoad"), ("loadSkill", "findAndLoad")]
+
+
+async def test_hooks_see_skill_ids_sent_in_bulk(library: SkillLibrary) -> None:
+    async with serve(library, ViewSettings(hooks=HOOKED)) as client:
+        failed, body = await call(client, "loadSkill", {"skillIds": ["docs/tool", "secret/vault-notes"]})
+        assert failed and body["error"]["code"] == "CALL_ABORTED"  # before: a policy on skillId missed skillIds
+
+
+async def test_resources_read_and_skills_get_pass_the_post_call_hook_and_the_call_log(
+    library: SkillLibrary, tmp_path: Path
+) -> None:
+    log = CallLog(tmp_path / "calls.jsonl", 1 << 20)
+    view = ViewSettings(hooks=HookSettings(post_call="skillshelf.server.hooks:redact_secrets"))
+    secret = "ghp_" + "a" * 36
+    async with serve(library, view, log) as client:
+        _failed, loaded = await call(client, "readSkillFile", {"skillId": "docs/tool", "path": "references/creds.md"})
+        assert secret not in json.dumps(loaded)
+        (content,) = (await client.read_resource("skill://docs/tool/references/creds.md")).contents
+        assert isinstance(content, types.TextResourceContents)
+        assert secret not in content.text and "for the mirror" in content.text  # before: served as written
+        got = await request(client, "skills/get", {"uri": "skill://docs/tool/SKILL.md"})
+        assert got["skill"]["uri"] == "skill://docs/tool/SKILL.md"
+    tools = [(r["tool"], r.get("skill")) for r in map(json.loads, log.path.read_text(encoding="utf-8").splitlines())]
+    assert tools == [("readSkillFile", "docs/tool"), ("resources/read", "docs/tool"), ("skills/get", "docs/tool")]
+
+
+async def test_a_pin_holds_in_bulk_items_too(library: SkillLibrary) -> None:
+    view = ViewSettings(
+        overrides={
+            "searchPatterns": ToolOverride(pinned={"category": "python"}),
+            "loadSkill": ToolOverride(pinned={"skillId": "python/slugify"}),
+        }
+    )
+    async with serve(library, view) as client:
+        _ok, found = await call(client, "searchPatterns", {"queries": [{"query": "deploy notes key"}]})
+        assert [h["id"] for item in found["data"]["results"] for h in item["hits"]] in ([], ["python/slugify"])
+        failed, body = await call(client, "searchPatterns", {"queries": [{"query": "x", "category": "docs"}]})
+        assert failed and "queries[].category" in body["error"]["message"]  # before: the pin was bypassed
+        failed, body = await call(client, "loadSkill", {"skillIds": ["docs/tool"]})
+        assert failed and "skillIds[]" in body["error"]["message"]
+        _ok, pinned = await call(client, "loadSkill", {})
+        assert pinned["data"]["id"] == "python/slugify"
+
+
+async def test_inner_calls_are_charged_to_the_callers_rate_limit(library: SkillLibrary) -> None:
+    settings = Settings(roots=library.roots, views={"v": ViewSettings(exposure="search")})
+    allowed = iter([0.0, 2.5])
+    server = build_server(settings, library, view="v", limiter=lambda _caller: next(allowed))
+    async with Client(server, raise_exceptions=True) as client:
+        ok, _ = await call(client, "v_call_tool", {"tool_name": "searchPatterns", "arguments": {"query": "slug"}})
+        failed, body = await call(client, "v_call_tool", {"tool_name": "searchPatterns", "arguments": {"query": "x"}})
+        assert not ok and failed and body["error"]["code"] == "RATE_LIMITED" and "2.5 s" in body["error"]["message"]
+
+
+async def test_an_inner_call_cannot_call_a_meta_tool_or_a_composite(library: SkillLibrary) -> None:
+    async with serve(library, ViewSettings(exposure="search")) as client:
+        failed, body = await call(client, "v_call_tool", {"tool_name": "v_call_tool", "arguments": {}})
+        assert failed and body["error"]["code"] == "TOOL_NOT_AVAILABLE"
+
+
+async def test_a_hidden_tool_is_refused_by_name_and_through_the_meta_tool(library: SkillLibrary) -> None:
+    view = ViewSettings(tools=[FilterRule(exclude="executeSkill")], exposure="search")
+    async with serve(library, view) as client:
+        failed, body = await call(client, "v_call_tool", {"tool_name": "executeSkill", "arguments": {}})
+        assert failed and "not available in this view" in body["error"]["message"]
