@@ -38,7 +38,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
-from skillshelf.config.team import HookSettings
+from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import failure
 from skillshelf.errors import ErrorCode, SkillshelfError
