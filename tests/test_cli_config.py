@@ -6,13 +6,14 @@ import json
 import re
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
 from skillshelf.cli.rules import glued_flag_message, ordered_rules
 from skillshelf.cli.setting_flags import FLAGS, SettingFlag
+from skillshelf.config.variables import leaves
+from skillshelf.settings import resolve
 from tests.conftest import write
 
 
@@ -108,19 +109,24 @@ def test_show_json_holds_the_settings_and_their_origins(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("flag", FLAGS, ids=lambda flag: flag.declaration)
 def test_each_setting_flag_sets_its_key(flag: SettingFlag, tmp_path: Path) -> None:
-    """Generated from the flag table: every flag names a real key, and what it sets is shown as its doing."""
+    """Generated from the flag table: every flag names a real key, sets it (shown as its doing in `config
+    show`), and is a flag of `serve`: a new flag is one line of the table."""
     given = example_arguments(flag, tmp_path)
     result = CliRunner().invoke(cli, ["config", "show", "--json", *given])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["origins"][flag.key] == flag.declaration
+    assert flag.declaration in CliRunner().invoke(cli, ["serve", "--help"]).output  # serve takes every one
 
 
 def example_arguments(flag: SettingFlag, folder: Path) -> list[str]:
+    """The flag with a value its setting accepts whatever its type: the default, or a folder for a list."""
     if flag.options.get("is_flag"):
         return [flag.declaration]
-    if isinstance(flag.options.get("type"), click.FloatRange):
-        return [flag.declaration, "9"]
-    return [flag.declaration, str(folder)]  # a path, a pattern, a name or a host alike
+    defaults = dict(leaves(resolve(env={}).settings.model_dump(mode="json", by_alias=True)))
+    value = defaults[tuple(flag.key.split("."))]
+    if isinstance(value, list):
+        value = value[0] if value else str(folder)
+    return [flag.declaration, str(value)]
 
 
 def test_schema_is_the_config_files_json_schema() -> None:

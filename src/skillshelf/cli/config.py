@@ -13,7 +13,7 @@ import click
 
 from skillshelf.cli.main import _settings, config_flag, json_option, library_option, opened_library
 from skillshelf.cli.output import print_json
-from skillshelf.cli.setting_flags import FLAGS, flag_name, given_flags, setting_flags
+from skillshelf.cli.setting_flags import flag_name, given_flags, setting_flags
 from skillshelf.config.variables import KeyPath, leaves
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
@@ -106,7 +106,7 @@ def validate(config_path: Path | None) -> None:
 
 @config_group.command("show")
 @library_option
-@setting_flags(*(flag.key for flag in FLAGS))
+@setting_flags()
 @_config_option
 @json_option
 def show(libraries: tuple[Path, ...], config_path: Path | None, as_json: bool) -> None:

@@ -196,7 +196,6 @@ def _check_stream_responses(stream_responses: bool, http: bool, workers: int) ->
 @cli.command(cls=RulesCommand)
 @library_option
 @click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
-@setting_flags("http_host")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
 @click.option(
     "--allowed-host",
@@ -210,7 +209,7 @@ def _check_stream_responses(stream_responses: bool, http: bool, workers: int) ->
     multiple=True,
     help="Extra Origin to accept over HTTP (repeatable), e.g. https://app.example.com.",
 )
-@setting_flags("watch", "projects", "execution.enabled", "execution.allow", "execution.timeout_s", "view")
+@setting_flags()  # every flag that sets a setting: --host, --projects-root, --allow-exec, --view, ...
 @rule_options
 @click.option("--insecure-no-auth", is_flag=True, help="Serve a non-loopback address without tokens (logged).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="HTTP worker processes.")

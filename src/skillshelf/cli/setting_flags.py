@@ -1,9 +1,9 @@
 """Flags that set a setting: one line each, naming the settings key it sets (skillshelf.settings).
 
-A command takes them with `@setting_flags("view", ...)`; their values reach `resolve_settings`
-through the click context, so a command never passes a setting by hand. A new setting with a flag
-is its field in `UserSettings` plus one line here. `--library/-l` is `library_option` (cli/main.py):
-every command takes it and passes the roots itself.
+A command takes them with `@setting_flags("view", ...)` (`serve` and `config show`: all of them);
+their values reach `resolve_settings` through the click context, so a command never passes a setting
+by hand. A new setting with a flag is its field in `UserSettings` plus one line here.
+`--library/-l` is `library_option` (cli/main.py): every command takes it and passes the roots itself.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class SettingFlag:
 
 PATHS = click.Path(path_type=Path)
 FLAGS = (
+    SettingFlag("http_host", "--host", "HTTP bind address.  [default: 127.0.0.1]"),
     SettingFlag(
         "projects",
         "--projects-root",
@@ -62,7 +63,6 @@ FLAGS = (
         {"type": click.FloatRange(min=0.1)},
     ),
     SettingFlag("view", "--view", "The view to serve (docs/views.md). Default: `view` in the config, else `default`."),
-    SettingFlag("http_host", "--host", "HTTP bind address.  [default: 127.0.0.1]"),
     SettingFlag(
         "watch",
         "--no-watch",
@@ -75,10 +75,11 @@ BY_KEY = {flag.key: flag for flag in FLAGS}
 
 
 def setting_flags(*keys: str) -> Callable[[F], F]:
-    """The flags of these settings keys, in this order in --help."""
+    """The flags of these settings keys, in this order in --help; without keys, every one (`serve` and
+    `config show` take every flag, so a new one reaches both with nothing else to edit)."""
 
     def decorate(fn: F) -> F:
-        for key in reversed(keys):
+        for key in reversed(keys or tuple(BY_KEY)):
             fn = BY_KEY[key].apply(fn)
         return fn
 
