@@ -27,7 +27,7 @@ READER_LAYER = {
 OTHER_FILES = {
     "artifacts/store.py": "session artifacts under the projects roots",
     "cli/main.py": "the curator's own --input @FILE",
-    "cli/team.py": "the config file",
+    "cli/tokens.py": "the config file (to add a token to it)",
     "execution/_child.py": "runs inside the skill's own process",
     "execution/containment.py": "cgroup files under /sys/fs/cgroup",
     "library/index/locking.py": "the index's lock file",

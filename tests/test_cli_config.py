@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
 from skillshelf.cli.rules import glued_flag_message, ordered_rules
+from skillshelf.cli.setting_flags import FLAGS, SettingFlag
+from skillshelf.config.variables import leaves
+from skillshelf.settings import resolve
 from tests.conftest import write
 
 
@@ -30,8 +35,22 @@ def test_validate_names_every_problem_with_its_key_path_and_exits_1(tmp_path: Pa
     )
     code, output = run("config", "validate", "--config", str(config))
     assert code == 1
-    for key in ("librar: Extra inputs", "execution.timeout_s:", "views.team.tools:", "3 problem(s)"):
+    for key in (
+        f"{config}: librar: not a setting; did you mean 'library'?",
+        f"{config}: execution.timeout_s: Input should be greater than 0",
+        f"{config}: views.team.tools:",
+        "3 problem(s)",
+    ):
         assert key in output, key
+
+
+def test_validate_reports_a_misspelt_variable_too(tmp_path: Path) -> None:
+    config = write(tmp_path / "c.toml", "view = 'agent'\n")
+    result = CliRunner().invoke(
+        cli, ["config", "validate", "--config", str(config)], env={"SKILLSHELF_EXECUTON__TIMEOUT_S": "5"}
+    )
+    assert result.exit_code == 1
+    assert "did you mean SKILLSHELF_EXECUTION__TIMEOUT_S?" in result.output and "1 problem(s)" in result.output
 
 
 def test_validate_checks_pinned_arguments_against_the_tools(tmp_path: Path, sample_root: Path) -> None:
@@ -50,20 +69,64 @@ def test_validate_checks_pinned_arguments_against_the_tools(tmp_path: Path, samp
     assert code == 0 and output.strip().endswith("valid")
 
 
-def test_show_merges_the_environment_and_masks_secrets(tmp_path: Path) -> None:
+def test_show_gives_each_value_with_the_flag_variable_or_file_it_came_from(tmp_path: Path) -> None:
     config = write(
         tmp_path / "c.toml",
         f"""
+        view = "curator"
+        [execution]
+        timeout_s = 5
+        memory_mb = 64
         [auth.tokens.ci]
         sha256 = "{"a" * 64}"
         """,
     )
+    args = ["--config", str(config), "config", "show", "--exec-timeout", "9", "-l", str(tmp_path / "lib")]
+    result = CliRunner().invoke(cli, args, env={"SKILLSHELF_VIEW": "memory", "SKILLSHELF_EXECUTION__CPU_S": "7"})
+    assert result.exit_code == 0, result.output
+    lines = {line.split(" = ")[0]: line for line in result.output.splitlines() if " = " in line}
+    assert re.search(r"^execution.timeout_s = 9.0 +# --exec-timeout$", lines["execution.timeout_s"])
+    assert re.search(rf"^library = \[\"{re.escape(str(tmp_path / 'lib'))}\"\] +# --library$", lines["library"])
+    assert re.search(r'^view = "memory" +# SKILLSHELF_VIEW$', lines["view"])  # the variable beats the file
+    assert re.search(r"^execution.cpu_s = 7 +# SKILLSHELF_EXECUTION__CPU_S$", lines["execution.cpu_s"])
+    assert re.search(rf"^execution.memory_mb = 64 +# {re.escape(str(config))}$", lines["execution.memory_mb"])
+    assert re.search(r"^execution.max_processes = 32 +# default$", lines["execution.max_processes"])
+    assert re.search(r'^auth.tokens.ci.sha256 = "\*{8}" ', lines["auth.tokens.ci.sha256"])
+    assert "a" * 64 not in result.output
+    assert result.output.splitlines()[0] == f"# config file: {config} (--config)"
+
+
+def test_show_json_holds_the_settings_and_their_origins(tmp_path: Path) -> None:
     result = CliRunner().invoke(
-        cli, ["config", "show", "--resolved", "--config", str(config)], env={"SKILLSHELF_VIEW": "memory"}
+        cli, ["config", "show", "--json", "--view", "full"], env={"SKILLSHELF_TOKENS": "ci=0123456789abcdef"}
     )
     shown = json.loads(result.output)
-    assert shown["view"] == "memory" and shown["auth"]["tokens"]["ci"]["sha256"] == "********"
-    assert "a" * 64 not in result.output
+    assert shown["settings"]["view"] == "full" and shown["origins"]["view"] == "--view"
+    assert shown["settings"]["auth"]["tokens"]["ci"]["sha256"] == "********"
+    assert shown["origins"]["auth.tokens.ci.sha256"] == "SKILLSHELF_TOKENS"
+    assert shown["origins"]["execution.timeout_s"] == "default"
+
+
+@pytest.mark.parametrize("flag", FLAGS, ids=lambda flag: flag.declaration)
+def test_each_setting_flag_sets_its_key(flag: SettingFlag, tmp_path: Path) -> None:
+    """Generated from the flag table: every flag names a real key, sets it (shown as its doing in `config
+    show`), and is a flag of `serve`: a new flag is one line of the table."""
+    given = example_arguments(flag, tmp_path)
+    result = CliRunner().invoke(cli, ["config", "show", "--json", *given])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["origins"][flag.key] == flag.declaration
+    assert flag.declaration in CliRunner().invoke(cli, ["serve", "--help"]).output  # serve takes every one
+
+
+def example_arguments(flag: SettingFlag, folder: Path) -> list[str]:
+    """The flag with a value its setting accepts whatever its type: the default, or a folder for a list."""
+    if flag.options.get("is_flag"):
+        return [flag.declaration]
+    defaults = dict(leaves(resolve(env={}).settings.model_dump(mode="json", by_alias=True)))
+    value = defaults[tuple(flag.key.split("."))]
+    if isinstance(value, list):
+        value = value[0] if value else str(folder)
+    return [flag.declaration, str(value)]
 
 
 def test_schema_is_the_config_files_json_schema() -> None:

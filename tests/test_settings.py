@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
 
+from skillshelf.cli import cli
+from skillshelf.config.auth import token_digest
+from skillshelf.config.variables import leaves, variable_for
 from skillshelf.errors import SkillshelfError
-from skillshelf.settings import resolve_settings
+from skillshelf.library.index.library import LibraryConfig, choose_state_dir, user_cache_dir
+from skillshelf.library.semantic.install import default_model_dir
+from skillshelf.server.http import WORKER_HOSTS_ENV, WORKER_ORIGINS_ENV, WORKER_SETTINGS_ENV
+from skillshelf.settings import (
+    NOT_SETTINGS,
+    ConfigLocation,
+    Settings,
+    SettingsError,
+    UserSettings,
+    config_location,
+    resolve,
+    resolve_settings,
+)
 from tests.conftest import write
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 
 
 def test_the_config_file_fills_what_flags_and_environment_leave_open(tmp_path: Path) -> None:
@@ -105,3 +128,193 @@ def test_the_test_environment_hides_the_developers_configuration(isolated_enviro
     assert Path.home() == isolated_environment
     for variable in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         assert Path(os.environ[variable]).is_relative_to(isolated_environment)
+
+
+def test_a_misspelt_variable_is_an_error_naming_the_closest_real_one() -> None:
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings(env={"SKILLSHELF_EXECUTON__TIMEOUT_S": "5"})
+    assert raised.value.message == (
+        "SKILLSHELF_EXECUTON__TIMEOUT_S is not a skillshelf setting; did you mean SKILLSHELF_EXECUTION__TIMEOUT_S?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "closest"),
+    [
+        ("SKILLSHELF_EXECUTION__REQUIRE_ISOLATON", "SKILLSHELF_EXECUTION__REQUIRE_ISOLATION"),
+        ("SKILLSHELF_AUTH__RATE_PER_SECOND", "SKILLSHELF_AUTH__RATE_PER_S"),
+        ("SKILLSHELF_VIEWS__TEAM__EXPOSUR", "SKILLSHELF_VIEWS__TEAM__EXPOSURE"),
+        ("SKILLSHELF_TOKEN", "SKILLSHELF_TOKENS"),
+        ("SKILLSHELF_REQUIRE_ISOLATION", "SKILLSHELF_EXECUTION__REQUIRE_ISOLATION"),  # its table left out
+        ("SKILLSHELF_VIEW__NAME", "SKILLSHELF_VIEW"),  # a value that takes no sub-keys
+        ("skillshelf_librarry", "SKILLSHELF_LIBRARY"),  # read case-blind, so checked case-blind
+    ],
+)
+def test_every_misspelt_variable_is_reported_whatever_its_depth(name: str, closest: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings(env={name: "1"})
+    assert raised.value.problems == [f"{name} is not a skillshelf setting; did you mean {closest}?"]
+
+
+def test_every_problem_of_every_source_is_reported_at_once(tmp_path: Path) -> None:
+    config = write(tmp_path / "config.toml", "librar = '/x'\nwatch = false\n")
+    env = {"SKILLSHELF_NOPE": "1", "SKILLSHELF_EXECUTION__TIMEOUT_S": "-1", "SKILLSHELF_EXECUTION__ALLOW": "py/*"}
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings(env=env, config_path=config)
+    problems = raised.value.problems
+    where = str(config)
+    assert f"{where}: librar: not a setting; did you mean 'library'?" in problems
+    assert f"{where}: watch: not a setting" in problems  # a fact of a run (--no-watch), not a key
+    assert "SKILLSHELF_NOPE is not a skillshelf setting (`skillshelf config show` lists them all)" in problems
+    assert "SKILLSHELF_EXECUTION__TIMEOUT_S: execution.timeout_s: Input should be greater than 0" in problems
+    assert any(p.startswith("SKILLSHELF_EXECUTION__ALLOW: execution.allow:") and "as JSON" in p for p in problems)
+    assert len(problems) == 5, problems
+
+
+def test_variables_that_are_not_settings_are_not_reported(tmp_path: Path) -> None:
+    env = dict.fromkeys(NOT_SETTINGS, "x") | {"SKILLSHELF_CONFIG": str(tmp_path / "none.toml")}
+    env |= {"SKILLSHELF_ALLOW_EXEC": "1", "SKILLSHELF_TOKENS": "ci=0123456789abcdef"}
+    write(tmp_path / "none.toml", "")
+    assert resolve_settings(env=env).execution.enabled
+
+
+def test_every_skillshelf_variable_named_in_the_source_is_a_setting_or_listed_as_none() -> None:
+    """A new variable given to a child process must be listed in NOT_SETTINGS, or it would be refused."""
+    named = {m for path in SRC.rglob("*.py") for m in re.findall(r"\bSKILLSHELF_[A-Z0-9_]*[A-Z0-9]", path.read_text())}
+    named -= {"SKILLSHELF_"}
+    refused = []
+    for name in sorted(named):
+        try:
+            resolve_settings(env={name: "1"} if name not in ("SKILLSHELF_CONFIG", "SKILLSHELF_TOKENS") else {})
+        except SettingsError as exc:
+            refused += [p for p in exc.problems if "is not a skillshelf setting" in p]
+    assert refused == []
+    assert {WORKER_SETTINGS_ENV, WORKER_HOSTS_ENV, WORKER_ORIGINS_ENV} <= NOT_SETTINGS
+
+
+def test_only_settings_reads_skillshelf_variables_from_the_environment() -> None:
+    reads = re.compile(r"(environ(\.get)?\s*[\[(]|getenv\()\s*[\"']SKILLSHELF_")
+    readers = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if reads.search(p.read_text()))
+    assert readers == []  # settings.py reads them through the model, never by a literal name
+
+
+def test_each_setting_is_one_variable_and_shown_with_it_as_its_origin(tmp_path: Path) -> None:
+    """Generated from the model: a new field is a variable and a line of `config show`, with nothing to list."""
+    user_keys = {info.alias or name for name, info in UserSettings.model_fields.items()}
+    baseline = resolve(env={}).settings.model_dump(mode="json", by_alias=True)
+    settable = [(path, value) for path, value in leaves(baseline) if path[0] in user_keys]
+    assert {path[0] for path, _ in settable} == user_keys and len(settable) > 25
+    for path, value in settable:
+        name = variable_for(path)
+        text = as_variable(value, tmp_path)
+        assert resolve(env={name: text}).origin(path) == name
+        shown = CliRunner().invoke(cli, ["config", "show"], env={name: text})
+        assert shown.exit_code == 0, shown.output
+        assert re.search(rf"^{re.escape('.'.join(map(str, path)))} = .*# {name}$", shown.output, re.M), name
+
+
+def as_variable(value: object, unset: Path) -> str:
+    """A value as a variable's text (the value itself, so any field's own validation accepts it)."""
+    if value is None:
+        return str(unset)  # the only unset settings are paths
+    if isinstance(value, bool):
+        return str(value).lower()
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def test_tokens_from_the_environment_join_the_files_as_digests_and_win_a_collision(tmp_path: Path) -> None:
+    alice, ci = "alice-0123456789abcdef", "ci-token-0123456789abcdef"
+    config = write(
+        tmp_path / "config.toml",
+        f"""
+        [auth.tokens.alice]
+        sha256 = "{token_digest(alice)}"
+        [auth.tokens.ci]
+        sha256 = "{"0" * 64}"
+        """,
+    )
+    env = {"SKILLSHELF_TOKENS": f"ci={ci}=default+other, bot={ci}x"}
+    settings = resolve_settings(config_path=config, env=env)
+    assert settings.auth.tokens["alice"].sha256 == token_digest(alice)
+    assert settings.auth.tokens["ci"].sha256 == token_digest(ci) and settings.auth.tokens["ci"].views == [
+        "default",
+        "other",
+    ]
+    assert settings.auth.tokens["bot"].views == ["default"]
+    assert ci not in settings.model_dump_json()
+
+
+def test_a_bad_token_entry_is_named_without_showing_the_token() -> None:
+    secret = "s3cret-0123456789abcdef"
+    for text in (secret, f"ci={secret[:8]}", f"bad name={secret}"):
+        with pytest.raises(SettingsError) as raised:
+            resolve_settings(env={"SKILLSHELF_TOKENS": f"ok={secret},{text}"})
+        (problem,) = raised.value.problems
+        assert problem.startswith("SKILLSHELF_TOKENS: entry 2") and secret[:8] not in problem, problem
+
+
+def test_the_settings_are_frozen_and_round_trip_as_json_to_http_workers(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "config.toml",
+        f"""
+        library = ["{tmp_path / "lib"}"]
+        semantic_model = "~/model"
+        [views.team]
+        exposure = "search"
+        tools = [{{exclude = "get*"}}]
+        [views.team.overrides.loadSkill]
+        pinned = {{includeCode = true}}
+        [auth.tokens.ci]
+        sha256 = "{"a" * 64}"
+        """,
+    )
+    env = {"SKILLSHELF_CACHE_DIR": str(tmp_path / "c"), "SKILLSHELF_EXECUTION__ALLOW": '["python/*"]'}
+    settings = resolve_settings(config_path=config, env=env, watch=False, http_host="0.0.0.0")
+    assert Settings.model_validate_json(settings.model_dump_json()) == settings
+    with pytest.raises(ValidationError):
+        settings.view = "full"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        settings.execution.enabled = True  # type: ignore[misc]
+
+
+def test_the_folders_are_settings_that_reach_the_code_using_them(tmp_path: Path) -> None:
+    env = {f"SKILLSHELF_{kind.upper()}_DIR": str(tmp_path / kind) for kind in ("cache", "state", "data")}
+    settings = resolve_settings([tmp_path / "missing"], env=env)
+    assert settings.call_log.path == tmp_path / "state" / "calls.jsonl"
+    assert choose_state_dir(settings.library_config()) == tmp_path / "cache"  # no writable root: the cache
+    assert default_model_dir(data_dir=settings.data_dir) == tmp_path / "data" / "models" / "all-MiniLM-L6-v2"
+    configured = write(tmp_path / "config.toml", "[call_log]\npath = '~/calls.jsonl'\n")
+    assert resolve_settings(env=env, config_path=configured).call_log.path == Path.home() / "calls.jsonl"
+
+
+def test_library_code_takes_the_cache_folder_from_settings_not_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(tmp_path / "from-the-environment"))
+    config = LibraryConfig(roots=[tmp_path / "missing"], cache_dir=tmp_path / "from-settings")
+    assert choose_state_dir(config) == tmp_path / "from-settings"
+    assert choose_state_dir(LibraryConfig(roots=[tmp_path / "missing"])) == user_cache_dir()
+    assert user_cache_dir() != tmp_path / "from-the-environment"
+
+
+def test_one_place_decides_which_config_file_is_read(tmp_path: Path) -> None:
+    named = tmp_path / "named.toml"
+    assert config_location(tmp_path / "flag.toml", {"SKILLSHELF_CONFIG": str(named)}).named_by == "--config"
+    assert config_location(None, {"SKILLSHELF_CONFIG": str(named)}) == ConfigLocation(named, "SKILLSHELF_CONFIG")
+    assert config_location(None, {"XDG_CONFIG_HOME": str(tmp_path)}).path == tmp_path / "skillshelf" / "config.toml"
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings(env={"SKILLSHELF_CONFIG": str(named)})
+    assert raised.value.message == f"config file {named} (from SKILLSHELF_CONFIG) does not exist"
+
+
+def test_a_server_with_a_misspelt_variable_refuses_to_start_and_says_why(sample_root: Path) -> None:
+    env = {**os.environ, "SKILLSHELF_REQUIRE_ISOLATION": "true"}  # once ignored: skills ran unsandboxed
+    command = [sys.executable, "-m", "skillshelf", "serve", "-l", str(sample_root)]
+    done = subprocess.run(
+        command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert (
+        "SKILLSHELF_REQUIRE_ISOLATION is not a skillshelf setting; "
+        "did you mean SKILLSHELF_EXECUTION__REQUIRE_ISOLATION?" in done.stderr
+    )

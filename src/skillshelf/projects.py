@@ -16,7 +16,6 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.skill.paths import display_path
 
 DEFAULT_PROJECTS_ROOT = Path("~/Dev")
-PROJECTS_ENV = "SKILLSHELF_PROJECTS"
 MAX_NAME_BYTES = 255  # NAME_MAX on Linux and macOS: a longer path component cannot exist
 MAX_PATH_CHARS = 1024
 

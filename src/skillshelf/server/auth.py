@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillshelf.caller import current_caller
-from skillshelf.config.team import AuthSettings, TokenSettings, token_digest
+from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest
 from skillshelf.errors import ErrorCode, SkillshelfError
 
 __all__ = [

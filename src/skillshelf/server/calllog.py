@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -27,24 +26,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from skillshelf.config.team import CallLogSettings
+from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
 
 logger = logging.getLogger(__name__)
 
-LOG_NAME = "calls.jsonl"
 SKILL_ID_ARGUMENTS = ("skillId", "patternId")
 MAX_SKILL_ID = 300
-
-
-def user_state_dir() -> Path:
-    override = os.environ.get("SKILLSHELF_STATE_DIR")
-    if override:
-        return Path(override)
-    if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "skillshelf" / "State"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "skillshelf"
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "skillshelf"
 
 
 def log_path(settings: CallLogSettings) -> Path:

@@ -37,7 +37,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from skillshelf.config.team import CompositeInput, CompositeStep, CompositeTool
+from skillshelf.config.composites import CompositeInput, CompositeStep, CompositeTool
 from skillshelf.envelope import EnvelopeMetadata, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.server import sdk

@@ -43,7 +43,7 @@ from typing import Any
 import anyio
 from mcp.types import CallToolResult, TextContent
 
-from skillshelf.config.team import HookSettings
+from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import failure
 from skillshelf.errors import ErrorCode, SkillshelfError

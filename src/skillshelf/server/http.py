@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from skillshelf.config.team import AuthSettings
+from skillshelf.config.auth import AuthSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.server.auth import (
@@ -393,7 +393,7 @@ def worker_app() -> ASGIApp:
     # One library and archive per worker process, shared by its view servers; they live as long
     # as the process does (each server's lifespan starts and stops their watchers).
     library = SkillLibrary(settings.library_config())
-    archive = SessionArchive(settings.projects(), watch=settings.watch)
+    archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
     servers = build_view_servers(settings, library, archive, access)
     return team_app(
         servers,

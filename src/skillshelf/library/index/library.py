@@ -65,14 +65,12 @@ class LibraryConfig:
     watch: bool = True
     usage_busy_timeout: float = BUSY_TIMEOUT_S  # seconds to wait for another process's lock on usage
     semantic_model: Path | None = None  # a sentence-transformers BERT folder: search by meaning too
+    cache_dir: Path | None = None  # the cache_dir setting; None: the platform's user cache folder
 
 
-def user_cache_dir() -> Path:
-    """SKILLSHELF_CACHE_DIR, else the platform's user cache folder (platformdirs: XDG on Linux)."""
-    override = os.environ.get("SKILLSHELF_CACHE_DIR")
-    if override:
-        return Path(override)
-    return platformdirs.user_cache_path("skillshelf", appauthor=False)
+def user_cache_dir(cache_dir: Path | None = None) -> Path:
+    """`cache_dir` (the setting), else the platform's user cache folder (platformdirs: XDG on Linux)."""
+    return cache_dir or platformdirs.user_cache_path("skillshelf", appauthor=False)
 
 
 def _roots_digest(roots: list[Path]) -> str:
@@ -103,10 +101,10 @@ def choose_state_dir(config: LibraryConfig) -> Path:
             with tempfile.TemporaryFile(dir=directory):
                 pass  # a read-only .skillshelf/ in a writable root must fall back too
         except OSError:
-            _warn_if_usage_moves(directory)
+            _warn_if_usage_moves(directory, user_cache_dir(config.cache_dir))
             continue
         return directory
-    return user_cache_dir()
+    return user_cache_dir(config.cache_dir)
 
 
 def _writable(root: Path) -> bool:
@@ -118,14 +116,14 @@ def _writable(root: Path) -> bool:
         return False
 
 
-def _warn_if_usage_moves(unwritable: Path) -> None:
+def _warn_if_usage_moves(unwritable: Path, cache: Path) -> None:
     """History left in a folder that can no longer be written is not silently split from the new one."""
     if (unwritable / USAGE_FILE).exists():
         logger.warning(
             "%s cannot be written, so usage is recorded in %s from now on; earlier uses stay in %s. "
             "Make the folder writable again to keep one history.",
             display_path(unwritable),
-            display_path(user_cache_dir()),
+            display_path(cache),
             display_path(unwritable / USAGE_FILE),
         )
 

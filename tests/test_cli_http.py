@@ -1,4 +1,5 @@
-"""`skillshelf token new`, `skillshelf log`, and `serve --http` with tokens end to end."""
+"""`serve --http` end to end: tokens from the environment, callers named in the call log, notes and usage,
+several workers, and the refusals."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-import tomllib
 from contextlib import closing
 from pathlib import Path
 
@@ -21,48 +21,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from skillshelf.caller import current_caller
 from skillshelf.cli import cli
-from skillshelf.config.team import token_digest
 from skillshelf.library.usage.store import UsageStore
 from skillshelf.server.calllog import read_records
 from tests.server.team_support import free_port
-
-
-def test_token_new_prints_the_token_once_and_stores_only_its_hash(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text('library = ["~/skills"]\n\n[views.readers]\ndescription = "read only"\n', encoding="utf-8")
-    result = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice", "--view", "readers"])
-    assert result.exit_code == 0, result.output
-    secret = result.stdout.strip()
-    assert len(secret) >= 40
-    stored = config.read_text(encoding="utf-8")
-    assert secret not in stored
-    parsed = tomllib.loads(stored)
-    assert parsed["auth"]["tokens"]["alice"] == {"sha256": token_digest(secret), "views": ["readers"]}
-    assert parsed["library"] == ["~/skills"]  # the rest of the file is kept
-
-    again = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice"])
-    assert again.exit_code != 0 and "already has a token 'alice'" in again.output
-    unknown_view = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "bob", "--view", "writers"])
-    assert unknown_view.exit_code != 0 and "no view 'writers'" in unknown_view.output
-    bad_name = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "bad name"])
-    assert bad_name.exit_code != 0
-
-
-def test_log_summarises_the_call_log(tmp_path: Path) -> None:
-    log = tmp_path / "calls.jsonl"
-    lines = [
-        {"ts": 1.0, "tool": "loadSkill", "ms": 3.0, "ok": True, "skill": "python/slugify", "caller": "alice"},
-        {"ts": 2.0, "tool": "loadSkill", "ms": 5.0, "ok": False, "code": "PATTERN_NOT_FOUND", "skill": "x/y"},
-        {"ts": 3.0, "tool": "searchPatterns", "ms": 2.0, "ok": True},
-    ]
-    log.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n", encoding="utf-8")
-    text = CliRunner().invoke(cli, ["log", "--path", str(log)])
-    assert text.exit_code == 0, text.output
-    assert text.output.splitlines()[0].startswith("3 calls, 1 errors")
-    assert "loadSkill" in text.output and "50.0%" in text.output and "python/slugify (1)" in text.output
-    summary = json.loads(CliRunner().invoke(cli, ["log", "--path", str(log), "--json"]).output)
-    assert summary["calls"] == 3 and summary["tools"][0]["tool"] == "loadSkill"
-    assert summary["error_codes"] == {"PATTERN_NOT_FOUND": 1}
 
 
 @pytest.mark.anyio

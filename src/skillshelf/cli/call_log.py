@@ -1,0 +1,41 @@
+"""`skillshelf log`: the local call log summarised per tool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from skillshelf.cli.main import _settings, json_option
+from skillshelf.cli.output import print_json
+from skillshelf.library.skill.paths import display_path
+
+
+@click.command("log")
+@json_option
+@click.option("--path", "log_file", type=click.Path(path_type=Path, dir_okay=False), help="Call log to read.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="Busiest skills shown.")
+def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
+    """Summarise the local call log per tool."""
+    from skillshelf.server.calllog import log_path, read_records, summarise
+
+    if log_file is None:
+        log_file = log_path(_settings().call_log)
+    summary = summarise(read_records(log_file), log_file, top)
+    if as_json:
+        print_json(summary.model_dump(mode="json"))
+        return
+    if not summary.calls:
+        click.echo(f"No calls logged in {display_path(log_file)} yet (serve --http or stdio writes it).")
+        return
+    click.echo(f"{summary.calls} calls, {summary.errors} errors ({display_path(log_file)})")
+    click.echo(f"{'tool':<24} {'calls':>7} {'errors':>7} {'err%':>6} {'p50 ms':>8} {'p95 ms':>8}")
+    for tool in summary.tools:
+        click.echo(
+            f"{tool.tool:<24} {tool.calls:>7} {tool.errors:>7} {tool.error_rate * 100:>5.1f}% "
+            f"{tool.p50_ms:>8.1f} {tool.p95_ms:>8.1f}"
+        )
+    if summary.error_codes:
+        click.echo("errors: " + ", ".join(f"{code} {count}" for code, count in summary.error_codes.items()))
+    if summary.busiest_skills:
+        click.echo("busiest skills: " + ", ".join(f"{skill} ({count})" for skill, count in summary.busiest_skills))

@@ -1,0 +1,41 @@
+"""`serve --http`: the refusals checked before listening, and serving with several worker processes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from skillshelf.cli.main import _announce_roots, logger
+
+if TYPE_CHECKING:
+    from skillshelf.settings import Settings
+
+
+def prepare_http(
+    settings: Settings,
+    port: int,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
+    insecure_no_auth: bool,
+    workers: int,
+) -> bool:
+    """Refuse an unsafe exposure; with several workers, serve with them (True: served and stopped).
+
+    The tokens are the settings' own: the config file's and SKILLSHELF_TOKENS', as digests."""
+    from skillshelf.server.auth import refuse_unauthenticated
+    from skillshelf.server.hooks import check_views
+    from skillshelf.server.http import refuse_unsafe_exposure, run_http_workers
+
+    host = settings.http_host
+    refuse_unauthenticated(host, settings.auth, insecure_no_auth)
+    refuse_unsafe_exposure(host, settings.execution.enabled and not settings.auth.tokens)
+    if workers == 1:
+        return False
+    problems = check_views(settings.views)  # each worker loads them; fail here, once
+    if problems:
+        raise click.ClickException("; ".join(problems))
+    _announce_roots(settings.roots, settings.using_bundled)
+    logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
+    run_http_workers(settings.model_dump_json(), host, port, workers, allowed_hosts, allowed_origins)
+    return True

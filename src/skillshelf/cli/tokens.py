@@ -1,0 +1,78 @@
+"""`skillshelf token new NAME`: a bearer token for `serve --http`, its hash written to the config file."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from skillshelf.cli.main import config_flag
+from skillshelf.library.skill.paths import display_path
+
+
+@click.group()
+def token() -> None:
+    """Bearer tokens for `serve --http` (hashes kept)."""
+
+
+@token.command("new")
+@click.argument("name")
+@click.option("--view", "views", multiple=True, help="A view this token may use (repeatable). Default: default.")
+def token_new(name: str, views: tuple[str, ...]) -> None:
+    """Create a token NAME: print it once and write its hash to the config file."""
+    from skillshelf.config.auth import CONFIG_TOKEN_BYTES, TOKEN_NAME, token_digest
+    from skillshelf.settings import config_location
+
+    if not TOKEN_NAME.match(name):
+        raise click.BadParameter("use letters, digits, '.', '_' or '-' (at most 64)", param_hint="NAME")
+    import tomllib
+
+    path = config_location(config_flag()).path
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    try:
+        existing = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise click.ClickException(f"{display_path(path)} is not valid TOML ({exc}); fix it first") from exc
+    if name in existing.get("auth", {}).get("tokens", {}):
+        raise click.ClickException(
+            f"{display_path(path)} already has a token {name!r}; delete its [auth.tokens.{name}] table "
+            "to replace it, or choose another name"
+        )
+    view_names = list(views) or ["default"]
+    known = set(existing.get("views", {})) | {"default"}
+    unknown = [v for v in view_names if v not in known]
+    if unknown:
+        raise click.ClickException(
+            f"no view {', '.join(map(repr, unknown))} in {display_path(path)}; views: {', '.join(sorted(known))}"
+        )
+    secret = secrets.token_urlsafe(CONFIG_TOKEN_BYTES)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    block = (
+        f"\n# token {name!r}, created {stamp} by `skillshelf token new`\n"
+        f"[auth.tokens.{name}]\n"
+        f'sha256 = "{token_digest(secret)}"\n'
+        f"views = {json.dumps(view_names)}\n"
+    )
+    updated = (text if not text or text.endswith("\n") else text + "\n") + (block if text else block.lstrip("\n"))
+    try:
+        tomllib.loads(updated)  # e.g. `tokens = {...}` written inline cannot take a new table
+    except tomllib.TOMLDecodeError as exc:
+        raise click.ClickException(
+            f"cannot add [auth.tokens.{name}] to {display_path(path)} ({exc}); write auth.tokens as tables"
+        ) from exc
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as out:
+        out.write(updated)
+    if path.exists():
+        Path(out.name).chmod(path.stat().st_mode & 0o777)
+    Path(out.name).replace(path)
+    click.echo(secret)
+    click.echo(
+        f"Token {name!r} for view(s) {', '.join(view_names)}: its hash is in {display_path(path)}. "
+        "This is the only time the token is shown; send it as `Authorization: Bearer <token>`.",
+        err=True,
+    )
