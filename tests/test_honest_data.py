@@ -117,7 +117,7 @@ async def test_keyword_beside_a_different_query_is_refused_not_ignored(sample_ro
 
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     try:
-        async with Client(build_server(Settings(roots=[sample_root]), library)) as client:
+        async with Client(build_server(Settings(roots=[sample_root]), library, view="full")) as client:
             is_error, body = await call(client, "searchPatterns", {"query": "slugify", "keyword": "postgres"})
             assert is_error and body["error"]["code"] == "VALIDATION_ERROR"
             assert "Pass one of them" in body["error"]["message"]

@@ -48,7 +48,7 @@ def cli_json(*args: str) -> Any:
 
 async def test_every_surface_agrees_once_three_projects_used_a_skill(sample_root: Path) -> None:
     # The CLI and the server share the library's state folder (sample_root/.skillshelf), as in real use.
-    server = build_server(Settings(roots=[sample_root], watch=False))
+    server = build_server(Settings(roots=[sample_root], watch=False), view="full")
     async with Client(server, raise_exceptions=True) as client:
         before = await surfaces(client)
         for project in ("alpha", "beta", "gamma"):

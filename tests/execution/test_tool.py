@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 
 def server_for(library: SkillLibrary, run_root: Path, execution: ExecutionSettings) -> Any:
-    return build_server(Settings(roots=[run_root], execution=execution), library)
+    return build_server(Settings(roots=[run_root], execution=execution), library, view="full")
 
 
 async def test_disabled_execution_is_an_envelope_telling_how_to_enable_it(

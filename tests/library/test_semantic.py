@@ -358,7 +358,7 @@ async def test_search_patterns_over_mcp_finds_by_meaning(tmp_path: Path) -> None
     library = SkillLibrary(settings.library_config())
     library.sync()
     assert library.semantic is not None and library.semantic.wait_idle(timeout=120)
-    server = build_server(settings, library=library)
+    server = build_server(settings, library=library, view="full")
     async with Client(server) as client:
         failed, envelope = await call(client, "searchPatterns", {"query": PARAPHRASE})
     assert not failed

@@ -24,7 +24,7 @@ async def client(sample_root: Path, tmp_path: Path) -> AsyncIterator[Client]:
     write(sample_root / "python" / "broken" / "SKILL.md", "---\nname: broken\ndescription: [x\n---\n# B\n")
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     try:
-        async with Client(build_server(Settings(roots=[sample_root]), library)) as connected:
+        async with Client(build_server(Settings(roots=[sample_root]), library, view="full")) as connected:
             yield connected
     finally:
         library.close()
@@ -103,7 +103,7 @@ async def test_reuse_over_mcp_counts_sessions_in_the_artifacts(sample_root: Path
     archive = SessionArchive(ProjectRoots.of([tmp_path / "dev"]), index_dir=tmp_path / "aidx", watch=False)
     try:
         settings = Settings(roots=[sample_root], project_roots=[tmp_path / "dev"])
-        async with Client(build_server(settings, library, archive)) as client:
+        async with Client(build_server(settings, library, archive, view="full")) as client:
             await call(client, "trackPatternUsage", {"patternId": "python/slugify", "projectPath": "blog"})
             report = await call(client, "getPatternReuse", {"patternId": "python/slugify"})
     finally:

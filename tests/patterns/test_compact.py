@@ -49,7 +49,7 @@ async def client(sample_root: Path, tmp_path: Path) -> AsyncIterator[Client]:
         LONG_BODY,
     )
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
-    server = build_server(Settings(roots=[sample_root]), library)
+    server = build_server(Settings(roots=[sample_root]), library, view="full")
     try:
         async with Client(server, raise_exceptions=True) as connected:
             yield connected

@@ -55,7 +55,7 @@ ANNOTATIONS = dict.fromkeys(CONTRACT, (True, False, True, False)) | {
 async def test_tools_parameters_and_annotations_are_pinned(sample_root: Path, tmp_path: Path) -> None:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     try:
-        async with Client(build_server(Settings(roots=[sample_root]), library)) as client:
+        async with Client(build_server(Settings(roots=[sample_root]), library, view="full")) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert client.instructions is not None and "searchPatterns" in client.instructions
     finally:

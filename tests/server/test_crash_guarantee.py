@@ -36,7 +36,7 @@ async def test_a_crashing_service_is_an_internal_error_and_the_session_goes_on(
         "list_categories": ("listCategories", {}),
     }
     try:
-        async with Client(build_server(Settings(roots=[sample_root]), library)) as client:
+        async with Client(build_server(Settings(roots=[sample_root]), library, view="full")) as client:
             monkeypatch.setattr(service, broken, explode)  # fault injection: a bug in the service
             tool, args = arguments[broken]
             is_error, envelope = await call(client, tool, args)

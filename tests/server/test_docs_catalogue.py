@@ -27,7 +27,7 @@ async def test_every_tool_and_parameter_is_documented(sample_root: Path, tmp_pat
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     settings = Settings(roots=[sample_root], execution=ExecutionSettings(enabled=True))
     try:
-        async with Client(build_server(settings, library)) as client:
+        async with Client(build_server(settings, library, view="full")) as client:
             tools = (await client.list_tools()).tools
     finally:
         library.close()

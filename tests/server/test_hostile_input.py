@@ -26,7 +26,7 @@ async def served(sample_root: Path, tmp_path: Path) -> AsyncIterator[tuple[Clien
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     settings = Settings(roots=[sample_root], project_roots=[tmp_path / "dev"])
     try:
-        async with Client(build_server(settings, library), raise_exceptions=True) as client:
+        async with Client(build_server(settings, library, view="full"), raise_exceptions=True) as client:
             yield client, library, sample_root
     finally:
         library.close()

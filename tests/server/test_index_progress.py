@@ -44,7 +44,7 @@ async def test_a_search_waiting_on_the_first_index_reports_its_progress(
         reported.append((progress, total, message))
 
     try:
-        async with Client(build_server(Settings(roots=[root]), library)) as client:
+        async with Client(build_server(Settings(roots=[root]), library, view="full")) as client:
             result = await client.call_tool("searchPatterns", {"query": "gadget helper"}, progress_callback=on_progress)
     finally:
         library.close()

@@ -116,7 +116,7 @@ async def test_every_method_the_server_answers_is_classified_and_passes_the_pipe
 
 
 async def test_a_method_the_pipeline_does_not_know_is_refused_even_with_a_handler(library: SkillLibrary) -> None:
-    server = build_server(Settings(roots=library.roots), library)
+    server = build_server(Settings(roots=library.roots), library, view="full")
     async with Client(server, raise_exceptions=True) as client:
 
         async def sneaky(_ctx: Any, _params: Any) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def library(sample_root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
 
 @pytest.fixture(params=["auto", "legacy"])
 async def client(request: pytest.FixtureRequest, sample_root: Path, library: SkillLibrary) -> AsyncIterator[Client]:
-    server = build_server(Settings(roots=[sample_root], watch=False), library)
+    server = build_server(Settings(roots=[sample_root], watch=False), library, view="full")
     async with Client(server, mode=request.param, raise_exceptions=True) as connected:
         yield connected
 
@@ -254,7 +254,7 @@ async def test_a_library_change_tells_legacy_sessions_to_refresh_the_resource_li
         if isinstance(message, types.ResourceListChangedNotification):
             changed.set()
 
-    server = build_server(Settings(roots=[sample_root], watch=False), library)
+    server = build_server(Settings(roots=[sample_root], watch=False), library, view="full")
     async with Client(server, mode="legacy", message_handler=on_message, raise_exceptions=True) as client:
         before = {r.uri for r in (await client.list_resources()).resources}
         three_file(sample_root, "python", "new-skill", "# New skill\n\nSomething new.\n")
@@ -266,7 +266,7 @@ async def test_a_library_change_tells_legacy_sessions_to_refresh_the_resource_li
 
 
 async def test_a_library_change_reaches_2026_listeners(sample_root: Path, library: SkillLibrary) -> None:
-    server = build_server(Settings(roots=[sample_root], watch=False), library)
+    server = build_server(Settings(roots=[sample_root], watch=False), library, view="full")
     async with (
         Client(server, raise_exceptions=True) as client,
         client.listen(resources_list_changed=True) as subscription,

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(params=["auto", "legacy"])
 async def client(request: pytest.FixtureRequest, sample_root: Path, tmp_path: Path) -> AsyncIterator[Client]:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
-    server: MCPServer[Any] = build_server(Settings(roots=[sample_root]), library)
+    server: MCPServer[Any] = build_server(Settings(roots=[sample_root]), library, view="full")
     try:
         async with Client(server, mode=request.param, raise_exceptions=True) as connected:
             yield connected
@@ -121,7 +121,9 @@ async def test_a_first_load_reads_in_a_worker_thread_and_a_repeat_answers_withou
     monkeypatch.setattr(anyio.to_thread, "run_sync", observed_run_sync)
     arguments = {"skillId": "database/rls-policy", "includeCode": True}
     try:
-        async with Client(build_server(Settings(roots=[sample_root]), library), raise_exceptions=True) as client:
+        async with Client(
+            build_server(Settings(roots=[sample_root]), library, view="full"), raise_exceptions=True
+        ) as client:
             await call(client, "searchPatterns", {"query": "warm"})  # the first sync, out of the way
             loop_thread = threading.get_ident()
             hops.clear()
@@ -219,7 +221,7 @@ async def test_a_script_symlinked_out_of_the_skill_is_never_served(sample_root: 
     (sample_root / "git" / "release-notes" / "scripts" / "leak.sh").symlink_to(secret)
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     try:
-        async with Client(build_server(Settings(roots=[sample_root]), library)) as connected:
+        async with Client(build_server(Settings(roots=[sample_root]), library, view="full")) as connected:
             is_error, body = await call(
                 connected, "readSkillFile", {"skillId": "git/release-notes", "path": "scripts/leak.sh"}
             )

@@ -40,7 +40,7 @@ async def served(sample_root: Path, tmp_path: Path) -> AsyncIterator[tuple[Clien
     library = SkillLibrary(config)
     settings = Settings(roots=[sample_root], execution=ExecutionSettings(enabled=True, timeout_s=20))
     try:
-        async with Client(build_server(settings, library), raise_exceptions=True) as client:
+        async with Client(build_server(settings, library, view="full"), raise_exceptions=True) as client:
             yield client, index_dir / USAGE_FILE
     finally:
         library.close()
@@ -83,7 +83,9 @@ async def test_a_damaged_usage_file_is_moved_aside_and_every_tool_keeps_working(
     damage_pages(usage_path)
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=index_dir, watch=False))
     try:
-        async with Client(build_server(Settings(roots=[sample_root]), library), raise_exceptions=True) as client:
+        async with Client(
+            build_server(Settings(roots=[sample_root]), library, view="full"), raise_exceptions=True
+        ) as client:
             for tool, arguments in [*READS, ("trackPatternUsage", {"patternId": "python/slugify"})]:
                 is_error, body = await call(client, tool, arguments)
                 assert not is_error, (tool, body)

@@ -70,11 +70,16 @@ async def test_the_agent_view_runs_skills_only_where_execution_is_enabled(librar
         assert await tool_names(client) == sorted([*AGENT_TOOLS, "executeSkill"])
 
 
-async def test_full_and_no_view_list_every_tool_with_output_schemas(library: SkillLibrary) -> None:
-    for view in ("full", None):
-        async with serve(library, view) as client:
-            tools = (await client.list_tools()).tools
-            assert len(tools) == 17 and all(t.output_schema is not None for t in tools)
+async def test_full_lists_every_tool_with_output_schemas(library: SkillLibrary) -> None:
+    async with serve(library, "full") as client:
+        tools = (await client.list_tools()).tools
+        assert len(tools) == 17 and all(t.output_schema is not None for t in tools)
+
+
+async def test_no_view_serves_the_settings_view(library: SkillLibrary) -> None:
+    settings = Settings(roots=library.roots, view="curator")
+    async with Client(build_server(settings, library), raise_exceptions=True) as client:  # before: every tool
+        assert await tool_names(client) == sorted(CURATOR_TOOLS)
 
 
 async def test_other_views_send_no_output_schema_but_keep_structured_content(library: SkillLibrary) -> None:

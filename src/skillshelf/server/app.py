@@ -41,9 +41,6 @@ from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-FULL_VIEW = "full"
-
-
 def every_tool(settings: Settings, library: SkillReader, sessions: SessionArchive) -> list[Tool]:
     """Every tool the server has, before a view picks and presents some of them."""
     projects = settings.projects()
@@ -68,9 +65,9 @@ def build_server(
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
 
-    `view` names the view it serves (docs/views.md): which tools and skills a client sees. None
-    serves every tool and skill (`full`), as a library caller expects; `skillshelf serve` passes
-    the configured view, `default` unless told otherwise. With `reload` (settings read afresh) and
+    `view` names the view it serves (docs/views.md): which tools and skills a client sees; None serves
+    `settings.view` (`default`, the agent view, unless configured otherwise). `full` serves every
+    tool and skill. With `reload` (settings read afresh) and
     a config file, edits to the file change the view's tools and skills while the server runs;
     clients are told to re-list, and an invalid edit is logged while the last good config stays.
 
@@ -84,7 +81,7 @@ def build_server(
     created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
     that passes its own library or archive closes it, and may enter the server again.
     """
-    view_name = view or FULL_VIEW
+    view_name = view or settings.view
     chosen = resolve_view(view_name, settings.views, settings.execution.enabled)
     shelf = library or SkillLibrary(settings.library_config())
     projects = settings.projects()
