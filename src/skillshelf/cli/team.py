@@ -37,6 +37,7 @@ def prepare_http(
     settings.auth = settings.auth.with_env()
     refuse_unauthenticated(host, settings.auth, insecure_no_auth)
     refuse_unsafe_exposure(host, settings.execution.enabled and not settings.auth.tokens)
+    _warn_of_unknown_token_views(settings)
     if workers == 1:
         return False
     problems = check_views(settings.views)  # each worker loads them; fail here, once
@@ -46,6 +47,23 @@ def prepare_http(
     logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
     run_http_workers(settings.model_dump_json(), host, port, workers, allowed_hosts, allowed_origins)
     return True
+
+
+def _warn_of_unknown_token_views(settings: Settings) -> None:
+    """A token listing a view that does not exist can never use it: often a typo, or a
+    `SKILLSHELF_TOKENS` entry whose token text was read as views (write it NAME:VIEWS=TOKEN)."""
+    from skillshelf.config.views import all_views
+
+    views = all_views(settings.views, settings.execution.enabled)
+    for name, token in settings.auth.tokens.items():
+        unknown = [view for view in token.views if view not in views and view != "*"]
+        if unknown:
+            logger.warning(
+                "token %r lists view(s) %s that do not exist (views: %s)",
+                name,
+                ", ".join(unknown),
+                ", ".join(sorted(views)),
+            )
 
 
 def _config_path() -> Path:
@@ -138,7 +156,7 @@ def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
     if as_json:
         print_json(summary.model_dump(mode="json"))
         return
-    if not summary.calls:
+    if not summary.calls and not summary.unknown_tools:
         click.echo(f"No calls logged in {display_path(log_file)} yet (serve --http or stdio writes it).")
         return
     click.echo(f"{summary.calls} calls, {summary.errors} errors ({display_path(log_file)})")
@@ -152,3 +170,5 @@ def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
         click.echo("errors: " + ", ".join(f"{code} {count}" for code, count in summary.error_codes.items()))
     if summary.busiest_skills:
         click.echo("busiest skills: " + ", ".join(f"{skill} ({count})" for skill, count in summary.busiest_skills))
+    if summary.unknown_tools:
+        click.echo(f"{summary.unknown_tools} calls to tools the server does not know (not counted above)")

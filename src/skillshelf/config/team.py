@@ -103,26 +103,45 @@ class AuthSettings(BaseModel):
     def with_env(self, env: Mapping[str, str] | None = None) -> AuthSettings:
         """These settings plus the tokens of `SKILLSHELF_TOKENS` (which win a name collision).
 
-        The variable holds `NAME=TOKEN` entries separated by commas or whitespace; `NAME=TOKEN=V1+V2`
-        limits a token to views V1 and V2 (default: the default view). Only digests are kept.
+        The variable holds entries separated by commas or whitespace, each `NAME=TOKEN` (the default
+        view) or `NAME:VIEW+VIEW=TOKEN`; see `parse_env_token`. Only digests are kept.
         """
         text = (os.environ if env is None else env).get(TOKENS_ENV, "").strip()
         if not text:
             return self
         tokens = dict(self.tokens)
         for entry in re.split(r"[,\s]+", text):
-            if not entry:
-                continue
-            name, _, rest = entry.partition("=")
-            token, _, views = rest.partition("=")
-            if not TOKEN_NAME.match(name) or len(token) < 16:
-                raise SkillshelfError(
-                    ErrorCode.VALIDATION_ERROR,
-                    f"{TOKENS_ENV}: {name or entry[:8]!r} is not NAME=TOKEN[=VIEW+VIEW] with a token of 16+ characters",
-                )
-            view_names = [v for v in views.split("+") if v] or ["default"]
-            tokens[name] = TokenSettings(sha256=token_digest(token), views=view_names)
+            if entry:
+                name, token, views = parse_env_token(entry)
+                tokens[name] = TokenSettings(sha256=token_digest(token), views=views)
         return self.model_copy(update={"tokens": tokens})
+
+
+ENV_VIEW = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a view name (config/views.py VIEW_NAME)
+
+
+def parse_env_token(entry: str) -> tuple[str, str, list[str]]:
+    """One `SKILLSHELF_TOKENS` entry: (name, token, views).
+
+    `NAME:VIEW+VIEW=TOKEN`: everything after the first `=` is the token, verbatim, so a token may
+    hold any character but the entry separators (commas, whitespace). The older `NAME=TOKEN=VIEW+VIEW`
+    still works: the text after the last `=` is read as views only when it is a `+`-joined list of
+    view names, so base64 padding (`abc==`) stays part of the token.
+    """
+    head, equals, token = entry.partition("=")
+    name, colon, listed = head.partition(":")
+    views = listed.split("+") if colon else []
+    if not colon and "=" in token:
+        before, _, tail = token.rpartition("=")
+        if tail and all(ENV_VIEW.match(v) for v in tail.split("+")):
+            token, views = before, tail.split("+")
+    if not equals or not TOKEN_NAME.match(name) or len(token) < 16 or not all(ENV_VIEW.match(v) for v in views):
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"{TOKENS_ENV}: {name or entry[:8]!r} is not NAME=TOKEN or NAME:VIEW+VIEW=TOKEN with a token of "
+            "16+ characters and view names of letters, digits, '_' or '-'",
+        )
+    return name, token, views or ["default"]
 
 
 class CallLogSettings(BaseModel):

@@ -21,7 +21,7 @@ from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.scoped import ScopedLibrary
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
-from skillshelf.server.http import transport_security
+from skillshelf.server.http import ReloadRefused, transport_security
 from skillshelf.server.prompts import register_prompts
 from skillshelf.server.skills_ext import SkillsSurface
 from skillshelf.server.tools.artifacts import artifacts_tools
@@ -116,6 +116,8 @@ def _assemble(
             fresh = reload()
             new_view = resolve_view(view_name, fresh.views, fresh.execution.enabled)
             new_selection = ToolSelection.of(view_name, new_view, every_tool(fresh, scoped, sessions))
+        except ReloadRefused:
+            return  # H3: the HTTP rules refused it and logged why, once (server/http.py HttpReload)
         except SkillshelfError as exc:
             logger.warning("config change ignored, still serving the last good config: %s", exc.message)
             return
