@@ -272,6 +272,7 @@ class ToolPipeline:
                 request_bytes=len(json.dumps(arguments, separators=(",", ":")).encode()),
                 response_bytes=response_bytes,
                 skill=skill_of(arguments) if isinstance(arguments, dict) else None,
+                known=self.server._tool_manager.get_tool(name) is not None,  # H3: unknown names are cut, counted
             )
         )
 
