@@ -21,6 +21,7 @@ from mcp import Client
 from skillshelf.cli import cli
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.calllog import (
+    MAX_PENDING,
     MAX_TOOL_NAME,
     UNKNOWN_QUOTA,
     UNKNOWN_WINDOW_S,
@@ -131,6 +132,29 @@ def test_closing_writes_every_record_queued(tmp_path: Path) -> None:
         log.write(CallRecord("searchPatterns", "default", f"caller{number % 7}", 1.0, True, None, 10, 10))
     log.close()
     assert len(list(read_records(log.path))) == 2000
+
+
+def test_a_disk_that_hangs_costs_records_not_memory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    released = threading.Event()
+
+    class HangingDisk(CallLog):  # the disk stands still until released
+        def _append(self, lines: list[bytes]) -> None:
+            released.wait(DEADLINE_S)
+            super()._append(lines)
+
+    log = HangingDisk(tmp_path / "calls.jsonl", max_bytes=1 << 30)
+    total = 2 * MAX_PENDING + 500  # the thread holds at most one full queue, the queue another
+    try:
+        with caplog.at_level("WARNING", logger="skillshelf.server.calllog"):
+            for _ in range(total):
+                log.write(ALICE_CALL)
+        assert log.dropped >= 500
+    finally:
+        released.set()
+        log.close()
+    assert len(list(read_records(log.path))) + log.dropped == total
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "records behind; new records are dropped" in warnings[0]
 
 
 # -- in real serve processes ---------------------------------------------------------------------------

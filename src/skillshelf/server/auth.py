@@ -163,6 +163,7 @@ class Tokens:
 
 MAX_KEYS = 10_000  # rate-limit keys remembered per bucket table
 ADDRESS_SHARE = 8  # an address's anonymous callers together may use this many callers' buckets
+MAX_SESSION_KEY = 128  # characters of a client's Mcp-Session-Id kept as its rate-limit key
 
 
 class TokenBucket:
@@ -266,9 +267,6 @@ class RateLimits:
         session = Headers(scope=scope).get("mcp-session-id", "")[:MAX_SESSION_KEY]
         caller = f"session:{session}" if session else f"peer:{host}:{port}"
         return CallerBudget(self, caller, f"address:{address}")
-
-
-MAX_SESSION_KEY = 128
 
 
 def _peer(scope: Scope) -> tuple[str, int]:

@@ -247,23 +247,22 @@ class CallLog:
 
     def _append(self, lines: list[bytes]) -> None:
         """On the writer thread: append `lines`, rotating to `.1` whenever the next would pass `max_bytes`."""
+        fd = -1
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = self._open()
-            try:
-                size = os.fstat(fd).st_size
-                chunk = bytearray()
-                for line in lines:
-                    if size + len(chunk) + len(line) > self.max_bytes and (size or chunk):
-                        os.write(fd, chunk)
-                        os.close(fd)
-                        self.path.replace(self.path.with_name(self.path.name + ".1"))
-                        fd, size = self._open(), 0
-                        chunk.clear()
-                    chunk += line
-                os.write(fd, chunk)
-            finally:
-                os.close(fd)
+            size = os.fstat(fd).st_size
+            chunk = bytearray()
+            for line in lines:
+                if size + len(chunk) + len(line) > self.max_bytes and (size or chunk):
+                    os.write(fd, chunk)
+                    os.close(fd)
+                    fd = -1
+                    self.path.replace(self.path.with_name(self.path.name + ".1"))
+                    fd, size = self._open(), 0
+                    chunk.clear()
+                chunk += line
+            os.write(fd, chunk)
         except _NotAFile as refused:
             self._warn(
                 NOT_A_FILE,
@@ -272,6 +271,9 @@ class CallLog:
             )
         except OSError as exc:
             self._warn("os", "call log %s cannot be written (%s); calls go on unlogged", exc)
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def _open(self) -> int:
         """The log opened for appending; `_NotAFile` for a FIFO, socket or device (never opened blocking)."""
