@@ -284,6 +284,7 @@ async def test_the_call_log_holds_no_argument_text(client_for: Any, tmp_path: Pa
     await call(client, "loadSkill", {"skillId": "python/slugify"})
     await call(client, "loadSkill", {"skillId": "python/no-such-skill"})
     await call(client, "findAndLoad", {"query": "slugify"})
+    assert log.flush()  # the writer thread has written every record
     text = log.path.read_text(encoding="utf-8")
     assert "zebra" not in text and "quokka" not in text and "Turn any title" not in text
     records = list(read_records(log.path))
@@ -308,6 +309,7 @@ def test_the_call_log_rotates_by_size(tmp_path: Path) -> None:
     record = CallRecord("searchPatterns", "default", "alice", 1.5, True, None, 30, 400)
     for _ in range(100):
         log.write(record)
+    assert log.flush()  # the writer thread has written every record
     rotated = tmp_path / "calls.jsonl.1"
     assert rotated.exists() and rotated.stat().st_size <= 4096 and log.path.stat().st_size <= 4096
     assert 0 < len(list(read_records(log.path))) < 100

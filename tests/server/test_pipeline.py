@@ -11,10 +11,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import Client, MCPError, types
 from mcp.server.mcpserver import MCPServer
 
+from skillshelf.config.auth import AuthSettings
 from skillshelf.config.composites import ChainStep, CompositeTool
 from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import FilterRule, ToolOverride, ViewSettings
@@ -22,9 +24,11 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import build_server, sdk
 from skillshelf.server.calllog import CallLog
 from skillshelf.server.hooks import HookResult, ToolCall
+from skillshelf.server.http import team_app
 from skillshelf.server.pipeline import METHODS, CallPipeline, classify
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import agent_skill, call, write
+from tests.server.team_support import serving
 from tests.server.test_skills_ext import request
 
 pytestmark = pytest.mark.anyio
@@ -210,14 +214,26 @@ async def test_a_pin_holds_in_bulk_items_too(library: SkillLibrary) -> None:
         assert pinned["data"]["id"] == "python/slugify"
 
 
-async def test_inner_calls_are_charged_to_the_callers_rate_limit(library: SkillLibrary) -> None:
-    settings = Settings(roots=library.roots, views={"v": ViewSettings(exposure="search")})
-    allowed = iter([0.0, 2.5])
-    server = build_server(settings, library, view="v", limiter=lambda _caller: next(allowed))
-    async with Client(server, raise_exceptions=True) as client:
-        ok, _ = await call(client, "v_call_tool", {"tool_name": "searchPatterns", "arguments": {"query": "slug"}})
-        failed, body = await call(client, "v_call_tool", {"tool_name": "searchPatterns", "arguments": {"query": "x"}})
-        assert not ok and failed and body["error"]["code"] == "RATE_LIMITED" and "2.5 s" in body["error"]["message"]
+async def test_inner_calls_are_charged_to_the_callers_rate_limit_over_http(library: SkillLibrary) -> None:
+    settings = Settings(roots=library.roots, views={"default": ViewSettings(exposure="search")})
+    servers = {"default": build_server(settings, library, view="default")}
+    app = team_app(servers, auth=AuthSettings(rate_per_s=0.001, burst=3))  # three calls per client, no refill
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    search = {"name": "default_call_tool", "arguments": {"tool_name": "searchPatterns", "arguments": {"query": "x"}}}
+    async with serving(app) as base, httpx2.AsyncClient(timeout=30) as http:
+        opened = await http.post(f"{base}/mcp", json=rpc(0, "initialize", hello), headers=headers)
+        session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+        # The session is one client: its request is one, the call inside it two; then three, and the inner refused.
+        first = await http.post(f"{base}/mcp", json=rpc(1, "tools/call", search), headers=session)
+        second = await http.post(f"{base}/mcp", json=rpc(2, "tools/call", search), headers=session)
+    assert first.json()["result"]["structuredContent"]["success"] is True
+    refused = second.json()["result"]["structuredContent"]  # before: the inner call was free
+    assert refused["error"]["code"] == "RATE_LIMITED"
+
+
+def rpc(number: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
 
 
 async def test_an_inner_call_cannot_call_a_meta_tool_or_a_composite(library: SkillLibrary) -> None:

@@ -189,3 +189,137 @@ def test_reading_pauses_while_enough_whole_requests_wait() -> None:
         writer.join(timeout=30)
         os.close(read_end)
     assert written.is_set()
+
+
+# -- a client that never reads the answers -------------------------------------------------------------
+
+GROWTH_LIMIT_MB = 120  # MAX_UNANSWERED answers of ~1 MB each, and room to spare; unbounded: 250+ MB here
+IDLE_POLLS = 10  # the server used no CPU for this many polls in a row: it has done what it will
+
+
+def memory_mb(pid: int, field: str) -> int:
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith(f"{field}:"):
+            return int(row.split()[1]) // 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def wait_until_idle(pid: int, deadline_s: float = 120.0) -> None:
+    """Until the server has stopped working: its CPU time unchanged across IDLE_POLLS polls (a
+    generous deadline: it only proves that it did stop)."""
+    deadline = time.monotonic() + deadline_s
+    last, unchanged = -1, 0
+    while unchanged < IDLE_POLLS:
+        assert time.monotonic() < deadline, "the server never went idle"
+        ticks = cpu_ticks(pid)
+        unchanged = unchanged + 1 if ticks == last else 0
+        last = ticks
+        time.sleep(0.1)
+
+
+def read_lines(fd: int, wanted: set[int]) -> set[int]:
+    """The ids answered on `fd` until every wanted one is (answers cross whole, one per line)."""
+    pending, seen = b"", set[int]()
+    while not wanted <= seen:
+        chunk = os.read(fd, 1 << 20)
+        assert chunk, f"the server closed its output before answering {sorted(wanted - seen)[:5]}"
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        seen |= {json.loads(row).get("id") for row in complete if row.strip()}
+    return seen
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
+@pytest.mark.parametrize("answers_to", ["pipe", "terminal"])
+def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
+    answers_to: str, library: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    """Answers wait for the client, so reading requests waits too. A pipe is skillshelf's own
+    transport; a terminal (never read: a paused or stuck one) is the SDK's."""
+    import pty
+
+    count = 400  # each answer is a 600 KB skill
+    if answers_to == "pipe":
+        reading, output = os.pipe()
+    else:
+        reading, output = pty.openpty()
+    command = [sys.executable, "-m", "skillshelf", "serve", "--no-watch", "--library", str(library)]
+    with (tmp_path / "stderr.log").open("wb") as log:
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=log, env=dict(os.environ))
+    os.close(output)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(line(INITIALIZE) + line(INITIALIZED))
+        process.stdin.flush()
+        read_lines(reading, {1})
+        baseline = memory_mb(process.pid, "VmRSS")
+        requests = b"".join(line(call(n, "loadSkill", {"skillId": "docs/big"})) for n in range(2, 2 + count))
+        process.stdin.write(requests)  # 50 KB: the pipe takes it all, whatever the server does
+        process.stdin.flush()
+        wait_until_idle(process.pid)
+        grown = memory_mb(process.pid, "VmHWM") - baseline
+        assert grown < GROWTH_LIMIT_MB, f"the server grew by {grown} MB while nobody read its answers"
+        if answers_to == "pipe":  # (a terminal carries 240 MB too slowly to read them all here)
+            assert read_lines(reading, set(range(2, 2 + count))) >= set(range(2, 2 + count))  # none lost
+            process.stdin.close()
+            assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+        os.close(reading)
+
+
+def test_a_request_leaves_the_unanswered_count_on_its_answer_or_its_cancellation() -> None:
+    """The admission rule alone: at most MAX requests handed over; an answer, an error answer or the
+    client's cancellation each make room for one more; a reused id counts twice."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+    from mcp_types.jsonrpc import ErrorData
+
+    from skillshelf.server.stdio import _Admitting, _Answering, _Unanswered
+
+    def request(number: int) -> SessionMessage:
+        return SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=number, method="ping"))
+
+    def cancelled(number: int) -> SessionMessage:
+        params = {"requestId": number, "reason": "the client gave up"}
+        return SessionMessage(JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=params))
+
+    async def scenario() -> None:
+        incoming_send, incoming = anyio.create_memory_object_stream[Any](100)
+        outgoing, outgoing_receive = anyio.create_memory_object_stream[Any](100)
+        async with incoming_send, incoming, outgoing, outgoing_receive:
+            unanswered = _Unanswered(3)
+            reader, writer = _Admitting(incoming, unanswered), _Answering(outgoing, unanswered)
+            for number in (1, 2, 2, 3, 4):  # id 2 reused while the first is in flight
+                incoming_send.send_nowait(request(number))
+            for _ in range(3):
+                await reader.receive()
+            assert len(unanswered) == 3
+            async with anyio.create_task_group() as group:
+                group.start_soon(reader.receive)
+                await anyio.wait_all_tasks_blocked()
+                assert len(unanswered) == 3  # the fourth (id 3) waits for room
+                await writer.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=2, result={})))
+            assert len(unanswered) == 3  # the answer made room and id 3 took it
+            error = ErrorData(code=-32600, message="duplicate id")
+            await writer.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=2, error=error)))
+            assert len(unanswered) == 2  # the reused id 2 answered twice: both gone
+            await reader.receive()  # id 4 takes the room
+            incoming_send.send_nowait(cancelled(3))
+            incoming_send.send_nowait(request(5))
+            await reader.receive()  # the cancellation of 3 goes on to the server, and makes room
+            assert len(unanswered) == 2
+            await reader.receive()  # id 5
+            assert len(unanswered) == 3
+
+    anyio.run(scenario)

@@ -14,12 +14,21 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest
+from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest, tokens_from_variable
 from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.server.auth import TokenBucket, TokenTable, refuse_unauthenticated, web_authorize, web_refusal
+from skillshelf.server.auth import (
+    ADDRESS_SHARE,
+    ANONYMOUS,
+    RateLimits,
+    TokenBucket,
+    TokenTable,
+    refuse_unauthenticated,
+    web_authorize,
+    web_refusal,
+)
 from skillshelf.server.http import finish_calls_on_shutdown, team_app
 from skillshelf.server.web import WebAccess
 from tests.server.team_support import make_server, serving
@@ -250,3 +259,110 @@ async def shut_down_during_a_call(sample_library: SkillLibrary, tmp_path: Path) 
             running[0].should_exit = True  # as on SIGTERM: stop accepting, finish what is in flight
     assert answers and answers[0].status_code == 200
     assert '"success":true' in answers[0].text and "python/slugify" in answers[0].text
+
+
+# -- rate limits without tokens ------------------------------------------------------------------------
+
+
+async def test_two_local_agents_without_tokens_each_get_their_own_bucket(
+    sample_library: SkillLibrary, tmp_path: Path
+) -> None:
+    """Every local client shares 127.0.0.1: keyed by address alone, one agent's burst starved the other."""
+    server = make_server(sample_library, tmp_path / "projects")
+    auth = AuthSettings(rate_per_s=0.01, burst=5)
+    async with (
+        serving(team_app({"default": server}, auth=auth)) as base,
+        httpx2.AsyncClient() as first,  # two clients: two connections
+        httpx2.AsyncClient() as second,
+    ):
+        busy = [(await first.get(f"{base}/views")).status_code for _ in range(6)]
+        assert busy == [200] * 5 + [429]
+        assert [(await second.get(f"{base}/views")).status_code for _ in range(5)] == [200] * 5
+
+
+async def test_one_address_opening_connections_is_still_capped(sample_library: SkillLibrary, tmp_path: Path) -> None:
+    """A client per connection, but all of an address's clients together get ADDRESS_SHARE buckets."""
+    server = make_server(sample_library, tmp_path / "projects")
+    auth = AuthSettings(rate_per_s=0.01, burst=2)
+    statuses: list[int] = []
+    async with serving(team_app({"default": server}, auth=auth)) as base:
+        for _ in range(ADDRESS_SHARE + 4):
+            async with httpx2.AsyncClient() as fresh:  # a new connection, a new port: a new client
+                statuses += [(await fresh.get(f"{base}/views")).status_code for _ in range(2)]
+    assert statuses.count(200) == 2 * ADDRESS_SHARE and statuses[-1] == 429
+
+
+async def test_one_mcp_session_is_one_client_whatever_connection_it_uses(
+    sample_library: SkillLibrary, tmp_path: Path
+) -> None:
+    server = make_server(sample_library, tmp_path / "projects")
+    auth = AuthSettings(rate_per_s=0.01, burst=3)
+    session = {"Mcp-Session-Id": "0123456789abcdef"}
+    statuses: list[int] = []
+    async with serving(team_app({"default": server}, auth=auth)) as base:
+        for _ in range(4):
+            async with httpx2.AsyncClient() as fresh:
+                statuses.append((await fresh.get(f"{base}/views", headers=session)).status_code)
+    assert statuses == [200, 200, 200, 429]
+
+
+def request_from(host: str, port: int) -> dict[str, Any]:
+    """The ASGI scope of a request from host:port, as far as the rate limits read it."""
+    return {"type": "http", "headers": [], "client": (host, port)}
+
+
+def test_idle_and_excess_rate_limit_keys_are_forgotten() -> None:
+    now = [0.0]
+    limits = RateLimits(rate=10.0, burst=5, clock=lambda: now[0], max_keys=1000)
+    for peer in range(100_000):  # 100,000 distinct peers, all at once
+        address = f"10.{peer >> 16 & 255}.{peer >> 8 & 255}.{peer & 255}"
+        assert limits.budget(request_from(address, 40000), ANONYMOUS).take() == 0.0
+    assert len(limits.callers) <= 1000 and len(limits.addresses) <= 1000
+    now[0] += 1.0  # long enough for every bucket to be full again: nothing left worth remembering
+    limits.budget(request_from("192.0.2.1", 1), ANONYMOUS).take()
+    assert len(limits.callers) == 1 and len(limits.addresses) == 1
+
+
+def test_a_request_the_address_cap_refuses_costs_its_client_nothing() -> None:
+    limits = RateLimits(rate=0.001, burst=1, clock=lambda: 0.0)
+    for port in range(ADDRESS_SHARE):
+        assert limits.budget(request_from("10.0.0.1", port), ANONYMOUS).take() == 0.0
+    late = limits.budget(request_from("10.0.0.1", 9999), ANONYMOUS)
+    assert late.take() > 0  # the address is spent
+    assert limits.callers.take(late.caller) == 0.0  # but the late client's own bucket was given back
+
+
+def test_ipv6_clients_are_capped_per_64_network() -> None:
+    limits = RateLimits(rate=0.001, burst=1, clock=lambda: 0.0)
+    one = limits.budget(request_from("2001:db8::1", 1), ANONYMOUS)
+    other = limits.budget(request_from("2001:db8::ffff:2", 2), ANONYMOUS)
+    assert one.address == other.address == "address:2001:db8::/64"
+
+
+# -- tokens from the environment -----------------------------------------------------------------------
+
+
+def test_a_token_containing_equals_signs_parses_whole() -> None:
+    padded = "c2VjcmV0LXRva2VuLWJ5dGVzLQ=="  # base64 with padding
+    auth = AuthSettings(tokens=tokens_from_variable(f"ci={padded}, mid=abc=def=ghi=jkl=mnopqrstu="))
+    assert auth.tokens["ci"].sha256 == token_digest(padded) and auth.tokens["ci"].views == ["default"]
+    assert auth.tokens["mid"].sha256 == token_digest("abc=def=ghi=jkl=mnopqrstu=")
+
+
+def test_views_may_come_before_the_token_so_any_token_text_is_unambiguous() -> None:
+    tricky = "0123456789abcdef=readers"  # after its last '=', something that looks like a view
+    auth = AuthSettings(tokens=tokens_from_variable(f"ci:default+readers={tricky}"))
+    assert auth.tokens["ci"].sha256 == token_digest(tricky)
+    assert auth.tokens["ci"].views == ["default", "readers"]
+    # the older NAME=TOKEN=VIEWS form still reads views after the last '='
+    older = AuthSettings(tokens=tokens_from_variable(f"ci={ALICE}=default+other"))
+    assert older.tokens["ci"].sha256 == token_digest(ALICE) and older.tokens["ci"].views == ["default", "other"]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["ci", "ci=short", "bad name=0123456789abcdef0", "ci:=0123456789abcdef0", "ci:no*view=0123456789abcdef0"],
+)
+def test_a_malformed_environment_token_is_refused_with_the_forms_named(entry: str) -> None:
+    with pytest.raises(SkillshelfError, match="NAME:VIEW\\+VIEW=TOKEN"):
+        tokens_from_variable(entry)

@@ -25,7 +25,7 @@ def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
     if as_json:
         print_json(summary.model_dump(mode="json"))
         return
-    if not summary.calls:
+    if not summary.calls and not summary.unknown_tools:
         click.echo(f"No calls logged in {display_path(log_file)} yet (serve --http or stdio writes it).")
         return
     click.echo(f"{summary.calls} calls, {summary.errors} errors ({display_path(log_file)})")
@@ -39,3 +39,5 @@ def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
         click.echo("errors: " + ", ".join(f"{code} {count}" for code, count in summary.error_codes.items()))
     if summary.busiest_skills:
         click.echo("busiest skills: " + ", ".join(f"{skill} ({count})" for skill, count in summary.busiest_skills))
+    if summary.unknown_tools:
+        click.echo(f"{summary.unknown_tools} calls to tools the server does not know (not counted above)")

@@ -30,6 +30,7 @@ def prepare_http(
     host = settings.http_host
     refuse_unauthenticated(host, settings.auth, insecure_no_auth)
     refuse_unsafe_exposure(host, settings.execution.enabled and not settings.auth.tokens)
+    _warn_of_unknown_token_views(settings)
     if workers == 1:
         return False
     problems = check_views(settings.views)  # each worker loads them; fail here, once
@@ -39,3 +40,20 @@ def prepare_http(
     logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
     run_http_workers(settings.model_dump_json(), host, port, workers, allowed_hosts, allowed_origins)
     return True
+
+
+def _warn_of_unknown_token_views(settings: Settings) -> None:
+    """A token listing a view that does not exist can never use it: often a typo, or a
+    `SKILLSHELF_TOKENS` entry whose token text was read as views (write it NAME:VIEWS=TOKEN)."""
+    from skillshelf.config.views import all_views
+
+    views = all_views(settings.views, settings.execution.enabled)
+    for name, token in settings.auth.tokens.items():
+        unknown = [view for view in token.views if view not in views and view != "*"]
+        if unknown:
+            logger.warning(
+                "token %r lists view(s) %s that do not exist (views: %s)",
+                name,
+                ", ".join(unknown),
+                ", ".join(sorted(views)),
+            )

@@ -259,9 +259,11 @@ def serve(
     library = SkillLibrary(settings.library_config())
     archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
-    from skillshelf.server.http import web_access
+    from skillshelf.server.auth import Tokens
+    from skillshelf.server.http import HttpReload, web_access
 
-    access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http and bool(settings.auth.tokens))
+    http_reload = HttpReload(host, Tokens(settings.auth.tokens))  # the tokens in force; a reload replaces them
+    access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
     progress = IndexProgress()
     library.add_progress_listener(progress)
     roots = ", ".join(display_path(r) for r in library.roots)
@@ -269,7 +271,7 @@ def serve(
         if listener is not None:
             from skillshelf.server.http import run_http
 
-            servers = build_view_servers(settings, library, archive, access, reload)
+            servers = build_view_servers(settings, library, archive, access, reload and http_reload.guard(reload))
             bound = listener.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
             start_log.info(
@@ -290,6 +292,7 @@ def serve(
                 views=all_views(settings.views, settings.execution.enabled),
                 sock=listener,
                 stream_responses=stream_responses,
+                tokens=http_reload.tokens,
             )
         else:
             call_log = CallLog.from_settings(settings.call_log)

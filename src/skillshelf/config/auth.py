@@ -48,21 +48,45 @@ class AuthSettings(BaseModel):
 
 
 def tokens_from_variable(text: str) -> dict[str, TokenSettings]:
-    """The tokens of `SKILLSHELF_TOKENS`, as digests: `NAME=TOKEN` entries separated by commas or
-    whitespace; `NAME=TOKEN=V1+V2` limits a token to views V1 and V2 (default: the default view).
+    """The tokens of `SKILLSHELF_TOKENS`, as digests: entries separated by commas or whitespace, each
+    `NAME=TOKEN` (the default view) or `NAME:VIEW+VIEW=TOKEN` (see `parse_token_entry`).
 
     A bad entry is named by its position and name, never by its text (which holds the secret).
     """
     tokens: dict[str, TokenSettings] = {}
     for position, entry in enumerate((e for e in re.split(r"[,\s]+", text.strip()) if e), start=1):
-        name, _, rest = entry.partition("=")
-        token, _, views = rest.partition("=")
-        if not TOKEN_NAME.match(name) or len(token) < 16:
+        parsed = parse_token_entry(entry)
+        if parsed is None:
+            name = entry.partition("=")[0].partition(":")[0]
             named = f" ({name!r})" if "=" in entry and TOKEN_NAME.match(name) else ""  # no '=': it may be the token
             raise SkillshelfError(
                 ErrorCode.VALIDATION_ERROR,
-                f"entry {position}{named} is not NAME=TOKEN[=VIEW+VIEW] with a token of 16+ characters",
+                f"entry {position}{named} is not NAME=TOKEN or NAME:VIEW+VIEW=TOKEN with a token of 16+ characters "
+                "and view names of letters, digits, '_' or '-'",
             )
-        view_names = [v for v in views.split("+") if v] or ["default"]
-        tokens[name] = TokenSettings(sha256=token_digest(token), views=view_names)
+        name, token, views = parsed
+        tokens[name] = TokenSettings(sha256=token_digest(token), views=views)
     return tokens
+
+
+ENTRY_VIEW = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a view name (config/views.py VIEW_NAME)
+
+
+def parse_token_entry(entry: str) -> tuple[str, str, list[str]] | None:
+    """One `SKILLSHELF_TOKENS` entry: (name, token, views), or None when it is malformed.
+
+    `NAME:VIEW+VIEW=TOKEN`: everything after the first `=` is the token, verbatim, so a token may hold
+    any character but the entry separators (commas, whitespace). The older `NAME=TOKEN=VIEW+VIEW` still
+    works: the text after the last `=` is read as views only when it is a `+`-joined list of view names,
+    so base64 padding (`abc==`) stays part of the token.
+    """
+    head, equals, token = entry.partition("=")
+    name, colon, listed = head.partition(":")
+    views = listed.split("+") if colon else []
+    if not colon and "=" in token:
+        before, _, tail = token.rpartition("=")
+        if tail and all(ENTRY_VIEW.match(v) for v in tail.split("+")):
+            token, views = before, tail.split("+")
+    if not equals or not TOKEN_NAME.match(name) or len(token) < 16 or not all(ENTRY_VIEW.match(v) for v in views):
+        return None
+    return name, token, views or ["default"]

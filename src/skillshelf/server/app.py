@@ -26,8 +26,8 @@ from skillshelf.patterns import service
 from skillshelf.server.calllog import CallLog
 from skillshelf.server.composite import install_composites
 from skillshelf.server.hooks import Hooks
-from skillshelf.server.http import transport_security
-from skillshelf.server.pipeline import CallPipeline, Limiter
+from skillshelf.server.http import ReloadRefused, transport_security
+from skillshelf.server.pipeline import CallPipeline
 from skillshelf.server.prompts import register_prompts
 from skillshelf.server.skills_ext import SkillsSurface
 from skillshelf.server.tools.artifacts import artifacts_tools
@@ -40,6 +40,7 @@ from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
+
 
 def every_tool(settings: Settings, library: SkillReader, sessions: SessionArchive) -> list[Tool]:
     """Every tool the server has, before a view picks and presents some of them."""
@@ -61,7 +62,6 @@ def build_server(
     view: str | None = None,
     reload: Callable[[], Settings] | None = None,
     call_log: CallLog | None = None,
-    limiter: Limiter | None = None,
 ) -> MCPServer[Any]:
     """A server over a skill library and a session archive (new ones from `settings` when not given).
 
@@ -75,7 +75,8 @@ def build_server(
     to anyone passing the bind host's Host/Origin checks by default).
 
     Every request passes the view's call pipeline (server/pipeline.py): its pins, hooks and composites,
-    `call_log` (None: no log) and `limiter` (the callers' rate limit for calls made inside a call).
+    and `call_log` (None: no log). Over HTTP, calls made inside a call are charged to the caller's rate
+    limit as the request itself was.
 
     The lifespan starts their background sync and watchers and stops them. What the factory
     created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
@@ -88,7 +89,7 @@ def build_server(
     sessions = archive or SessionArchive(projects, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
     try:
-        server = _assemble(settings, shelf, sessions, owned, chosen, view_name, web, reload, call_log, limiter)
+        server = _assemble(settings, shelf, sessions, owned, chosen, view_name, web, reload, call_log)
     except BaseException:
         _close_all(owned)  # a view that does not build (a bad override) leaks no SQLite connection
         raise
@@ -112,14 +113,13 @@ def _assemble(
     web: WebAccess | None,
     reload: Callable[[], Settings] | None,
     call_log: CallLog | None,
-    limiter: Limiter | None,
 ) -> MCPServer[Any]:
     # One reader and one pipeline: every tool, resource, listing and page reads skills through this view's
     # reader, and every request passes this view's pipeline.
     reader = ViewReader(shelf, chosen.skill_rules())
     skills = SkillsSurface(reader)
     shelf.add_change_listener(skills.library_changed)
-    pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, ARGUMENT_PLACES, limiter)
+    pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, ARGUMENT_PLACES)
     selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions), pipeline.call)
     live = LiveView(selection, skills.bus)
     view = _View(view_name, chosen, reader, skills, pipeline, live)
@@ -168,6 +168,8 @@ class _View:
             tools = every_tool(fresh, self.reader, sessions)
             selection = ToolSelection.of(self.name, new_view, tools, self.pipeline.call)
             hooks = Hooks.load(new_view.hooks)
+        except ReloadRefused:
+            return  # the HTTP rules refused it and said why, once (server/http.py HttpReload)
         except SkillshelfError as exc:
             logger.warning("config change ignored, still serving the last good config: %s", exc.message)
             return
@@ -242,7 +244,6 @@ def build_view_servers(
     archive: SessionArchive,
     web: WebAccess | None = None,
     reload: Callable[[], Settings] | None = None,
-    limiter: Limiter | None = None,
 ) -> dict[str, MCPServer[Any]]:
     """One server per view (built-in and configured) over one library and archive, for HTTP.
 
@@ -252,9 +253,7 @@ def build_view_servers(
     call_log = CallLog.from_settings(settings.call_log)
     views = all_views(settings.views, settings.execution.enabled)
     servers = {
-        name: build_server(
-            settings, library, archive, web, view=name, reload=reload, call_log=call_log, limiter=limiter
-        )
+        name: build_server(settings, library, archive, web, view=name, reload=reload, call_log=call_log)
         for name in views
     }
     servers[DEFAULT_VIEW] = servers[settings.view or DEFAULT_VIEW]

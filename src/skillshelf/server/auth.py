@@ -10,10 +10,15 @@ came. `Gate` is one ASGI middleware in front of every route:
   `WWW-Authenticate: Bearer`; a valid token on a view it does not list gets 403 JSON;
 - web pages pass through with or without a principal: the web view's own `authorize` (see
   `web_authorize`) answers its HTML 401 page, so browsers get a page instead of JSON;
-- bodies over `max_request_bytes` get 413; more than the token bucket allows gets 429 + Retry-After.
+- bodies over `max_request_bytes` get 413; more than the caller's bucket allows gets 429 + Retry-After.
+
+The Gate reads the token table in force from a `Tokens` holder, which a config reload replaces
+(`server/http.py` `HttpReload`): a deleted token is refused on its next request.
 
 The authenticated name travels in the ASGI scope (`PRINCIPAL`); tools read it with
 `caller_of(request)`, and the tool middleware (`server/hooks.py`) sets `current_caller` for them.
+The caller's rate-limit budget travels beside it (`BUDGET`, `budget_of(request)`), so calls made
+inside a request can be charged to the same caller.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import logging
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -38,10 +44,15 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 
 __all__ = [
     "ANONYMOUS",
+    "BUDGET",
     "PRINCIPAL",
+    "CallerBudget",
     "Gate",
     "Principal",
+    "RateLimits",
     "TokenTable",
+    "Tokens",
+    "budget_of",
     "current_caller",
     "web_authorize",
     "web_refusal",
@@ -50,6 +61,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PRINCIPAL = "skillshelf.principal"  # ASGI scope key: the authenticated Principal
+BUDGET = "skillshelf.budget"  # ASGI scope key: the CallerBudget a request was charged to
 DEFAULT_VIEW = "default"
 OPEN_PATHS = frozenset({"/health", "/health/"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -88,28 +100,197 @@ class TokenTable:
                 found = Principal(name, views)
         return found
 
+    def grants(self) -> dict[str, tuple[bytes, frozenset[str]]]:
+        """Each token name's digest and views (what a reload compares)."""
+        return {name: (digest, views) for name, digest, views in self._entries}
+
+
+@dataclass(frozen=True)
+class TokenChanges:
+    """What a reload changed, by token name (never the digests)."""
+
+    added: tuple[str, ...] = ()
+    revoked: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()  # a new secret or other views
+
+    @classmethod
+    def between(cls, old: TokenTable, new: TokenTable) -> TokenChanges:
+        before, after = old.grants(), new.grants()
+        return cls(
+            added=tuple(sorted(after.keys() - before.keys())),
+            revoked=tuple(sorted(before.keys() - after.keys())),
+            changed=tuple(sorted(n for n in before.keys() & after.keys() if before[n] != after[n])),
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.revoked or self.changed)
+
+    def describe(self) -> str:
+        parts = [(self.revoked, "revoked"), (self.added, "added"), (self.changed, "new secret or views")]
+        return "; ".join(f"{label}: {', '.join(names)}" for names, label in parts if names)
+
+
+class Tokens:
+    """The token table in force. A config reload replaces it whole (one reference swap), so the next
+    request sees the new table: a deleted token gets 401 and changed views apply at once.
+
+    Once tokens are required they stay required: a reload that deletes the last token locks the API
+    (every request gets 401) instead of opening it to anyone; serving without tokens takes a restart,
+    where the start-up rules decide.
+    """
+
+    def __init__(self, tokens: Mapping[str, TokenSettings] | None = None) -> None:
+        self._table = TokenTable(tokens or {})
+        self._required = self._table.required
+        self._lock = threading.Lock()
+
+    @property
+    def table(self) -> TokenTable:
+        return self._table
+
+    @property
+    def required(self) -> bool:
+        return self._required
+
+    def replace(self, tokens: Mapping[str, TokenSettings]) -> TokenChanges:
+        new = TokenTable(tokens)
+        with self._lock:  # several watchers may reload at once: each change is reported once
+            old = self._table
+            self._required = self._required or new.required  # before the swap: never a moment unguarded
+            self._table = new
+        return TokenChanges.between(old, new)
+
+
+MAX_KEYS = 10_000  # rate-limit keys remembered per bucket table
+ADDRESS_SHARE = 8  # an address's anonymous callers together may use this many callers' buckets
+MAX_SESSION_KEY = 128  # characters of a client's Mcp-Session-Id kept as its rate-limit key
+
 
 class TokenBucket:
-    """Per key: up to `burst` requests at once, refilled at `rate` per second."""
+    """Per key: up to `burst` requests at once, refilled at `rate` per second.
 
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+    Bounded: a key whose bucket has refilled holds nothing a fresh bucket would not, so it is
+    forgotten; past `max_keys` the least recently used keys go first.
+    """
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic, max_keys: int = MAX_KEYS
+    ) -> None:
         self.rate = rate
         self.burst = float(burst)
         self.clock = clock
-        self._state: dict[str, tuple[float, float]] = {}
+        self.max_keys = max_keys
+        self._state: OrderedDict[str, tuple[float, float]] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._state)
 
     def take(self, key: str) -> float:
         """0.0 when the request may go ahead, else the seconds until one more is allowed."""
         with self._lock:
             now = self.clock()
-            tokens, last = self._state.get(key, (self.burst, now))
-            tokens = min(self.burst, tokens + (now - last) * self.rate)
-            if tokens >= 1.0:
-                self._state[key] = (tokens - 1.0, now)
-                return 0.0
-            self._state[key] = (tokens, now)
-            return (1.0 - tokens) / self.rate
+            tokens = self._tokens(key, now)
+            self._state[key] = (tokens - 1.0 if tokens >= 1.0 else tokens, now)
+            self._state.move_to_end(key)
+            self._forget_idle(now)
+            return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
+    def give_back(self, key: str) -> None:
+        """Undo one `take` that went ahead (another bucket of the same request refused it)."""
+        with self._lock:
+            if key in self._state:
+                tokens, last = self._state[key]
+                self._state[key] = (min(self.burst, tokens + 1.0), last)
+
+    def _tokens(self, key: str, now: float) -> float:
+        tokens, last = self._state.get(key, (self.burst, now))
+        return min(self.burst, tokens + (now - last) * self.rate)
+
+    def _forget_idle(self, now: float) -> None:
+        """Drop keys from the least recently used end while they are full again (or too many)."""
+        while self._state:
+            oldest = next(iter(self._state))
+            if len(self._state) <= self.max_keys and self._tokens(oldest, now) < self.burst:
+                return
+            del self._state[oldest]
+
+
+@dataclass(frozen=True)
+class CallerBudget:
+    """The buckets one caller's requests are charged to (`take`: 0.0, or the seconds to wait).
+
+    The Gate charges every HTTP request; calls made inside one (composite steps, search-mode calls)
+    can charge the same caller by taking from the request's budget (`budget_of`).
+    """
+
+    limits: RateLimits
+    caller: str
+    address: str | None = None  # anonymous callers also share their address's cap
+
+    def take(self) -> float:
+        wait = self.limits.callers.take(self.caller)
+        if wait > 0 or self.address is None:
+            return wait
+        wait = self.limits.addresses.take(self.address)
+        if wait > 0:
+            self.limits.callers.give_back(self.caller)  # refused as a whole: charge nothing
+        return wait
+
+
+@dataclass
+class RateLimits:
+    """Who a request is charged to. A token holder: the token's bucket (wherever it calls from).
+    Without tokens: each client its own bucket (its MCP session, else its connection), so two local
+    agents do not slow each other down, and all of an address's clients together at most
+    `ADDRESS_SHARE` buckets' worth, so opening connections does not lift a flood's limit. A request
+    whose token failed: its address, at one bucket's rate (guessing is limited too)."""
+
+    rate: float
+    burst: int
+    clock: Callable[[], float] = time.monotonic
+    max_keys: int = MAX_KEYS
+    callers: TokenBucket = field(init=False)
+    addresses: TokenBucket = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.callers = TokenBucket(self.rate, self.burst, self.clock, self.max_keys)
+        self.addresses = TokenBucket(self.rate * ADDRESS_SHARE, self.burst * ADDRESS_SHARE, self.clock, self.max_keys)
+
+    def budget(self, scope: Scope, principal: Principal | None) -> CallerBudget:
+        host, port = _peer(scope)
+        address = _address_key(host)
+        if principal is None:
+            return CallerBudget(self, f"refused:{address}")
+        if principal.authenticated:
+            return CallerBudget(self, f"token:{principal.name}")
+        session = Headers(scope=scope).get("mcp-session-id", "")[:MAX_SESSION_KEY]
+        caller = f"session:{session}" if session else f"peer:{host}:{port}"
+        return CallerBudget(self, caller, f"address:{address}")
+
+
+def _peer(scope: Scope) -> tuple[str, int]:
+    client = scope.get("client") or ("?", 0)
+    return str(client[0]), int(client[1] or 0)
+
+
+def _address_key(host: str) -> str:
+    """An IPv4 address as it is; an IPv6 address by its /64 (one host may hold a whole /64)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+def budget_of(request: Request | None) -> CallerBudget | None:
+    """The budget the Gate charged this request to (None: not over HTTP)."""
+    budget = request.scope.get(BUDGET) if request is not None else None
+    return budget if isinstance(budget, CallerBudget) else None
 
 
 def is_loopback(host: str) -> bool:
@@ -161,12 +342,14 @@ def caller_of(request: Request | None) -> str | None:
     return principal.name if isinstance(principal, Principal) and principal.authenticated else None
 
 
-def web_authorize(required: bool) -> Callable[[Request], bool]:
-    """`WebAccess.authorize` honouring the same tokens: the Gate put the principal in the scope."""
+def web_authorize(required: bool | Tokens) -> Callable[[Request], bool]:
+    """`WebAccess.authorize` honouring the same tokens: the Gate put the principal in the scope.
+    Given the `Tokens` in force, whether one is required is read per request (a reload may add one)."""
 
     def authorize(request: Request) -> bool:
         principal = request.scope.get(PRINCIPAL)
-        return not required or (isinstance(principal, Principal) and principal.authenticated)
+        needed = required.required if isinstance(required, Tokens) else required
+        return not needed or (isinstance(principal, Principal) and principal.authenticated)
 
     return authorize
 
@@ -194,18 +377,22 @@ def error_response(status: int, error: str, description: str, headers: dict[str,
 
 @dataclass
 class Gate:
-    """ASGI middleware: rate limit (per token, else per address), authentication, view access, body size."""
+    """ASGI middleware: rate limit (`RateLimits`), authentication, view access, body size.
+
+    `tokens`: the table in force, shared with whatever reloads it (default: the tokens of `auth`).
+    """
 
     app: ASGIApp
     auth: AuthSettings
     views: Collection[str] = (DEFAULT_VIEW,)
     clock: Callable[[], float] = time.monotonic
-    table: TokenTable = field(init=False)
-    bucket: TokenBucket = field(init=False)
+    tokens: Tokens | None = None
+    limits: RateLimits = field(init=False)
 
     def __post_init__(self) -> None:
-        self.table = TokenTable(self.auth.tokens)
-        self.bucket = TokenBucket(self.auth.rate_per_s, self.auth.burst, self.clock)
+        if self.tokens is None:
+            self.tokens = Tokens(self.auth.tokens)
+        self.limits = RateLimits(self.auth.rate_per_s, self.auth.burst, self.clock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -213,10 +400,8 @@ class Gate:
             return
         path: str = scope["path"]
         principal, problem = self._authenticate(Headers(scope=scope))
-        # Failed attempts count against the caller's address, so guessing is rate-limited too.
-        peer = (scope.get("client") or ("?", 0))[0]
-        key = f"token:{principal.name}" if principal is not None and principal.authenticated else f"peer:{peer}"
-        wait = self.bucket.take(key)
+        budget = self.limits.budget(scope, principal)
+        wait = budget.take()
         if wait > 0:
             headers = {"Retry-After": str(max(1, math.ceil(wait)))}
             message = f"rate limit: at most {self.auth.rate_per_s:g} requests/s (bursts of {self.auth.burst})"
@@ -243,6 +428,7 @@ class Gate:
                 await error_response(403, "forbidden", message)(scope, receive, send)
                 return
             scope[PRINCIPAL] = principal
+        scope[BUDGET] = budget
         if scope.get("method") in BODY_METHODS:
             buffered = await self._read_body(scope, receive, send)
             if buffered is None:
@@ -251,8 +437,10 @@ class Gate:
         await self.app(scope, receive, send)
 
     def _authenticate(self, headers: Headers) -> tuple[Principal | None, str]:
-        if not self.table.required:
+        assert self.tokens is not None
+        if not self.tokens.required:
             return ANONYMOUS, ""
+        table = self.tokens.table  # one table for the whole request, whatever a reload does meanwhile
         header = headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer":
@@ -260,7 +448,7 @@ class Gate:
         token = token.strip()
         if not token:
             return None, "empty"
-        found = self.table.verify(token)
+        found = table.verify(token)
         return (found, "") if found is not None else (None, "invalid")
 
     async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:

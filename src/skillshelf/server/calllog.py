@@ -4,34 +4,56 @@ A line holds the time, tool, view, token name, duration, success, error code, th
 arguments and the result in bytes, and the skill id a call was about (the `skillId`/`patternId`
 argument of skill tools: an id, not text the agent wrote). It lives in the user state folder
 (`$XDG_STATE_HOME/skillshelf/calls.jsonl`), rotates to `calls.jsonl.1` past `max_bytes`, and is
-on unless `[call_log] enabled = false`. Several worker processes may append to one file: each line
-is one `write` on a file opened for appending, and rotation is an atomic rename.
+on unless `[call_log] enabled = false`. Several worker processes may append to one file: each batch
+of lines is one `write` on a file opened for appending, and rotation is an atomic rename.
 
-`summarise` reads it back for `skillshelf log`: calls per tool, error rates, p50/p95 durations and
-the busiest skills.
+Writing never waits on the disk: `CallLog.write` queues the line and a writer thread appends it
+(mkdir, stat, rename and write stay off the event loop). `close` (also run at interpreter exit)
+writes everything queued first, so a clean stop loses no record.
+
+A call to a tool the server does not know is written with its name cut to `MAX_TOOL_NAME`
+characters and `"unknown": true`, and per caller only `UNKNOWN_QUOTA` of them an hour line by line;
+the rest are counted into the next such line (`"suppressed": N`). So however many calls a client
+makes with made-up (or megabyte-long) names, they add a few kilobytes an hour and cannot rotate
+anyone's earlier records out of the log. A FIFO, socket or device at the log's path is refused
+with one warning, never opened for a blocking write.
+
+`summarise` reads it back for `skillshelf log`: calls per tool, error rates, p50/p95 durations, the
+busiest skills, and how many calls named unknown tools.
 """
 
 from __future__ import annotations
 
+import atexit
+import errno
 import json
 import logging
 import os
+import re
+import stat
 import threading
 import time
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
+from skillshelf.errors import ErrorCode, SkillshelfError
 
 logger = logging.getLogger(__name__)
 
-SKILL_ID_ARGUMENTS = ("skillId", "patternId")
-MAX_SKILL_ID = 300
+MAX_TOOL_NAME = 128  # MCP's limit for a tool name; an unknown name is cut to it
+MAX_CODE = 64
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,128}$")  # every name a tool may have (SEP-986)
+UNKNOWN_QUOTA = 60  # lines per caller and window for calls to unknown tools
+UNKNOWN_WINDOW_S = 3600.0
+MAX_PENDING = 10_000  # lines queued for the writer thread; past it (a disk that hangs) records are dropped
+CLOSE_TIMEOUT_S = 30.0
+NOT_A_FILE = "not a regular file"
 
 
 def log_path(settings: CallLogSettings) -> Path:
@@ -50,16 +72,22 @@ class CallRecord:
     response_bytes: int
     skill: str | None = None
     via: str | None = None  # the meta-tool or composite an inner call was made by
+    known: bool = True  # the server has a tool of this name (False: the name is cut and counted)
 
-    def to_line(self, at: float) -> str:
+    @property
+    def unknown(self) -> bool:
+        return not self.known or not TOOL_NAME.match(self.tool)
+
+    def to_line(self, at: float, suppressed: int = 0) -> str:
+        unknown = self.unknown
         record: dict[str, Any] = {
             "ts": round(at, 3),
-            "tool": self.tool,
+            "tool": self.tool[:MAX_TOOL_NAME] if unknown else self.tool,
             "view": self.view,
             "caller": self.caller,
             "ms": round(self.duration_ms, 3),
             "ok": self.success,
-            "code": self.error_code,
+            "code": self.error_code[:MAX_CODE] if self.error_code else self.error_code,
             "in": self.request_bytes,
             "out": self.response_bytes,
         }
@@ -67,66 +95,244 @@ class CallRecord:
             record["skill"] = self.skill
         if self.via:
             record["via"] = self.via
+        if unknown:
+            record["unknown"] = True
+        if suppressed:
+            record["suppressed"] = suppressed
         return json.dumps(record, separators=(",", ":")) + "\n"
 
 
-def skill_of(arguments: dict[str, Any]) -> str | None:
-    """The skill id a call names, if any (ids only; anything else an agent passes is never logged)."""
-    for key in SKILL_ID_ARGUMENTS:
-        value = arguments.get(key)
-        if isinstance(value, str) and 0 < len(value) <= MAX_SKILL_ID and "\n" not in value:
-            return value
-    return None
+@dataclass
+class _Allowance:
+    """One caller's calls to unknown tools in the current window."""
+
+    opened: float
+    written: int = 0
+    suppressed: int = 0
+    last: CallRecord | None = None  # the latest call not written, for the line `close` writes
+
+
+@dataclass
+class UnknownQuota:
+    """Which calls to unknown tools get a line: per caller, `quota` per `window_s` seconds; a line
+    written after some were held back says how many (`suppressed`), so the count stays exact."""
+
+    quota: int = UNKNOWN_QUOTA
+    window_s: float = UNKNOWN_WINDOW_S
+    _callers: dict[str | None, _Allowance] = field(default_factory=dict)
+
+    def admit(self, record: CallRecord, now: float) -> int | None:
+        """The number of earlier calls this line stands for too, or None: count it, write nothing."""
+        allowance = self._callers.get(record.caller)
+        if allowance is None or now - allowance.opened >= self.window_s:
+            held = allowance.suppressed if allowance is not None else 0
+            allowance = self._callers[record.caller] = _Allowance(opened=now, suppressed=held)
+        if allowance.written >= self.quota:
+            allowance.suppressed += 1
+            allowance.last = record
+            return None
+        allowance.written += 1
+        held, allowance.suppressed, allowance.last = allowance.suppressed, 0, None
+        return held
+
+    def remainder(self) -> list[tuple[CallRecord, int]]:
+        """For each caller with calls held back: the latest, standing for the others too."""
+        left = [(a.last, a.suppressed - 1) for a in self._callers.values() if a.last is not None and a.suppressed]
+        for allowance in self._callers.values():
+            allowance.suppressed, allowance.last = 0, None
+        return left
 
 
 class CallLog:
-    """Appends records; a failing disk is logged once and never fails a call."""
+    """Appends records from a writer thread; a failing disk is logged once and never fails a call.
 
-    def __init__(self, path: Path, max_bytes: int) -> None:
+    `write` formats and queues (no disk access); `flush` waits until what is queued is written;
+    `close` flushes and stops the thread, and runs at interpreter exit too. The log may be written
+    again after `close` (a new thread starts).
+    """
+
+    def __init__(self, path: Path, max_bytes: int, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._warned = False
+        self.clock = clock
+        self.dropped = 0  # records lost because the writer fell MAX_PENDING lines behind
+        self._unknown = UnknownQuota()
+        self._pending: deque[bytes] = deque()
+        self._writing = False  # the thread holds lines taken from the queue but not yet written
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._changed = threading.Condition()
+        self._warned: set[str] = set()
 
     @classmethod
     def from_settings(cls, settings: CallLogSettings) -> CallLog | None:
         return cls(log_path(settings), settings.max_bytes) if settings.enabled else None
 
     def write(self, record: CallRecord) -> None:
-        line = record.to_line(time.time()).encode("utf-8")
+        now = self.clock()
+        with self._changed:
+            suppressed = self._unknown.admit(record, now) if record.unknown else 0
+            if suppressed is not None:
+                self._enqueue(record.to_line(now, suppressed).encode("utf-8"))
+
+    def flush(self, timeout: float = CLOSE_TIMEOUT_S) -> bool:
+        """Wait until every queued line is written (False: still writing after `timeout`)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._pending and not self._writing, timeout)
+
+    def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Write what is queued (and the count of unknown-tool calls held back), then stop the thread."""
+        with self._changed:
+            now = self.clock()
+            for record, suppressed in self._unknown.remainder():
+                self._enqueue(record.to_line(now, suppressed).encode("utf-8"))
+            thread, self._stopping = self._thread, True
+            self._changed.notify_all()
+        if thread is not None:
+            thread.join(timeout)
+            if thread.is_alive():
+                self._warn("slow", "call log %s: the disk did not take the last records within %gs", timeout)
+        with self._changed:
+            self._thread, self._stopping = None, False
+        atexit.unregister(self.close)
+
+    def _enqueue(self, line: bytes) -> None:  # holding self._changed
+        if len(self._pending) >= MAX_PENDING:
+            self.dropped += 1
+            self._warn("behind", "call log %s: the disk is %d records behind; new records are dropped", MAX_PENDING)
+            return
+        self._pending.append(line)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="skillshelf-call-log", daemon=True)
+            self._thread.start()
+            atexit.register(self.close)
+        self._changed.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._pending) or self._stopping)
+                if not self._pending:
+                    return
+                batch = list(self._pending)
+                self._pending.clear()
+                self._writing = True
+            try:
+                self._append(batch)
+            finally:
+                with self._changed:
+                    self._writing = False
+                    self._changed.notify_all()
+
+    def _append(self, lines: list[bytes]) -> None:
+        """On the writer thread: append `lines`, rotating to `.1` whenever the next would pass `max_bytes`."""
+        fd = -1
         try:
-            with self._lock:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    if self.path.stat().st_size + len(line) > self.max_bytes:
-                        self.path.replace(self.path.with_name(self.path.name + ".1"))
-                except FileNotFoundError:
-                    pass
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                try:
-                    os.write(fd, line)
-                finally:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = self._open()
+            size = os.fstat(fd).st_size
+            chunk = bytearray()
+            for line in lines:
+                if size + len(chunk) + len(line) > self.max_bytes and (size or chunk):
+                    os.write(fd, chunk)
                     os.close(fd)
+                    fd = -1
+                    self.path.replace(self.path.with_name(self.path.name + ".1"))
+                    fd, size = self._open(), 0
+                    chunk.clear()
+                chunk += line
+            os.write(fd, chunk)
+        except _NotAFile as refused:
+            self._warn(
+                NOT_A_FILE,
+                "call log %s is a %s, not a regular file: calls go on unlogged. Point [call_log] path at a file",
+                refused.kind,
+            )
         except OSError as exc:
-            if not self._warned:
-                self._warned = True
-                logger.warning("call log %s cannot be written (%s); calls go on unlogged", self.path, exc)
+            self._warn("os", "call log %s cannot be written (%s); calls go on unlogged", exc)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _open(self) -> int:
+        """The log opened for appending; `_NotAFile` for a FIFO, socket or device (never opened blocking)."""
+        try:
+            found = self.path.stat()
+        except FileNotFoundError:
+            pass
+        else:
+            if not stat.S_ISREG(found.st_mode):
+                raise _NotAFile(found.st_mode)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads, created since the check
+                raise _NotAFile(stat.S_IFIFO) from exc
+            raise
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise _NotAFile(mode)
+        return fd
+
+    def _warn(self, kind: str, message: str, *args: object) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            logger.warning(message, self.path, *args)
+
+
+class _NotAFile(OSError):
+    def __init__(self, mode: int) -> None:
+        super().__init__(NOT_A_FILE)
+        self.kind = describe_file_type(mode)
+
+
+def describe_file_type(mode: int) -> str:
+    kinds = (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISDIR, "directory"),
+    )
+    return next((name for test, name in kinds if test(mode)), "special file")
 
 
 def read_records(path: Path) -> Iterator[dict[str, Any]]:
     """Every record of the log and its rotated predecessor, oldest first; broken lines skipped."""
     for candidate in (path.with_name(path.name + ".1"), path):
-        try:
-            lines = candidate.read_text(encoding="utf-8", errors="replace").splitlines()
-        except FileNotFoundError:
-            continue
-        for line in lines:
+        text = _read_log_file(candidate)
+        for line in text.splitlines() if text is not None else ():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("tool"), str):
                 yield record
+
+
+def _read_log_file(path: Path) -> str | None:
+    """A log file's text (None: there is none). A FIFO or device there is refused, never read from:
+    reading one would wait for a writer forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise SkillshelfError(
+                ErrorCode.VALIDATION_ERROR,
+                f"{path} is a {describe_file_type(mode)}, not a call log file: point --path (or [call_log] path) "
+                "at a regular file",
+            )
+        return file.read().decode("utf-8", errors="replace")
+
+
+def is_unknown_tool(record: dict[str, Any]) -> bool:
+    """A call to a tool the server did not know (older logs did not mark them: judged by the name)."""
+    return bool(record.get("unknown")) or not TOOL_NAME.match(str(record["tool"]))
 
 
 class ToolSummary(BaseModel):
@@ -148,6 +354,7 @@ class LogSummary(BaseModel):
     error_codes: dict[str, int]
     busiest_skills: list[tuple[str, int]]
     callers: dict[str, int]
+    unknown_tools: int = 0  # calls naming tools the server does not know (not in `tools`)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -166,7 +373,12 @@ def summarise(records: Iterable[dict[str, Any]], path: Path, top: int = 10) -> L
     skills: Counter[str] = Counter()
     callers: Counter[str] = Counter()
     times: list[float] = []
+    unknown = 0
     for record in records:
+        if is_unknown_tool(record):
+            held = record.get("suppressed")
+            unknown += 1 + (held if isinstance(held, int) and held > 0 else 0)
+            continue
         tool = record["tool"]
         durations[tool].append(float(record.get("ms") or 0.0))
         if not record.get("ok", False):
@@ -199,4 +411,5 @@ def summarise(records: Iterable[dict[str, Any]], path: Path, top: int = 10) -> L
         error_codes=dict(codes.most_common()),
         busiest_skills=skills.most_common(top),
         callers=dict(callers.most_common()),
+        unknown_tools=unknown,
     )

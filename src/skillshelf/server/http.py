@@ -1,18 +1,24 @@
 """Streamable HTTP: Host/Origin checks on every route, loopback names only from loopback peers, and
-no unauthenticated skill execution on a network-facing bind.
+no unauthenticated skill execution on a network-facing bind, at start or after a config reload.
 
 Browsers on other sites can reach a server on localhost; checking Host and Origin is what stops a
 rebinding attack, so a wider bind address widens the allow-list only as far as asked. The check is
 one ASGI middleware around the whole app, so `/health` gets it as well as `/mcp`.
+
+A config reload goes through `HttpReload`: it refuses what start-up would refuse and puts the
+reloaded tokens in force.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 import socket
-from collections.abc import AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -33,6 +39,7 @@ from skillshelf.server.auth import (
     PRINCIPAL,
     Gate,
     Principal,
+    Tokens,
     is_loopback,
     web_authorize,
     web_refusal,
@@ -40,6 +47,9 @@ from skillshelf.server.auth import (
 
 if TYPE_CHECKING:
     from skillshelf.server.web import WebAccess
+    from skillshelf.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
@@ -55,6 +65,76 @@ def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
             "and no tokens are configured. Add one (`skillshelf token new NAME`), bind to 127.0.0.1 (the default), "
             "or drop --allow-exec.",
         )
+
+
+class ReloadRefused(Exception):
+    """A config reload the HTTP rules refuse. `HttpReload` has logged why, once; the last good config stays."""
+
+
+class HttpReload:
+    """What a config reload may change while serving HTTP, decided in one place.
+
+    Start-up's rule holds on reload: skill execution is never served without authentication beyond
+    loopback (`--insecure-no-auth`). A reload that would do that is refused whole (`ReloadRefused`)
+    and one log line says why, once per edit, however many views reload it. Otherwise the reloaded
+    tokens replace the ones in force (`Tokens`, which the Gate reads per request), and the change is
+    logged by token name; tokens from `SKILLSHELF_TOKENS` come from the environment, not the file,
+    and stay valid.
+    """
+
+    def __init__(self, host: str, tokens: Tokens) -> None:
+        self.host = host
+        self.tokens = tokens
+        self._lock = threading.Lock()
+        self._refused: tuple[str, object] | None = None  # the last refusal logged, and of which file
+
+    def guard(self, reload: Callable[[], Settings]) -> Callable[[], Settings]:
+        """`reload` with these rules applied to what it reads."""
+
+        def reloaded() -> Settings:
+            return self.vet(reload())
+
+        return reloaded
+
+    def vet(self, fresh: Settings) -> Settings:
+        """`fresh`, its tokens (the file's and SKILLSHELF_TOKENS') in force; `ReloadRefused` when it may not serve."""
+        auth = fresh.auth
+        problem = self.refusal(fresh.execution.enabled, auth)
+        with self._lock:
+            if problem is not None:
+                seen = (problem, _signature(fresh.config_path))
+                if seen != self._refused:
+                    self._refused = seen
+                    logger.error("config change ignored, still serving the last good config: %s", problem)
+                raise ReloadRefused(problem)
+            self._refused = None
+            changes = self.tokens.replace(auth.tokens)
+        if changes:
+            logger.warning("tokens reloaded: %s", changes.describe())
+            if not auth.tokens:
+                logger.warning(
+                    "no tokens left: every API request is refused until one is added (a reload "
+                    "never turns authentication off; serving without tokens takes a restart)"
+                )
+        return fresh
+
+    def refusal(self, execution_enabled: bool, auth: AuthSettings) -> str | None:
+        """Why settings with these tokens and execution may not be served here (None: they may)."""
+        if not execution_enabled or is_loopback(self.host) or self.tokens.required or auth.tokens:
+            return None
+        return (
+            f"it enables skill execution while {self.host} is served without authentication "
+            "(--insecure-no-auth): anyone who can reach it could run skills. Add a token in the same edit "
+            "([auth.tokens.NAME], `skillshelf token new NAME`), or leave [execution] enabled = false."
+        )
+
+
+def _signature(path: Path | None) -> object:
+    try:
+        found = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return None if found is None else (found.st_mtime_ns, found.st_size, found.st_ino)
 
 
 def transport_security(
@@ -79,10 +159,11 @@ def transport_security(
 
 
 def web_access(
-    host: str, extra_hosts: tuple[str, ...], extra_origins: tuple[str, ...], tokens_required: bool
+    host: str, extra_hosts: tuple[str, ...], extra_origins: tuple[str, ...], tokens_required: bool | Tokens
 ) -> WebAccess:
-    """Who may see the web view served beside `/mcp`: the same Host/Origin checks, the same tokens,
-    and only tokens that may use the default view (the one it shows)."""
+    """Who may see the web view served beside `/mcp`: the same Host/Origin checks, the same tokens
+    (given the `Tokens` in force, as a reload leaves them), and only tokens that may use the default
+    view (the one it shows)."""
     from skillshelf.server.web import WebAccess
 
     return WebAccess(
@@ -177,6 +258,7 @@ def team_app(
     views: Mapping[str, ViewSettings] | None = None,
     stateless: bool = False,
     stream_responses: bool = False,
+    tokens: Tokens | None = None,
 ) -> ASGIApp:
     """Every view's MCP server behind one HostGuard and one Gate.
 
@@ -189,6 +271,9 @@ def team_app(
     which can carry progress notifications while a call waits on the first index). The stream costs
     about a third of the throughput (docs/performance.md); notifications not tied to a request, such as
     tools/list_changed, reach a session's GET stream either way.
+
+    `tokens`: the tokens in force, when something (`HttpReload`) replaces them while serving;
+    default: those of `auth`, fixed.
     """
     if DEFAULT_VIEW not in servers:
         raise ValueError(f"team_app needs a {DEFAULT_VIEW!r} view; got {sorted(servers)}")
@@ -253,7 +338,7 @@ def team_app(
         ],
         lifespan=lifespan,
     )
-    gated = Gate(_NoSlash(outer), auth or AuthSettings(), views=tuple(servers))
+    gated = Gate(_NoSlash(outer), auth or AuthSettings(), views=tuple(servers), tokens=tokens)
     return HostGuard(gated, transport_security(host, extra_hosts, extra_origins))
 
 
@@ -305,11 +390,12 @@ def run_http(
     views: Mapping[str, ViewSettings] | None = None,
     sock: socket.socket | None = None,
     stream_responses: bool = False,
+    tokens: Tokens | None = None,
 ) -> None:
     """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful).
 
     On `sock` when given (already bound and listening, so the caller knows the port and could say so).
-    `stream_responses`: see `team_app`.
+    `stream_responses`, `tokens`: see `team_app`.
     """
     import uvicorn
 
@@ -322,6 +408,7 @@ def run_http(
         auth=auth,
         views=views,
         stream_responses=stream_responses,
+        tokens=tokens,
     )
     finish_calls_on_shutdown()
     config = uvicorn.Config(

@@ -3,8 +3,9 @@ that applies to it is applied here, whatever surface it came through.
 
 - `tools/call`, and the calls made on an agent's behalf inside one (a search-mode `{view}_call_tool`, a
   composite's steps): the view's tool visibility, its pinned arguments (at every place an argument
-  can appear: bulk items included), the pre_call and post_call hooks, the caller's rate limit (inner
-  calls; the HTTP gate charges the request itself) and the call log;
+  can appear: bulk items included), the pre_call and post_call hooks, the caller's rate limit (the
+  HTTP gate charges the request itself; each inner call is charged to the same caller's budget) and
+  the call log;
 - reads of content (`resources/read`, `skills/get`, `prompts/get`): the hooks (a post_call hook sees
   the result as an envelope and may replace it: `redact_secrets` masks a file read as a resource as it
   masks loadSkill) and the call log;
@@ -23,6 +24,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -36,7 +38,7 @@ from skillshelf.caller import current_caller
 from skillshelf.envelope import failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.server import sdk
-from skillshelf.server.auth import caller_of
+from skillshelf.server.auth import CallerBudget, budget_of, caller_of
 from skillshelf.server.calllog import CallLog, CallRecord
 from skillshelf.server.hooks import HookResult, Hooks, ToolCall
 from skillshelf.server.tooling import Places, to_call_result
@@ -66,8 +68,8 @@ METHODS: dict[str, Kind] = {
     "logging/setLevel": "protocol",
     "completion/complete": "protocol",
 }
-# Limits a caller's rate: the seconds to wait before one more call is allowed (0.0: go ahead).
-Limiter = Callable[[str], float]
+# The rate-limit budget of the request being answered (over HTTP): calls made inside it are charged too.
+_budget: ContextVar[CallerBudget | None] = ContextVar("skillshelf_budget", default=None)
 RunTool = Callable[[str, dict[str, Any]], Awaitable[HandlerResult]]
 
 
@@ -85,7 +87,6 @@ class CallPipeline:
     hooks: Hooks | None = None
     call_log: CallLog | None = None
     places: Mapping[str, Places] = field(default_factory=dict)  # by a tool's own name
-    limiter: Limiter | None = None
     passthrough: set[str] = field(default_factory=set)  # composites and meta-tools: their inner calls are hooked
     seen: Counter[str] = field(default_factory=Counter)  # requests and notifications by method, as they pass
     _server: MCPServer[Any] | None = None
@@ -120,14 +121,16 @@ class CallPipeline:
             raise MCPError(code=types.METHOD_NOT_FOUND, message=f"Method not found: {ctx.method}")
         if kind in ("list", "protocol", "notification"):
             return await call_next(ctx)
-        caller = caller_of(ctx.request) if ctx.request is not None and hasattr(ctx.request, "scope") else None
-        token = current_caller.set(caller)
+        http = ctx.request if ctx.request is not None and hasattr(ctx.request, "scope") else None
+        caller = caller_of(http)
+        token, budget = current_caller.set(caller), _budget.set(budget_of(http))
         try:
             if kind == "call":
                 return await self._tool_request(ctx, call_next, caller)
             return await self._read(ctx, call_next, caller)
         finally:
             current_caller.reset(token)
+            _budget.reset(budget)
 
     # -- tool calls -----------------------------------------------------------------------------
     async def _tool_request(
@@ -154,7 +157,8 @@ class CallPipeline:
         """A call made on an agent's behalf inside another (a meta-tool's or a composite's): every rule again."""
         caller = current_caller.get()
         started = time.perf_counter()
-        if self.limiter is not None and (wait := self.limiter(caller or "anonymous")) > 0:
+        budget = _budget.get()
+        if budget is not None and (wait := budget.take()) > 0:
             message = f"Too many calls: this caller's rate limit allows another in {wait:.1f} s; wait, then retry."
             result = to_call_result(failure(ErrorCode.RATE_LIMITED, message, started))
             self._log(name, arguments, caller, started, result, via or "?")
@@ -276,6 +280,18 @@ class CallPipeline:
         return replaced
 
     # -- the call log ---------------------------------------------------------------------------
+    def _known(self, name: str) -> bool:
+        """A name the server answers to (a tool, in any view's spelling, or a read method): the call log
+        keeps others cut and counted, so made-up names cannot flood it."""
+        selection = self.live.selection
+        return (
+            name in METHODS
+            or name in selection.shown
+            or name in selection.hidden
+            or name in selection.renamed
+            or sdk.get_tool(self.server, name) is not None
+        )
+
     def _log(
         self,
         name: str,
@@ -309,6 +325,7 @@ class CallPipeline:
                 response_bytes=_response_bytes(as_result),
                 skill=_skill_of(places, arguments),
                 via=via,
+                known=self._known(name),
             )
         )
 

@@ -10,6 +10,11 @@ message. Anything else (a terminal, a file, Windows) keeps the SDK's transport a
 
 As in the SDK, fd 0 and fd 1 are pointed at the null device and stderr while serving (skills and
 other children must never read the requests or write into the protocol), and put back afterwards.
+
+On either transport, at most `MAX_UNANSWERED` requests are handed to the server before their
+answers are written: a client that sends requests but never reads the answers stops being read
+(its requests wait in its own pipe) instead of growing the server by one handler and one answer per
+request. The SDK's transport alone dispatches every request it reads at once.
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ import logging
 import os
 import stat
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import coerce_request_id
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
 
 from skillshelf.server import sdk
 
@@ -33,6 +43,7 @@ logger = logging.getLogger(__name__)
 MAX_LINE = 256 * 1024 * 1024  # a request line larger than this ends the session (the SDK reads any size)
 CHUNK = 1024 * 1024
 HIGH_WATER = 4 * 1024 * 1024  # bytes of whole requests read ahead before reading pauses
+MAX_UNANSWERED = 32  # requests handed to the server and not yet answered before reading pauses
 
 
 def loop_options() -> dict[str, Any]:
@@ -62,15 +73,130 @@ def _is_pipe_or_socket(mode: int) -> bool:
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """What `MCPServer.run_stdio_async` does, on the event-loop transport when it can be used."""
     lowlevel = sdk.lowlevel(server)  # the SDK's run_stdio_async uses it the same way
+    unanswered = _Unanswered(MAX_UNANSWERED)
     if not event_loop_stdio_possible():
-        await server.run_stdio_async()
+        async with stdio_server() as (read_stream, write_stream):
+            await lowlevel.run(
+                _Admitting(read_stream, unanswered),
+                _Answering(write_stream, unanswered),
+                lowlevel.create_initialization_options(),
+            )
         return
     with _claimed_standard_streams() as (wire_in, wire_out), _nonblocking(wire_in, wire_out):
         async with (
             _Lines(wire_in) as lines,
             stdio_server(lines, _Writer(wire_out, lines.end)) as (read_stream, write_stream),  # type: ignore[arg-type]
         ):
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+            await lowlevel.run(
+                _Admitting(read_stream, unanswered),
+                _Answering(write_stream, unanswered),
+                lowlevel.create_initialization_options(),
+            )
+
+
+class _Unanswered:
+    """The requests handed to the server whose answers are not written yet, by id (a client may reuse
+    one). `admit` waits while `limit` are: the server's reader then stops taking lines, `_Lines`
+    stops reading the pipe once HIGH_WATER bytes wait, and the client's writes block in its own
+    pipe. A request leaves on its answer (result or error) or its `notifications/cancelled` (the SDK
+    never answers a cancelled request). skillshelf sends clients no requests of its own, so no
+    answer it waits for can be stuck behind the requests held back."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._ids: Counter[RequestId] = Counter()
+        self._count = 0
+        self._room = anyio.Event()
+
+    def __len__(self) -> int:
+        return self._count
+
+    async def admit(self, message: SessionMessage | Exception) -> None:
+        if not isinstance(message, SessionMessage):
+            return
+        inner = message.message
+        if isinstance(inner, JSONRPCRequest):
+            while self._count >= self.limit:
+                self._room = anyio.Event()
+                await self._room.wait()
+            self._ids[coerce_request_id(inner.id)] += 1
+            self._count += 1
+        elif isinstance(inner, JSONRPCNotification) and inner.method == "notifications/cancelled":
+            cancelled = cancelled_request_id_from_params(inner.params)
+            if cancelled is not None:
+                self._settle(cancelled)
+
+    def answered(self, message: SessionMessage) -> None:
+        inner = message.message
+        if isinstance(inner, JSONRPCResponse | JSONRPCError) and inner.id is not None:
+            self._settle(inner.id)
+
+    def _settle(self, request_id: RequestId) -> None:
+        key = coerce_request_id(request_id)
+        if self._ids[key] <= 0:
+            self._ids.pop(key, None)
+            return
+        self._ids[key] -= 1
+        if not self._ids[key]:
+            del self._ids[key]
+        self._count -= 1
+        self._room.set()
+
+
+class _Admitting:
+    """The SDK's read stream, handing the server a request only when `_Unanswered` has room."""
+
+    def __init__(self, inner: Any, unanswered: _Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    @property
+    def last_context(self) -> Any:  # the sender's contextvars, which the SDK's dispatcher reads
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        message: SessionMessage | Exception = await self._inner.receive()
+        await self._unanswered.admit(message)
+        return message
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+
+class _Answering:
+    """The SDK's write stream, telling `_Unanswered` when an answer has gone to the writer."""
+
+    def __init__(self, inner: Any, unanswered: _Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    async def send(self, message: SessionMessage, /) -> None:
+        await self._inner.send(message)
+        self._unanswered.answered(message)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
 
 
 @contextmanager

@@ -41,10 +41,10 @@ Authorize = Callable[[Request], bool]
 Refuse = Callable[[Request], str | None]
 Page = Callable[[Request, str], Response]  # (request, base URL) -> response; runs in a worker thread
 
-# Nothing runs on these pages; styles come from our own stylesheet; images in skill docs may be remote.
+# Nothing runs on these pages; styles come from our own stylesheet; images only from this server: a
+# remote image in a skill's markdown would tell its owner who read the skill, and when (a tracking pixel).
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'self'; img-src 'self' http: https:; "
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
