@@ -86,7 +86,7 @@ def build_server(
     chosen = resolve_view(view_name, settings.views, settings.execution.enabled)
     shelf = library or SkillLibrary(settings.library_config())
     projects = settings.projects()
-    sessions = archive or SessionArchive(projects, watch=settings.watch)
+    sessions = archive or SessionArchive(projects, index_dir=settings.cache_dir, watch=settings.watch)
     owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
     try:
         server = _assemble(settings, shelf, sessions, owned, chosen, view_name, web, reload, call_log)
