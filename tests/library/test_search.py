@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library.access.reader import LibraryReader
-from skillshelf.library.index.filecache import CacheMiss, FileCache, hits_only
+from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
 from skillshelf.library.index.store import SearchFilters
@@ -175,32 +175,6 @@ def test_the_cache_is_bounded_least_recently_used_first(tmp_path: Path) -> None:
     assert len(cache) == 2
     cache.get(files[0], "text", files[0].read_text)
     assert cache.misses == 4  # the first file was evicted, so it was read again
-
-
-def test_hits_only_serves_cached_entries_and_refuses_to_read(tmp_path: Path) -> None:
-    path = tmp_path / "doc.md"
-    path.write_text("one", encoding="utf-8")
-    cache = FileCache()
-    reads: list[str] = []
-
-    def read() -> str:
-        reads.append(path.name)
-        return path.read_text(encoding="utf-8")
-
-    with hits_only(), pytest.raises(CacheMiss):
-        cache.get(path, "doc", read)  # never read: the caller retries where reading is allowed
-    assert reads == [] and len(cache) == 0
-    assert cache.get(path, "doc", read) == "one" and reads == ["doc.md"]
-    with hits_only():
-        assert cache.get(path, "doc", read) == "one"  # a hit: no read
-    path.write_text("two!", encoding="utf-8")
-    with hits_only(), pytest.raises(CacheMiss):
-        cache.get(path, "doc", read)  # changed: a miss, never the stale "one"
-    path.unlink()
-    with hits_only(), pytest.raises(CacheMiss):
-        cache.get(path, "doc", read)  # gone: the read that reports it happens elsewhere
-    assert reads == ["doc.md"]
-    assert cache.get(path, "doc", lambda: "loaded anyway") == "loaded anyway"  # outside the block: as before
 
 
 def test_concurrent_identical_loads_run_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

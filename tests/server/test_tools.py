@@ -96,7 +96,7 @@ async def test_load_skill_returns_docs_and_metadata_but_code_only_on_request(cli
     assert code["path"] == "rls-policy.py" and code["language"] == "python" and "def rls_policy" in code["content"]
 
 
-async def test_a_first_load_reads_in_a_worker_thread_and_a_repeat_answers_without_reading(
+async def test_loads_run_in_a_worker_thread_and_a_repeat_answers_without_reading(
     sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
@@ -115,7 +115,7 @@ async def test_a_first_load_reads_in_a_worker_thread_and_a_repeat_answers_withou
     run_sync = anyio.to_thread.run_sync
 
     async def observed_run_sync(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        hops.append(getattr(func, "__name__", "?"))
+        hops.append(getattr(getattr(func, "func", func), "__name__", "?"))  # a partial names its function
         return await run_sync(func, *args, **kwargs)
 
     monkeypatch.setattr(anyio.to_thread, "run_sync", observed_run_sync)
@@ -132,7 +132,7 @@ async def test_a_first_load_reads_in_a_worker_thread_and_a_repeat_answers_withou
             readers.clear()
             hops.clear()
             _, again = await call(client, "loadSkill", arguments)
-            assert readers == [] and hops == []  # served from what was parsed, on the loop: no thread hop
+            assert readers == [] and hops == ["respond"]  # served from what was parsed, still off the loop
             assert again["data"] == first["data"]
             doc = sample_root / "database" / "rls-policy.md"
             doc.write_text(doc.read_text(encoding="utf-8").replace("tenant", "TENANT"), encoding="utf-8")

@@ -39,19 +39,11 @@ def to_call_result(envelope: Envelope[Any]) -> CallToolResult:
     )
 
 
-def respond(
-    call: Callable[[], T],
-    count: Callable[[T], int | None] | None = None,
-    passthrough: tuple[type[Exception], ...] = (),
-) -> CallToolResult:
-    """Run a service call as a tool: domain failures and crashes both come back as envelopes.
-
-    Exceptions of a `passthrough` type propagate: they are signals to the caller, not crashes."""
+def respond(call: Callable[[], T], count: Callable[[T], int | None] | None = None) -> CallToolResult:
+    """Run a service call as a tool: domain failures and crashes both come back as envelopes."""
     started = time.perf_counter()
     try:
         return to_call_result(run_service(call, count))
-    except passthrough:
-        raise
     except Exception:
         logger.exception("tool crashed")
         return to_call_result(internal_failure(started))
@@ -83,25 +75,23 @@ class Refreshable(Protocol):
     def needs_sync(self) -> bool: ...
 
 
-async def respond_fresh(
-    index: Refreshable,
+async def run_work(
     call: Callable[[], T],
     count: Callable[[T], int | None] | None = None,
     *,
-    slow: bool = False,
+    waits_on: Refreshable | None = None,
 ) -> CallToolResult:
-    """`respond`, on the event loop when the index is fresh (a read takes a few ms), else in a thread.
+    """How every tool's work runs: `respond` in a worker thread, never on the event loop.
 
-    A re-sync after a change can take seconds on a large library; it must never block the loop.
-    Skipping the thread hop on the common path saves a noticeable share of a ~2 ms search. A `slow`
-    call (a semantic search encodes the query: about 10 ms of NumPy, which releases the GIL) always
-    takes the thread, so other requests are answered meanwhile.
+    The one rule for leaving the loop: any work may read files, query SQLite (whose lock a sync holds
+    while it writes a batch), wait for an index being built or write to disk, and any of those can stall
+    every other session. A call that waits on `waits_on` while it builds reports the build's progress to
+    a caller that asked for it. (Pure validation failures are answered with `respond` directly.)
     """
-    if slow:
-        return await anyio.to_thread.run_sync(partial(respond, call, count))
-    if index.needs_sync():
-        return await _waiting_on(index, partial(respond, call, count))
-    return respond(call, count)
+    work = partial(respond, call, count)
+    if waits_on is not None and waits_on.needs_sync():
+        return await _waiting_on(waits_on, work)
+    return await anyio.to_thread.run_sync(work)
 
 
 async def _waiting_on(index: Refreshable, work: Callable[[], CallToolResult]) -> CallToolResult:

@@ -5,19 +5,13 @@ or parsing again. Every get stats the file first: a changed signature (mtime, si
 so an edited file is never served stale, watcher or not. The library also clears it when its watcher
 reports a change. Memory is bounded by an LRU over entries and their size. Concurrent gets of the
 same key wait for one load instead of each doing it.
-
-Inside `hits_only()`, a get that would read or wait raises `CacheMiss` instead: the server answers
-a load on the event loop when everything it needs is already parsed (a `stat` per file), and in a
-worker thread otherwise, so a slow disk never blocks other sessions.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,22 +20,6 @@ Signature = tuple[int, int, int]
 
 MAX_ENTRIES = 2048
 MAX_BYTES = 32 * 1024 * 1024
-
-_HITS_ONLY: ContextVar[bool] = ContextVar("skillshelf_filecache_hits_only", default=False)
-
-
-class CacheMiss(Exception):
-    """A get inside `hits_only()` that would have had to read a file or wait for another reader."""
-
-
-@contextmanager
-def hits_only() -> Iterator[None]:
-    """Within this block (this thread or task only), gets serve cached entries or raise CacheMiss."""
-    token = _HITS_ONLY.set(True)
-    try:
-        yield
-    finally:
-        _HITS_ONLY.reset(token)
 
 
 def signature(path: Path) -> Signature | None:
@@ -73,8 +51,6 @@ class FileCache:
         while True:
             sig = signature(path)
             if sig is None:
-                if _HITS_ONLY.get():
-                    raise CacheMiss(key)
                 return load()
             with self._lock:
                 entry = self._entries.get(key)
@@ -83,8 +59,6 @@ class FileCache:
                     self.hits += 1
                     value: T = entry[1]
                     return value
-                if _HITS_ONLY.get():
-                    raise CacheMiss(key)
                 waiting = self._loading.get(key)
                 if waiting is None:
                     self._loading[key] = threading.Event()

@@ -13,7 +13,7 @@ from skillshelf.artifacts import service
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.models import ArtifactSearchResult, LoadedSession, SectionName, SessionCode
 from skillshelf.envelope import Envelope
-from skillshelf.server.tooling import make_tool, respond, respond_fresh
+from skillshelf.server.tooling import make_tool, run_work
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -43,13 +43,13 @@ def artifacts_tools(archive: SessionArchive) -> list[Tool]:
         ] = service.DEFAULT_LIMIT,
     ) -> Annotated[CallToolResult, Envelope[ArtifactSearchResult]]:
         """Search past sessions' artifacts (summaries, decisions, finalization packs) across projects, ranked by relevance with newer sessions first among equals. Returns compact hits (project, sessionId, date, title, one-line summary, score, tokens to load). Call this before solving something that may have been solved before, then loadSession with the best hit."""  # noqa: E501
-        return await respond_fresh(
-            archive,
+        return await run_work(
             lambda: service.search_artifacts(archive, query, project=project, since=since, until=until, limit=limit),
             lambda result: len(result.hits),
+            waits_on=archive,
         )
 
-    def load_session(
+    async def load_session(
         project: Annotated[str, Field(description=PROJECT, min_length=1, max_length=1000)],
         sessionId: Annotated[str, Field(description=SESSION_ID, min_length=1, max_length=200)],
         sections: Annotated[
@@ -58,11 +58,11 @@ def artifacts_tools(archive: SessionArchive) -> list[Tool]:
         ] = None,
     ) -> Annotated[CallToolResult, Envelope[LoadedSession]]:
         """Load one past session, read fresh from its artifacts: summary, decisions, implementations, challenges, next steps and code blocks. Pass sections to get only some of them and save tokens. Unknown sessions fail with SESSION_NOT_FOUND and close matches."""  # noqa: E501
-        return respond(
+        return await run_work(
             lambda: service.load_session(archive.projects, project, sessionId, sections, archive.max_file_bytes)
         )
 
-    def get_session_code(
+    async def get_session_code(
         project: Annotated[str, Field(description=PROJECT, min_length=1, max_length=1000)],
         sessionId: Annotated[str, Field(description=SESSION_ID, min_length=1, max_length=200)],
         language: Annotated[
@@ -70,7 +70,7 @@ def artifacts_tools(archive: SessionArchive) -> list[Tool]:
         ] = None,
     ) -> Annotated[CallToolResult, Envelope[SessionCode]]:
         """Get only the code blocks of a past session, each with its language, file name and the section it came from. Filter by language to fetch just the part you will reuse."""  # noqa: E501
-        return respond(
+        return await run_work(
             lambda: service.get_session_code(archive.projects, project, sessionId, language, archive.max_file_bytes),
             lambda result: len(result.blocks),
         )

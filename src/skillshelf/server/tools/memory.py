@@ -12,7 +12,7 @@ from skillshelf.envelope import Envelope
 from skillshelf.memory import service
 from skillshelf.memory.models import NoteAdded, NoteList
 from skillshelf.projects import ProjectRoots
-from skillshelf.server.tooling import make_tool, respond
+from skillshelf.server.tooling import make_tool, run_work
 
 # Appends a note: not read-only, destroys nothing, and each call adds another note.
 APPENDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
@@ -44,7 +44,7 @@ def _count(result: NoteList) -> int:
 
 
 def memory_tools(projects: ProjectRoots) -> list[Tool]:
-    def add_note(
+    async def add_note(
         projectPath: ProjectPath,
         type: Annotated[
             NoteType,
@@ -63,9 +63,9 @@ def memory_tools(projects: ProjectRoots) -> list[Tool]:
         ] = None,
     ) -> Annotated[CallToolResult, Envelope[NoteAdded]]:
         """Add a note (decision, hypothesis, blocker or general) to a project's running memory, stored in <project>/.agent-memory/session-notes.jsonl. Returns the stored note with its id and timestamp. Record decisions with their reasons as you make them, so later sessions need not rediscover them."""  # noqa: E501
-        return respond(lambda: service.add_note(projects, projectPath, type, content, tags))
+        return await run_work(lambda: service.add_note(projects, projectPath, type, content, tags))
 
-    def get_notes(
+    async def get_notes(
         projectPath: ProjectPath,
         type: Annotated[NoteType | None, Field(description="Only notes of this type; omit for all.")] = None,
         query: Annotated[
@@ -78,32 +78,32 @@ def memory_tools(projects: ProjectRoots) -> list[Tool]:
         limit: Limit = service.DEFAULT_LIMIT,
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """Read a project's notes, newest first, optionally filtered by type, words and time. Returns each note's id, type, content, tags and timestamp, the total matching before the limit, and skippedLines (unreadable lines left in the file)."""  # noqa: E501
-        return respond(
+        return await run_work(
             lambda: service.get_notes(projects, projectPath, note_type=type, query=query, since=since, limit=limit),
             _count,
         )
 
-    def get_decisions(
+    async def get_decisions(
         projectPath: ProjectPath, since: Since = None, limit: Limit = service.DEFAULT_LIMIT
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """List the decisions recorded for a project, newest first. Returns each note's id, content, tags and timestamp, and the total before the limit. Read them at the start of a session before changing direction."""  # noqa: E501
-        return respond(
+        return await run_work(
             lambda: service.get_notes(projects, projectPath, note_type="decision", since=since, limit=limit), _count
         )
 
-    def get_hypotheses(
+    async def get_hypotheses(
         projectPath: ProjectPath, since: Since = None, limit: Limit = service.DEFAULT_LIMIT
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """List the hypotheses recorded for a project (beliefs still to verify), newest first. Returns each note's id, content, tags and timestamp, and the total before the limit."""  # noqa: E501
-        return respond(
+        return await run_work(
             lambda: service.get_notes(projects, projectPath, note_type="hypothesis", since=since, limit=limit), _count
         )
 
-    def get_blockers(
+    async def get_blockers(
         projectPath: ProjectPath, since: Since = None, limit: Limit = service.DEFAULT_LIMIT
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """List the blockers recorded for a project, newest first. Returns each note's id, content, tags and timestamp, and the total before the limit."""  # noqa: E501
-        return respond(
+        return await run_work(
             lambda: service.get_notes(projects, projectPath, note_type="blocker", since=since, limit=limit), _count
         )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-import anyio
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
@@ -13,7 +12,6 @@ from pydantic import BaseModel, Field, ValidationError
 from skillshelf.envelope import Envelope
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.reader import SkillReader
-from skillshelf.library.index.filecache import CacheMiss, hits_only
 from skillshelf.patterns import service
 from skillshelf.patterns.models import (
     BulkLoadResult,
@@ -29,7 +27,7 @@ from skillshelf.patterns.models import (
     lean,
 )
 from skillshelf.projects import ProjectRoots
-from skillshelf.server.tooling import Places, describe_validation_error, make_tool, respond, respond_fresh
+from skillshelf.server.tooling import Places, describe_validation_error, make_tool, respond, run_work
 
 # Where these tools' arguments can also be sent (a view's pin or a hook's policy holds at every place).
 ARGUMENT_PLACES = {
@@ -38,23 +36,6 @@ ARGUMENT_PLACES = {
 }
 RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 T = TypeVar("T", bound=BaseModel)
-
-
-async def off_loop_unless_cached(
-    library: SkillReader, call: Callable[[], T], count: Callable[[T], int | None] | None = None
-) -> CallToolResult:
-    """`respond` on the event loop when the index is fresh and every file the call needs is parsed
-    already (a `stat` per file), else in a worker thread: file reads never run on the event loop.
-
-    The thread hop costs about 1 ms of a 3 ms load over stdio; a first load of a skill pays it.
-    """
-    if not library.needs_sync():
-        try:
-            with hits_only():
-                return respond(call, count, passthrough=(CacheMiss,))
-        except CacheMiss:
-            pass
-    return await anyio.to_thread.run_sync(respond, call, count)
 
 
 def _both(one: str, other: str) -> Callable[[], BaseModel]:
@@ -86,11 +67,6 @@ def one_query(query: str | None, keyword: str | None) -> str:
             f"query {query!r} and keyword {keyword!r} differ, and keyword is only query's old name. Pass one of them.",
         )
     return query or keyword or ""
-
-
-def _by_meaning(library: SkillReader) -> bool:
-    """Whether searches encode the query with the sentence model (docs/search.md)."""
-    return library.searches_by_meaning
 
 
 def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -> list[Tool]:
@@ -146,11 +122,10 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
                 parsed = [SearchQuery.model_validate(q) for q in queries]
             except ValidationError as exc:
                 return respond(_invalid("queries", exc))
-            return await respond_fresh(
-                library,
+            return await run_work(
                 lambda: service.search_many(library, parsed, detail=detail),
                 lambda result: sum(len(item.hits or []) for item in result.results),
-                slow=_by_meaning(library),
+                waits_on=library,
             )
 
         def search() -> CompactSearchResult | SearchResult:
@@ -164,7 +139,7 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
             )
             return found if detail else service.compact_result(found)
 
-        return await respond_fresh(library, search, lambda result: len(result.hits), slow=_by_meaning(library))
+        return await run_work(search, lambda result: len(result.hits), waits_on=library)
 
     async def load_skill(
         skillId: Annotated[
@@ -225,8 +200,7 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
             if section is not None or cursor is not None:
                 return respond(_both("section or cursor", "skillIds"))
             ids = skillIds
-            return await off_loop_unless_cached(
-                library,
+            return await run_work(
                 lambda: service.load_many(
                     library,
                     ids,
@@ -236,12 +210,12 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
                     max_tokens=maxTokens,
                 ),
                 lambda result: sum(item.success for item in result.results),
+                waits_on=library,
             )
         if skillId is None:
             return respond(_missing("skillId", "skillIds"))
         wanted = skillId
-        return await off_loop_unless_cached(
-            library,
+        return await run_work(
             lambda: service.load_for_agent(
                 library,
                 wanted,
@@ -252,6 +226,7 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
                 section=section,
                 cursor=cursor,
             ),
+            waits_on=library,
         )
 
     async def read_skill_file(
@@ -266,9 +241,9 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
         ],
     ) -> Annotated[CallToolResult, Envelope[SkillFile]]:
         """Read one file that belongs to a skill: a reference, script or asset listed in loadSkill's metadata.resources, or a three-file skill's own files. Only that skill's files can be read; anything else fails with the list of its files."""  # noqa: E501
-        return await anyio.to_thread.run_sync(respond, lambda: service.read_skill_file(library, skillId, path))
+        return await run_work(lambda: service.read_skill_file(library, skillId, path), waits_on=library)
 
-    def track_pattern_usage(
+    async def track_pattern_usage(
         patternId: Annotated[
             str, Field(description="The skill id you used, 'category/name'.", min_length=1, max_length=300)
         ],
@@ -278,12 +253,12 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
         note: Annotated[str | None, Field(description="What it was used for (short).", max_length=2000)] = None,
     ) -> Annotated[CallToolResult, Envelope[UsageRecorded]]:
         """Record that you used a skill, optionally from which project and why. Returns the skill's use count and projects; a skill used from three distinct projects becomes verified. Call it after a skill helped, so the library learns what is reused."""  # noqa: E501
-        return respond(lambda: service.track_usage(library, projects, patternId, projectPath, note))
+        return await run_work(lambda: service.track_usage(library, projects, patternId, projectPath, note))
 
     async def list_categories() -> Annotated[CallToolResult, Envelope[CategoryList]]:
         """List the library's categories with skill counts, how many are executable and verified, and mean quality. Use it to see what the library covers or to pick a category filter for searchPatterns."""  # noqa: E501
-        return await respond_fresh(
-            library, lambda: service.list_categories(library), lambda result: len(result.categories)
+        return await run_work(
+            lambda: service.list_categories(library), lambda result: len(result.categories), waits_on=library
         )
 
     return [
