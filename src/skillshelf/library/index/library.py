@@ -27,7 +27,6 @@ import platformdirs
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
-from skillshelf.library.index.locking import file_lock
 from skillshelf.library.index.parallel import batches, parse_all
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters, SkillIndex, name_key
@@ -149,8 +148,10 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.roots = [r.expanduser().resolve() if r.exists() else r.expanduser() for r in config.roots]
         resolved = LibraryConfig(**{**config.__dict__, "roots": self.roots})
         self.state_dir = choose_state_dir(resolved)
-        self.index_path = choose_index_path(resolved)
-        self.index = SkillIndex(self.index_path)
+        self.index = SkillIndex(choose_index_path(resolved))
+        self.index.on_damage = self._rebuild_after_damage
+        self.index_path = self.index.path  # elsewhere when that folder cannot be written
+        self._announced: object = None  # the index renewal the answers have told about
         self.discovery_findings: list[Finding] = []
         self._watcher: DirectoryWatcher | None = None
         self._change_listeners: list[Callable[[], None]] = []
@@ -165,7 +166,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         # then only one that changed skills (a pass digests every skill's text: not for a quiet re-check)
         self._embed_after_sync = True
         if config.semantic_model is not None:
-            vectors = self.state_dir / f"vectors-{_roots_digest(self.roots)}.sqlite3"
+            vectors = self.index_path.parent / f"vectors-{_roots_digest(self.roots)}.sqlite3"
             self.semantic = SemanticIndex(config.semantic_model.expanduser(), vectors, self._embedding_texts)
 
     def _embedding_texts(self) -> list[tuple[str, str]]:
@@ -184,7 +185,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         One process syncs an index file at a time (a lock beside it): servers started together on
         one library wait for the first build instead of racing it, then find nothing left to parse.
         """
-        with file_lock(self.index_path.with_name(self.index_path.name + ".lock")):
+        with self.index.exclusive():
             return self._sync_locked_files()
 
     @property
@@ -194,7 +195,11 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         return self.index_path.with_name(self.index_path.name + ".complete")
 
     def _answers_while_checking(self) -> bool:
-        return not self.index.created and self._complete_marker.exists()
+        return not self.index.created and self.index.damage is None and self._complete_marker.exists()
+
+    def _stale(self) -> bool:
+        """Also when another process replaced the index file (a damaged one): the sync reopens it."""
+        return super()._stale() or self.index.replaced_elsewhere()
 
     def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
@@ -310,7 +315,11 @@ class SkillLibrary(BackgroundSync[SyncReport]):
                 self._usage.close()
 
     def status(self) -> dict[str, object]:
-        """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync."""
+        """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync;
+        a damaged index this process rebuilt, and an index kept out of its folder, are said too."""
+        return {**self._state(), **self._index_notes()}
+
+    def _state(self) -> dict[str, object]:
         if self.sync_error is not None:
             return {"status": "degraded", "indexError": self.sync_error}
         if not self._ready.is_set():
@@ -320,14 +329,28 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             return {"status": "healthy", "semantic": self.semantic.status()}
         return {"status": "healthy"}
 
+    def _index_notes(self) -> dict[str, object]:
+        notes: dict[str, object] = {}
+        renewal = self.index.renewal
+        if renewal is not None:
+            notes["indexRebuilt"] = {"reason": renewal.reason, "keptAs": renewal.kept_as, "at": renewal.at}
+        if self.index.fallback is not None:
+            notes["indexLocation"] = self.index.fallback
+        return notes
+
     def index_warning(self) -> str | None:
-        """Said with every answer while the index may be missing skills (its last sync failed)."""
-        if self.sync_error is None:
+        """Said with every answer while the index may be missing skills (its last sync failed), and with
+        the first answer after a damaged index was rebuilt."""
+        if self.sync_error is not None:
+            return (
+                f"The search index may be incomplete: its last update failed ({self.sync_error}). These results "
+                "can miss skills; the update is retried on the next call."
+            )
+        renewal = self.index.renewal
+        if renewal is None or renewal is self._announced:
             return None
-        return (
-            f"The search index may be incomplete: its last update failed ({self.sync_error}). These results can "
-            "miss skills; the update is retried on the next call."
-        )
+        self._announced = renewal
+        return renewal.notice(self.index.LABEL)
 
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
