@@ -32,7 +32,7 @@ from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters, SkillIndex, name_key
 from skillshelf.library.index.watcher import DirectoryWatcher
 from skillshelf.library.semantic.vectors import Closeness, SemanticIndex, skill_text
-from skillshelf.library.skill.discovery import Discovery, discover
+from skillshelf.library.skill.discovery import Discovery, discover, printable
 from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path
@@ -47,7 +47,7 @@ INDEX_DIR_NAME = ".skillshelf"
 # A library root holding this file is never written to: its index and usage go to the user cache
 # (the bundled examples carry it, so serving a source checkout leaves the checkout clean).
 READ_ONLY_MARKER = ".skillshelf-readonly"
-LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
+LOGGED_CODES = frozenset({"name-collision", "name-not-utf8", "root-missing", "symlink-outside-root"})
 MAX_SKILL_ID = 300
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
 # Semantic search (optional): how word and meaning scores are fused (see `fused`, docs/search.md).
@@ -76,7 +76,7 @@ def user_cache_dir() -> Path:
 
 
 def _roots_digest(roots: list[Path]) -> str:
-    return hashlib.sha256("\n".join(str(r) for r in roots).encode()).hexdigest()[:12]
+    return hashlib.sha256(b"\n".join(os.fsencode(r) for r in roots)).hexdigest()[:12]  # any bytes a path holds
 
 
 def choose_index_path(config: LibraryConfig) -> Path:
@@ -438,7 +438,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def findings(self) -> list[Finding]:
         self.ensure_fresh()
-        labels = [display_path(r) for r in self.roots]
+        labels = [printable(display_path(r)) for r in self.roots]
         parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
         return self.discovery_findings + parsed
 
