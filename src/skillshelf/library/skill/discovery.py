@@ -247,6 +247,58 @@ class _RootWalker:
         )
 
 
+@dataclass
+class FolderFiles:
+    """What `folder_files` found in a skill's folder."""
+
+    files: list[Path] = field(default_factory=list)
+    loops: list[Path] = field(default_factory=list)  # links back to a folder holding them: not followed
+    complete: bool = True  # False when the walk stopped at its file limit
+
+
+def folder_files(folder: Path, limit: int | None = None) -> FolderFiles:
+    """The files of a skill folder as the Skills extension publishes them: dot-names and IGNORED_NAMES
+    left out, symlinks followed while they stay inside the folder. A link to a folder that holds it
+    (`references/again -> ..`, or `a -> .`) is a loop: it is listed in `loops` and not followed (two
+    such links under one folder made a walk that followed them take 2^40 steps). Stops after `limit`
+    files (`complete` is then False)."""
+    found = FolderFiles()
+    real_folder = folder.resolve()
+    pending: list[tuple[Path, tuple[Path, ...]]] = [(folder, (real_folder,))]
+    while pending:
+        directory, holders = pending.pop()
+        try:
+            with os.scandir(directory) as iterator:
+                entries = sorted(iterator, key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in IGNORED_NAMES:
+                continue
+            path = Path(entry.path)
+            if entry.is_file():
+                found.files.append(path)
+                if limit is not None and len(found.files) > limit:
+                    found.complete = False
+                    return found
+            elif entry.is_dir():
+                real = _inside(path, real_folder)
+                if real in holders:
+                    found.loops.append(path)
+                elif real is not None:
+                    pending.append((path, (*holders, real)))
+    return found
+
+
+def _inside(path: Path, real_folder: Path) -> Path | None:
+    """`path` resolved, when that stays inside `real_folder`."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    return real if real == real_folder or real.is_relative_to(real_folder) else None
+
+
 def _is_repo_doc(stem: str) -> bool:
     """README, LICENSE, THIRD_PARTY_NOTICES and friends document the folder; they are not skills."""
     return stem.lower() + ".md" in NOT_SKILL_DOCS or (stem == stem.upper() and any(c.isalpha() for c in stem))
