@@ -299,10 +299,13 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         """A usage read, or None with a warning when usage cannot be read: usage annotates
         search, load and statistics, so its absence must never take them down."""
         try:
-            return read(self.usage)
+            found = read(self.usage)
         except UsageUnavailable as exc:
             warnings.append(f"{exc.message} Usage counts are left out of this answer; the rest is current.")
             return None
+        if self.usage.warning is not None and self.usage.warning not in warnings:
+            warnings.append(self.usage.warning)  # a damaged history: what could be read of it
+        return found
 
     def close(self) -> None:
         self._closed = True
