@@ -17,11 +17,15 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from skillshelf.artifacts.archive import SessionArchive
+from skillshelf.artifacts.index import SessionFilters
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.skill.checker import check_roots
+from skillshelf.projects import ProjectRoots
 from skillshelf.server import build_server
 from skillshelf.settings import Settings
+from tests.artifacts.conftest import session_file
 from tests.conftest import agent_skill, call, three_file
 
 GOOD = 4
@@ -116,3 +120,21 @@ async def test_get_library_stats_counts_every_good_skill_and_the_bad_name(client
         assert body["data"]["skills"] == GOOD
         assert body["data"]["findingsByCode"]["name-not-utf8"] == 3
         assert not body["data"].get("warnings")
+
+
+def test_a_session_or_project_name_that_is_not_utf8_is_a_warning_and_every_other_session_is_indexed(
+    tmp_path: Path,
+) -> None:
+    projects = tmp_path / "dev"
+    session_file(projects / "app", "2025-10-01-good.md", "# Good\n\nA good session about invoices.\n")
+    byte_named(projects / "app" / ".agent-artifacts", b"2025-10-02-bad\xff.md", "# Bad\n\nAbout invoices too.\n")
+    session_file(projects / os.fsdecode(b"proj\xfe"), "2025-10-03-x.md", "# X\n\nInvoices again.\n")
+    archive = SessionArchive(ProjectRoots.of([projects]), index_dir=tmp_path / "idx", watch=False)
+    try:
+        archive.sync()
+        assert [s.session_id for s in archive.search("invoices", SessionFilters(), 10)] == ["2025-10-01-good"]
+        warnings = archive.warnings()
+        assert len(warnings) == 2 and all("not valid UTF-8" in w for w in warnings)
+        assert "mv $'2025-10-02-bad\\xff.md' NEW-NAME" in warnings[0] and json.dumps(warnings).encode("utf-8")
+    finally:
+        archive.close()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from mcp import Client
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.index import SessionFilters
@@ -25,7 +26,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file
-from tests.conftest import three_file
+from tests.conftest import call, three_file
 
 SKILLS = 300
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
@@ -259,3 +260,46 @@ def test_a_damaged_session_index_is_rebuilt_when_a_search_meets_it(tmp_path: Pat
         assert archive.index.renewal is not None
     finally:
         archive.close()
+
+
+def test_a_server_holding_the_old_file_follows_the_replacement_and_moves_nothing(
+    config: LibraryConfig, built: Path, expected: list[object]
+) -> None:
+    """Two servers on one index: the one that meets the damage rebuilds it; the other, still holding the
+    damaged file, sees another file at the path, reopens it and answers from it."""
+    first, second = SkillLibrary(config), SkillLibrary(config)
+    try:
+        first.sync()
+        second.sync()
+        scramble_fts_blobs(built)
+        assert twelve_calls(first) == expected  # met the damage: moved it aside, rebuilt
+        assert twelve_calls(second) == expected
+        assert second.index.renewal is None and second.index.path.stat().st_ino == built.stat().st_ino
+    finally:
+        first.close()
+        second.close()
+    assert len(corrupt_copies(built.parent)) == 1
+
+
+@pytest.mark.anyio
+async def test_health_and_the_first_search_say_the_index_was_rebuilt(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    from tests.server.test_http import serving, wait_healthy
+
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], watch=False))  # where the server keeps it
+    library.sync()
+    library.close()
+    overwrite_pages(library.index_path, pages=len(library.index_path.read_bytes()) // PAGE - 1)
+    with serving(sample_root, isolated_environment, tmp_path / "server.log") as base:
+        health = await wait_healthy(base)
+        assert health["status"] == "healthy" and health["skills"] == 4
+        assert "keptAs" in health["indexRebuilt"]  # type: ignore[operator]
+        async with Client(f"{base}/mcp") as client:
+            answers = [await call(client, "searchPatterns", {"query": "slugify"}) for _ in range(2)]
+    (first_error, first), (_, second) = answers
+    assert not first_error and first["data"]["hits"][0]["id"] == "python/slugify"
+    assert any("rebuilt from the files" in w for w in first["data"]["warnings"])
+    assert not second["data"].get("warnings")  # said once
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert log.count("is damaged") == 1 and "Traceback" not in log

@@ -320,14 +320,12 @@ class FtsIndex:
             return True
 
     def _quick_check(self) -> str | None:
-        """Why the open file is damaged, or None when SQLite's quick check passes."""
+        """Why the file is damaged, or None when SQLite's quick check passes (on a connection of its own:
+        searches go on meanwhile)."""
         try:
-            with self._lock:
-                rows = self._conn.execute("PRAGMA quick_check").fetchall()
-        except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc):
-                raise
-            return str(exc)
+            rows = self._read_apart("PRAGMA quick_check")
+        except IndexDamaged as exc:
+            return exc.reason
         problems = [str(row[0]) for row in rows]
         return None if problems == ["ok"] else f"quick_check: {'; '.join(problems[:3])}"
 
