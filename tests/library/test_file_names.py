@@ -53,14 +53,14 @@ def root(tmp_path: Path) -> Path:
 
 def test_a_name_that_is_not_utf8_is_a_finding_and_every_other_skill_is_indexed(root: Path, tmp_path: Path) -> None:
     config = LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False)
-    for _ in range(2):  # and again on a restart, from the index it left
+    for restart in (False, True):  # and again on a restart, answering from the index it left
         library = SkillLibrary(config)
         try:
-            library.sync()
+            library.start() if restart else library.sync()
+            named = {(f.path, f.severity) for f in library.findings() if f.code == "name-not-utf8"}
             assert library.sync_error is None and library.index.count() == GOOD
             assert library.search("good skill number 2", SearchFilters(), 5)[0].id == "tools/good-2"
             assert library.get("tools/folder-skill").details.resources == ["references/fine.md"]  # type: ignore[union-attr]
-            named = {(f.path, f.severity) for f in library.findings() if f.code == "name-not-utf8"}
         finally:
             library.close()
         assert named == {

@@ -153,6 +153,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.index_path = self.index.path  # elsewhere when that folder cannot be written
         self._announced: object = None  # the index renewal the answers have told about
         self.discovery_findings: list[Finding] = []
+        self._discovered = threading.Event()  # a sync of this process has listed the roots
         self._watcher: DirectoryWatcher | None = None
         self._change_listeners: list[Callable[[], None]] = []
         self._progress_listeners: list[Callable[[int, int], None]] = []
@@ -206,6 +207,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         found: Discovery = discover(self.roots)
         self._log_new_discovery_findings(found.findings)
         self.discovery_findings = found.findings
+        self._discovered.set()
         stored = self.index.signatures()
         current = {s.key: s for s in found.sources}
         changed = [s for key, s in current.items() if stored.get(key) != s.signature]
@@ -440,6 +442,13 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         return self.roots[skill.details.root_index]
 
     def findings(self) -> list[Finding]:
+        """Every finding: discovery's (names, collisions, links; kept in memory) and each parsed file's.
+
+        A warm start answers from the index while its first re-check runs; discovery's findings are
+        only known once a sync of this process has listed the roots, so the first call waits for one.
+        """
+        if not self._discovered.is_set():
+            self.mark_dirty()
         self.ensure_fresh()
         labels = [printable(display_path(r)) for r in self.roots]
         parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
