@@ -18,6 +18,7 @@ deleted, moved or replaced here.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import logging
 import os
 import sqlite3
@@ -172,6 +173,8 @@ class UsageStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR):
+                raise self._unavailable(exc.strerror or str(exc)) from exc  # a full disk: try again later
             raise _ReadOnly(f"its folder cannot be made: {exc.strerror or exc}") from exc
         if not os.access(self.path.parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
             raise _ReadOnly("it is not writable")
