@@ -201,7 +201,7 @@ def test_another_model_replaces_every_vector(root: Path, tmp_path: Path) -> None
     second.close()
 
 
-def test_a_damaged_vector_file_is_rebuilt(root: Path, model: Path, tmp_path: Path) -> None:
+def test_a_damaged_vector_file_is_kept_aside_and_rebuilt(root: Path, model: Path, tmp_path: Path) -> None:
     library = open_library(root, tmp_path / "index", model)
     assert library.semantic is not None
     path = library.semantic.path
@@ -213,6 +213,7 @@ def test_a_damaged_vector_file_is_rebuilt(root: Path, model: Path, tmp_path: Pat
     assert again.semantic is not None and again.semantic.error is None
     assert len(stored_vectors(again)) == 4
     again.close()
+    assert Path(f"{path}.corrupt").read_bytes().startswith(b"this is not a database")  # kept for a post-mortem
 
 
 def test_a_bad_model_turns_semantic_search_off_and_words_still_answer(root: Path, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 from skillshelf.errors import ErrorCode
 from skillshelf.library.index.locking import is_corruption
 from skillshelf.library.usage.store import UsageStore, UsageUnavailable
+from tests.library.read_only import read_only
 
 
 def test_events_from_other_processes_are_counted_and_verify_a_skill(tmp_path: Path) -> None:
@@ -39,17 +39,23 @@ def test_events_from_other_processes_are_counted_and_verify_a_skill(tmp_path: Pa
         store.close()
 
 
-def test_a_damaged_usage_file_is_kept_aside_not_deleted(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_database_is_left_as_it_is_and_recording_says_how_to_start_again(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "usage.sqlite3"
     path.write_bytes(b"garbage, not sqlite" * 200)
     store = UsageStore(path)
     try:
-        store.record("a/b", None, None, "test")
-        assert [u.uses for u in store.usage()] == [1]
+        with pytest.raises(UsageUnavailable) as refused:
+            store.record("a/b", None, None, "test")
+        assert refused.value.code == ErrorCode.FILESYSTEM_ERROR
+        assert "damaged" in refused.value.message and "move usage.sqlite3" in refused.value.message
+        with pytest.raises(UsageUnavailable, match="Nothing of it can be read"):
+            store.usage()
     finally:
         store.close()
-    aside = [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
-    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"garbage")
+    assert path.read_bytes() == b"garbage, not sqlite" * 200
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["usage.sqlite3"]
 
 
 HOLD_LOCK = """
@@ -114,37 +120,93 @@ def test_a_lock_held_by_another_process_is_a_clear_error_and_the_data_stays(tmp_
         store.close()
 
 
-def test_a_proven_damaged_file_moves_aside_under_a_unique_name_each_time(tmp_path: Path) -> None:
-    path = tmp_path / "usage.sqlite3"
-    damaged = []
-    for round_ in range(2):  # twice within the same second: neither quarantine overwrites the other
-        filled_store(path, events=300 + round_)
-        damage_pages(path)
-        damaged.append(path.read_bytes())
-        store = UsageStore(path)
-        try:
-            store.record("cat/new", None, None, "test")
-            assert [(u.pattern_id, u.uses) for u in store.usage()] == [("cat/new", 1)]
-        finally:
-            store.close()
-    mains = [p for p in asides(tmp_path) if not p.name.endswith(("-wal", "-shm", ".lock"))]
-    assert sorted(m.read_bytes() for m in mains) == sorted(damaged)
+def damage_the_tail(path: Path) -> None:
+    """A file whose events are sound but whose last pages (another table's) are garbage: the quick check
+    fails, yet every usage query can still be answered."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("CREATE TABLE padding(blob BLOB)")
+        conn.executemany("INSERT INTO padding VALUES (randomblob(3000))", [()] * 40)
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    data[-20 * 4096 :] = b"\xff" * (20 * 4096)
+    path.write_bytes(bytes(data))
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root ignores file permissions")
-def test_a_read_only_file_is_a_clear_error_and_works_again_once_writable(tmp_path: Path) -> None:
+def test_a_damaged_history_is_read_as_far_as_it_can_be_and_says_so(tmp_path: Path) -> None:
     path = tmp_path / "usage.sqlite3"
     filled_store(path)
-    path.chmod(0o444)
-    tmp_path.chmod(0o555)
+    damage_the_tail(path)
+    damaged = path.read_bytes()
+    store = UsageStore(path)
     try:
+        assert sum(u.uses for u in store.usage()) == 300
+        assert len(store.daily_uses()) == 7
+        assert store.verified_by_use() == {f"cat/skill-{i}" for i in range(7)}  # each used from 5 projects
+        assert store.warning is not None and "damaged" in store.warning
+        with pytest.raises(UsageUnavailable, match="not recorded"):
+            store.record("cat/skill-1", "project-9", None, "test")
+    finally:
+        store.close()
+    assert path.read_bytes() == damaged and asides(tmp_path) == []
+
+
+def point_the_index_at_the_table(path: Path) -> None:
+    """Damage through SQLite while a store has the file open: the events index's root page becomes the
+    table's, so the next write into the index finds the b-tree malformed (SQLITE_CORRUPT)."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        table = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'events'").fetchone()[0]
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = 'events_pattern'", (table,))
+        conn.execute(f"PRAGMA schema_version = {version + 1}")  # every open connection re-reads the schema
+
+
+def test_damage_met_while_recording_stops_recording_and_keeps_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    filled_store(path)
+    store = UsageStore(path)
+    try:
+        store.record("cat/skill-1", None, None, "test")
+        point_the_index_at_the_table(path)
+        for _ in range(2):
+            with pytest.raises(UsageUnavailable, match="not recorded and the file is left as it is"):
+                store.record("cat/skill-1", None, None, "test")
+        assert store.warning is not None
+    finally:
+        store.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["usage.sqlite3"]  # closed cleanly, nothing moved
+
+
+def test_once_the_damaged_file_is_moved_aside_a_new_history_starts(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    filled_store(path)
+    damage_pages(path)
+    store = UsageStore(path)
+    try:
+        with pytest.raises(UsageUnavailable):
+            store.record("cat/new", None, None, "test")
+        for suffix in ("", "-wal", "-shm"):  # what the message tells the curator to do
+            if Path(f"{path}{suffix}").exists():
+                Path(f"{path}{suffix}").rename(tmp_path / f"kept.sqlite3{suffix}")
+        store.record("cat/new", None, None, "test")
+        assert [(u.pattern_id, u.uses) for u in store.usage()] == [("cat/new", 1)]
+        assert store.warning is None
+    finally:
+        store.close()
+
+
+def test_a_read_only_file_is_read_refuses_records_clearly_and_works_again_once_writable(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    filled_store(path)  # closed cleanly: no -wal or -shm left, and none can be made while read-only
+    with read_only(path, tmp_path):
         store = UsageStore(path, busy_timeout=0.1)
+        assert sum(u.uses for u in store.usage()) == 300  # read through a read-only connection
+        assert len(store.verified_by_use()) == 7 and store.warning is None
         with pytest.raises(UsageUnavailable) as raised:
             store.record("cat/skill-1", None, None, "test")
         assert raised.value.code == ErrorCode.FILESYSTEM_ERROR
-    finally:
-        tmp_path.chmod(0o755)
-        path.chmod(0o644)
+        assert "read-only" in raised.value.message and "writable" in raised.value.message
     try:
         assert asides(tmp_path) == []
         store.record("cat/skill-1", None, None, "test")
@@ -169,22 +231,21 @@ def test_only_corruption_codes_count_as_damage(tmp_path: Path) -> None:
     assert is_corruption(notadb_error.value)
 
 
-def test_the_wal_and_shm_of_a_damaged_file_move_aside_with_it(tmp_path: Path) -> None:
+def test_the_wal_and_shm_of_a_damaged_file_are_left_untouched(tmp_path: Path) -> None:
     path = tmp_path / "usage.sqlite3"
     path.write_bytes(b"garbage, not sqlite" * 200)
     Path(f"{path}-wal").write_bytes(b"old wal")
     Path(f"{path}-shm").write_bytes(b"old shm")
     store = UsageStore(path)
     try:
-        store.record("a/b", None, None, "test")
+        with pytest.raises(UsageUnavailable):
+            store.record("a/b", None, None, "test")
     finally:
         store.close()
-    (main,) = [p for p in asides(tmp_path) if not p.name.endswith(("-wal", "-shm"))]
-    assert Path(f"{main}-wal").read_bytes() == b"old wal"  # the -shm is only an index of it, rebuilt freely
-    assert Path(f"{main}-shm").exists()
+    assert Path(f"{path}-wal").read_bytes() == b"old wal"  # the -shm is only an index of it, rebuilt freely
+    assert Path(f"{path}-shm").exists()
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root ignores file permissions")
 def test_a_read_only_state_folder_falls_back_to_the_cache_and_says_usage_moved(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -194,11 +255,8 @@ def test_a_read_only_state_folder_falls_back_to_the_cache_and_says_usage_moved(
     state = root / ".skillshelf"
     state.mkdir(parents=True)
     filled_store(state / "usage.sqlite3", events=1)
-    state.chmod(0o555)
-    try:
+    with read_only(state):
         assert choose_state_dir(LibraryConfig(roots=[root])) == user_cache_dir()
-    finally:
-        state.chmod(0o755)
     assert "usage is recorded in" in caplog.text
 
 

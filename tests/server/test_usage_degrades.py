@@ -73,7 +73,7 @@ async def test_a_locked_usage_file_degrades_reads_fails_recording_clearly_and_ke
     assert not [p for p in usage_path.parent.iterdir() if ".damaged-" in p.name]
 
 
-async def test_a_damaged_usage_file_is_moved_aside_and_every_tool_keeps_working(
+async def test_a_damaged_usage_file_is_left_as_it_is_reads_warn_and_recording_is_refused(
     sample_root: Path, tmp_path: Path
 ) -> None:
     index_dir = tmp_path / "idx"
@@ -81,19 +81,18 @@ async def test_a_damaged_usage_file_is_moved_aside_and_every_tool_keeps_working(
     index_dir.mkdir()
     filled_store(usage_path)
     damage_pages(usage_path)
+    damaged = usage_path.read_bytes()
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=index_dir, watch=False))
     try:
-        async with Client(
-            build_server(Settings(roots=[sample_root]), library, view="full"), raise_exceptions=True
-        ) as client:
-            for tool, arguments in [*READS, ("trackPatternUsage", {"patternId": "python/slugify"})]:
+        server = build_server(Settings(roots=[sample_root]), library, view="full")
+        async with Client(server, raise_exceptions=True) as client:
+            for tool, arguments in READS:
                 is_error, body = await call(client, tool, arguments)
                 assert not is_error, (tool, body)
+                assert any("is damaged" in w for w in body["data"]["warnings"]), tool
+            is_error, body = await call(client, "trackPatternUsage", {"patternId": "python/slugify"})
+            assert is_error and body["error"]["code"] == "FILESYSTEM_ERROR"
+            assert "move usage.sqlite3" in body["error"]["message"]
     finally:
         library.close()
-    assert [p for p in index_dir.iterdir() if ".damaged-" in p.name and p.name.count("-") >= 3]
-    store = UsageStore(usage_path)
-    try:
-        assert [(u.pattern_id, u.uses) for u in store.usage()] == [("python/slugify", 1)]
-    finally:
-        store.close()
+    assert usage_path.read_bytes() == damaged  # never replaced, moved or written

@@ -104,6 +104,7 @@ class SessionArchive(BackgroundSync[SyncReport]):
         self.max_file_bytes = max_file_bytes
         self.index_path = index_path_for(projects, index_dir)
         self.index = ArtifactIndex(self.index_path)
+        self.index.on_damage = self._rebuild_after_damage  # a read that meets a damaged index syncs first
         self.findings: dict[str, list[str]] = {}
         self._extra_projects: dict[str, None] = {}  # nested projects asked for by name
         self._known_projects: frozenset[str] = frozenset()

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillshelf.library.index.fts import FtsIndex
+from skillshelf.library.index.fts import FtsIndex, recovering
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import match_expression
 
@@ -110,10 +110,10 @@ class ArtifactIndex(FtsIndex):
     FTS_TABLE = "sessions_fts"
     LABEL = "session index"
 
-    # -- lifecycle -----------------------------------------------------------------------
-
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[SessionKey, str]:
+        """Every session's stored signature. Each sync starts here, so a damaged file is replaced first."""
+        self.renew_if_needed()
         rows = self._read_apart("SELECT project, session_id, signature FROM sessions")
         return {(str(project), str(session_id)): str(signature) for project, session_id, signature in rows}
 
@@ -151,13 +151,14 @@ class ArtifactIndex(FtsIndex):
         )
 
     # -- reads ---------------------------------------------------------------------------
+    @recovering
     def search(self, query: str, filters: SessionFilters, limit: int) -> list[IndexedSession]:
         """Ranked by BM25 (rounded, so near-equal scores tie), newest first among equals.
 
         An empty query (or one of stop words only) lists sessions newest first.
         """
         conditions, params = _filter_sql(filters)
-        with self._lock:
+        with self._guard():
             self._current_caches()
             expression = match_expression(self._informative(query_terms(query)))
             if expression is None:
@@ -172,6 +173,7 @@ class ArtifactIndex(FtsIndex):
                 rows = self._conn.execute(sql, [expression, *params, query.strip(), limit]).fetchall()
         return [_session(row) for row in rows]
 
+    @recovering
     def mentioning(self, refs: Sequence[str]) -> dict[str, list[SessionRef]]:
         """For each ref (case-insensitive), the sessions that mention it, newest first."""
         wanted = {ref.lower(): ref for ref in refs}
@@ -181,14 +183,15 @@ class ArtifactIndex(FtsIndex):
         marks = ",".join("?" * len(wanted))
         sql = f"""SELECT m.ref, s.project, s.session_id, s.date FROM mentions m JOIN sessions s ON s.rowid = m.session
                   WHERE m.ref IN ({marks}) ORDER BY {_RECENT}"""
-        with self._lock:
+        with self._guard():
             rows = self._conn.execute(sql, list(wanted)).fetchall()
         for ref, project, session_id, date in rows:
             found[wanted[ref]].append(SessionRef(project, session_id, date))
         return found
 
+    @recovering
     def count(self) -> int:
-        with self._lock:
+        with self._guard():
             return int(self._conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
 

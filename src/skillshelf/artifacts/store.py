@@ -26,6 +26,7 @@ from typing import Any
 
 from skillshelf.artifacts.parsing import SessionContent, merge, parse_markdown, parse_pack
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.skill.discovery import name_not_utf8, printable, undecodable
 from skillshelf.library.skill.paths import is_within
 from skillshelf.library.skill.reading import Reporter, read_text
 from skillshelf.projects import Project, ProjectRoots
@@ -128,6 +129,10 @@ def artifacts_dir(project: Project) -> Path | None:
 
 def scan_project(project: Project) -> ProjectScan:
     """Every session of a project, from directory listings and stat calls only."""
+    if undecodable(project.name):
+        return ProjectScan(
+            project, None, findings=[f"{printable(project.name)}: {name_not_utf8(project.name, folder=True)}"]
+        )
     try:
         root = artifacts_dir(project)
     except SkillshelfError as exc:
@@ -186,6 +191,10 @@ def _folder_files(folder: Path, root: Path, findings: list[str], project: str) -
 
 
 def _inside(entry: os.DirEntry[str], root: Path, findings: list[str], project: str) -> bool:
+    if undecodable(entry.name):  # SQLite and JSON cannot carry it: one such name failed every sync
+        where = f"{printable(project)}/{ARTIFACTS_DIR}/{printable(entry.name)}"
+        findings.append(f"{where}: {name_not_utf8(entry.name, folder=entry.is_dir())}")
+        return False
     try:
         linked = entry.is_symlink()
     except OSError:

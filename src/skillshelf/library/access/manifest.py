@@ -20,17 +20,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from skillshelf.library.index.store import IndexedSkill
-from skillshelf.library.skill.folder import TooManyFiles, walk_folder
+from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES
 from skillshelf.library.skill.frontmatter import YAMLError, dump_frontmatter, split_frontmatter
 from skillshelf.library.skill.layouts import MAX_DESCRIPTION, valid_name
 
-MAX_FILES = 512
-MAX_TOTAL_BYTES = 16 * 1024 * 1024
 SKILL_DOC = "SKILL.md"
+__all__ = ["MAX_FILES", "MAX_TOTAL_BYTES", "SKILL_DOC"]
 
 
 class NotPublishableError(Exception):
@@ -144,30 +142,6 @@ def three_file_skill_md(skill: IndexedSkill, body: str) -> bytes:
 def folder_name(skill: IndexedSkill) -> str:
     """The skill's name from its path (folder or file stem), which the extension's URI ends with."""
     return skill.id.split("/", 1)[1]
-
-
-def folder_limit_problem(
-    skill_id: str, folder: Path, max_files: int = MAX_FILES, max_total_bytes: int = MAX_TOTAL_BYTES
-) -> tuple[str, str] | None:
-    """(code, message) when a skill folder holds more than the Skills extension allows, else None.
-
-    For `skillshelf check`: the same limits the server enforces, found before a client asks (the same
-    walk, so a symlink loop ends here too).
-    """
-    real_root = folder.resolve()
-    try:
-        total = sum(f.size for f in walk_folder(folder, real_root, max_files=max_files))
-    except TooManyFiles:
-        return "over-file-limit", (
-            f"{skill_id} has more than {max_files} files; MCP clients using the skills extension get "
-            f"at most {max_files} per skill, so it is not published there. Remove generated or vendored files."
-        )
-    if total > max_total_bytes:
-        return "over-size-limit", (
-            f"{skill_id} has {total} bytes of files; the skills extension allows {max_total_bytes} per skill, "
-            "so it is not published there. Move large assets out of the skill."
-        )
-    return None
 
 
 def _json_value(value: Any) -> Any:

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, Self, TypeVar
 
+from skillshelf.library.index.fts import IndexDamaged
+
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
@@ -45,6 +47,7 @@ class BackgroundSync(Generic[R]):
         self._sync_lock = threading.Lock()
         self._starter: threading.Thread | None = None
         self._synced_at = 0.0
+        self._sync_thread: int | None = None  # the thread syncing now
         self.sync_error: str | None = None  # why the last sync failed; None once one succeeds
 
     # -- what an index provides ------------------------------------------------------------
@@ -81,7 +84,7 @@ class BackgroundSync(Generic[R]):
         try:
             self._dirty.clear()
             try:
-                report = self._sync_now()
+                report = self._sync_recovering()
             except Exception as exc:
                 self.sync_error = f"{type(exc).__name__}: {exc}"
                 self._dirty.set()  # the next read retries it
@@ -91,6 +94,27 @@ class BackgroundSync(Generic[R]):
             return report
         finally:
             self._syncing.clear()
+
+    def _sync_recovering(self) -> R:
+        """`_sync_now`, once more if it met a damaged index: the index noted the damage, and the second
+        sync starts by replacing the file, then re-parses every source into the new one."""
+        self._sync_thread = threading.get_ident()
+        try:
+            try:
+                return self._sync_now()
+            except IndexDamaged as exc:
+                logger.info("%s sync met a damaged index (%s); rebuilding it", self.LABEL, exc.reason)
+                return self._sync_now()
+        finally:
+            self._sync_thread = None
+
+    def _rebuild_after_damage(self) -> None:
+        """The index's `on_damage`: a read met damage, so sync now (which replaces and rebuilds the
+        file) before the read runs again. Within a sync the sync itself recovers (see above)."""
+        if self._sync_thread == threading.get_ident():
+            return
+        self._dirty.set()
+        self._sync_if_needed()
 
     def _sync_if_needed(self) -> None:
         with self._sync_lock:
@@ -116,7 +140,7 @@ class BackgroundSync(Generic[R]):
         """
         try:
             with self._sync_lock:
-                self._sync_now()
+                self._sync_recovering()
                 self._synced_at = time.monotonic()
             self._after_sync()
         except Exception as exc:

@@ -1,23 +1,51 @@
 """What every derived full-text index shares: a SQLite file in WAL mode with a schema version,
-rebuilt when missing, stale or corrupt, serialised writes, and BM25 query terms worth scoring.
+rebuilt when missing, stale or damaged, serialised writes, and BM25 query terms worth scoring.
 
 The skill index and the session index subclass `FtsIndex` and add their own tables and queries.
+
+Damage (SQLITE_CORRUPT, SQLITE_NOTADB, a failed `PRAGMA quick_check`) is found where it surfaces:
+at open, by a quick check at the first sync, or by any query. It is only noted there; the next
+sync, holding the lock beside the file that every process's syncs take, moves the damaged file
+aside (`<name>.corrupt-<time>`, the latest kept for a post-mortem) and starts a new one, which the
+sync fills from the files. Another process that notes the same damage finds the file replaced
+(another inode) and only reopens it. A read that met the damage asks its owner to sync now
+(`on_damage`) and runs once more on the rebuilt index.
+
+A folder where the index cannot be written (a read-only cache, a HOME that is not writable) is
+not fatal: the index goes to a private temporary folder for this run, or into memory.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+import glob
 import logging
+import os
+import shutil
 import sqlite3
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Concatenate, ParamSpec, TypeVar
 
-from skillshelf.library.index.locking import is_corruption
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.index.locking import describe_sqlite_error, file_lock, is_corruption
+from skillshelf.library.skill.paths import display_path
 
 logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
+Index = TypeVar("Index", bound="FtsIndex")
+
+# SQLite's primary result codes that mean "this place cannot be written" (not damage, not a lock).
+UNWRITABLE_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
+CORRUPT_SUFFIX = ".corrupt-"
 
 
 @contextmanager
@@ -28,7 +56,8 @@ def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connecti
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # a damaged file can end the transaction itself
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 
@@ -41,13 +70,64 @@ def use_wal(conn: sqlite3.Connection, deadline: float) -> None:
     "database is locked" to a journal-mode change at once, without waiting in the busy handler, so wait here."""
     while True:
         try:
-            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() not in ("wal", "memory"):
                 conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
+
+
+class IndexDamaged(SkillshelfError):
+    """SQLite proved the index file damaged while it was used; the next sync replaces and rebuilds it."""
+
+    def __init__(self, label: str, reason: str) -> None:
+        super().__init__(
+            ErrorCode.FILESYSTEM_ERROR,
+            f"The {label} is damaged ({reason}); it is being rebuilt from the files. Try again in a moment.",
+        )
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """A damaged index file this process moved aside and started again."""
+
+    reason: str
+    kept_as: str | None  # the name the damaged file was kept under; None when it could only be deleted
+    at: str  # UTC, ISO 8601
+
+    def notice(self, label: str) -> str:
+        kept = f"; the damaged copy is kept as {self.kept_as}" if self.kept_as else ""
+        return f"The {label} was damaged ({self.reason}) and was rebuilt from the files{kept}."
+
+
+def recovering(method: Callable[Concatenate[Index, P], T]) -> Callable[Concatenate[Index, P], T]:
+    """A read that meets a damaged index has it rebuilt (see `FtsIndex._recover`) and runs once more.
+
+    Only for public reads that callers make without holding the index's lock: the rebuild waits
+    for a sync, and a sync needs that lock.
+    """
+
+    @functools.wraps(method)
+    def read(self: Index, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(self, *args, **kwargs)
+        except IndexDamaged:
+            self._recover()
+            return method(self, *args, **kwargs)
+
+    return read
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` now (device, inode): another process's replacement is another file."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 class FtsIndex:
@@ -61,29 +141,63 @@ class FtsIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.RLock()
+        self._exclusive_lock = threading.RLock()  # this process's threads, while one holds the file lock
+        self._exclusive_depth = 0
         self.created = False  # this process created the tables (a new, rebuilt or upgraded file)
-        self._conn = self._open()
+        self.damage: str | None = None  # why the open file must be replaced; the next sync does it
+        self.renewal: Renewal | None = None  # the last damaged file this process replaced
+        self.fallback: str | None = None  # why the index is not at `path` (a temporary folder, or memory)
+        self.on_damage: Callable[[], None] | None = None  # the owner's "sync now" (see `_recover`)
+        self._generation = 0  # connections opened so far: damage noted on an older one is already handled
+        self._checked = False  # the quick check has run on this file
+        self._memory: str | None = None  # a shared-cache memory database's URI, the last fallback
+        self._temporary: Path | None = None  # the private folder of the temporary fallback
+        self._identity: tuple[int, int] | None = None
         self._document_frequency: dict[str, int] = {}
         self._document_count: int | None = None
         self._data_version: int | None = None
+        self._conn = self._open()
 
     # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def lock_path(self) -> Path:
+        """The lock every process's syncs of this file take (see `exclusive`)."""
+        return self.path.with_name(self.path.name + ".lock")
+
     def _open(self) -> sqlite3.Connection:
-        """Connect; only a file SQLite proves damaged is deleted and rebuilt (derived data). A lock held
-        by another process, a read-only file or a full disk is raised as it is: deleting the index
-        under another server that is using it would break that server."""
+        """Connect. A damaged file is noted and stood in for by an empty index until the first sync
+        replaces it (moving it needs the lock, which another process's long build may hold). A folder
+        that cannot be written falls back to a temporary one. A lock held by another process or a full
+        disk is raised as it is: nothing here may touch a file another server is using."""
         try:
-            return self._connect()
+            self._identity = _identity(self.path)
+            self._require_writable()
+            conn = self._connect()
         except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc):
+            if is_corruption(exc):
+                self.damage = str(exc)
+                return self._placeholder()
+            if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF not in UNWRITABLE_CODES:
                 raise
-            logger.warning("%s %s is unusable (%s); rebuilding it", self.LABEL, self.path.name, exc)
-            self._delete_files()
-            return self._connect()
+            return self._open_elsewhere(describe_sqlite_error(exc))
+        except OSError as exc:
+            return self._open_elsewhere(exc.strerror or str(exc))
+        self._identity = _identity(self.path)
+        return conn
+
+    def _require_writable(self) -> None:
+        """OSError when the index or its folder cannot be written (access() also answers for root on a
+        read-only mount or an immutable file, where the permission bits alone would not)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for target in (self.path.parent, self.path):
+            if target.exists() and not os.access(target, os.W_OK):
+                raise PermissionError(13, "not writable", str(target))
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        if self._memory is not None:
+            conn = sqlite3.connect(self._memory, uri=True, check_same_thread=False, isolation_level=None)
+        else:
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         conn.row_factory = sqlite3.Row
         try:
             use_wal(conn, deadline=time.monotonic() + BUSY_TIMEOUT_S)
@@ -96,6 +210,42 @@ class FtsIndex:
             conn.close()
             raise
         return conn
+
+    def _placeholder(self) -> sqlite3.Connection:
+        """An empty index in memory, answering until a sync can replace the damaged file."""
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        self._reset(conn)
+        return conn
+
+    def _open_elsewhere(self, reason: str) -> sqlite3.Connection:
+        """The index's folder cannot be written: a private temporary folder for this run, else memory."""
+        wanted = self.path
+        try:
+            self._temporary = Path(tempfile.mkdtemp(prefix="skillshelf-"))
+            self.path = self._temporary / wanted.name
+            conn = self._connect()
+            where = f"a temporary folder ({display_path(self._temporary)})"
+        except (OSError, sqlite3.Error):
+            self._forget_temporary()
+            self.path = wanted
+            self._memory = f"file:skillshelf-{uuid.uuid4().hex}?mode=memory&cache=shared"
+            conn = self._connect()
+            where = "memory"
+        self.created = True
+        self._identity = _identity(self.path)
+        self.fallback = (
+            f"{display_path(wanted.parent)} cannot be written ({reason}), so the {self.LABEL} is kept in {where} "
+            "for this run and built again at every start. Make that folder writable, or set SKILLSHELF_CACHE_DIR "
+            "to one that is, to keep it."
+        )
+        logger.warning("%s", self.fallback)
+        return conn
+
+    def _forget_temporary(self) -> None:
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self._temporary = None
 
     def _reset(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
@@ -117,17 +267,143 @@ class FtsIndex:
         conn.execute("COMMIT")
         self.created = True
 
-    def _delete_files(self) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        self._forget_temporary()
+
+    # -- damage --------------------------------------------------------------------------
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """This process's turn with the index file: the lock beside it (other processes wait) and a
+        lock for this process's threads. Re-entrant: a sync holds it and the steps it calls take it too."""
+        with self._exclusive_lock:
+            if self._exclusive_depth:
+                self._exclusive_depth += 1
+                try:
+                    yield
+                finally:
+                    self._exclusive_depth -= 1
+                return
+            with file_lock(self.lock_path):
+                self._exclusive_depth = 1
+                try:
+                    yield
+                finally:
+                    self._exclusive_depth = 0
+
+    def replaced_elsewhere(self) -> bool:
+        """True when the file at `path` is no longer the one open here (another process replaced it)."""
+        return self._memory is None and _identity(self.path) != self._identity
+
+    def renew_if_needed(self) -> bool:
+        """At the start of a sync: replace a damaged file, or reopen one another process replaced.
+
+        True when the index open now is another file (new and empty, or another process's), so the
+        sync compares every source with it again. The first call checks the file (`PRAGMA
+        quick_check`: 55 ms at 10,000 skills) for damage no query has met yet.
+        """
+        with self.exclusive():
+            if self._memory is not None:
+                return False
+            if self.damage is None and not self._checked:
+                self._checked = True
+                self.damage = self._quick_check()
+            moved = self.replaced_elsewhere()
+            if self.damage is None and not moved:
+                return False
+            with self._lock:
+                self._conn.close()
+                if self.damage is not None and not moved:
+                    self._move_aside(self.damage)
+                self._reopen()
+            return True
+
+    def _quick_check(self) -> str | None:
+        """Why the file is damaged, or None when SQLite's quick check passes (on a connection of its own:
+        searches go on meanwhile)."""
+        try:
+            rows = self._read_apart("PRAGMA quick_check")
+        except IndexDamaged as exc:
+            return exc.reason
+        problems = [str(row[0]) for row in rows]
+        return None if problems == ["ok"] else f"quick_check: {'; '.join(problems[:3])}"
+
+    def _move_aside(self, reason: str) -> None:
+        """Keep the damaged file (with its -wal and -shm) as `<name>.corrupt-<time>` for a post-mortem;
+        an earlier copy goes (each is a whole index, and a disk that keeps damaging files must not fill)."""
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        aside = self.path.with_name(f"{self.path.name}{CORRUPT_SUFFIX}{stamp}")
+        for old in self.path.parent.glob(glob.escape(self.path.name) + CORRUPT_SUFFIX + "*"):
+            with suppress(OSError):
+                old.unlink()
+        kept: str | None = aside.name
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            try:
+                source.replace(Path(f"{aside}{suffix}"))
+            except FileNotFoundError:
+                continue
+            except OSError:
+                kept = None  # a rebuild matters more than the post-mortem copy
+                with suppress(OSError):
+                    source.unlink()
+        self.renewal = Renewal(reason, kept, dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
+        logger.warning(
+            "%s %s is damaged (%s); %s and rebuilding it from the files",
+            self.LABEL,
+            display_path(self.path),
+            reason,
+            f"kept it as {kept}" if kept else "deleted it",
+        )
+
+    def _reopen(self) -> None:
+        """Connect to the file at `path` now (under the lock; the old connection is closed)."""
+        self.damage = None
+        self._checked = True  # new, or another process's just made
+        self._generation += 1
+        self._data_version = None
+        self._forget_derived()
+        try:
+            self._conn = self._connect()
+        except sqlite3.DatabaseError as exc:
+            self._conn = self._placeholder()
+            if is_corruption(exc):
+                self.damage = str(exc)
+            raise
+        finally:
+            self._identity = _identity(self.path)
+
+    def _note_damage(self, exc: sqlite3.DatabaseError, generation: int) -> IndexDamaged:
+        """Remember proven damage met on connection `generation` (unless it was replaced since)."""
+        if generation == self._generation and self.damage is None:
+            self.damage = str(exc)
+            logger.info("%s %s: %s; the next sync replaces it", self.LABEL, display_path(self.path), exc)
+        return IndexDamaged(self.LABEL, str(exc))
+
+    @contextmanager
+    def _guard(self) -> Iterator[sqlite3.Connection]:
+        """The shared connection, under the lock; proven damage becomes `IndexDamaged`."""
+        with self._lock:
+            generation = self._generation
+            try:
+                yield self._conn
+            except sqlite3.DatabaseError as exc:
+                if not is_corruption(exc):
+                    raise
+                raise self._note_damage(exc, generation) from exc
+
+    def _recover(self) -> None:
+        """After `IndexDamaged`: the owner syncs now, which replaces the file and fills the new one.
+        Without an owner, the file is replaced here (empty until something syncs it)."""
+        if self.on_damage is not None:
+            self.on_damage()
+        else:
+            self.renew_if_needed()
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, immediate_transaction(self._conn) as conn:
+        with self._guard() as guarded, immediate_transaction(guarded) as conn:
             self._forget_derived()  # any write may change how common a term is
             yield conn
 
@@ -136,10 +412,18 @@ class FtsIndex:
         connection of its own, so the shared one stays free for searches meanwhile (WAL lets readers
         run side by side). Syncs call it, one at a time, so what it reads is what they write to; so does
         the spelling vocabulary's refresh, which checks for writes since it began."""
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        generation = self._generation
+        if self._memory is not None:
+            conn = sqlite3.connect(self._memory, uri=True, timeout=BUSY_TIMEOUT_S)
+        else:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         try:
             conn.execute("PRAGMA query_only = ON")
             return conn.execute(sql).fetchall()
+        except sqlite3.DatabaseError as exc:
+            if not is_corruption(exc):
+                raise
+            raise self._note_damage(exc, generation) from exc
         finally:
             conn.close()
 

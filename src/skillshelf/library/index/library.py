@@ -26,13 +26,12 @@ import platformdirs
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
-from skillshelf.library.index.locking import file_lock
 from skillshelf.library.index.parallel import batches, parse_all
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters, SkillIndex, name_key
 from skillshelf.library.index.watcher import DirectoryWatcher
 from skillshelf.library.semantic.vectors import Closeness, SemanticIndex, skill_text
-from skillshelf.library.skill.discovery import Discovery, discover
+from skillshelf.library.skill.discovery import Discovery, discover, printable
 from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path
@@ -47,7 +46,7 @@ INDEX_DIR_NAME = ".skillshelf"
 # A library root holding this file is never written to: its index and usage go to the user cache
 # (the bundled examples carry it, so serving a source checkout leaves the checkout clean).
 READ_ONLY_MARKER = ".skillshelf-readonly"
-LOGGED_CODES = frozenset({"name-collision", "root-missing", "symlink-outside-root"})
+LOGGED_CODES = frozenset({"name-collision", "name-not-utf8", "root-missing", "symlink-outside-root"})
 MAX_SKILL_ID = 300
 SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
 # Semantic search (optional): how word and meaning scores are fused (see `fused`, docs/search.md).
@@ -74,7 +73,7 @@ def user_cache_dir(cache_dir: Path | None = None) -> Path:
 
 
 def _roots_digest(roots: list[Path]) -> str:
-    return hashlib.sha256("\n".join(str(r) for r in roots).encode()).hexdigest()[:12]
+    return hashlib.sha256(b"\n".join(os.fsencode(r) for r in roots)).hexdigest()[:12]  # any bytes a path holds
 
 
 def choose_index_path(config: LibraryConfig) -> Path:
@@ -146,9 +145,12 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.roots = [r.expanduser().resolve() if r.exists() else r.expanduser() for r in config.roots]
         resolved = LibraryConfig(**{**config.__dict__, "roots": self.roots})
         self.state_dir = choose_state_dir(resolved)
-        self.index_path = choose_index_path(resolved)
-        self.index = SkillIndex(self.index_path)
+        self.index = SkillIndex(choose_index_path(resolved))
+        self.index.on_damage = self._rebuild_after_damage
+        self.index_path = self.index.path  # elsewhere when that folder cannot be written
+        self._announced: object = None  # the index renewal the answers have told about
         self.discovery_findings: list[Finding] = []
+        self._discovered = threading.Event()  # a sync of this process has listed the roots
         self._watcher: DirectoryWatcher | None = None
         self._change_listeners: list[Callable[[], None]] = []
         self._progress_listeners: list[Callable[[int, int], None]] = []
@@ -162,7 +164,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         # then only one that changed skills (a pass digests every skill's text: not for a quiet re-check)
         self._embed_after_sync = True
         if config.semantic_model is not None:
-            vectors = self.state_dir / f"vectors-{_roots_digest(self.roots)}.sqlite3"
+            vectors = self.index_path.parent / f"vectors-{_roots_digest(self.roots)}.sqlite3"
             self.semantic = SemanticIndex(config.semantic_model.expanduser(), vectors, self._embedding_texts)
 
     def _embedding_texts(self) -> list[tuple[str, str]]:
@@ -181,7 +183,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         One process syncs an index file at a time (a lock beside it): servers started together on
         one library wait for the first build instead of racing it, then find nothing left to parse.
         """
-        with file_lock(self.index_path.with_name(self.index_path.name + ".lock")):
+        with self.index.exclusive():
             return self._sync_locked_files()
 
     @property
@@ -191,13 +193,18 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         return self.index_path.with_name(self.index_path.name + ".complete")
 
     def _answers_while_checking(self) -> bool:
-        return not self.index.created and self._complete_marker.exists()
+        return not self.index.created and self.index.damage is None and self._complete_marker.exists()
+
+    def _stale(self) -> bool:
+        """Also when another process replaced the index file (a damaged one): the sync reopens it."""
+        return super()._stale() or self.index.replaced_elsewhere()
 
     def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
         found: Discovery = discover(self.roots)
         self._log_new_discovery_findings(found.findings)
         self.discovery_findings = found.findings
+        self._discovered.set()
         stored = self.index.signatures()
         current = {s.key: s for s in found.sources}
         changed = [s for key, s in current.items() if stored.get(key) != s.signature]
@@ -291,10 +298,13 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         """A usage read, or None with a warning when usage cannot be read: usage annotates
         search, load and statistics, so its absence must never take them down."""
         try:
-            return read(self.usage)
+            found = read(self.usage)
         except UsageUnavailable as exc:
             warnings.append(f"{exc.message} Usage counts are left out of this answer; the rest is current.")
             return None
+        if self.usage.warning is not None and self.usage.warning not in warnings:
+            warnings.append(self.usage.warning)  # a damaged history: what could be read of it
+        return found
 
     def close(self) -> None:
         self._closed = True
@@ -307,7 +317,11 @@ class SkillLibrary(BackgroundSync[SyncReport]):
                 self._usage.close()
 
     def status(self) -> dict[str, object]:
-        """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync."""
+        """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync;
+        a damaged index this process rebuilt, and an index kept out of its folder, are said too."""
+        return {**self._state(), **self._index_notes()}
+
+    def _state(self) -> dict[str, object]:
         if self.sync_error is not None:
             return {"status": "degraded", "indexError": self.sync_error}
         if not self._ready.is_set():
@@ -317,14 +331,28 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             return {"status": "healthy", "semantic": self.semantic.status()}
         return {"status": "healthy"}
 
+    def _index_notes(self) -> dict[str, object]:
+        notes: dict[str, object] = {}
+        renewal = self.index.renewal
+        if renewal is not None:
+            notes["indexRebuilt"] = {"reason": renewal.reason, "keptAs": renewal.kept_as, "at": renewal.at}
+        if self.index.fallback is not None:
+            notes["indexLocation"] = self.index.fallback
+        return notes
+
     def index_warning(self) -> str | None:
-        """Said with every answer while the index may be missing skills (its last sync failed)."""
-        if self.sync_error is None:
+        """Said with every answer while the index may be missing skills (its last sync failed), and with
+        the first answer after a damaged index was rebuilt."""
+        if self.sync_error is not None:
+            return (
+                f"The search index may be incomplete: its last update failed ({self.sync_error}). These results "
+                "can miss skills; the update is retried on the next call."
+            )
+        renewal = self.index.renewal
+        if renewal is None or renewal is self._announced:
             return None
-        return (
-            f"The search index may be incomplete: its last update failed ({self.sync_error}). These results can "
-            "miss skills; the update is retried on the next call."
-        )
+        self._announced = renewal
+        return renewal.notice(self.index.LABEL)
 
     # -- reads ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
@@ -415,8 +443,15 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         return []
 
     def findings(self) -> list[Finding]:
+        """Every finding: discovery's (names, collisions, links; kept in memory) and each parsed file's.
+
+        A warm start answers from the index while its first re-check runs; discovery's findings are
+        only known once a sync of this process has listed the roots, so the first call waits for one.
+        """
+        if not self._discovered.is_set():
+            self.mark_dirty()
         self.ensure_fresh()
-        labels = [display_path(r) for r in self.roots]
+        labels = [printable(display_path(r)) for r in self.roots]
         parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
         return self.discovery_findings + parsed
 

@@ -1,7 +1,7 @@
 """Cross-process advisory locks on a side file (`<name>.lock`), and what SQLite errors mean.
 
 Used to let one process build an index while others wait, and to keep two processes from both
-quarantining "the" damaged usage file (the second would move the first one's fresh file aside).
+moving "the" damaged index aside (the second would move the first one's fresh file).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from skillshelf.library.index.fts import FtsIndex
+from skillshelf.library.index.fts import FtsIndex, IndexDamaged, recovering
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, query_terms, split_word, with_alternatives
 from skillshelf.library.skill.layouts import summary
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -210,6 +210,8 @@ class SkillIndex(FtsIndex):
 
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[str, str]:
+        """Every source's stored signature. Each sync starts here, so a damaged file is replaced first."""
+        self.renew_if_needed()
         return {str(key): str(signature) for key, signature in self._read_apart("SELECT key, signature FROM sources")}
 
     def apply(self, parsed: Iterable[tuple[SkillSource, Skill | None, list[Finding]]], removed: Iterable[str]) -> None:
@@ -298,6 +300,7 @@ class SkillIndex(FtsIndex):
         )
 
     # -- reads ---------------------------------------------------------------------------
+    @recovering
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
         """Ranked hits: an exact name first, then relevance, quality breaking (near-)ties.
 
@@ -308,7 +311,7 @@ class SkillIndex(FtsIndex):
         `RELATIVE_CUT` of the best are dropped. Full rows are fetched for the winners alone.
         """
         conditions, params = _filter_sql(filters)
-        with self._lock:
+        with self._guard():
             self._current_caches()
             if filters.visible is not None:
                 self._conn.create_function(VISIBLE_FUNCTION, 1, filters.visible, deterministic=True)
@@ -333,7 +336,7 @@ class SkillIndex(FtsIndex):
             if self._expression_frequency(concept.expression()) > 0:
                 fixed.append(concept)
                 continue
-            corrected = with_alternatives(concept, self.vocabulary().corrections(concept.word))
+            corrected = with_alternatives(concept, self._current_vocabulary().corrections(concept.word))
             if corrected is not concept and self._expression_frequency(corrected.expression()) > 0:
                 fixed.append(corrected)
         if len(fixed) < 2:
@@ -377,6 +380,7 @@ class SkillIndex(FtsIndex):
             self._document_frequency[expression] = int(self._conn.execute(sql, (expression,)).fetchone()[0])
         return self._document_frequency[expression]
 
+    @recovering
     def vocabulary(self) -> Vocabulary:
         """The words of every name, description, tag and heading, for spelling corrections.
 
@@ -384,13 +388,17 @@ class SkillIndex(FtsIndex):
         write it is refreshed in the background while searches go on correcting from the one they have
         (a word added a moment ago may not be corrected yet): rebuilding it in the search took 145 ms at
         10,000 skills, holding the index, after every edit."""
-        with self._lock:
-            if self._vocabulary is None:
-                self._vocabulary_writes = self._writes
-                self._vocabulary = _vocabulary_of(self._conn.execute(VOCABULARY_SQL))
-            elif self._vocabulary_writes != self._writes:
-                self._refresh_vocabulary_soon()
-            return self._vocabulary
+        with self._guard():
+            return self._current_vocabulary()
+
+    def _current_vocabulary(self) -> Vocabulary:
+        """`vocabulary` for a caller holding the guard (a search correcting a word)."""
+        if self._vocabulary is None:
+            self._vocabulary_writes = self._writes
+            self._vocabulary = _vocabulary_of(self._conn.execute(VOCABULARY_SQL))
+        elif self._vocabulary_writes != self._writes:
+            self._refresh_vocabulary_soon()
+        return self._vocabulary
 
     def _refresh_vocabulary_soon(self) -> None:
         """Build the vocabulary on a background thread unless one is at it already (under the lock)."""
@@ -409,7 +417,7 @@ class SkillIndex(FtsIndex):
             vocabulary = _vocabulary_of(self._read_apart(VOCABULARY_SQL))
             with self._lock:
                 self._vocabulary, self._vocabulary_writes = vocabulary, writes
-        except sqlite3.Error:  # closed or busy: keep the one we have, and try again on a later search
+        except (sqlite3.Error, IndexDamaged):  # closed, busy or damaged: keep the one we have; a later search retries
             logger.debug("could not refresh the spelling vocabulary", exc_info=True)
         finally:
             self._refreshing = None
@@ -446,42 +454,48 @@ class SkillIndex(FtsIndex):
             row["rowid"]: row for row in self._conn.execute(f"SELECT * FROM skills WHERE rowid IN ({marks})", rowids)
         }
 
+    @recovering
     def get(self, skill_id: str) -> IndexedSkill | None:
-        with self._lock:
+        with self._guard():
             row = self._conn.execute("SELECT * FROM skills WHERE id = ?", (skill_id,)).fetchone()
         return IndexedSkill.from_row(row) if row else None
 
+    @recovering
     def get_many(self, skill_ids: list[str]) -> list[IndexedSkill]:
         """The skills with these ids that exist, in no particular order."""
         found: list[IndexedSkill] = []
-        with self._lock:
+        with self._guard():
             for start in range(0, len(skill_ids), 500):
                 chunk = skill_ids[start : start + 500]
                 sql = f"SELECT * FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
                 found += [IndexedSkill.from_row(row) for row in self._conn.execute(sql, chunk)]
         return found
 
+    @recovering
     def names_and_descriptions(self) -> list[tuple[str, str, str]]:
         """(id, name, description) of every skill: what semantic search embeds."""
-        with self._lock:
+        with self._guard():
             sql = "SELECT s.id, s.name, f.description FROM skills s JOIN skills_fts f ON f.rowid = s.rowid"
             return [(r[0], r[1], r[2]) for r in self._conn.execute(sql)]
 
+    @recovering
     def ids_and_names(self) -> list[tuple[str, str]]:
-        with self._lock:
+        with self._guard():
             return [(r[0], r[1]) for r in self._conn.execute("SELECT id, name FROM skills")]
 
+    @recovering
     def has_category(self, name: str) -> bool:
-        with self._lock:
+        with self._guard():
             return self._conn.execute("SELECT 1 FROM skills WHERE category = ? LIMIT 1", (name,)).fetchone() is not None
 
+    @recovering
     def categories(
         self, visible: Callable[[str], bool] | None = None, verified_by_use: frozenset[str] = frozenset()
     ) -> list[CategoryStats]:
         """Per category: skills, executable ones, verified ones (by quality, or by use: `verified_by_use`) and
         mean quality, over the skills `visible` admits (None: every skill). One query, any view."""
         condition = "1"
-        with self._lock:
+        with self._guard():
             if visible is not None:
                 self._conn.create_function(VISIBLE_FUNCTION, 1, visible, deterministic=True)
                 condition = f"{VISIBLE_FUNCTION}(id)"
@@ -492,6 +506,7 @@ class SkillIndex(FtsIndex):
             ).fetchall()
         return [CategoryStats(r[0], r[1], r[2], r[3], round(r[4], 2)) for r in rows]
 
+    @recovering
     def owners(self, root_index: int, relative: str) -> list[str]:
         """Ids of the skills whose sources hold this file (a folder above it with SKILL.md, or a three-file stem)."""
         parts = relative.split("/")
@@ -499,26 +514,29 @@ class SkillIndex(FtsIndex):
         stem = parts[-1].rsplit(".", 1)[0].removesuffix("-SKILL")
         keys.append(f"{root_index}:{'/'.join([*parts[:-1], stem + '.md'])}")
         marks = ",".join("?" * len(keys))
-        with self._lock:
+        with self._guard():
             rows = self._conn.execute(
                 f"SELECT skill_id FROM sources WHERE key IN ({marks}) AND skill_id IS NOT NULL", keys
             ).fetchall()
         return [r[0] for r in rows]
 
+    @recovering
     def overview(self) -> list[IndexedSkill]:
         """Every skill's summary row (payload left encoded): what library statistics need."""
-        with self._lock:
+        with self._guard():
             rows = self._conn.execute("SELECT * FROM skills ORDER BY id").fetchall()
         return [IndexedSkill.from_row(row) for row in rows]
 
+    @recovering
     def count(self) -> int:
-        with self._lock:
+        with self._guard():
             self._current_caches()
             return self._count_documents()
 
+    @recovering
     def source_findings(self) -> list[tuple[int, dict[str, Any]]]:
         """Every parse finding with the index of the root it belongs to."""
-        with self._lock:
+        with self._guard():
             rows = self._conn.execute("SELECT key, findings FROM sources ORDER BY key").fetchall()
         return [(int(key.split(":", 1)[0]), f) for key, raw in rows for f in json.loads(raw)]
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillshelf.library.index.locking import file_lock, is_corruption
+from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:
     from skillshelf.library.semantic.encoder import Matrix, SentenceEncoder
@@ -152,21 +153,31 @@ class SemanticIndex:
         return self._encoder
 
     def _pass_rebuilding_if_damaged(self) -> None:
-        try:
-            self._pass()
-        except sqlite3.DatabaseError as exc:
-            if not is_corruption(exc):
-                raise
-            logger.warning("%s is damaged (%s); the vectors are recomputed", self.path, exc)
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-            self._pass()
+        """One pass; a file SQLite proves damaged is moved aside and the pass runs again on a new one.
 
-    def _pass(self) -> None:
+        One process embeds a library at a time (a lock beside the file); the others wait, then find
+        nothing left to do. The damaged file is moved under that lock, so it is never one another
+        process has just made.
+        """
         encoder = self._load_encoder()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # One process embeds a library at a time; the others wait, then find nothing left to do.
-        with file_lock(self.path.with_name(self.path.name + ".lock")), closing(_connect(self.path)) as conn:
+        with file_lock(self.path.with_name(self.path.name + ".lock")):
+            try:
+                self._pass(encoder)
+            except sqlite3.DatabaseError as exc:
+                if not is_corruption(exc):
+                    raise
+                aside = self.path.with_name(f"{self.path.name}.corrupt")  # only the latest: it is a cache
+                for suffix in ("", "-wal", "-shm"):
+                    source = Path(f"{self.path}{suffix}")
+                    if source.exists():
+                        source.replace(Path(f"{aside}{suffix}"))
+                shown = display_path(self.path)
+                logger.warning("%s is damaged (%s); kept it as %s and recomputing the vectors", shown, exc, aside.name)
+                self._pass(encoder)
+
+    def _pass(self, encoder: SentenceEncoder) -> None:
+        with closing(_connect(self.path)) as conn:
             if _stored_fingerprint(conn) != encoder.fingerprint:
                 conn.execute("DELETE FROM vectors")
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (encoder.fingerprint,))

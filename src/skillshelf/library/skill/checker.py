@@ -6,14 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.access.manifest import folder_limit_problem
-from skillshelf.library.skill.discovery import discover
+from skillshelf.library.skill.discovery import discover, printable
+from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, TooManyFiles, walk_folder
 from skillshelf.library.skill.layouts import load_source
-from skillshelf.library.skill.models import Finding, Skill, SkillSource
+from skillshelf.library.skill.models import Finding, Severity, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+LOOP_MESSAGE = "symlink to a folder that holds it (a loop); not followed. Remove the link or point it elsewhere."
 
 
 @dataclass
@@ -65,15 +66,38 @@ def check_roots(roots: list[Path], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> C
 
 
 def _limit_findings(source: SkillSource, skill_id: str) -> list[Finding]:
-    """A folder skill over the Skills extension's limits is served as a tool but not as an MCP skill."""
+    """A folder skill over the Skills extension's limits is served as a tool but not as an MCP skill.
+
+    Its folder is walked as the server publishes it (`walk_folder`, the one walk); a symlink loop in it
+    is reported and not followed, so the check always ends.
+    """
     if source.layout != "agent-skills":
         return []
-    problem = folder_limit_problem(skill_id, source.doc_file.parent)
-    if problem is None:
-        return []
-    code, message = problem
-    relative = source.doc_file.parent.relative_to(source.root).as_posix()
-    return [Finding(relative, None, "warning", code, message, display_path(source.root))]
+    folder = source.doc_file.parent
+    loops: list[Path] = []
+    try:
+        total = sum(f.size for f in walk_folder(folder, source.root.resolve(), max_files=MAX_FILES, loops=loops))
+    except TooManyFiles:
+        total = -1
+    findings = [_finding(source, link, "warning", "symlink-loop", LOOP_MESSAGE) for link in loops]
+    if total < 0:
+        message = (
+            f"{skill_id} has more than {MAX_FILES} files; MCP clients using the skills extension get "
+            f"at most {MAX_FILES} per skill, so it is not published there. Remove generated or vendored files."
+        )
+        return [*findings, _finding(source, folder, "warning", "over-file-limit", message)]
+    if total > MAX_TOTAL_BYTES:
+        message = (
+            f"{skill_id} has {total} bytes of files; the skills extension allows {MAX_TOTAL_BYTES} per skill, "
+            "so it is not published there. Move large assets out of the skill."
+        )
+        findings.append(_finding(source, folder, "warning", "over-size-limit", message))
+    return findings
+
+
+def _finding(source: SkillSource, path: Path, severity: Severity, code: str, message: str) -> Finding:
+    relative = printable(path.relative_to(source.root).as_posix())
+    return Finding(relative, None, severity, code, message, printable(display_path(source.root)))
 
 
 def _single_skill_doc(path: Path) -> Path | None:

@@ -31,6 +31,30 @@ class Discovery:
     findings: list[Finding] = field(default_factory=list)
 
 
+def undecodable(name: str) -> bool:
+    """True for a file name that is not valid UTF-8: Python carries its bad bytes as lone surrogates,
+    which SQLite, JSON and the MCP answer cannot encode, so such a name is reported, never served."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def printable(text: str) -> str:
+    """`text` with the bytes of an undecodable name shown as \\xNN (as a shell's $'...' writes them)."""
+    return os.fsencode(text).decode("utf-8", "backslashreplace") if undecodable(text) else text
+
+
+def name_not_utf8(name: str, *, folder: bool) -> str:
+    """The finding message for a file or folder named `name` (undecodable): what to rename, and how."""
+    skipped = "this folder and everything in it were skipped" if folder else "this file was skipped"
+    return (
+        f"name is not valid UTF-8 (its bad bytes are shown as \\xNN), so {skipped}. Rename it to a UTF-8 "
+        f"name; in a shell: mv $'{printable(name)}' NEW-NAME"
+    )
+
+
 def library_base(root: Path) -> Path:
     nested = root / "patterns"
     return nested if nested.is_dir() else root
@@ -70,10 +94,10 @@ class _RootWalker:
         self.root = root
         self.index = index
         self.findings = findings
-        self.label = display_path(root)
+        self.label = printable(display_path(root))
 
     def report(self, path: Path, severity: str, code: str, message: str) -> None:
-        rel = relative_to_root(path, self.root)
+        rel = printable(relative_to_root(path, self.root))
         self.findings.append(Finding(rel, None, severity, code, message, self.label))  # type: ignore[arg-type]
 
     def sources(self) -> list[SkillSource]:
@@ -116,6 +140,10 @@ class _RootWalker:
         kept = []
         for entry in entries:
             if entry.name.startswith(".") or entry.name in IGNORED_NAMES:
+                continue
+            if undecodable(entry.name):
+                message = name_not_utf8(entry.name, folder=entry.is_dir())
+                self.report(Path(entry.path), "error", "name-not-utf8", message)
                 continue
             if entry.is_symlink() and not self._symlink_ok(Path(entry.path)):
                 continue

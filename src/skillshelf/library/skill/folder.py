@@ -19,7 +19,11 @@ from skillshelf.library.skill.discovery import IGNORED_NAMES
 from skillshelf.library.skill.paths import is_servable
 
 MAX_DEPTH = 16  # folders below the skill's own; far deeper than any real skill
+MAX_FOLDERS = 4096  # folders entered in one walk (links between siblings could otherwise multiply them)
 MAX_NAME_BYTES = 255  # the longest file name the common filesystems accept
+# What one skill may hold to be published by the MCP Skills extension (SEP-2640).
+MAX_FILES = 512
+MAX_TOTAL_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -54,26 +58,33 @@ def walk_folder(
     *,
     max_files: int,
     crossing: Callable[[Path], bool] | None = None,
+    loops: list[Path] | None = None,
 ) -> Iterator[FolderFile]:
     """Every regular file under `folder`, sorted by served path per folder; raises TooManyFiles past `max_files`.
 
     `crossing(real_path)` is asked about each entry reached through a symlink (its resolved path
-    differs from where it was found): False skips it (a view's hidden skill, say).
+    differs from where it was found): False skips it (a view's hidden skill, say). A link to a folder
+    that holds it (`references/again -> ..`, `a -> .`) is not followed; `loops` collects them.
     """
-    seen: set[tuple[int, int]] = set()
-    pending: list[tuple[Path, str, int, bool]] = [(folder, "", 0, _crossed(folder, real_root))]
+    entered = 0
+    start = folder.stat() if folder.is_dir() else None
+    holders = ((start.st_dev, start.st_ino),) if start else ()
+    pending: list[tuple[Path, str, int, bool, tuple[tuple[int, int], ...]]] = [
+        (folder, "", 0, _crossed(folder, real_root), holders)
+    ]
     count = 0
     while pending:
-        directory, prefix, depth, via_link = pending.pop()
+        directory, prefix, depth, via_link, above = pending.pop()
         try:
             info = directory.stat()
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             continue
-        if (info.st_dev, info.st_ino) in seen:
-            continue  # reached again through a symlink: a loop, or the same folder twice
-        seen.add((info.st_dev, info.st_ino))
-        folders: list[tuple[Path, str, int, bool]] = []
+        entered += 1
+        if entered > MAX_FOLDERS:
+            raise TooManyFiles(max_files)
+        del info
+        folders: list[tuple[Path, str, int, bool, tuple[tuple[int, int], ...]]] = []
         for entry in entries:
             path = directory / entry.name
             linked = via_link or entry.is_symlink()
@@ -81,8 +92,12 @@ def walk_folder(
             if target is None:
                 continue
             if stat.S_ISDIR(target.st_mode):
-                if depth < MAX_DEPTH:
-                    folders.append((path, prefix + entry.name + "/", depth + 1, linked))
+                if (target.st_dev, target.st_ino) in above:
+                    if loops is not None:
+                        loops.append(path)  # a link back to a folder that holds it: never followed
+                elif depth < MAX_DEPTH:
+                    inner = (*above, (target.st_dev, target.st_ino))
+                    folders.append((path, prefix + entry.name + "/", depth + 1, linked, inner))
             elif stat.S_ISREG(target.st_mode):
                 count += 1
                 if count > max_files:

@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.skill.discovery import RESOURCE_DIRS
+from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_not_utf8, printable, undecodable
 from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -64,12 +64,12 @@ class _Loader:
     def __init__(self, source: SkillSource, max_bytes: int) -> None:
         self.source = source
         self.max_bytes = max_bytes
-        self.root_label = display_path(source.root)
+        self.root_label = printable(display_path(source.root))
         self.real_root = source.root.resolve()
         self.findings: list[Finding] = []
 
     def reporter(self, path: Path) -> Reporter:
-        return Reporter(relative_to_root(path, self.source.root), self.root_label, self.findings)
+        return Reporter(printable(relative_to_root(path, self.source.root)), self.root_label, self.findings)
 
     def read(self, path: Path) -> str | None:
         report = self.reporter(path)
@@ -360,8 +360,12 @@ class _AgentSkillLoader(_Loader):
             for path in sorted(base.rglob("*")):
                 if len(found) >= MAX_RESOURCES:
                     return found
-                if path.is_file() and is_servable(path, self.real_root):
-                    found.append(path.relative_to(folder).as_posix())
+                relative = path.relative_to(folder).as_posix()
+                if undecodable(path.name):  # reported once, at the name itself; what is inside it follows
+                    message = name_not_utf8(path.name, folder=path.is_dir())
+                    self.reporter(path).add("warning", "name-not-utf8", message)
+                elif not undecodable(relative) and path.is_file() and is_servable(path, self.real_root):
+                    found.append(relative)
         return found
 
 

@@ -1,22 +1,29 @@
 """Usage events: which skill was used, from which project, when. The seed's reuse signal.
 
 Stored in SQLite (WAL, synchronous=FULL) next to the index, so several servers and CLI runs can
-record at once and nothing recorded is lost. Unlike the index this is source data, so it is only
-ever moved aside when SQLite proves it damaged (SQLITE_CORRUPT, SQLITE_NOTADB, a failed
-`PRAGMA quick_check`), under a unique name and together with its `-wal` and `-shm` files. A lock
-held by another process, a read-only file or a full disk leave the file where it is: the call
-fails with `UsageUnavailable` (FILESYSTEM_ERROR) and the next call tries again.
+record at once and nothing recorded is lost. Unlike the index this is source data: it is never
+deleted, moved or replaced here.
+
+- A file (or folder) that cannot be written (a read-only mount, an unwritable cache) is read
+  through a read-only connection: counts stay right, and recording fails with `UsageUnavailable`
+  (FILESYSTEM_ERROR) saying why. The next record tries again.
+- A file SQLite proves damaged (SQLITE_CORRUPT, SQLITE_NOTADB, a failed `PRAGMA quick_check`) is
+  read as far as it can be, each answer warns that it is damaged, and recording is refused with a
+  message saying how to start a new history (move it aside; `sqlite3 .recover` salvages it). Once
+  the file at the path is another one, it is used again.
+- A lock held by another process or a full disk fail the call (`UsageUnavailable`); the next call
+  tries again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import logging
 import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +32,8 @@ from urllib.parse import quote
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.index.fts import immediate_transaction, use_wal
-from skillshelf.library.index.locking import describe_sqlite_error, file_lock, is_corruption
+from skillshelf.library.index.fts import UNWRITABLE_CODES, immediate_transaction, use_wal
+from skillshelf.library.index.locking import describe_sqlite_error, is_corruption
 from skillshelf.library.skill.paths import display_path
 
 logger = logging.getLogger(__name__)
@@ -70,8 +77,28 @@ def _damaged(exc: sqlite3.DatabaseError) -> bool:
     return isinstance(exc, _CheckFailed) or is_corruption(exc)
 
 
+def _unwritable(exc: sqlite3.DatabaseError) -> bool:
+    return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in UNWRITABLE_CODES
+
+
+class _ReadOnly(Exception):
+    """The usage file, or the folder it would be made in, cannot be written."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 class UsageUnavailable(SkillshelfError):
-    """The usage file cannot be used right now; it is left as it is (or was moved aside, if damaged)."""
+    """The usage file cannot be used for this call right now; it is left as it is."""
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.FILESYSTEM_ERROR, message)
@@ -96,30 +123,68 @@ class UsageStore:
         self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._verified: tuple[int, frozenset[str]] | None = None  # (data_version, ids)
-        self._conn: sqlite3.Connection | None = None
+        self._conn: sqlite3.Connection | None = None  # read-write
+        self._reader: sqlite3.Connection | None = None  # read-only: the file cannot be written, or is damaged
+        self._read_only: str | None = None  # why nothing can be recorded (the file or folder is not writable)
+        self._damage: str | None = None  # why the file is damaged ...
+        self._damaged_file: tuple[int, int] | None = None  # ... and which file that was
         self._closed = False
         try:
-            self._conn = self._open()
+            with self._lock:
+                self._connection(write=False)
         except UsageUnavailable as exc:
             logger.warning("%s", exc.message)  # the next call tries again
 
-    # -- opening, and what to do with a file that will not open --------------------------
+    @property
+    def warning(self) -> str | None:
+        """Said with every answer that reads a damaged history: its counts may be incomplete."""
+        if self._damage is None:
+            return None
+        return f"{self._damaged_message()} Usage counts come from what can still be read of it."
+
+    # -- which connection a call uses --------------------------------------------------------
+    def _connection(self, *, write: bool) -> sqlite3.Connection | None:
+        """The read-write connection, opened now if need be; for a read, a read-only one when the file
+        cannot be written or is damaged (None: there is no history to read). Under the lock."""
+        if self._closed:
+            raise UsageUnavailable(f"Usage history ({display_path(self.path)}) is closed: the server is stopping.")
+        if self._conn is not None:
+            return self._conn
+        if self._damaged_file is None or self._damaged_file != _identity(self.path):
+            try:
+                self._conn = self._open()
+            except _ReadOnly as exc:
+                self._note_read_only(exc.reason)
+            except sqlite3.DatabaseError as exc:
+                if not _damaged(exc):
+                    raise self._unavailable(describe_sqlite_error(exc)) from exc
+                self._note_damage(str(exc))
+            else:
+                self._forget_reader()
+                self._read_only = self._damage = self._damaged_file = self._verified = None
+                return self._conn
+        if write:
+            raise UsageUnavailable(self._refusal())
+        return self._read_connection()
+
     def _open(self) -> sqlite3.Connection:
+        """A read-write connection; `_ReadOnly` when the file or its folder cannot be written (access()
+        answers for root too on a read-only mount or an immutable file)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise self._unavailable(exc.strerror or str(exc)) from exc
-        try:
-            self._verify()
-            return self._connect()
-        except sqlite3.DatabaseError as exc:
-            if not _damaged(exc):
-                raise self._unavailable(describe_sqlite_error(exc)) from exc
-            aside = self._quarantine(str(exc))
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR):
+                raise self._unavailable(exc.strerror or str(exc)) from exc  # a full disk: try again later
+            raise _ReadOnly(f"its folder cannot be made: {exc.strerror or exc}") from exc
+        if not os.access(self.path.parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
+            raise _ReadOnly("it is not writable")
+        self._verify()
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
-            raise self._unavailable(describe_sqlite_error(exc), aside) from exc
+            if _unwritable(exc):
+                raise _ReadOnly(describe_sqlite_error(exc)) from exc
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout, isolation_level=None)
@@ -137,10 +202,10 @@ class UsageStore:
 
     def _verify(self) -> None:
         """`PRAGMA quick_check` over a read-only connection: closing it cannot checkpoint or delete
-        the -wal of a damaged file, so what is moved aside is exactly what was there."""
+        the -wal of a damaged file, so the file is left exactly as it was."""
         if not self.path.exists():
             return
-        conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, timeout=self.busy_timeout)
+        conn = sqlite3.connect(self._uri("mode=ro"), uri=True, timeout=self.busy_timeout)
         try:
             check = conn.execute("PRAGMA quick_check").fetchall()
         finally:
@@ -148,43 +213,86 @@ class UsageStore:
         if check != [("ok",)]:
             raise _CheckFailed(f"quick_check: {'; '.join(str(row[0]) for row in check[:3])}")
 
-    def _quarantine(self, reason: str) -> Path | None:
-        """Move the proven-damaged file and its -wal/-shm aside under one unique name; never delete.
+    def _uri(self, mode: str) -> str:
+        return f"file:{quote(os.fsencode(self.path))}?{mode}"
 
-        Under a cross-process lock, and only if the file still fails its check: a second process that
-        saw the same damage must not move the first one's fresh file aside.
-        """
-        with file_lock(self.path.with_name(self.path.name + ".lock")):
-            if not self._still_damaged():
-                return None
-            stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-            aside = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    def _read_connection(self) -> sqlite3.Connection | None:
+        """A read-only connection to the file as it is. WAL needs a -shm beside the file: where none
+        can be made (a read-only folder, a cleanly closed file), the file is opened as immutable,
+        which is safe there because nothing can write it either."""
+        if self._reader is not None:
+            return self._reader
+        if not self.path.exists():
+            return None
+        for mode in ("mode=ro", "immutable=1"):
+            conn = sqlite3.connect(self._uri(mode), uri=True, check_same_thread=False, timeout=self.busy_timeout)
             try:
-                for suffix in ("", "-wal", "-shm"):
-                    source = Path(f"{self.path}{suffix}")
-                    if source.exists():
-                        source.replace(Path(f"{aside}{suffix}"))
-            except OSError as exc:
-                raise self._unavailable(f"it is damaged ({reason}) and cannot be moved aside: {exc.strerror}") from exc
-        logger.error(
-            "usage database %s is damaged (%s); moved it aside to %s (with its -wal/-shm) and started a new one",
-            display_path(self.path),
-            reason,
-            aside.name,
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                if mode == "mode=ro" and _unwritable(exc):
+                    continue
+                if _damaged(exc):
+                    self._note_damage(str(exc))
+                    raise UsageUnavailable(f"{self._damaged_message()} Nothing of it can be read.") from exc
+                raise self._unavailable(describe_sqlite_error(exc)) from exc
+            self._reader = conn
+            return conn
+        return None
+
+    def _note_read_only(self, reason: str) -> None:
+        if self._read_only is None:
+            logger.warning(
+                "usage history %s is read-only (%s): uses are read from it, none can be recorded",
+                display_path(self.path),
+                reason,
+            )
+        self._read_only = reason
+
+    def _note_damage(self, reason: str) -> None:
+        """The file at the path is damaged: left as it is, read as far as it can be, never written."""
+        identity = _identity(self.path)
+        if self._damaged_file != identity:
+            logger.error(
+                "usage history %s is damaged (%s): it is left as it is and read as far as it can be; no use is "
+                "recorded until it is moved aside (with its -wal and -shm). `sqlite3 %s .recover` salvages it.",
+                display_path(self.path),
+                reason,
+                self.path.name,
+            )
+        self._damage, self._damaged_file = reason, identity
+        self._verified = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _forget_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def _damaged_message(self) -> str:
+        return f"Usage history ({display_path(self.path)}) is damaged ({self._damage})."
+
+    def _refusal(self) -> str:
+        if self._damage is not None:
+            return self._refusal_for(self._damage)
+        return (
+            f"Usage history ({display_path(self.path)}) is read-only ({self._read_only}): this use was not "
+            "recorded. Make the file and its folder writable to record uses; counts are read from it meanwhile."
         )
-        return aside
 
-    def _still_damaged(self) -> bool:
-        try:
-            self._verify()
-        except sqlite3.DatabaseError as exc:
-            return _damaged(exc)
-        return False
+    def _refusal_for(self, reason: str) -> str:
+        name = self.path.name
+        return (
+            f"Usage history ({display_path(self.path)}) is damaged ({reason}): this use was not recorded and the "
+            f"file is left as it is. To start a new history, stop the servers using it and move {name} (with its "
+            f"-wal and -shm) aside; `sqlite3 {name} .recover` salvages what it holds."
+        )
 
-    def _unavailable(self, reason: str, aside: Path | None = None) -> UsageUnavailable:
-        moved = f" The damaged file was kept as {aside.name}." if aside else ""
+    def _unavailable(self, reason: str) -> UsageUnavailable:
         return UsageUnavailable(
-            f"Usage history ({display_path(self.path)}) is unavailable: {reason}.{moved} Nothing was deleted; "
+            f"Usage history ({display_path(self.path)}) is unavailable: {reason}. Nothing was changed; "
             "fix the cause (free space, permissions, the other process) and it is used again on the next call."
         )
 
@@ -195,30 +303,27 @@ class UsageStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            self._forget_reader()
 
     # -- running statements ----------------------------------------------------------------
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work` on the connection (opened now if an earlier open failed); errors become UsageUnavailable.
-
-        Proven corruption met mid-use is quarantined like corruption at open; the next call starts afresh.
-        """
+    def _run(self, work: Callable[[sqlite3.Connection], T], empty: T, *, write: bool = False) -> T:
+        """Run `work` on the connection for this call (`empty` when there is no history to read); errors
+        become UsageUnavailable. Damage met mid-use is noted: a read runs once more on a read-only
+        connection, a write is refused."""
         with self._lock:
-            if self._conn is None:
-                if self._closed:
-                    raise UsageUnavailable(
-                        f"Usage history ({display_path(self.path)}) is closed: the server is stopping."
-                    )
-                self._conn = self._open()
-            try:
-                return work(self._conn)
-            except sqlite3.DatabaseError as exc:
-                if not is_corruption(exc):
-                    raise self._unavailable(describe_sqlite_error(exc)) from exc
-                self._conn.close()
-                self._conn = None
-                self._verified = None
-                aside = self._quarantine(str(exc))
-                raise self._unavailable(f"it was damaged ({exc})", aside) from exc
+            for _attempt in range(2):
+                conn = self._connection(write=write)
+                if conn is None:
+                    return empty
+                try:
+                    return work(conn)
+                except sqlite3.DatabaseError as exc:
+                    if not is_corruption(exc):
+                        raise self._unavailable(describe_sqlite_error(exc)) from exc
+                    if conn is self._reader:
+                        raise UsageUnavailable(f"{self._damaged_message()} This part of it cannot be read.") from exc
+                    self._note_damage(str(exc))
+            raise UsageUnavailable(self._refusal())
 
     def record(self, pattern_id: str, project: str | None, note: str | None, source: str) -> str:
         """Record one use; its author is the caller of the current tool call, if authenticated."""
@@ -232,7 +337,7 @@ class UsageStore:
                     (pattern_id, project, note, source, at, author),
                 )
 
-        self._run(insert)
+        self._run(insert, None, write=True)
         self._verified = None  # data_version does not change for this connection's own writes
         return at
 
@@ -250,7 +355,8 @@ class UsageStore:
             ).fetchall()
             return totals, pairs
 
-        totals, pairs = self._run(read)
+        nothing: tuple[list[sqlite3.Row], list[sqlite3.Row]] = ([], [])
+        totals, pairs = self._run(read, nothing)
         projects: dict[str, list[str]] = {}
         for pattern, project in pairs:
             projects.setdefault(pattern, []).append(project)
@@ -258,11 +364,13 @@ class UsageStore:
 
     def daily_uses(self) -> list[tuple[str, str, int]]:
         """(UTC day 'YYYY-MM-DD', skill id, uses that day) for every recorded use, oldest day first."""
-        rows = self._run(
-            lambda conn: conn.execute(
-                "SELECT substr(at, 1, 10), pattern_id, count(*) FROM events GROUP BY 1, 2 ORDER BY 1, 2"
-            ).fetchall()
-        )
+
+        def read(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
+            sql = "SELECT substr(at, 1, 10), pattern_id, count(*) FROM events GROUP BY 1, 2 ORDER BY 1, 2"
+            return conn.execute(sql).fetchall()
+
+        none: list[tuple[str, str, int]] = []
+        rows = self._run(read, none)
         return [(str(day), str(pattern), int(count)) for day, pattern, count in rows]
 
     def verified_by_use(self) -> frozenset[str]:
@@ -283,4 +391,4 @@ class UsageStore:
                 self._verified = (version, frozenset(row[0] for row in rows))
             return self._verified[1]
 
-        return self._run(read)
+        return self._run(read, frozenset())

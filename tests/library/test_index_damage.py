@@ -1,0 +1,305 @@
+"""A damaged index is derived data: found where it surfaces, moved aside, rebuilt from the files, said once.
+
+Damage is made for real: garbage written over pages of a real index file (as the review did: 20
+pages), or FTS5's own index blobs scrambled through SQLite (damage the quick check cannot see and
+only a query meets).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import cast
+
+import pytest
+from mcp import Client
+
+from skillshelf.artifacts.archive import SessionArchive
+from skillshelf.artifacts.index import SessionFilters
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SearchFilters
+from skillshelf.projects import ProjectRoots
+from tests.artifacts.conftest import session_file
+from tests.conftest import call, three_file
+
+SKILLS = 300
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
+PAGE = 4096
+
+
+def make_library(root: Path) -> Path:
+    for i in range(SKILLS):
+        body = (
+            f"# Skill {i}\n\nDoes {WORDS[i % 12]} work number{i} with {WORDS[(i * 7) % 12]} care.\n\n"
+            + "lorem ipsum dolor sit amet " * 30
+            + f"\n\n## Steps\n\nunique{i} steps.\n"
+        )
+        three_file(root, f"cat{i % 10}", f"skill-{i}", body)
+    return root
+
+
+def overwrite_pages(path: Path, pages: int = 20, seed: int = 21) -> None:
+    """Garbage over `pages` pages of the file, never the first (its header): SQLite still opens it,
+    and the damage is met by whatever reads those pages."""
+    data = bytearray(path.read_bytes())
+    rng = random.Random(seed)
+    for page in rng.sample(range(1, len(data) // PAGE), pages):
+        data[page * PAGE : (page + 1) * PAGE] = rng.randbytes(PAGE)
+    path.write_bytes(bytes(data))
+
+
+def scramble_fts_blobs(path: Path) -> None:
+    """Write random bytes over FTS5's index blobs through SQLite: every page stays a valid b-tree page
+    (the quick check passes), yet a full-text query finds its structure malformed."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE skills_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+
+
+def twelve_calls(library: SkillLibrary) -> list[object]:
+    """What a session asks: searches, a get, categories, the overview, the count, the findings."""
+    answers: list[object] = [sorted(s.id for s in library.search(w, SearchFilters(), 100)) for w in WORDS[:7]]
+    answers.append(library.get("cat3/skill-13") is not None)
+    answers.append([(c.name, c.skills) for c in library.categories()])
+    answers.append(len(library.overview()))
+    answers.append(library.index.count())
+    answers.append(len(library.findings()))
+    return answers
+
+
+def corrupt_copies(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm")))
+
+
+def damage_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "damaged" in r.getMessage()]
+
+
+@pytest.fixture(scope="module")
+def library_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_library(tmp_path_factory.mktemp("damage") / "library")
+
+
+@pytest.fixture
+def config(library_root: Path, tmp_path: Path) -> LibraryConfig:
+    return LibraryConfig(roots=[library_root], index_dir=tmp_path / "idx", watch=False)
+
+
+@pytest.fixture
+def expected(config: LibraryConfig) -> list[object]:
+    """The answers of an undamaged index (built in a folder of its own)."""
+    clean = SkillLibrary(LibraryConfig(roots=config.roots, index_dir=config.index_dir.parent / "clean", watch=False))  # type: ignore[union-attr]
+    try:
+        clean.sync()
+        return twelve_calls(clean)
+    finally:
+        clean.close()
+
+
+@pytest.fixture
+def built(config: LibraryConfig) -> Path:
+    library = SkillLibrary(config)
+    library.sync()
+    library.close()
+    return library.index_path
+
+
+@pytest.fixture
+def started(config: LibraryConfig) -> Iterator[SkillLibrary]:
+    library = SkillLibrary(config)
+    library.start()  # as a server does: a warm, complete index answers while the quick re-check runs
+    yield library
+    library.close()
+
+
+def test_twenty_overwritten_pages_are_rebuilt_at_start_and_every_call_answers_in_full(
+    config: LibraryConfig, built: Path, expected: list[object], caplog: pytest.LogCaptureFixture
+) -> None:
+    overwrite_pages(built)
+    damaged = built.read_bytes()
+    caplog.set_level(logging.INFO)
+    library = SkillLibrary(config)
+    library.start()
+    try:
+        assert twelve_calls(library) == expected
+        assert library.status()["status"] == "healthy"
+        rebuilt = library.status()["indexRebuilt"]
+        notice = library.index_warning()
+        assert notice is not None and "rebuilt from the files" in notice and rebuilt["keptAs"] in notice  # type: ignore[index]
+        assert library.index_warning() is None  # said once
+    finally:
+        library.close()
+    (kept,) = corrupt_copies(built.parent)
+    assert kept.read_bytes() == damaged and kept.name == rebuilt["keptAs"]  # type: ignore[index]
+    assert len(damage_warnings(caplog)) == 1
+
+
+def test_a_restart_after_the_rebuild_finds_a_sound_index_and_says_nothing(
+    config: LibraryConfig, built: Path, expected: list[object], caplog: pytest.LogCaptureFixture
+) -> None:
+    overwrite_pages(built)
+    first = SkillLibrary(config)
+    first.sync()
+    first.close()
+    caplog.clear()
+    again = SkillLibrary(config)
+    again.start()
+    try:
+        assert twelve_calls(again) == expected
+        assert again.sync().parsed == 0
+        assert "indexRebuilt" not in again.status() and again.index_warning() is None
+    finally:
+        again.close()
+    assert damage_warnings(caplog) == [] and len(corrupt_copies(built.parent)) == 1
+
+
+def test_damage_a_query_meets_while_serving_is_rebuilt_and_the_query_answers(
+    config: LibraryConfig, built: Path, expected: list[object], started: SkillLibrary
+) -> None:
+    assert twelve_calls(started) == expected  # checked and serving
+    scramble_fts_blobs(built)
+    assert twelve_calls(started) == expected
+    assert started.status()["indexRebuilt"]["reason"] == "database disk image is malformed"  # type: ignore[index]
+    assert len(corrupt_copies(built.parent)) == 1
+
+
+def test_a_sync_that_meets_damage_rebuilds_the_index_instead_of_failing(
+    config: LibraryConfig, built: Path, expected: list[object]
+) -> None:
+    library = SkillLibrary(config)
+    try:
+        assert library.sync().parsed == 0  # checked: sound
+        overwrite_pages(built, pages=len(built.read_bytes()) // PAGE - 1)  # the sync's own reads meet it
+        assert library.sync().parsed == SKILLS
+        assert library.sync_error is None and twelve_calls(library) == expected
+    finally:
+        library.close()
+
+
+def test_a_file_that_is_not_a_database_is_kept_aside_and_rebuilt(config: LibraryConfig, built: Path) -> None:
+    for suffix in ("-wal", "-shm"):
+        Path(f"{built}{suffix}").unlink(missing_ok=True)
+    built.write_bytes(b"this is not a database" * 400)
+    library = SkillLibrary(config)
+    try:
+        assert library.sync().parsed == SKILLS and library.index.count() == SKILLS
+    finally:
+        library.close()
+    (kept,) = corrupt_copies(built.parent)
+    assert kept.read_bytes().startswith(b"this is not a database")
+
+
+def test_only_the_latest_damaged_copy_is_kept(config: LibraryConfig, built: Path) -> None:
+    for seed in (1, 2):
+        overwrite_pages(built, seed=seed)
+        library = SkillLibrary(config)
+        library.sync()
+        library.close()
+    assert len(corrupt_copies(built.parent)) == 1
+
+
+OPEN_AND_COUNT = """
+import sys
+from pathlib import Path
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SearchFilters
+library = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))
+sys.stdin.readline()  # every process has its connection open before any of them syncs
+library.start()
+hits = [len(library.search(word, SearchFilters(), 100)) for word in ("alpha", "bravo", "charlie")]
+print(library.index.count(), sum(hits), flush=True)
+library.close()
+"""
+
+
+def test_processes_that_meet_one_damaged_index_at_once_move_it_aside_once_and_all_answer(
+    config: LibraryConfig, built: Path, expected: list[object]
+) -> None:
+    overwrite_pages(built)
+    assert config.index_dir is not None
+    command = [sys.executable, "-c", OPEN_AND_COUNT, str(config.roots[0]), str(config.index_dir)]
+    processes = [
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outcomes = []
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    for process in processes:
+        with process:
+            outcomes.append(process.communicate(timeout=120))
+    searched = sum(len(cast(list[str], hits)) for hits in expected[:3])
+    for process, (out, err) in zip(processes, outcomes, strict=True):
+        assert process.returncode == 0, err
+        assert out.split() == [str(SKILLS), str(searched)], err
+    assert len(corrupt_copies(built.parent)) == 1
+    with closing(sqlite3.connect(built)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_damaged_session_index_is_rebuilt_when_a_search_meets_it(tmp_path: Path) -> None:
+    projects = tmp_path / "dev"
+    for n in range(40):
+        text = f"# Topic {n}\n\nWorked on billing{n} and invoices with care.\n\n" + "notes " * 200
+        session_file(projects / "app", f"2025-10-{n % 28 + 1:02d}-topic-{n}.md", text)
+    archive = SessionArchive(ProjectRoots.of([projects]), index_dir=tmp_path / "idx", watch=False)
+    try:
+        archive.sync()
+        before = [s.session_id for s in archive.search("invoices", SessionFilters(), 50)]
+        assert len(before) == 40
+        with closing(sqlite3.connect(archive.index_path)) as conn, conn:
+            conn.execute("UPDATE sessions_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+        assert [s.session_id for s in archive.search("invoices", SessionFilters(), 50)] == before
+        assert archive.index.renewal is not None
+    finally:
+        archive.close()
+
+
+def test_a_server_holding_the_old_file_follows_the_replacement_and_moves_nothing(
+    config: LibraryConfig, built: Path, expected: list[object]
+) -> None:
+    """Two servers on one index: the one that meets the damage rebuilds it; the other, still holding the
+    damaged file, sees another file at the path, reopens it and answers from it."""
+    first, second = SkillLibrary(config), SkillLibrary(config)
+    try:
+        first.sync()
+        second.sync()
+        scramble_fts_blobs(built)
+        assert twelve_calls(first) == expected  # met the damage: moved it aside, rebuilt
+        assert twelve_calls(second) == expected
+        assert second.index.renewal is None and second.index.path.stat().st_ino == built.stat().st_ino
+    finally:
+        first.close()
+        second.close()
+    assert len(corrupt_copies(built.parent)) == 1
+
+
+@pytest.mark.anyio
+async def test_health_and_the_first_search_say_the_index_was_rebuilt(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    from tests.server.test_http import serving, wait_healthy
+
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], watch=False))  # where the server keeps it
+    library.sync()
+    library.close()
+    overwrite_pages(library.index_path, pages=len(library.index_path.read_bytes()) // PAGE - 1)
+    with serving(sample_root, isolated_environment, tmp_path / "server.log") as base:
+        health = await wait_healthy(base)
+        assert health["status"] == "healthy" and health["skills"] == 4
+        assert "keptAs" in health["indexRebuilt"]  # type: ignore[operator]
+        async with Client(f"{base}/mcp") as client:
+            answers = [await call(client, "searchPatterns", {"query": "slugify"}) for _ in range(2)]
+    (first_error, first), (_, second) = answers
+    assert not first_error and first["data"]["hits"][0]["id"] == "python/slugify"
+    assert any("rebuilt from the files" in w for w in first["data"]["warnings"])
+    assert not second["data"].get("warnings")  # said once
+    log = (tmp_path / "server.log").read_text(encoding="utf-8")
+    assert log.count("is damaged") == 1 and "Traceback" not in log
