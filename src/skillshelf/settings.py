@@ -65,6 +65,11 @@ class ExecutionSettings(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
     cpu_s: int = Field(default=30, ge=1, le=3600)
     memory_mb: int = Field(default=1024, ge=32)
+    run_memory_mb: int = Field(
+        default=2048, ge=32, description="Memory of a whole run: every process and its tmpfs (a memory cgroup)"
+    )
+    work_dir_mb: int = Field(default=512, ge=1, description="Total size of a run's working directory")
+    tmp_mb: int = Field(default=64, ge=1, description="Size of the sandbox's /tmp (a tmpfs, held in memory)")
     max_processes: int = Field(default=32, ge=1, le=4096)
     max_output_bytes: int = Field(default=1024 * 1024, ge=1024)
     max_stderr_bytes: int = Field(default=64 * 1024, ge=1024)
