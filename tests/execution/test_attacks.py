@@ -21,8 +21,8 @@ import pytest
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import sandbox, service
-from skillshelf.library import children
 from skillshelf.execution.containment import RunCgroup
+from skillshelf.library import children
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.conftest import three_file

@@ -137,7 +137,7 @@ def seal_inherited_fds() -> None:
 def _open_fds() -> list[int]:
     for listing in ("/proc/self/fd", "/dev/fd"):
         try:
-            return [int(name) for name in os.listdir(listing)]
+            return [int(entry.name) for entry in Path(listing).iterdir()]
         except (OSError, ValueError):
             continue
     return []
