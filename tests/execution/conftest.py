@@ -152,3 +152,13 @@ def run_library(run_root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
 @pytest.fixture
 def enabled() -> ExecutionSettings:
     return ExecutionSettings(enabled=True, timeout_s=20, memory_mb=256, max_processes=16)
+
+
+@pytest.fixture(scope="session")
+def large_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,000 generated skills (bench/generate.py): a first index that takes seconds."""
+    from bench.generate import generate
+
+    out = tmp_path_factory.mktemp("bench") / "lib-3000"
+    generate(out, 3000, n_queries=10)
+    return out

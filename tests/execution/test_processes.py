@@ -243,15 +243,6 @@ async def test_an_unsandboxed_skill_reads_no_secret_from_any_of_the_servers_proc
     assert all(seen[pid]["environ"] == "clean" for pid in trackers), seen
 
 
-@pytest.fixture(scope="module")
-def large_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bench.generate import generate
-
-    out = tmp_path_factory.mktemp("bench") / "lib-3000"
-    generate(out, 3000, n_queries=10)
-    return out
-
-
 def descendants(pid: int) -> dict[int, str]:
     """pid -> command line of every process below `pid` now."""
     parents: dict[int, int] = {}

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -323,7 +324,11 @@ def _interpret(
     if plan.mode == "call" or (plan.interpreter == "node" and plan.function is not None):
         return _function_result(plan, outcome, parsed, details, ran, stderr)
     if outcome.exit_code != 0:
-        raise SkillshelfError(ErrorCode.SKILL_EXECUTION_FAILED, _exit_message(plan, outcome, stderr), details=details)
+        raise SkillshelfError(
+            ErrorCode.SKILL_EXECUTION_FAILED,
+            _exit_message(plan, outcome, stderr, ran.isolation == "bubblewrap"),
+            details=details,
+        )
     if parsed is None:
         return _succeeded(plan, outcome, scrub(stdout), "text", ran, stderr)
     return _succeeded(plan, outcome, parsed, "json", ran, stderr)
@@ -346,7 +351,11 @@ def _function_result(
             details=details,
         )
     if outcome.exit_code != 0 or not (isinstance(parsed, dict) and "result" in parsed):
-        raise SkillshelfError(ErrorCode.SKILL_EXECUTION_FAILED, _exit_message(plan, outcome, stderr), details=details)
+        raise SkillshelfError(
+            ErrorCode.SKILL_EXECUTION_FAILED,
+            _exit_message(plan, outcome, stderr, ran.isolation == "bubblewrap"),
+            details=details,
+        )
     return _succeeded(plan, outcome, parsed["result"], "json", ran, stderr)
 
 
@@ -371,12 +380,23 @@ def _succeeded(
     )
 
 
-def _exit_message(plan: RunPlan, outcome: RunOutcome, stderr: str) -> str:
-    how = f"was killed by {outcome.signal_name}" if outcome.signal_name else f"exited with status {outcome.exit_code}"
-    if outcome.signal_name in ("SIGKILL", "SIGXCPU"):
+def _exit_message(plan: RunPlan, outcome: RunOutcome, stderr: str, sandboxed: bool) -> str:
+    killed_by = outcome.signal_name or (_sandbox_signal(outcome.exit_code) if sandboxed else None)
+    how = f"was killed by {killed_by}" if killed_by else f"exited with status {outcome.exit_code}"
+    if killed_by in ("SIGKILL", "SIGXCPU"):
         how += " (a CPU, memory or process limit, most likely)"
     last = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
     return f"{plan.skill_id} {how}: {last}"
+
+
+def _sandbox_signal(exit_code: int | None) -> str | None:
+    """bubblewrap exits with 128 + N when the skill inside was killed by signal N."""
+    if exit_code is None or not 128 < exit_code < 128 + 65:
+        return None
+    try:
+        return signal.Signals(exit_code - 128).name
+    except ValueError:
+        return None
 
 
 def _json_or_none(text: str) -> Any:

@@ -35,6 +35,7 @@ CHUNK = 64
 MAX_WORKERS = 4
 STOP_TIMEOUT_S = 5.0
 FRAME_HEADER = 8
+WORKER_NICENESS = 10
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -192,6 +193,8 @@ def worker_main() -> int:
     """A worker: tasks in on stdin, results out on stdout, until stdin closes (the server stopped or died)."""
     tasks, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a print in a parser must not corrupt the replies
+    if hasattr(os, "nice"):
+        os.nice(WORKER_NICENESS)  # background work: the server answering calls comes first
     path = _read_frame(tasks)
     if path is None:
         return 0
