@@ -191,7 +191,7 @@ async def test_a_skill_sees_file_descriptors_0_to_2_only(
 def server_user(tmp_path: Path) -> Iterator[tuple[list[str], Path, dict[str, str]]]:
     """(command prefix, a folder that user owns, its per-user folders): as root, `nobody`; else ourselves."""
     if os.geteuid() != 0:
-        yield [], tmp_path, {}
+        yield [], tmp_path / "as-ourselves", {}
         return
     setpriv = shutil.which("setpriv")
     if setpriv is None:

@@ -32,6 +32,7 @@ SIGKILL: signal.Signals = getattr(signal, "SIGKILL", signal.SIGTERM)
 STALE_CGROUP_S = 60  # a cgroup is joined within milliseconds of its creation
 FSIZE_BYTES = 256 * 1024 * 1024  # no single file a skill writes may exceed this
 NODE_RESERVED_BYTES = 1024 * 1024 * 1024  # Node 20 needs ~700 MB of address space before it allocates
+SANDBOX_OWN_PROCESSES = 1  # bubblewrap's init, counted with the run's own in the sandbox's user namespace
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,17 @@ class Limits:
     work_dir_bytes: int = FSIZE_BYTES  # the working directory's total size
     tmp_bytes: int = FSIZE_BYTES  # the sandbox's /tmp (a tmpfs: memory)
 
-    def for_child(self, *, node: bool = False) -> dict[str, int | None]:
+    def for_child(self, *, node: bool = False, sandboxed: bool = False) -> dict[str, int | None]:
         memory = self.memory_bytes
         if memory is not None and node:
             # V8 reserves address space it never uses (code range, heap cages): Node gets that on top
             # of the cap, so its heap (--max-old-space-size) and its Buffers stay near the limit.
             memory += NODE_RESERVED_BYTES
+        nproc = sandbox_process_allowance if sandboxed else user_process_allowance
         return {
             "cpu_s": self.cpu_s,
             "memory_bytes": memory,
-            "nproc": user_process_allowance(self.max_processes),
+            "nproc": nproc(self.max_processes),
             "fsize_bytes": min(FSIZE_BYTES, self.work_dir_bytes),
         }
 
@@ -64,12 +66,36 @@ def user_process_allowance(extra: int) -> int | None:
     """RLIMIT_NPROC for the child: processes the user already has plus `extra` (None for root)."""
     if not hasattr(os, "geteuid") or os.geteuid() == 0:
         return None  # the kernel does not apply RLIMIT_NPROC to root; the cgroup does the job
-    uid = os.getuid()
+    return _processes_of(os.getuid()) + extra
+
+
+def sandbox_process_allowance(extra: int) -> int | None:
+    """RLIMIT_NPROC inside the sandbox: its user namespace counts only the processes in it (the run's
+    and bubblewrap's init), not the user's others outside, which `user_process_allowance` adds and
+    which let a sandboxed fork flood make that many more (None for root)."""
+    if not hasattr(os, "geteuid") or os.geteuid() == 0:
+        return None
+    return SANDBOX_OWN_PROCESSES + extra
+
+
+def _processes_of(uid: int) -> int:
+    """The user's processes, by real uid as RLIMIT_NPROC counts them. Not by the owner of /proc/PID:
+    a non-dumpable process's (the server's own) belongs to root there."""
+    count = 0
     try:
-        count = sum(1 for entry in os.scandir("/proc") if entry.name.isdigit() and entry.stat().st_uid == uid)
+        entries = [entry for entry in os.scandir("/proc") if entry.name.isdigit()]
     except OSError:
-        count = 1024  # no /proc (macOS): a generous guess
-    return count + extra
+        return 1024  # no /proc (macOS): a generous guess
+    for entry in entries:
+        try:
+            with Path(entry.path, "status").open(encoding="ascii", errors="replace") as status:
+                for line in status:
+                    if line.startswith("Uid:"):
+                        count += int(line.split()[1]) == uid
+                        break
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return count
 
 
 @dataclass(frozen=True)

@@ -265,10 +265,12 @@ def _argv(
     """The child's command line: `_child.py` directly, or bubblewrap running `_child.py` (limits, then
     the skill) inside the sandbox, started by a first `_child.py` that joins the run's cgroups."""
     procs = [str(path) for path in cgroup.procs_files] if cgroup else None
-    limited = limits.for_child(node=plan.interpreter == "node")
+    node = plan.interpreter == "node"
     if isolation.bwrap is None:
         children.make_nondumpable()  # the skill shares our user: keep /proc/<server>/environ from it
+        limited = limits.for_child(node=node)
         return plan.argv(json.dumps(plan.child_config(limited, procs, node_heap_mb=settings.memory_mb)))
+    limited = limits.for_child(node=node, sandboxed=True)
     inner = plan.argv(json.dumps(plan.child_config(limited, None, node_heap_mb=settings.memory_mb)))
     command = sandbox.bwrap_argv(
         isolation,
