@@ -303,3 +303,20 @@ async def test_a_server_killed_while_indexing_leaves_no_parse_worker_behind(
     while (left := [pid for pid in helpers if alive(pid)]) and time.monotonic() < deadline:
         await anyio.sleep(0.05)
     assert not left, f"outlived the server: {[helpers[pid] for pid in left]}"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+async def test_a_supervisor_killed_outright_takes_its_workers_and_their_helpers_along(
+    probe_root: Path, tmp_path: Path, killed_pids: list[int]
+) -> None:
+    """Workers used to outlive it, still serving on the port, with their watchers and the tracker."""
+    async with http_server(probe_root, tmp_path / "log", workers=2, bubblewrap=False) as (_client, server):
+        helpers = descendants(server.pid)
+        killed_pids.extend(helpers)
+        assert sum("multiprocessing.spawn" in c for c in helpers.values()) == 2, helpers
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while (left := [pid for pid in helpers if alive(pid)]) and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    assert not left, f"outlived the supervisor: {[helpers[pid] for pid in left]}"

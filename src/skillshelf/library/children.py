@@ -27,6 +27,7 @@ import importlib.machinery
 import importlib.util
 import logging
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -49,6 +50,7 @@ HELPER_VARIABLES = frozenset(
     }
 )  # fmt: skip
 HELPER_PREFIXES = ("LC_", "PYTHON")  # locale, and how Python finds its modules (PYTHONPATH, ...)
+PR_SET_PDEATHSIG = 1
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 
@@ -123,6 +125,24 @@ def make_nondumpable() -> bool:
     except (OSError, AttributeError) as exc:  # no libc.prctl (musl without it, seccomp): limits only
         logger.warning("could not make this process non-dumpable (%s)", exc)
         return False
+
+
+def die_with_parent(parent_pid: int) -> bool:
+    """Have the kernel send this process SIGTERM when its parent dies (Linux; True when set).
+
+    For a process whose parent is a supervisor: without it, an HTTP worker outlived a supervisor
+    killed with SIGKILL, still serving, with its watchers and multiprocessing's resource tracker.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent_pid:  # it died before the request was in place
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
 
 
 def seal_inherited_fds() -> None:

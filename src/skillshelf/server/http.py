@@ -343,6 +343,7 @@ class WorkerSetup:
     extra_hosts: tuple[str, ...] = ()
     extra_origins: tuple[str, ...] = ()
     environment: tuple[tuple[str, str], ...] = ()  # the server's, without its secrets
+    supervisor_pid: int = 0
 
 
 def run_http_workers(
@@ -363,15 +364,18 @@ def run_http_workers(
     What the processes get (library/children.py): this supervisor is non-dumpable (its environment
     may hold tokens), and spawns its workers (and multiprocessing's resource tracker) with the helper
     environment only; each worker receives the settings and the server's environment in its
-    `WorkerSetup`, turns non-dumpable and only then restores that environment.
+    `WorkerSetup`, turns non-dumpable and only then restores that environment; it stops (SIGTERM)
+    when the supervisor dies, however it dies.
     """
+    import os
     import socket
 
     from uvicorn import Config
     from uvicorn.supervisors import Multiprocess
 
     children.make_nondumpable()
-    setup = WorkerSetup(settings_json, extra_hosts, extra_origins, tuple(children.server_environment().items()))
+    environment = tuple(children.server_environment().items())
+    setup = WorkerSetup(settings_json, extra_hosts, extra_origins, environment, os.getpid())
     config = Config(
         partial(worker_app, setup),
         factory=True,
@@ -401,6 +405,7 @@ def worker_app(setup: WorkerSetup) -> ASGIApp:
 
     children.make_nondumpable()  # before the server's environment is back in this process
     children.seal_inherited_fds()  # the listener and the supervisor's pipes reach no child of ours
+    children.die_with_parent(setup.supervisor_pid)  # a supervisor killed outright takes its workers along
     os.environ.clear()
     os.environ.update(dict(setup.environment))
     settings = Settings.model_validate_json(setup.settings_json)
