@@ -77,7 +77,9 @@ class _Worker:
 
     def __init__(self) -> None:
         command = [sys.executable, "-m", "skillshelf.library.index.parallel"]
-        self.process = children.popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # This process's import path, so the worker finds skillshelf wherever this process did.
+        env = {**children.helper_environment(), "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
+        self.process = children.popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin: IO[bytes] = self.process.stdin
         self.stdout: IO[bytes] = self.process.stdout
