@@ -164,6 +164,12 @@ class RunCgroup:
         for pid in self.pids():
             _kill(pid, SIGKILL)
 
+    def discard(self) -> None:
+        """Remove cgroups no process has joined yet."""
+        for path in self.paths:
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
     async def remove(self) -> None:
         """rmdir, retried briefly: killed processes leave the cgroup only once they are reaped."""
         for path in self.paths:

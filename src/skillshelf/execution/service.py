@@ -234,10 +234,17 @@ def _set_up(
     isolation = isolation_for(settings, plan.skill_id)
     network = network_allowed(settings, plan.skill_id)
     work_dir = make_work_dir()
-    cgroup = RunCgroup.create(limits.max_processes, limits.run_memory_bytes)
-    got = CgroupSupport(pids=bool(cgroup and cgroup.limits_pids), memory=bool(cgroup and cgroup.limits_memory))
-    ran = describe(plan, limits, got, isolation, network)
-    argv = _argv(plan, limits, settings, isolation, network, work_dir, cgroup)
+    cgroup = None
+    try:
+        cgroup = RunCgroup.create(limits.max_processes, limits.run_memory_bytes)
+        got = CgroupSupport(pids=bool(cgroup and cgroup.limits_pids), memory=bool(cgroup and cgroup.limits_memory))
+        ran = describe(plan, limits, got, isolation, network)
+        argv = _argv(plan, limits, settings, isolation, network, work_dir, cgroup)
+    except BaseException:
+        if cgroup is not None:
+            cgroup.discard()
+        remove_work_dir(work_dir)
+        raise
     return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran)
 
 
