@@ -37,7 +37,7 @@ OTHER_FILES = {
     "server/calllog.py": "the call log",
     "server/stdio.py": "/dev/null, for the protocol's file descriptors",
     "server/web.py": "the package's own stylesheet",
-    "server/hooks.py": "the bundled redact-secrets skill's code, from the package (never a user library)",
+    "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",
 }
 FILE_METHODS = frozenset({"open", "read_text", "read_bytes"})

@@ -64,9 +64,6 @@ TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 NOT_SETTINGS = frozenset(
     {
         "SKILLSHELF_SKILL_DIR",  # given to each skill process (execution/runner.py)
-        "SKILLSHELF_WORKER_SETTINGS",  # from `serve --http --workers N` to its workers (server/http.py)
-        "SKILLSHELF_WORKER_ALLOWED_HOSTS",
-        "SKILLSHELF_WORKER_ALLOWED_ORIGINS",
         "SKILLSHELF_CHROMIUM",  # the browser the test suite drives (tests/server/test_web_browser.py)
     }
 )
@@ -83,6 +80,11 @@ class ExecutionSettings(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
     cpu_s: int = Field(default=30, ge=1, le=3600)
     memory_mb: int = Field(default=1024, ge=32)
+    run_memory_mb: int = Field(
+        default=2048, ge=32, description="Memory of a whole run: every process and its tmpfs (a memory cgroup)"
+    )
+    work_dir_mb: int = Field(default=512, ge=1, description="Total size of a run's working directory")
+    tmp_mb: int = Field(default=64, ge=1, description="Size of the sandbox's /tmp (a tmpfs, held in memory)")
     max_processes: int = Field(default=32, ge=1, le=4096)
     max_output_bytes: int = Field(default=1024 * 1024, ge=1024)
     max_stderr_bytes: int = Field(default=64 * 1024, ge=1024)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,17 +59,34 @@ PY_SKILLS = {
 async def started_run(token: str) -> list[int]:
     """Wait for the run whose skill wrote `token` into its working directory; its processes' host pids.
 
-    In a sandbox the skill sees only its own pid namespace, so its processes are found from outside:
-    every process whose working directory is that run's directory.
+    In a sandbox the working directory is a tmpfs of the sandbox's own, so the file is looked for
+    through each candidate process's root (`/proc/PID/root`), not in the host's directory.
     """
     with anyio.fail_after(10):
         while True:
-            found = [p for p in Path(tempfile.gettempdir()).glob(f"skillshelf-run-*/{token}") if p.read_text()]
+            found = [pid for pid, cwd in _run_processes() if _holds(pid, cwd, token)]
             if found:
                 break
             await anyio.sleep(0.02)
-    work_dir = os.path.realpath(found[0].parent)
+    work_dir = _cwd(found[0])
     return [pid for pid in _pids() if _cwd(pid) == work_dir]
+
+
+def _run_processes() -> list[tuple[int, str]]:
+    """(pid, working directory) of every process working in a run's directory."""
+    found = []
+    for pid in _pids():
+        cwd = _cwd(pid)
+        if cwd is not None and Path(cwd).name.startswith("skillshelf-run-"):
+            found.append((pid, cwd))
+    return found
+
+
+def _holds(pid: int, cwd: str, token: str) -> bool:
+    try:
+        return bool(Path(f"/proc/{pid}/root{cwd}/{token}").read_text())
+    except OSError:
+        return False
 
 
 def _pids() -> list[int]:
@@ -136,3 +152,13 @@ def run_library(run_root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
 @pytest.fixture
 def enabled() -> ExecutionSettings:
     return ExecutionSettings(enabled=True, timeout_s=20, memory_mb=256, max_processes=16)
+
+
+@pytest.fixture(scope="session")
+def large_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,000 generated skills (bench/generate.py): a first index that takes seconds."""
+    from bench.generate import generate
+
+    out = tmp_path_factory.mktemp("bench") / "lib-3000"
+    generate(out, 3000, n_queries=10)
+    return out

@@ -20,8 +20,9 @@ import anyio
 import pytest
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.execution import containment, sandbox, service
-from skillshelf.execution.containment import PidsCgroup
+from skillshelf.execution import sandbox, service
+from skillshelf.execution.containment import RunCgroup
+from skillshelf.library import children
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
@@ -206,7 +207,7 @@ async def test_the_sandbox_shows_neither_the_servers_environment_nor_its_process
 async def test_the_sandbox_cannot_leave_its_cgroup(attack_library: SkillLibrary) -> None:
     result = await attack(attack_library, SANDBOXED, "cgroup-escape", {})
     assert result.output == {"escaped": []}
-    assert result.ran.process_cgroup == PidsCgroup.available()
+    assert result.ran.process_cgroup == RunCgroup.available().pids
 
 
 @needs_bubblewrap
@@ -297,7 +298,7 @@ async def _none_left(marker: str) -> None:
 async def test_the_sandbox_holds_where_no_cgroup_can_be_made(
     attack_library: SkillLibrary, victim: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(PidsCgroup, "create", classmethod(lambda cls, max_processes: None))  # e.g. not root
+    monkeypatch.setattr(RunCgroup, "create", classmethod(lambda cls, max_processes, memory_bytes: None))  # not root
     key = await attack(attack_library, SANDBOXED, "read-file", {"path": str(victim["key"])})
     assert key.output == {"error": "FileNotFoundError"} and key.ran.process_cgroup is False
     marker = _marker()
@@ -314,7 +315,7 @@ async def test_without_the_sandbox_the_servers_proc_files_are_closed_to_the_skil
     seen = await attack(attack_library, UNSANDBOXED, "parent-environ", {"server_pid": os.getpid()})
     assert seen.ran.isolation == "rlimits-only"
     libc = ctypes.CDLL(None)
-    assert libc.prctl(containment.PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+    assert libc.prctl(children.PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
     if os.geteuid() == 0:
         pytest.skip("root may read any process's /proc files (CAP_SYS_PTRACE); non-dumpable checked above")
     assert seen.output[str(os.getpid())] == "PermissionError"

@@ -1,5 +1,6 @@
-"""The multi-process parse path: worker processes (spawned) parse a large library exactly as the
-server's own process does, in order, and a failing pool falls back without losing an item."""
+"""The multi-process parse path: worker processes parse a large library exactly as the server's own
+process does, in order; a failing pool falls back without losing an item; a worker gets none of the
+server's secrets."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from skillshelf.library import children
 from skillshelf.library.index import parallel
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from tests.conftest import agent_skill, three_file
@@ -65,6 +67,32 @@ def test_a_pool_that_cannot_start_falls_back_to_this_process(monkeypatch: pytest
     def no_processes(*_args: object, **_kwargs: object) -> None:
         raise OSError("no more processes")
 
-    monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_processes)
+    monkeypatch.setattr(children, "popen", no_processes)
     results = list(parallel.parse_all(pid_and_square, list(range(10)), 0))
     assert results == [(os.getpid(), i * i) for i in range(10)]
+
+
+def exit_in_a_worker(item: int, parent_pid: int) -> tuple[int, int]:
+    if item == 13 and os.getpid() != parent_pid:
+        os._exit(3)  # a worker dying mid-chunk (killed, out of memory)
+    return os.getpid(), item
+
+
+@pytest.mark.usefixtures("force_parallel")
+def test_a_worker_that_dies_mid_parse_loses_no_item() -> None:
+    results = list(parallel.parse_all(exit_in_a_worker, list(range(40)), os.getpid()))
+    assert [item for _pid, item in results] == list(range(40))
+    assert dict(results)[os.getpid()] >= 13  # the rest was parsed here
+
+
+def environment_of(_item: int, _max_bytes: int) -> dict[str, str]:
+    return dict(os.environ)
+
+
+@pytest.mark.usefixtures("force_parallel")
+def test_a_worker_gets_none_of_the_servers_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLSHELF_TOKENS", "ci=token-0123456789abcdef")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-for-workers")
+    seen = list(parallel.parse_all(environment_of, list(range(4)), 0))
+    assert all("SKILLSHELF_TOKENS" not in env and "AWS_SECRET_ACCESS_KEY" not in env for env in seen)
+    assert all(env.get("PATH") == os.environ["PATH"] for env in seen)  # what it needs to start is there

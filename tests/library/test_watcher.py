@@ -1,8 +1,10 @@
 """The file watcher runs its watches in a child process: changes reach the owner, the index folder is
-ignored, the child ends with the watcher, and a child that dies makes the owner fall back to polling."""
+ignored, the child ends with the watcher (even stopped from its own callback), a child that dies
+makes the owner fall back to polling, symlinks are never followed and the child gets no secrets."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -87,3 +89,96 @@ def test_a_child_that_dies_makes_the_owner_fall_back_to_polling(
 def test_the_child_refuses_a_malformed_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert watch_child.main([]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+def inotify_watches(pid: int) -> int:
+    """How many inotify watches process `pid` holds (its fdinfo lists one `inotify wd:` line each)."""
+    count = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if str(fd.readlink()) != "anon_inode:inotify":
+                continue
+            info = Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text(encoding="ascii")
+        except OSError:
+            continue
+        count += sum(1 for line in info.splitlines() if line.startswith("inotify wd:"))
+    return count
+
+
+needs_inotify = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts inotify watches")
+
+
+@needs_inotify
+def test_a_symlink_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
+    """A link to a big tree (here a stand-in for `/`) used to be watched whole: 11,225 watches, then
+    the inotify limit, then polling. Only the library's own folders are watched."""
+    outside = tmp_path / "elsewhere"
+    for i in range(300):
+        (outside / f"dir-{i}").mkdir(parents=True)
+    root = tmp_path / "library"
+    (root / "tools" / "hammer").mkdir(parents=True)
+    (root / "tools" / "to-root").symlink_to("/")
+    (root / "tools" / "to-elsewhere").symlink_to(outside)
+    (root / ".git" / "objects").mkdir(parents=True)  # no skill lives in a dot-folder: not watched either
+    calls = Calls()
+    watcher = DirectoryWatcher([root], calls.on_change, on_ready=calls.on_ready)
+    watcher.start()
+    try:
+        assert calls.ready.wait(15), "the watch never reported itself in place"
+        assert watcher._child is not None
+        assert inotify_watches(watcher._child.pid) == 3  # library, tools, hammer
+        assert not watcher.failed
+    finally:
+        watcher.stop()
+
+
+@needs_inotify
+def test_a_folder_created_after_the_start_is_watched_too(watched: tuple[DirectoryWatcher, Calls, Path]) -> None:
+    watcher, calls, root = watched
+    assert watcher._child is not None
+    before = inotify_watches(watcher._child.pid)
+    (root / "tools" / "new-skill").mkdir()
+    assert wait_for(lambda: watcher._child is not None and inotify_watches(watcher._child.pid) == before + 1)
+    seen = calls.changes
+    (root / "tools" / "new-skill" / "SKILL.md").write_text("---\nname: new-skill\n---\n", encoding="utf-8")
+    assert wait_for(lambda: calls.changes > seen)
+
+
+@needs_inotify
+def test_the_watch_process_gets_none_of_the_servers_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SKILLSHELF_TOKENS", "ci=token-0123456789abcdef")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-for-the-watcher")
+    calls = Calls()
+    watcher = DirectoryWatcher([tmp_path], calls.on_change, on_ready=calls.on_ready)
+    watcher.start()
+    try:
+        assert calls.ready.wait(15)
+        assert watcher._child is not None
+        environ = Path(f"/proc/{watcher._child.pid}/environ").read_bytes()
+        assert b"token-0123456789abcdef" not in environ and b"not-for-the-watcher" not in environ
+        assert b"PATH=" in environ
+    finally:
+        watcher.stop()
+
+
+def test_stopping_from_the_watchers_own_callback_ends_its_process_and_its_callbacks(tmp_path: Path) -> None:
+    """An owner replaces its watchers from inside a callback (the session archive does): the stop
+    used to only set a flag there, leaving the process running and the callbacks coming."""
+    calls = Calls()
+    stopped = threading.Event()
+
+    def stop_on_change() -> None:
+        calls.on_change()
+        watcher.stop()  # on the watcher's own thread
+        stopped.set()
+
+    watcher = DirectoryWatcher([tmp_path], stop_on_change, on_ready=calls.on_ready)
+    watcher.start()
+    assert calls.ready.wait(15)
+    child = watcher._child
+    assert child is not None
+    (tmp_path / "one.md").write_text("1", encoding="utf-8")
+    assert stopped.wait(15)
+    assert wait_for(lambda: child.poll() is not None), "the watch process outlived its stop"
+    assert wait_for(lambda: not watcher.thread.is_alive())
+    assert calls.changes == 1 and not watcher.failed

@@ -207,14 +207,14 @@ class SessionArchive(BackgroundSync[SyncReport]):
             for watcher in self._watchers:
                 watcher.start()
         for watcher in retired:
-            _retire(watcher)
+            watcher.stop()  # from its own thread too: its child exits, and it calls back no more
 
     def _stop_watchers(self) -> None:
         with self._watch_lock:
             self._watching = False
             retired, self._watchers, self._watched = self._watchers, [], WatchPlan()
         for watcher in retired:
-            _retire(watcher)
+            watcher.stop()
 
     def close(self) -> None:
         self.stop_watching()
@@ -246,10 +246,3 @@ class SessionArchive(BackgroundSync[SyncReport]):
             hidden = len(messages) - MAX_WARNINGS + 1
             messages = [*messages[: MAX_WARNINGS - 1], f"{hidden} more problems; the server log lists them"]
         return messages
-
-
-def _retire(watcher: DirectoryWatcher) -> None:
-    if threading.current_thread() is watcher.thread:
-        watcher.stop_event.set()  # a watcher cannot join itself; its loop ends after this callback
-    else:
-        watcher.stop()

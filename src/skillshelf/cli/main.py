@@ -325,8 +325,7 @@ def _bind(host: str, port: int) -> Any:
             f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port (--port 0: any free port) "
             "or --host."
         ) from exc
-    sock.set_inheritable(True)
-    return sock
+    return sock  # not inheritable (Python's default): no child process, a skill least of all, gets it
 
 
 def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress, view: str) -> None:

@@ -1,12 +1,15 @@
 """The first code that runs in a skill's process (standard library only; it is started as a script).
 
-It joins the run's process cgroup when there is one, applies the resource limits, then runs the
+It closes every file descriptor it inherited beyond 0-2 (uvloop, the server's event loop, does not
+close them when it starts a process: a skill got the HTTP listener), joins the run's cgroups when
+there are any, applies the resource limits, then runs the
 skill: calls a three-file skill's function with the JSON input (`call`), runs a Python script in
 this same process (`script`), or replaces itself with another interpreter (`exec`). Setting limits
 here rather than in a `preexec_fn` keeps the server's own fork free of Python code, which is not
 safe while the server runs threads.
 """
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -16,6 +19,21 @@ import traceback
 from typing import Any, TextIO
 
 EXIT_SETUP_FAILED = 125
+
+
+def close_inherited_fds() -> None:
+    """Close every fd above 2: a skill sees its stdin, stdout and stderr and nothing of the server."""
+    if os.name != "posix":
+        return
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd")]
+    except (OSError, ValueError):
+        os.closerange(3, 65536)
+        return
+    for fd in fds:
+        if fd > 2:
+            with contextlib.suppress(OSError):  # the listing's own descriptor, already closed
+                os.close(fd)
 
 
 def apply_limits(limits: dict[str, Any]) -> None:
@@ -41,9 +59,10 @@ def apply_limits(limits: dict[str, Any]) -> None:
         resource.setrlimit(kind, (min(value, wanted), wanted))
 
 
-def join_cgroup(procs_file: str) -> None:
-    with open(procs_file, "w", encoding="ascii") as handle:
-        handle.write(str(os.getpid()))
+def join_cgroups(procs_files: list[str]) -> None:
+    for procs_file in procs_files:
+        with open(procs_file, "w", encoding="ascii") as handle:
+            handle.write(str(os.getpid()))
 
 
 def call_function(config: dict[str, Any]) -> int:
@@ -87,10 +106,10 @@ def report_failure(stream: TextIO, exc: BaseException, skill_path: str, display_
 
 
 def main() -> int:
+    close_inherited_fds()
     config = json.loads(sys.argv[1])
     try:
-        if config.get("cgroup_procs"):
-            join_cgroup(config["cgroup_procs"])
+        join_cgroups(config.get("cgroup_procs") or [])
         apply_limits(config["limits"])
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"skillshelf: could not apply the execution limits: {exc}\n")

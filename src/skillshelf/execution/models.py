@@ -14,9 +14,13 @@ class RunDescription(WireModel):
     entry: str  # e.g. "retry_backoff(**input)" or "scripts/check.py"
     timeout_s: float
     cpu_s: int
-    memory_mb: int | None
+    memory_mb: int | None  # each process's address space (RLIMIT_AS)
+    run_memory_mb: int | None = None  # the whole run's memory (a memory cgroup); None: none could be made here
     max_processes: int
     max_output_bytes: int
+    work_dir_mb: int  # the working directory's total size
+    work_dir_limit: Literal["tmpfs", "checked"]  # a sized tmpfs refuses writes; "checked": the run is stopped
+    tmp_mb: int | None = None  # the sandbox's /tmp (a tmpfs); None without a sized one (no sandbox, or an old bwrap)
     process_cgroup: bool  # a pids cgroup contains the run (see docs/security.md)
     isolation: Literal["bubblewrap", "rlimits-only"]  # a bubblewrap sandbox, or the limits above alone
     isolation_note: str  # what the sandbox hides, or why there is none

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution.schema import camel_name, derive_python_schema, function_name
+from skillshelf.library import children
 from skillshelf.library.access.files import SkillFileError
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill
@@ -50,7 +51,7 @@ class RunPlan:
     args: tuple[str, ...] = ()  # command-line arguments for a script
 
     def child_config(
-        self, limits: dict[str, int | None], cgroup_procs: str | None, node_heap_mb: int | None = None
+        self, limits: dict[str, int | None], cgroup_procs: list[str] | None, node_heap_mb: int | None = None
     ) -> dict[str, Any]:
         """The `_child.py` configuration: how to run `target` once limits are in place."""
         config: dict[str, Any] = {"mode": self.mode, "limits": limits, "cgroup_procs": cgroup_procs}
@@ -78,7 +79,9 @@ class RunPlan:
         return [binary, "--", str(self.target), *self.args]
 
     def argv(self, config_json: str) -> list[str]:
-        return [sys.executable, "-I", "-X", "utf8", "--", str(CHILD), config_json]
+        # -B: the skill's imports write no __pycache__ into the library (isolated mode ignores
+        # PYTHONDONTWRITEBYTECODE, so it takes the flag).
+        return [sys.executable, "-I", "-B", "-X", "utf8", "--", str(CHILD), config_json]
 
     def binaries(self) -> list[str]:
         """The interpreters this run starts (their installations must be visible in a sandbox)."""
@@ -91,6 +94,8 @@ class RunPlan:
 
 MAX_ARGS = 64
 MAX_ARG_CHARS = 4096
+NAME_MAX_BYTES = 255  # the longest file name most file systems take (ext4, xfs, btrfs, APFS, NTFS)
+SCRIPT_MAX_BYTES = 1024  # far beyond any real scripts/ path, far below PATH_MAX
 
 
 def plan_for(skill: IndexedSkill, reader: SkillReader, script: str | None, args: list[str] | None = None) -> RunPlan:
@@ -218,6 +223,7 @@ def _choose_script(skill_id: str, scripts: list[str], script: str | None, skill_
             suggestions=scripts[:10],
         )
     given = script.replace("\\", "/")
+    _check_script_name(script, given)
     if given.startswith("/") or re.match(r"^[A-Za-z]:", given):
         raise SkillshelfError(
             ErrorCode.ACCESS_DENIED,
@@ -239,6 +245,25 @@ def _choose_script(skill_id: str, scripts: list[str], script: str | None, skill_
             suggestions=scripts[:10],
         )
     return wanted
+
+
+def _check_script_name(script: str, given: str) -> None:
+    """Refuse a name no file system could hold, before asking one (which fails with ENAMETOOLONG)."""
+    size = len(given.encode("utf-8", "surrogatepass"))
+    too_long = [part for part in given.split("/") if len(part.encode("utf-8", "surrogatepass")) > NAME_MAX_BYTES]
+    if "\0" in given:
+        problem = "contains a NUL byte"
+    elif size > SCRIPT_MAX_BYTES:
+        problem = f"is {size} bytes long (at most {SCRIPT_MAX_BYTES})"
+    elif too_long:
+        problem = f"has a path component over {NAME_MAX_BYTES} bytes"
+    else:
+        return
+    shown = script[:80] + ("..." if len(script) > 80 else "")
+    raise SkillshelfError(
+        ErrorCode.VALIDATION_ERROR,
+        f"script {shown!r} {problem}; name one of the skill's scripts, e.g. 'scripts/check.py'",
+    )
 
 
 def _script_interpreter(skill_id: str, target: Path, head: str) -> str:
@@ -289,7 +314,7 @@ def _node_version() -> tuple[int, ...] | None:
     if binary is None:
         return None
     try:
-        text = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+        text = children.run([binary, "--version"], timeout=10).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     numbers = re.findall(r"\d+", text)

@@ -1,4 +1,5 @@
-"""Run one child process under limits and collect bounded output; kill it on timeout, overflow or cancel."""
+"""Run one child process under limits and collect bounded output; kill it on timeout, overflow, a
+working directory past its size, or cancel."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
-from skillshelf.execution.containment import SIGKILL, Limits, PidsCgroup, signal_group
+from skillshelf.execution.containment import SIGKILL, Limits, RunCgroup, signal_group
 
 logger = logging.getLogger(__name__)
 
 TERM_GRACE_S = 0.5  # SIGTERM, then this long, then SIGKILL: a killed run ends within timeout + 1 s
 PROGRESS_EVERY_S = 1.0
 DRAIN_S = 1.0  # after the main process exits, how long output is still read from leftovers
+WORK_DIR_CHECK_S = 0.2  # how often a working directory that no tmpfs bounds is measured
+WORK_DIR_MAX_ENTRIES = 100_000  # more files than this is over the limit too (and measuring them slow)
 ProgressCallback = Callable[[float, float], Awaitable[None]]
 
 
@@ -35,6 +38,7 @@ class RunOutcome:
     stderr_tail: bytes
     stderr_truncated: bool
     duration_s: float
+    work_dir_over: bool = False  # it wrote more into its working directory than allowed, and was stopped
 
     @property
     def signal_name(self) -> str | None:
@@ -46,19 +50,6 @@ class RunOutcome:
         return None
 
 
-def child_environment(work_dir: Path, skill_dir: Path, passthrough: list[str]) -> dict[str, str]:
-    """Only what a skill needs: never the server's own environment (tokens, keys, cloud credentials)."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "HOME": str(work_dir),
-        "TMPDIR": str(work_dir),
-        "SKILLSHELF_SKILL_DIR": str(skill_dir),
-    }
-    env.update({name: os.environ[name] for name in passthrough if name in os.environ})
-    return env
-
-
 async def run_child(
     argv: list[str],
     stdin: bytes,
@@ -66,9 +57,13 @@ async def run_child(
     env: Mapping[str, str],
     work_dir: Path,
     limits: Limits,
-    cgroup: PidsCgroup | None,
+    cgroup: RunCgroup | None,
     on_progress: ProgressCallback | None = None,
+    check_work_dir: bool = False,
 ) -> RunOutcome:
+    """Run `argv` (env: children.skill_environment; it closes inherited fds itself, _child.py) until its
+    main process exits. `check_work_dir`: no tmpfs bounds the working directory, so measure it while
+    the run lasts and once at the end, and stop the run when it is over `limits.work_dir_bytes`."""
     started = time.monotonic()
     stdout = _CappedBuffer(limits.max_output_bytes)
     stderr = _TailBuffer(limits.max_stderr_bytes)
@@ -82,14 +77,19 @@ async def run_child(
         start_new_session=True,  # its own process group: one killpg reaches every descendant
     )
     timed_out = False
+    disk = _WorkDirCheck(work_dir, limits.work_dir_bytes, lambda: _kill_now(process, cgroup))
     try:
         async with anyio.create_task_group() as progress_group:
             if on_progress is not None:
                 progress_group.start_soon(_report_progress, on_progress, started, limits.timeout_s)
+            if check_work_dir:
+                progress_group.start_soon(disk.watch)
             with anyio.move_on_after(limits.timeout_s) as deadline:
                 await _run_until_main_exits(process, stdin, stdout, stderr, cgroup)
             timed_out = deadline.cancelled_caught
             progress_group.cancel_scope.cancel()
+        if check_work_dir:
+            await disk.check()  # a run faster than the first check is measured too
     finally:
         with anyio.CancelScope(shield=True):
             await _terminate(process, cgroup)
@@ -101,11 +101,12 @@ async def run_child(
         stderr_tail=stderr.data(),
         stderr_truncated=stderr.truncated,
         duration_s=time.monotonic() - started,
+        work_dir_over=disk.over,
     )
 
 
 async def _run_until_main_exits(
-    process: Process, stdin: bytes, stdout: _CappedBuffer, stderr: _TailBuffer, cgroup: PidsCgroup | None
+    process: Process, stdin: bytes, stdout: _CappedBuffer, stderr: _TailBuffer, cgroup: RunCgroup | None
 ) -> None:
     """Feed and collect until the skill's main process exits; then kill what it left behind.
 
@@ -125,6 +126,54 @@ async def _run_until_main_exits(
             for event in drained:
                 await event.wait()
         io_group.cancel_scope.cancel()
+
+
+class _WorkDirCheck:
+    """Measures a working directory no tmpfs bounds; past the limit, the run is stopped.
+
+    A check every WORK_DIR_CHECK_S, so a skill may overshoot by what it writes in that time (RLIMIT_FSIZE
+    caps each file); it is honest bookkeeping, not a quota.
+    """
+
+    def __init__(self, path: Path, limit_bytes: int, stop: Callable[[], None]) -> None:
+        self.path = path
+        self.limit_bytes = limit_bytes
+        self.stop = stop
+        self.over = False
+
+    async def watch(self) -> None:
+        while not self.over:
+            await anyio.sleep(WORK_DIR_CHECK_S)
+            await self.check()
+
+    async def check(self) -> None:
+        if not self.over and await anyio.to_thread.run_sync(_over_size, self.path, self.limit_bytes):
+            self.over = True
+            self.stop()
+
+
+def _over_size(path: Path, limit_bytes: int) -> bool:
+    """Whether the tree under `path` uses more than `limit_bytes` of disk or holds too many entries
+    (symlinks are not followed; it stops counting as soon as the answer is known)."""
+    used = entries = 0
+    pending = [str(path)]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as listing:
+                for entry in listing:
+                    entries += 1
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    used += getattr(info, "st_blocks", 0) * 512 or info.st_size
+                    if used > limit_bytes or entries > WORK_DIR_MAX_ENTRIES:
+                        return True
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+        except OSError:
+            continue
+    return False
 
 
 async def _report_progress(on_progress: ProgressCallback, started: float, total: float) -> None:
@@ -202,13 +251,13 @@ async def _collect(
         done.set()
 
 
-def _kill_now(process: Process, cgroup: PidsCgroup | None) -> None:
+def _kill_now(process: Process, cgroup: RunCgroup | None) -> None:
     signal_group(process.pid, SIGKILL)
     if cgroup is not None:
         cgroup.kill_all()
 
 
-async def _terminate(process: Process, cgroup: PidsCgroup | None) -> None:
+async def _terminate(process: Process, cgroup: RunCgroup | None) -> None:
     """SIGTERM the whole group, give it a moment, SIGKILL what is left (group and cgroup), reap."""
     if process.returncode is None:
         signal_group(process.pid, signal.SIGTERM)

@@ -2,7 +2,8 @@
 
 The sandbox is built from an empty root: the system's runtime read-only (`/usr` and the usual
 top-level links, a few files of `/etc`, the Python and Node installations the run needs), the
-skill's own files read-only, and the run's temporary directory writable (HOME and cwd). New pid,
+skill's own files read-only, and two sized tmpfs writable: the working directory (HOME and cwd)
+and `/tmp` (bubblewrap 0.8+; an older one binds the host's working directory instead). New pid,
 ipc, uts, cgroup, user and network namespaces (the network is shared only for skills the
 configuration allows), no capabilities, a fresh `/proc` that shows only the run's processes, and
 the sandbox dies with its parent. The user's home, other projects, the library's index, `/sys`
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+
+from skillshelf.library import children
 
 IsolationKind = Literal["bubblewrap", "rlimits-only"]
 
@@ -61,6 +64,7 @@ class Isolation:
     kind: IsolationKind
     note: str  # what the sandbox hides, or why there is none
     bwrap: str | None = None
+    sized_tmpfs: bool = False  # bwrap takes --size (0.8+): the working directory can be a bounded tmpfs
 
     @property
     def sandboxed(self) -> bool:
@@ -83,13 +87,14 @@ def _probe() -> Isolation:
         return Isolation("rlimits-only", "bubblewrap (bwrap) is not installed; install the `bubblewrap` package")
     argv = [binary, *_namespace_args(network=False), *_system_args(), "--proc", "/proc", "--dev", "/dev", "--", "true"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False)
+        done = children.run(argv, timeout=PROBE_TIMEOUT_S)
+        usage = children.run([binary, "--help"], timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Isolation("rlimits-only", f"bubblewrap could not start: {exc}")
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return Isolation("rlimits-only", f"bubblewrap cannot create namespaces here ({reason})")
-    return Isolation("bubblewrap", f"hidden: {HIDDEN}", binary)
+    return Isolation("bubblewrap", f"hidden: {HIDDEN}", binary, sized_tmpfs="--size" in usage.stdout + usage.stderr)
 
 
 def _namespace_args(*, network: bool) -> list[str]:
@@ -125,18 +130,34 @@ def runtime_dirs(binaries: Iterable[str]) -> list[Path]:
 
 
 def bwrap_argv(
-    bwrap: str,
+    isolation: Isolation,
     *,
     work_dir: Path,
+    work_dir_bytes: int,
+    tmp_bytes: int,
     read_only: Iterable[Path],
     runtimes: Iterable[Path],
     network: bool,
     command: list[str],
 ) -> list[str]:
-    """The bubblewrap command line that runs `command` in the run's sandbox."""
-    args = [bwrap, *_namespace_args(network=network), *_system_args(), "--proc", "/proc", "--dev", "/dev"]
-    args += ["--tmpfs", "/tmp"]  # before the binds below: they may live under /tmp
+    """The bubblewrap command line that runs `command` in the run's sandbox.
+
+    With `sized_tmpfs` the working directory and /tmp are tmpfs of at most `work_dir_bytes` and
+    `tmp_bytes` (memory, charged to the run's memory cgroup): a write past them fails with ENOSPC.
+    Without, /tmp is an unsized tmpfs and the working directory the host's (the runner checks its size).
+    """
+    assert isolation.bwrap is not None
+    args = [isolation.bwrap, *_namespace_args(network=network), *_system_args(), "--proc", "/proc", "--dev", "/dev"]
+    args += [*_size(isolation, tmp_bytes), "--tmpfs", "/tmp"]  # before the binds below: they may live under /tmp
     for path in [*runtimes, *read_only]:
         args += ["--ro-bind", str(path), str(path)]
-    args += ["--bind", str(work_dir), str(work_dir), "--chdir", str(work_dir), "--hostname", "skillshelf"]
+    if isolation.sized_tmpfs:
+        args += [*_size(isolation, work_dir_bytes), "--tmpfs", str(work_dir)]
+    else:
+        args += ["--bind", str(work_dir), str(work_dir)]
+    args += ["--chdir", str(work_dir), "--hostname", "skillshelf"]
     return [*args, "--", *command]
+
+
+def _size(isolation: Isolation, size_bytes: int) -> list[str]:
+    return ["--size", str(size_bytes)] if isolation.sized_tmpfs else []

@@ -7,31 +7,37 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import sandbox
-from skillshelf.execution.containment import Limits, PidsCgroup, hide_server_from_skills
+from skillshelf.execution.containment import CgroupSupport, Limits, RunCgroup
 from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescription
 from skillshelf.execution.plan import RunPlan, plan_for
 from skillshelf.execution.runner import (
+    WORK_DIR_MAX_ENTRIES,
     ProgressCallback,
     RunOutcome,
-    child_environment,
     make_work_dir,
     remove_work_dir,
     run_child,
 )
 from skillshelf.execution.schema import validation_errors
+from skillshelf.library import children
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.usage.store import UsageUnavailable
 from skillshelf.settings import ExecutionSettings
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_INPUT_BYTES = 1024 * 1024
 STDERR_TAIL_CHARS = 2000
@@ -53,15 +59,21 @@ def check_allowed(settings: ExecutionSettings, skill_id: str) -> None:
         )
 
 
+MB = 1024 * 1024
+
+
 def limits_for(settings: ExecutionSettings, timeout_s: float | None) -> Limits:
     timeout = min(timeout_s, settings.timeout_s) if timeout_s else settings.timeout_s
     return Limits(
         timeout_s=timeout,
         cpu_s=min(settings.cpu_s, max(1, int(timeout) + 1)),
-        memory_bytes=settings.memory_mb * 1024 * 1024,
+        memory_bytes=settings.memory_mb * MB,
         max_processes=settings.max_processes,
         max_output_bytes=settings.max_output_bytes,
         max_stderr_bytes=settings.max_stderr_bytes,
+        run_memory_bytes=settings.run_memory_mb * MB,
+        work_dir_bytes=settings.work_dir_mb * MB,
+        tmp_bytes=settings.tmp_mb * MB,
     )
 
 
@@ -83,17 +95,22 @@ def isolation_for(settings: ExecutionSettings, skill_id: str) -> sandbox.Isolati
 
 
 def describe(
-    plan: RunPlan, limits: Limits, cgroup: bool, isolation: sandbox.Isolation, network: bool
+    plan: RunPlan, limits: Limits, cgroup: CgroupSupport, isolation: sandbox.Isolation, network: bool
 ) -> RunDescription:
+    sized = isolation.sandboxed and isolation.sized_tmpfs
     return RunDescription(
         interpreter=plan.interpreter,
         entry=plan.entry,
         timeout_s=limits.timeout_s,
         cpu_s=limits.cpu_s,
-        memory_mb=(limits.memory_bytes // (1024 * 1024)) if limits.memory_bytes else None,
+        memory_mb=(limits.memory_bytes // MB) if limits.memory_bytes else None,
+        run_memory_mb=limits.run_memory_bytes // MB if cgroup.memory and limits.run_memory_bytes else None,
         max_processes=limits.max_processes,
         max_output_bytes=limits.max_output_bytes,
-        process_cgroup=cgroup,
+        work_dir_mb=limits.work_dir_bytes // MB,
+        work_dir_limit="tmpfs" if sized else "checked",
+        tmp_mb=limits.tmp_bytes // MB if sized else None,
+        process_cgroup=cgroup.pids,
         isolation=isolation.kind,
         isolation_note=isolation.note,
         network=network or not isolation.sandboxed,
@@ -143,7 +160,7 @@ def dry_run(
         input_schema=plan.input_schema,
         schema_source=plan.schema_source,
         execution_enabled=settings.enabled,
-        would_run=describe(plan, limits, PidsCgroup.available(), isolation, network_allowed(settings, plan.skill_id)),
+        would_run=describe(plan, limits, RunCgroup.available(), isolation, network_allowed(settings, plan.skill_id)),
     )
 
 
@@ -158,37 +175,88 @@ async def execute_skill(
     args: list[str] | None = None,
     record_use: bool = True,
 ) -> ExecutionResult:
-    """Run the skill; an agent's run counts as a use (source `execute`), a curator's `skillshelf run` does not."""
-    check_allowed(settings, skill_id)
-    plan, encoded = prepare(library, settings, skill_id, payload, script, args)
-    limits = limits_for(settings, timeout_s)
-    isolation = await anyio.to_thread.run_sync(isolation_for, settings, plan.skill_id)
-    network = network_allowed(settings, plan.skill_id)
-    work_dir = make_work_dir()
-    cgroup = PidsCgroup.create(limits.max_processes)
+    """Run the skill; an agent's run counts as a use (source `execute`), a curator's `skillshelf run` does not.
+
+    Everything that can block (waiting for the index, reading the skill, probing bubblewrap, making
+    the cgroups and the working directory, removing it, recording the use) runs off the event loop:
+    the server answers other calls meanwhile.
+    """
+    run = await off_loop(partial(_set_up, library, settings, skill_id, payload, script, timeout_s, args))
     try:
         outcome = await run_child(
-            _argv(plan, limits, settings, isolation, network, work_dir, cgroup),
-            encoded.encode(),
-            env=child_environment(work_dir, plan.skill_dir, settings.env),
-            work_dir=work_dir,
-            limits=limits,
-            cgroup=cgroup,
+            run.argv,
+            run.stdin,
+            env=children.skill_environment(run.work_dir, run.plan.skill_dir, settings.env),
+            work_dir=run.work_dir,
+            limits=run.limits,
+            cgroup=run.cgroup,
             on_progress=on_progress,
+            check_work_dir=run.ran.work_dir_limit == "checked",
         )
     finally:
         with anyio.CancelScope(shield=True):
-            if cgroup is not None:
-                await cgroup.remove()
+            if run.cgroup is not None:
+                await run.cgroup.remove()
+            await off_loop(partial(remove_work_dir, run.work_dir))
+    return await off_loop(partial(_finish, library, run, outcome, record_use))
+
+
+async def off_loop(work: Callable[[], T]) -> T:
+    """Run blocking work (files, SQLite, waiting for the index, starting a probe) in a worker thread,
+    never on the event loop. One place, so the server's shared helper can replace it."""
+    return await anyio.to_thread.run_sync(work)
+
+
+@dataclass(frozen=True)
+class _Run:
+    plan: RunPlan
+    stdin: bytes
+    limits: Limits
+    work_dir: Path
+    cgroup: RunCgroup | None
+    argv: list[str]
+    ran: RunDescription
+
+
+def _set_up(
+    library: SkillReader,
+    settings: ExecutionSettings,
+    skill_id: str,
+    payload: Any,
+    script: str | None,
+    timeout_s: float | None,
+    args: list[str] | None,
+) -> _Run:
+    """Every check, then the working directory and the cgroups (blocking: called off the loop)."""
+    check_allowed(settings, skill_id)
+    plan, encoded = prepare(library, settings, skill_id, payload, script, args)
+    limits = limits_for(settings, timeout_s)
+    isolation = isolation_for(settings, plan.skill_id)
+    network = network_allowed(settings, plan.skill_id)
+    work_dir = make_work_dir()
+    cgroup = None
+    try:
+        cgroup = RunCgroup.create(limits.max_processes, limits.run_memory_bytes)
+        got = CgroupSupport(pids=bool(cgroup and cgroup.limits_pids), memory=bool(cgroup and cgroup.limits_memory))
+        ran = describe(plan, limits, got, isolation, network)
+        argv = _argv(plan, limits, settings, isolation, network, work_dir, cgroup)
+    except BaseException:
+        if cgroup is not None:
+            cgroup.discard()
         remove_work_dir(work_dir)
-    scrub = _Scrubber(library, plan, work_dir)
-    ran = describe(plan, limits, cgroup is not None, isolation, network)
-    result = _interpret(plan, outcome, limits, ran, scrub)
+        raise
+    return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran)
+
+
+def _finish(library: SkillReader, run: _Run, outcome: RunOutcome, record_use: bool) -> ExecutionResult:
+    """The result, and the use recorded (blocking: SQLite may wait on another process's lock)."""
+    scrub = _Scrubber(library, run.plan, run.work_dir)
+    result = _interpret(run.plan, outcome, run.limits, run.ran, scrub)
     try:  # the run happened and its output is the answer: a usage file that cannot record must not lose it
         if record_use:
-            library.record_use(plan.skill_id, None, "executeSkill", source="execute")
+            library.record_use(run.plan.skill_id, None, "executeSkill", source="execute")
     except UsageUnavailable as exc:
-        logger.warning("the run of %s is not counted as a use: %s", plan.skill_id, exc.message)
+        logger.warning("the run of %s is not counted as a use: %s", run.plan.skill_id, exc.message)
     return result
 
 
@@ -199,19 +267,23 @@ def _argv(
     isolation: sandbox.Isolation,
     network: bool,
     work_dir: Path,
-    cgroup: PidsCgroup | None,
+    cgroup: RunCgroup | None,
 ) -> list[str]:
     """The child's command line: `_child.py` directly, or bubblewrap running `_child.py` (limits, then
-    the skill) inside the sandbox, started by a first `_child.py` that joins the run's cgroup."""
-    procs = str(cgroup.procs_file) if cgroup else None
-    limited = limits.for_child(node=plan.interpreter == "node")
+    the skill) inside the sandbox, started by a first `_child.py` that joins the run's cgroups."""
+    procs = [str(path) for path in cgroup.procs_files] if cgroup else None
+    node = plan.interpreter == "node"
     if isolation.bwrap is None:
-        hide_server_from_skills()  # the skill shares our user: keep /proc/<server>/environ from it
+        children.make_nondumpable()  # the skill shares our user: keep /proc/<server>/environ from it
+        limited = limits.for_child(node=node)
         return plan.argv(json.dumps(plan.child_config(limited, procs, node_heap_mb=settings.memory_mb)))
+    limited = limits.for_child(node=node, sandboxed=True)
     inner = plan.argv(json.dumps(plan.child_config(limited, None, node_heap_mb=settings.memory_mb)))
     command = sandbox.bwrap_argv(
-        isolation.bwrap,
+        isolation,
         work_dir=work_dir,
+        work_dir_bytes=limits.work_dir_bytes,
+        tmp_bytes=limits.tmp_bytes,
         read_only=plan.exposed(),
         runtimes=sandbox.runtime_dirs(plan.binaries()),
         network=network,
@@ -243,6 +315,13 @@ def _interpret(
             "larger timeoutS if the configured maximum allows.",
             details=details,
         )
+    if outcome.work_dir_over:
+        raise SkillshelfError(
+            ErrorCode.SKILL_EXECUTION_FAILED,
+            f"{plan.skill_id} wrote more than {ran.work_dir_mb} MB (or {WORK_DIR_MAX_ENTRIES} files) into its "
+            "working directory and was stopped (execution.work_dir_mb).",
+            details=details,
+        )
     if outcome.output_limited:
         raise SkillshelfError(
             ErrorCode.SKILL_EXECUTION_FAILED,
@@ -254,7 +333,11 @@ def _interpret(
     if plan.mode == "call" or (plan.interpreter == "node" and plan.function is not None):
         return _function_result(plan, outcome, parsed, details, ran, stderr)
     if outcome.exit_code != 0:
-        raise SkillshelfError(ErrorCode.SKILL_EXECUTION_FAILED, _exit_message(plan, outcome, stderr), details=details)
+        raise SkillshelfError(
+            ErrorCode.SKILL_EXECUTION_FAILED,
+            _exit_message(plan, outcome, stderr, ran.isolation == "bubblewrap"),
+            details=details,
+        )
     if parsed is None:
         return _succeeded(plan, outcome, scrub(stdout), "text", ran, stderr)
     return _succeeded(plan, outcome, parsed, "json", ran, stderr)
@@ -277,7 +360,11 @@ def _function_result(
             details=details,
         )
     if outcome.exit_code != 0 or not (isinstance(parsed, dict) and "result" in parsed):
-        raise SkillshelfError(ErrorCode.SKILL_EXECUTION_FAILED, _exit_message(plan, outcome, stderr), details=details)
+        raise SkillshelfError(
+            ErrorCode.SKILL_EXECUTION_FAILED,
+            _exit_message(plan, outcome, stderr, ran.isolation == "bubblewrap"),
+            details=details,
+        )
     return _succeeded(plan, outcome, parsed["result"], "json", ran, stderr)
 
 
@@ -302,12 +389,23 @@ def _succeeded(
     )
 
 
-def _exit_message(plan: RunPlan, outcome: RunOutcome, stderr: str) -> str:
-    how = f"was killed by {outcome.signal_name}" if outcome.signal_name else f"exited with status {outcome.exit_code}"
-    if outcome.signal_name in ("SIGKILL", "SIGXCPU"):
+def _exit_message(plan: RunPlan, outcome: RunOutcome, stderr: str, sandboxed: bool) -> str:
+    killed_by = outcome.signal_name or (_sandbox_signal(outcome.exit_code) if sandboxed else None)
+    how = f"was killed by {killed_by}" if killed_by else f"exited with status {outcome.exit_code}"
+    if killed_by in ("SIGKILL", "SIGXCPU"):
         how += " (a CPU, memory or process limit, most likely)"
     last = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
     return f"{plan.skill_id} {how}: {last}"
+
+
+def _sandbox_signal(exit_code: int | None) -> str | None:
+    """bubblewrap exits with 128 + N when the skill inside was killed by signal N."""
+    if exit_code is None or not 128 < exit_code < 128 + 65:
+        return None
+    try:
+        return signal.Signals(exit_code - 128).name
+    except ValueError:
+        return None
 
 
 def _json_or_none(text: str) -> Any:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,7 +196,9 @@ def _lifespan(
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
+        freeze_heap()
         shelf.start()
+        threading.Thread(target=_freeze_when_indexed, args=(shelf,), name="skillshelf-freeze", daemon=True).start()
         sessions.start()
         if watcher is not None:
             watcher.start()
@@ -209,6 +213,22 @@ def _lifespan(
                 resource.close()
 
     return lifespan
+
+
+def freeze_heap() -> None:
+    """Move every object alive now out of the garbage collector's sight (`gc.freeze`).
+
+    A full collection walks every tracked object while holding the GIL: with a library indexed it took
+    35-45 ms (docs/performance.md), a stall of the event loop whichever thread triggered it. What is alive
+    once the server is up and its index is built (modules, the SDK, caches) lives as long as the process.
+    """
+    gc.freeze()
+
+
+def _freeze_when_indexed(library: SkillLibrary) -> None:
+    with suppress(Exception):  # a failed first sync is reported where it is met; the heap stays as it is
+        library.ensure_fresh()
+        freeze_heap()
 
 
 def _add_routes(

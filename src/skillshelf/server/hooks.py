@@ -217,23 +217,16 @@ def check_views(views: Mapping[str, ViewSettings], tool_names: Collection[str] |
 
 @functools.cache
 def _redact_text() -> Callable[[str], dict[str, Any]]:
-    """The bundled `security/redact-secrets` skill's own function, loaded once from the package.
-
-    Compiled from its source and run without the import system's bytecode cache, so no `__pycache__`
-    is written into the library folder (a read-only or shared checkout stays as it was)."""
-    import importlib.util
-
+    """The bundled `security/redact-secrets` skill's own function, loaded once from the package, without
+    writing `__pycache__` into the library folder (a read-only or shared checkout stays as it was)."""
+    from skillshelf.library import children
     from skillshelf.settings import bundled_library_path
 
     root = bundled_library_path()
     source = root / "security" / "redact-secrets.py" if root else None
     if source is None or not source.is_file():
         raise RuntimeError("the bundled security/redact-secrets skill is missing from this installation")
-    spec = importlib.util.spec_from_file_location("skillshelf_redact_secrets", source)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    text = spec.loader.get_source(spec.name)  # type: ignore[attr-defined]  # exec_module would cache bytecode
-    exec(compile(text, str(source), "exec"), module.__dict__)  # the package's own file
+    module = children.import_without_bytecode("skillshelf_redact_secrets", source)
     redactor: Callable[[str], dict[str, Any]] = module.redact_secrets
     return redactor
 

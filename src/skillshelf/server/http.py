@@ -18,6 +18,8 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from skillshelf.config.auth import AuthSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library import children
 from skillshelf.server.auth import (
     ANONYMOUS,
     DEFAULT_VIEW,
@@ -417,9 +420,17 @@ def run_http(
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
 
 
-WORKER_SETTINGS_ENV = "SKILLSHELF_WORKER_SETTINGS"
-WORKER_HOSTS_ENV = "SKILLSHELF_WORKER_ALLOWED_HOSTS"
-WORKER_ORIGINS_ENV = "SKILLSHELF_WORKER_ALLOWED_ORIGINS"
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What a worker process needs from the supervisor. It travels pickled through the spawn pipe
+    (uvicorn passes the worker's config that way), never in an environment variable or a file:
+    another process of the user can read neither the pipe nor, once it is non-dumpable, the worker."""
+
+    settings_json: str
+    extra_hosts: tuple[str, ...] = ()
+    extra_origins: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()  # the server's, without its secrets
+    supervisor_pid: int = 0
 
 
 def run_http_workers(
@@ -436,6 +447,12 @@ def run_http_workers(
     The shared listening socket gets TCP_NODELAY, which accepted connections inherit: uvicorn's own
     socket for workers lacks it, and Nagle's algorithm then holds every response's body behind its
     headers for a delayed ACK (about 40 ms per request, measured).
+
+    What the processes get (library/children.py): this supervisor is non-dumpable (its environment
+    may hold tokens), and spawns its workers (and multiprocessing's resource tracker) with the helper
+    environment only; each worker receives the settings and the server's environment in its
+    `WorkerSetup`, turns non-dumpable and only then restores that environment; it stops (SIGTERM)
+    when the supervisor dies, however it dies.
     """
     import os
     import socket
@@ -443,11 +460,11 @@ def run_http_workers(
     from uvicorn import Config
     from uvicorn.supervisors import Multiprocess
 
-    os.environ[WORKER_SETTINGS_ENV] = settings_json
-    os.environ[WORKER_HOSTS_ENV] = " ".join(extra_hosts)
-    os.environ[WORKER_ORIGINS_ENV] = " ".join(extra_origins)
+    children.make_nondumpable()
+    environment = tuple(children.server_environment().items())
+    setup = WorkerSetup(settings_json, extra_hosts, extra_origins, environment, os.getpid())
     config = Config(
-        "skillshelf.server.http:worker_app",
+        partial(worker_app, setup),
         factory=True,
         host=host,
         port=port,
@@ -456,14 +473,15 @@ def run_http_workers(
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
     sock = config.bind_socket()
+    sock.set_inheritable(False)  # the workers get it through the spawn, which passes it explicitly
     if sock.family in (socket.AF_INET, socket.AF_INET6):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    with suppress(KeyboardInterrupt):
+    with suppress(KeyboardInterrupt), children.helper_environment_only():
         Multiprocess(config, sockets=[sock]).run()
 
 
-def worker_app() -> ASGIApp:
-    """The app of one worker process (`uvicorn --factory skillshelf.server.http:worker_app`)."""
+def worker_app(setup: WorkerSetup) -> ASGIApp:
+    """The app of one worker process (uvicorn's factory, called in the worker)."""
     import os
 
     from skillshelf.artifacts.archive import SessionArchive
@@ -472,10 +490,14 @@ def worker_app() -> ASGIApp:
     from skillshelf.server.app import build_view_servers
     from skillshelf.settings import Settings
 
-    settings = Settings.model_validate_json(os.environ[WORKER_SETTINGS_ENV])
+    children.make_nondumpable()  # before the server's environment is back in this process
+    children.seal_inherited_fds()  # the listener and the supervisor's pipes reach no child of ours
+    children.die_with_parent(setup.supervisor_pid)  # a supervisor killed outright takes its workers along
+    os.environ.clear()
+    os.environ.update(dict(setup.environment))
+    settings = Settings.model_validate_json(setup.settings_json)
     finish_calls_on_shutdown()
-    extra = tuple(os.environ.get(WORKER_HOSTS_ENV, "").split())
-    origins = tuple(os.environ.get(WORKER_ORIGINS_ENV, "").split())
+    extra, origins = setup.extra_hosts, setup.extra_origins
     access = web_access(settings.http_host, extra, origins, tokens_required=bool(settings.auth.tokens))
     # One library and archive per worker process, shared by its view servers; they live as long
     # as the process does (each server's lifespan starts and stops their watchers).

@@ -7,12 +7,14 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -25,6 +27,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
 PROGRESS_EVERY_S = 0.25
+WORK_THREADS = 4
 # The MCP context of the tool call being run, for progress while a call waits on an index build.
 _CALL_CONTEXT: ContextVar[Context[Any, Any] | None] = ContextVar("skillshelf_call_context", default=None)
 
@@ -73,6 +76,7 @@ class Refreshable(Protocol):
     """An index kept fresh in the background (the skill library, the session archive)."""
 
     def needs_sync(self) -> bool: ...
+    def ensure_fresh(self) -> None: ...
 
 
 async def run_work(
@@ -88,19 +92,38 @@ async def run_work(
     every other session. A call that waits on `waits_on` while it builds reports the build's progress to
     a caller that asked for it. (Pure validation failures are answered with `respond` directly.)
     """
-    work = partial(respond, call, count)
     if waits_on is not None and waits_on.needs_sync():
-        return await _waiting_on(waits_on, work)
-    return await anyio.to_thread.run_sync(work)
+        await _wait_for(waits_on)  # before taking a work thread: waiting holds none
+    return await anyio.to_thread.run_sync(partial(respond, call, count), limiter=_work_limiter())
 
 
-async def _waiting_on(index: Refreshable, work: Callable[[], CallToolResult]) -> CallToolResult:
-    """Run `work` in a thread; while it waits on an index build, report the build's progress to a
-    caller that asked for it (a first index of a large library takes a while; the MCP SDK drops the
-    notifications when the request carries no progress token)."""
+_WORK_LIMITER: anyio.lowlevel.RunVar[anyio.CapacityLimiter] = anyio.lowlevel.RunVar("skillshelf_work_limiter")
+
+
+def _work_limiter() -> anyio.CapacityLimiter:
+    """At most WORK_THREADS tool calls run at once (one per event loop): more only queue for the GIL, and a
+    crowd of threads woken together (a first index just finished) keeps the event loop from it."""
+    try:
+        return _WORK_LIMITER.get()
+    except LookupError:
+        limiter = anyio.CapacityLimiter(WORK_THREADS)
+        _WORK_LIMITER.set(limiter)
+        return limiter
+
+
+async def _wait_for(index: Refreshable) -> None:
+    """Wait (in a thread) until `index` is fresh; meanwhile report the build's progress to a caller that
+    asked for it (a first index of a large library takes a while; the MCP SDK drops the notifications
+    when the request carries no progress token). A failed sync is the work's to report."""
+
+    def wait() -> None:
+        with suppress(Exception):
+            index.ensure_fresh()
+
     context = _CALL_CONTEXT.get()
     if context is None or not isinstance(getattr(index, "progress", None), tuple):
-        return await anyio.to_thread.run_sync(work)
+        await anyio.to_thread.run_sync(wait)
+        return
 
     async def report() -> None:
         last: tuple[int, int] | None = None
@@ -117,9 +140,8 @@ async def _waiting_on(index: Refreshable, work: Callable[[], CallToolResult]) ->
 
     async with anyio.create_task_group() as reporters:
         reporters.start_soon(report)
-        result = await anyio.to_thread.run_sync(work)
+        await anyio.to_thread.run_sync(wait)
         reporters.cancel_scope.cancel()
-    return result
 
 
 def unknown_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:

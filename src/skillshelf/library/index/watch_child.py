@@ -5,10 +5,17 @@ second for 10,000), and a server in the same process answers nothing meanwhile. 
 live in a child: it prints `ready` once they are in place, then `change` after each batch of changes
 (anything under `.skillshelf/`, where the indexes live, ignored), and exits when its stdin closes,
 which happens when the server stops or dies. Imports nothing from skillshelf beyond this module.
+
+A recursive watch is one non-recursive watch per folder this process lists itself, never following
+a symlink: watchfiles' own recursion follows them, and one link to `/` made it register 11,225
+watches before it gave up (the inotify limit). Dot-folders and the folders discovery skips hold no
+skills and are not watched either. When a folder appears, the folders are listed again and watched
+anew, and `change` is said once more when they are (covering what changed meanwhile).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -17,10 +24,59 @@ from typing import Any
 IGNORED_DIR = ".skillshelf"
 READY = "ready"
 CHANGE = "change"
+# Folders no skill lives in (library/skill/discovery.py's IGNORED_NAMES; this module imports nothing).
+UNWATCHED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
+RELIST_ATTEMPTS = 5  # a folder removed between listing and watching: list again
 
 
 def watch_roots(roots: list[str], recursive: bool, stop: threading.Event) -> None:
-    from watchfiles import DefaultFilter, watch
+    """Say `ready` once the folders are watched, then `change` after each batch of changes."""
+    in_place = READY
+    failures = 0
+    while not stop.is_set():
+        folders = list_folders(roots) if recursive else roots
+        try:
+            relist = _watch(folders, recursive, stop, in_place)
+        except FileNotFoundError:  # one went away between listing and watching
+            failures += 1
+            if failures >= RELIST_ATTEMPTS:
+                raise
+            continue
+        failures = 0
+        in_place = CHANGE  # once watched anew: whatever changed in between
+        if not relist:
+            return
+
+
+def list_folders(roots: list[str]) -> list[str]:
+    """The roots and every real folder under them: symlinks, dot-folders and UNWATCHED_NAMES skipped."""
+    found = list(roots)
+    pending = list(roots)
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as listing:
+                for entry in listing:
+                    if _worth_watching(entry.name) and entry.is_dir(follow_symlinks=False):
+                        found.append(entry.path)
+                        pending.append(entry.path)
+        except OSError:  # gone, or unreadable: nothing to watch there
+            continue
+    return found
+
+
+def _worth_watching(name: str) -> bool:
+    return not name.startswith(".") and name not in UNWATCHED_NAMES
+
+
+def _new_folder(path: str) -> bool:
+    folder = Path(path)
+    return _worth_watching(folder.name) and folder.is_dir() and not folder.is_symlink()
+
+
+def _watch(folders: list[str], recursive: bool, stop: threading.Event, in_place: str) -> bool:
+    """Watch each of `folders` alone, saying `in_place` once they are, until stopped. True when a new
+    folder appeared (the caller lists the folders again)."""
+    from watchfiles import Change, DefaultFilter, watch
 
     class _IgnoreIndex(DefaultFilter):
         def __call__(self, change: Any, path: str) -> bool:
@@ -28,7 +84,7 @@ def watch_roots(roots: list[str], recursive: bool, stop: threading.Event) -> Non
 
     registered = False
     for changes in watch(
-        *roots,
+        *folders,
         watch_filter=_IgnoreIndex(),
         stop_event=stop,
         debounce=100,
@@ -36,13 +92,16 @@ def watch_roots(roots: list[str], recursive: bool, stop: threading.Event) -> Non
         rust_timeout=300,
         yield_on_timeout=True,
         raise_interrupt=False,
-        recursive=recursive,
+        recursive=False,
     ):
         if not registered:
             registered = True  # the first yield proves the watch is in place
-            say(READY)
-        elif changes:
+            say(in_place)
+        if changes:
             say(CHANGE)
+            if recursive and any(kind == Change.added and _new_folder(path) for kind, path in changes):
+                return True
+    return False
 
 
 def say(word: str) -> None:

@@ -4,6 +4,10 @@ Shared by every index that must stay fresh without rescanning per read (skills, 
 Changes under `.skillshelf/` (the indexes themselves) are ignored. The watches live in a child process
 (`watch_child`): watchfiles registers them while holding the GIL, seconds for a large library, and
 the server must keep answering meanwhile. This thread only reads the child's lines.
+
+`stop()` works from any thread, the watcher's own included (an owner may replace its watchers from
+inside a callback): the child's stdin is closed at once, so it exits, and no callback runs after.
+The child gets the helper environment (library/children.py): nothing of the server's secrets.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from skillshelf.library import children
 from skillshelf.library.index.watch_child import CHANGE, IGNORED_DIR, READY
 
 logger = logging.getLogger(__name__)
@@ -52,9 +57,14 @@ class DirectoryWatcher:
             self.thread.start()
 
     def stop(self) -> None:
+        """Stop watching: no callback after this returns (or, called from a callback, after it ends)."""
         self.stop_event.set()
         with self._child_lock:
             child = self._child
+        if threading.current_thread() is self.thread:
+            if child is not None and child.stdin is not None:
+                child.stdin.close()  # the child exits; the read loop then ends and reaps it
+            return
         if child is not None:
             _close(child)
         if self.thread.is_alive():
@@ -67,16 +77,16 @@ class DirectoryWatcher:
             with self._child_lock:
                 if self.stop_event.is_set():
                     return
-                self._child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self._child = children.popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         except OSError as exc:
             self._fail(f"could not start ({exc})")
             return
         child = self._child
         assert child.stdout is not None
         pending = b""
-        while True:
+        while not self.stop_event.is_set():
             chunk = os.read(child.stdout.fileno(), 65536)  # whatever is there: one callback per kind
-            if not chunk:
+            if not chunk or self.stop_event.is_set():
                 break
             lines = (pending + chunk).split(b"\n")
             pending = lines.pop()

