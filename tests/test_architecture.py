@@ -104,6 +104,16 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the modules it names in an import (`from pkg import name` names `pkg`, whose __init__ runs)."""
+    return {module: {i for i in imported if i in GRAPH and i != module} for module, imported in GRAPH.items()}
+
+
+def test_modules_form_no_import_cycle_even_through_lazy_imports() -> None:
+    cycle = find_cycle(module_graph())
+    assert cycle is None, "module import cycle (a function-level import counts too): " + " -> ".join(cycle or [])
+
+
 def test_the_forbidden_import_check_sees_lazy_imports(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("def f():\n    from mcp.types import Tool\n    from .sibling import x\n", encoding="utf-8")

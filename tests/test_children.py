@@ -46,7 +46,7 @@ NOT_SPAWNING = frozenset({"subprocess.TimeoutExpired", "subprocess.CompletedProc
 KNOWN_SITES = {
     ("skillshelf.execution.runner", "run_child"): "a skill: children.skill_environment, _child.py closes fds",
     ("skillshelf.execution._child", "main"): "the skill's own process replacing itself (exec mode)",
-    ("skillshelf.server.http", "run_http_workers"): "uvicorn's workers: children.helper_environment_only",
+    ("skillshelf.server.workers", "run_http_workers"): "uvicorn's workers: children.helper_environment_only",
 }
 
 
@@ -153,7 +153,7 @@ def test_the_known_sites_do_what_they_claim() -> None:
     first = child_main.body[0]
     assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)
     assert _dotted(first.value.func) == "close_inherited_fds", "a skill's first act is closing inherited fds"
-    workers = _function("skillshelf.server.http", "run_http_workers")
+    workers = _function("skillshelf.server.workers", "run_http_workers")
     guarded = [
         node
         for node in ast.walk(workers)

@@ -21,7 +21,7 @@ import httpx2
 import pytest
 
 from skillshelf.library.index.library import READ_ONLY_MARKER, LibraryConfig, SkillLibrary
-from skillshelf.server.http import HostGuard, transport_security
+from skillshelf.server.hosts import HostGuard, transport_security
 from tests.conftest import write
 
 PATTERNS = Path(__file__).resolve().parents[1] / "patterns"

@@ -111,7 +111,7 @@ def test_a_curators_run_is_not_counted_as_a_use() -> None:
 async def test_keyword_beside_a_different_query_is_refused_not_ignored(sample_root: Path, tmp_path: Path) -> None:
     from mcp import Client
 
-    from skillshelf.server import build_server
+    from skillshelf.server.app import build_server
     from skillshelf.settings import Settings
     from tests.conftest import call
 

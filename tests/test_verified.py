@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from skillshelf.cli import cli
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.conftest import call
 

@@ -21,7 +21,7 @@ from skillshelf.execution import sandbox, service
 from skillshelf.execution.containment import RunCgroup
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import agent_skill, three_file, write
 

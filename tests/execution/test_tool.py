@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.execution.conftest import all_gone, started_run
 

@@ -23,7 +23,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.projects import ProjectRoots
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.artifacts.conftest import session_file
 from tests.conftest import agent_skill, call, three_file

@@ -32,7 +32,7 @@ from mcp import Client
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.usage.store import USAGE_FILE
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.conftest import USER_FOLDERS, call
 from tests.library.read_only import read_only

@@ -12,7 +12,7 @@ from mcp import Client
 
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.conftest import write
 

@@ -11,7 +11,7 @@ from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns.service import one_line
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from skillshelf.tokens import estimate_json_tokens
 from tests.conftest import agent_skill, call

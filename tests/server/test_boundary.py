@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from skillshelf.config.views import FilterRule, ViewSettings
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 from tests.conftest import agent_skill, call, write

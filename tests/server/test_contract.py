@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 
 pytestmark = pytest.mark.anyio

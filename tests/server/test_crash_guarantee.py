@@ -10,7 +10,7 @@ from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns import service
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.conftest import call
 

@@ -20,7 +20,7 @@ from mcp import Client
 from bench.generate import generate
 from skillshelf.config.views import ViewSettings
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.server.http import team_app
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import write

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.conftest import call, write
 from tests.library.test_parsing import ALIAS_BOMB

@@ -20,7 +20,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from skillshelf.errors import SkillshelfError
-from skillshelf.server.http import HostGuard, transport_security
+from skillshelf.server.hosts import HostGuard, transport_security
 
 pytestmark = pytest.mark.anyio
 

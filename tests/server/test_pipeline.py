@@ -21,7 +21,8 @@ from skillshelf.config.composites import ChainStep, CompositeTool
 from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import FilterRule, ToolOverride, ViewSettings
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server, sdk
+from skillshelf.server import sdk
+from skillshelf.server.app import build_server
 from skillshelf.server.calllog import CallLog
 from skillshelf.server.hooks import HookResult, ToolCall
 from skillshelf.server.http import team_app

@@ -16,7 +16,8 @@ from pydantic import TypeAdapter
 
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server, skills_ext
+from skillshelf.server import skills_ext
+from skillshelf.server.app import build_server
 from skillshelf.server.skills_ext import EXTENSION_ID, SkillsSurface
 from skillshelf.settings import Settings
 from tests.conftest import agent_skill, three_file, write

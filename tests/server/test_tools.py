@@ -13,7 +13,7 @@ from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.conftest import call
 

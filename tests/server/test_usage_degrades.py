@@ -11,7 +11,7 @@ from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.usage.store import USAGE_FILE, UsageStore
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import call, three_file
 from tests.library.test_usage import damage_pages, filled_store, lock_held_by_another_process

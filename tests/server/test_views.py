@@ -13,7 +13,7 @@ from mcp import Client, MCPError, types
 
 from skillshelf.config.views import AGENT_TOOLS, CURATOR_TOOLS, MEMORY_TOOLS, FilterRule, ToolOverride, ViewSettings
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.server.web import WebAccess
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import call

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client, StdioServerParameters, types
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import build_server
+from skillshelf.server.app import build_server
 from skillshelf.settings import resolve_settings
 from tests.conftest import write
 

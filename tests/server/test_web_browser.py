@@ -21,7 +21,7 @@ from starlette.requests import Request
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
-from skillshelf.server.http import transport_security
+from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app
 from tests.conftest import agent_skill
 from tests.server.test_http import free_port

@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server.http import transport_security
+from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import CONTENT_SECURITY_POLICY, WebAccess, web_app
 from tests.conftest import agent_skill
 from tests.server.team_support import free_port

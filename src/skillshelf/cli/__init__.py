@@ -1,12 +1,14 @@
-"""The `skillshelf` command line: `main.py` holds the group and the core commands; other modules of
-this package add their command groups to it."""
+"""The `skillshelf` command line: `main.py` holds the group and the library commands, `serve.py` the
+server, `common.py` what every command shares; the other modules add their command groups."""
 
 from skillshelf.cli.call_log import call_log
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
+from skillshelf.cli.serve import serve
 from skillshelf.cli.tokens import token
 
+cli.add_command(serve)
 cli.add_command(token)
 cli.add_command(call_log)
 cli.add_command(model)

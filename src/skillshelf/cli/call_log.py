@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from skillshelf.cli.main import _settings, json_option
+from skillshelf.cli.common import command_settings, json_option
 from skillshelf.cli.output import print_json
 from skillshelf.library.skill.paths import display_path
 
@@ -20,7 +20,7 @@ def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
     from skillshelf.server.calllog import log_path, read_records, summarise
 
     if log_file is None:
-        log_file = log_path(_settings().call_log)
+        log_file = log_path(command_settings().call_log)
     summary = summarise(read_records(log_file), log_file, top)
     if as_json:
         print_json(summary.model_dump(mode="json"))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from skillshelf.cli.main import _settings, config_flag, json_option, library_option, opened_library
+from skillshelf.cli.common import command_settings, config_flag, json_option, library_option, opened_library
 from skillshelf.cli.output import print_json
 from skillshelf.cli.setting_flags import flag_name, given_flags, setting_flags
 from skillshelf.config.variables import KeyPath, leaves
@@ -156,7 +156,7 @@ def views(libraries: tuple[Path, ...], as_json: bool) -> None:
     from skillshelf.config.views import all_views
     from skillshelf.server.views import ToolSelection, surface_cost
 
-    settings = _settings(libraries)
+    settings = command_settings(libraries)
     rows: list[dict[str, Any]] = []
     with tool_catalogue(settings) as tools:
         for name, view in sorted(all_views(settings.views, settings.execution.enabled).items()):
@@ -194,7 +194,7 @@ def explain(name: str, view_name: str | None, libraries: tuple[Path, ...], as_js
     from skillshelf.library.access.rules import decide_skill, decide_tool
     from skillshelf.server.views import ToolSelection
 
-    settings = _settings(libraries, watch=False)
+    settings = command_settings(libraries, watch=False)
     chosen = view_name or settings.view
     view = resolve_view(chosen, settings.views, settings.execution.enabled)
     with tool_catalogue(settings) as tools:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from skillshelf.cli.main import _announce_roots, logger
+from skillshelf.cli.common import announce_roots, logger
 
 if TYPE_CHECKING:
     from skillshelf.settings import Settings
@@ -25,7 +25,8 @@ def prepare_http(
     The tokens are the settings' own: the config file's and SKILLSHELF_TOKENS', as digests."""
     from skillshelf.server.auth import refuse_unauthenticated
     from skillshelf.server.hooks import check_views
-    from skillshelf.server.http import refuse_unsafe_exposure, run_http_workers
+    from skillshelf.server.http import refuse_unsafe_exposure
+    from skillshelf.server.workers import run_http_workers
 
     host = settings.http_host
     refuse_unauthenticated(host, settings.auth, insecure_no_auth)
@@ -36,7 +37,7 @@ def prepare_http(
     problems = check_views(settings.views)  # each worker loads them; fail here, once
     if problems:
         raise click.ClickException("; ".join(problems))
-    _announce_roots(settings.roots, settings.using_bundled)
+    announce_roots(settings.roots, settings.using_bundled)
     logger.warning("serving MCP on http://%s:%d/mcp with %d stateless workers", host, port, workers)
     run_http_workers(settings.model_dump_json(), host, port, workers, allowed_hosts, allowed_origins)
     return True

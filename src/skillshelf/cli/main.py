@@ -6,168 +6,29 @@ Every command calls the same services as the MCP tools; `--json` prints their wi
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, cast
 
 import click
 
 from skillshelf import __version__
+from skillshelf.cli.common import (
+    command_settings,
+    configure_logging,
+    json_option,
+    library_option,
+    open_library,
+    opened_library,
+)
 from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, table
-from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
-from skillshelf.cli.setting_flags import given_flags, setting_flags
+from skillshelf.cli.setting_flags import setting_flags
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.memory.service import NOTE_TYPES
 
-if TYPE_CHECKING:
-    from skillshelf.library.access.reader import LibraryReader
-    from skillshelf.settings import Settings
-
-F = TypeVar("F", bound=Callable[..., Any])
 SEMANTIC_WAIT_S = 10.0  # how long `search` waits for semantic search to catch up (docs/search.md)
-logger = logging.getLogger("skillshelf")
-start_log = logging.getLogger("skillshelf.start")  # start-up lines, shown by default
-
-
-def _configure_logging(verbose: int) -> None:
-    """Logs go to stderr (stdout is the protocol). -v/-vv raise skillshelf's own verbosity only:
-    libraries such as markdown-it log every parsing step at debug level."""
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(
-        level=logging.WARNING, stream=sys.stderr, format="skillshelf %(levelname)s %(name)s: %(message)s", force=True
-    )
-    logging.getLogger("skillshelf").setLevel(level)
-    start_log.setLevel(min(level, logging.INFO))
-
-
-def _remember_allow_missing(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    ctx.meta["skillshelf.allow_missing"] = value
-
-
-def library_option(fn: F) -> F:
-    fn = click.option(
-        "--allow-missing",
-        is_flag=True,
-        expose_value=False,
-        callback=_remember_allow_missing,
-        help="Accept library roots that do not exist (yet); without it a missing root is an error.",
-    )(fn)
-    return click.option(
-        "--library",
-        "-l",
-        "libraries",
-        multiple=True,
-        type=click.Path(path_type=Path),
-        help="Library root (repeatable; the first wins a name collision). Default: $SKILLSHELF_LIBRARY, then "
-        "`library` in the config file (~/.config/skillshelf/config.toml), then ~/.shared-patterns, then the "
-        "bundled examples.",
-    )(fn)
-
-
-def json_option(fn: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print the tools' JSON instead of text.")(fn)
-
-
-def settings_loader(libraries: tuple[Path, ...] = (), **defaults: Any) -> Callable[[], Settings]:
-    """Settings from this command's flags (`defaults` where the command line says nothing), the
-    environment and the config file; read afresh at each call (`serve` reloads with it)."""
-    from skillshelf.settings import resolve_settings
-
-    context = click.get_current_context(silent=True)
-    config = config_flag(context)
-    flags = {**defaults, **given_flags(context)}
-    return lambda: resolve_settings(libraries, config_path=config, **flags)
-
-
-def _settings(libraries: tuple[Path, ...] = (), **defaults: Any) -> Settings:
-    """The settings of this command (see `settings_loader`), read once."""
-    return settings_loader(libraries, **defaults)()
-
-
-def config_flag(context: click.Context | None = None) -> Path | None:
-    """`skillshelf --config FILE`, if given."""
-    context = context or click.get_current_context(silent=True)
-    root = context.find_root().obj if context else None
-    return root.get("config") if root else None
-
-
-@contextmanager
-def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterator[LibraryReader]:
-    with opened_library(_settings(libraries, watch=watch)) as library:
-        yield library
-
-
-@contextmanager
-def opened_library(settings: Settings) -> Iterator[LibraryReader]:
-    """The library of these settings, synced (with progress on a terminal), closed on exit, read as the
-    curator reads it: every skill, under the same file rules as a server."""
-    from skillshelf.library.access.reader import LibraryReader
-    from skillshelf.library.index.library import SkillLibrary
-
-    _announce_roots(settings.roots, settings.using_bundled)
-    library = SkillLibrary(settings.library_config())
-    progress = IndexProgress()
-    library.add_progress_listener(progress)
-    try:
-        library.sync()
-        progress.done()
-        yield LibraryReader(library)
-    finally:
-        library.close()
-
-
-def _announce_roots(roots: list[Path], using_bundled: bool) -> None:
-    if using_bundled:
-        logger.warning(
-            "no library configured and ~/.shared-patterns does not exist: serving the bundled examples "
-            "(create one with `skillshelf init`, or pass --library PATH)"
-        )
-    if not roots:
-        raise click.ClickException("no library roots; pass --library PATH")
-    context = click.get_current_context(silent=True)
-    allow_missing = bool(context and context.meta.get("skillshelf.allow_missing"))
-    missing = [r for r in roots if not r.expanduser().is_dir()]
-    if missing and not allow_missing:
-        names = ", ".join(display_path(r) for r in missing)
-        raise click.UsageError(
-            f"library root {names} is not a folder. Check --library, $SKILLSHELF_LIBRARY or `library` in the "
-            "config file, or pass --allow-missing to use it anyway."
-        )
-
-
-class IndexProgress:
-    """Progress of an index build for people: a live line on a terminal (stderr), else one log line.
-
-    Only a build worth waiting for shows anything: re-syncs of a few changed files stay silent."""
-
-    THRESHOLD = 200  # skills to parse before progress is worth showing
-
-    def __init__(self) -> None:
-        self.terminal = sys.stderr.isatty()
-        self.shown = False
-
-    def __call__(self, parsed: int, total: int) -> None:
-        if total < self.THRESHOLD:
-            return
-        if self.terminal:
-            sys.stderr.write(f"\rindexing the library: {parsed}/{total} skills")
-            sys.stderr.flush()
-            self.shown = True
-        elif not self.shown:
-            start_log.info("indexing the library: %d skills to parse (a first index takes a moment)", total)
-            self.shown = True
-
-    def done(self) -> None:
-        if self.terminal and self.shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-        self.shown = False
 
 
 @click.group(cls=SkillshelfGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -181,194 +42,8 @@ class IndexProgress:
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, config: Path | None) -> None:
     """Serve a filesystem library of reusable skills to AI agents, and curate it."""
-    _configure_logging(verbose)
+    configure_logging(verbose)
     ctx.obj = {"config": config}
-
-
-def _warn_if_exec(settings: Settings) -> None:
-    if settings.execution.enabled:
-        scope = ", ".join(settings.execution.allow) or "any skill"
-        logger.warning("skill execution is ON (%s); see docs/security.md", scope)
-
-
-def _check_stream_responses(stream_responses: bool, http: bool, workers: int) -> None:
-    if stream_responses and (not http or workers > 1):
-        problem = "serves HTTP only; add --http" if not http else "needs --workers 1 (workers answer statelessly)"
-        raise click.UsageError(f"--stream-responses {problem}.")
-
-
-@cli.command(cls=RulesCommand)
-@library_option
-@click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    help="Extra Host header value to accept over HTTP (repeatable), e.g. skills.example.com:8765.",
-)
-@click.option(
-    "--allowed-origin",
-    "allowed_origins",
-    multiple=True,
-    help="Extra Origin to accept over HTTP (repeatable), e.g. https://app.example.com.",
-)
-@setting_flags()  # every flag that sets a setting: --host, --projects-root, --allow-exec, --view, ...
-@rule_options
-@click.option("--insecure-no-auth", is_flag=True, help="Serve a non-loopback address without tokens (logged).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="HTTP worker processes.")
-@click.option(
-    "--stream-responses",
-    is_flag=True,
-    help="Over HTTP, answer each call as an SSE stream (progress while the first index builds) instead of one "
-    "JSON body; about a third less throughput. One worker only.",
-)
-def serve(
-    libraries: tuple[Path, ...],
-    http: bool,
-    port: int,
-    allowed_hosts: tuple[str, ...],
-    allowed_origins: tuple[str, ...],
-    insecure_no_auth: bool,
-    workers: int,
-    stream_responses: bool,
-) -> None:
-    """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
-    from skillshelf.artifacts.archive import SessionArchive
-    from skillshelf.config.views import all_views, resolve_view
-    from skillshelf.library.index.library import SkillLibrary
-    from skillshelf.server import build_server
-    from skillshelf.server.app import build_view_servers
-    from skillshelf.server.calllog import CallLog
-
-    load = settings_loader(libraries)
-    rules = click.get_current_context().meta.get("tool_rules", [])
-    settings = with_flag_rules(load(), rules)
-    reload = config_reloader(load, rules) if settings.watch else None
-    resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
-    _check_stream_responses(stream_responses, http, workers)
-    host = settings.http_host
-    if http:
-        from skillshelf.cli.http import prepare_http
-
-        if prepare_http(settings, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
-            return  # the worker processes served until interrupted
-    _warn_if_exec(settings)
-    _announce_roots(settings.roots, settings.using_bundled)
-    listener = _bind(host, port) if http else None  # before anything says "serving"
-    library = SkillLibrary(settings.library_config())
-    archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
-    logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
-    from skillshelf.server.auth import Tokens
-    from skillshelf.server.http import HttpReload, web_access
-
-    http_reload = HttpReload(host, Tokens(settings.auth.tokens))  # the tokens in force; a reload replaces them
-    access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
-    progress = IndexProgress()
-    library.add_progress_listener(progress)
-    roots = ", ".join(display_path(r) for r in library.roots)
-    try:
-        if listener is not None:
-            from skillshelf.server.http import run_http
-
-            servers = build_view_servers(settings, library, archive, access, reload and http_reload.guard(reload))
-            bound = listener.getsockname()[1]
-            shown = f"[{host}]" if ":" in host else host
-            start_log.info(
-                "serving %s on http://%s:%d/mcp (view %r; every view at /view/NAME/mcp, web view: /, "
-                "health: /health); Ctrl-C to stop",
-                roots,
-                shown,
-                bound,
-                settings.view,
-            )
-            run_http(
-                servers,
-                host,
-                bound,
-                allowed_hosts,
-                extra_origins=allowed_origins,
-                auth=settings.auth,
-                views=all_views(settings.views, settings.execution.enabled),
-                sock=listener,
-                stream_responses=stream_responses,
-                tokens=http_reload.tokens,
-            )
-        else:
-            call_log = CallLog.from_settings(settings.call_log)
-            server = build_server(
-                settings, library, archive, access, view=settings.view, reload=reload, call_log=call_log
-            )
-            announce = None
-            if sys.stderr.isatty():
-                library.start()  # the lifespan's start() is then a no-op; the line waits for the index
-                announce = partial(_announce_when_indexed, library, roots, progress, settings.view)
-            _run_stdio(server, announce)
-    finally:
-        library.close()
-        archive.close()
-
-
-def _bind(host: str, port: int) -> Any:
-    """A listening socket, so a busy port fails before anything says "serving" and --port 0 is known."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        raise click.ClickException(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port (--port 0: any free port) "
-            "or --host."
-        ) from exc
-    return sock  # not inheritable (Python's default): no child process, a skill least of all, gets it
-
-
-def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress, view: str) -> None:
-    """One line on a terminal's stderr once the index is ready: what is served, how many skills, how to stop."""
-    import threading
-
-    def announce() -> None:
-        library.ensure_fresh()
-        progress.done()
-        count = library.index.count()
-        sys.stderr.write(
-            f"skillshelf: serving {plural(count, 'skill')} from {roots} over stdio ({view!r} view); "
-            "an MCP client talks to it on stdin/stdout. Press Ctrl-C to stop.\n"
-        )
-        sys.stderr.flush()
-
-    threading.Thread(target=announce, name="skillshelf-announce", daemon=True).start()
-
-
-def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
-    """Serve stdio until the client closes it; Ctrl-C stops at once, even while stdin is being read.
-
-    `announce` (the terminal's "serving" line) starts only once Ctrl-C is handled: a user who reads
-    "Press Ctrl-C" and presses it at once must get the clean stop, not Python's KeyboardInterrupt."""
-    import os
-    import signal
-
-    def stop_now(_signum: int, _frame: Any) -> None:
-        sys.stderr.write("\nskillshelf: stopped\n")
-        sys.stderr.flush()
-        os._exit(130)  # a thread blocked reading stdin would otherwise hold the process until Enter
-
-    import anyio
-
-    from skillshelf.server.stdio import loop_options, serve_stdio
-
-    previous = signal.signal(signal.SIGINT, stop_now)
-    if announce is not None:
-        announce()
-    try:
-        anyio.run(serve_stdio, server, backend_options=loop_options())
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @cli.command(short_help="Browse the library in a web browser (read-only).")
@@ -518,7 +193,7 @@ def run_skill(
     from skillshelf.execution import service
 
     payload = _read_input(input_text)
-    settings = _settings(libraries, watch=False)
+    settings = command_settings(libraries, watch=False)
     execution = settings.execution.model_copy(update={"enabled": True})
     with opened_library(settings) as library:
         if dry_run:
@@ -632,7 +307,7 @@ def notes(
     from skillshelf.memory import service as memory
     from skillshelf.memory.models import NoteList
 
-    projects = _settings().projects()
+    projects = command_settings().projects()
     result = memory.get_notes(projects, project, note_type=note_type, query=query, since=since, limit=limit)
 
     def render(r: NoteList) -> None:
@@ -659,7 +334,7 @@ def sessions(as_json: bool, project: str, query: str, limit: int) -> None:
     from skillshelf.artifacts.archive import SessionArchive
     from skillshelf.artifacts.models import ArtifactSearchResult
 
-    settings = _settings()
+    settings = command_settings()
     with SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=False).opened() as archive:
         result = artifacts.search_artifacts(archive, query, project=project, limit=limit)
 
@@ -685,7 +360,7 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
     """
     from skillshelf.library.skill.checker import check_roots
 
-    roots = list(paths) or _settings(libraries).roots
+    roots = list(paths) or command_settings(libraries).roots
     report = check_roots([r.expanduser() for r in roots])
     if as_json:
         print_json(report.to_dict())

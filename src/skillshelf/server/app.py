@@ -28,7 +28,8 @@ from skillshelf.patterns import service
 from skillshelf.server.calllog import CallLog
 from skillshelf.server.composite import install_composites
 from skillshelf.server.hooks import Hooks
-from skillshelf.server.http import ReloadRefused, transport_security
+from skillshelf.server.hosts import transport_security
+from skillshelf.server.http import ReloadRefused
 from skillshelf.server.pipeline import CallPipeline
 from skillshelf.server.prompts import register_prompts
 from skillshelf.server.skills_ext import SkillsSurface

@@ -11,31 +11,26 @@ reloaded tokens in force.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from dataclasses import dataclass
-from functools import partial
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillshelf.config.auth import AuthSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library import children
 from skillshelf.server.auth import (
     ANONYMOUS,
     DEFAULT_VIEW,
@@ -44,18 +39,13 @@ from skillshelf.server.auth import (
     Principal,
     Tokens,
     is_loopback,
-    web_authorize,
-    web_refusal,
 )
+from skillshelf.server.hosts import HostGuard, transport_security
 
 if TYPE_CHECKING:
-    from skillshelf.server.web import WebAccess
     from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
-WILDCARD_OR_LOOPBACK = frozenset({"0.0.0.0", "::", "127.0.0.1", "localhost", "::1"})
 
 
 def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
@@ -138,117 +128,6 @@ def _signature(path: Path | None) -> object:
     except OSError:
         return None
     return None if found is None else (found.st_mtime_ns, found.st_size, found.st_ino)
-
-
-def transport_security(
-    host: str, extra_hosts: tuple[str, ...] = (), extra_origins: tuple[str, ...] = ()
-) -> TransportSecuritySettings:
-    """Allow loopback names, the bind host (unless it is a wildcard) and any hosts the user names;
-    as origins, those hosts plus any origins the user names (`https://app.example.com[:port]`)."""
-    names = list(LOOPBACK_HOSTS)
-    if host not in WILDCARD_OR_LOOPBACK:
-        names.append(host)
-    names.extend(extra_hosts)
-    hosts = [pattern for name in names for pattern in _host_patterns(_bracketed(name))]
-    origins = [f"{scheme}://{h}" for h in hosts for scheme in ("http", "https")]
-    for origin in extra_origins:
-        scheme, separator, rest = origin.rstrip("/").partition("://")
-        if not separator or not rest or "/" in rest:
-            raise SkillshelfError(
-                ErrorCode.VALIDATION_ERROR, f"allowed origin {origin!r}: write it as scheme://host[:port]"
-            )
-        origins.extend(f"{scheme}://{pattern}" for pattern in _host_patterns(_bracketed(rest)))
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
-
-
-def web_access(
-    host: str, extra_hosts: tuple[str, ...], extra_origins: tuple[str, ...], tokens_required: bool | Tokens
-) -> WebAccess:
-    """Who may see the web view served beside `/mcp`: the same Host/Origin checks, the same tokens
-    (given the `Tokens` in force, as a reload leaves them), and only tokens that may use the default
-    view (the one it shows)."""
-    from skillshelf.server.web import WebAccess
-
-    return WebAccess(
-        security=transport_security(host, extra_hosts, extra_origins),
-        authorize=web_authorize(tokens_required),
-        refuse=web_refusal(),
-    )
-
-
-def _bracketed(name: str) -> str:
-    """An IPv6 literal as a Host header spells it: '::1' -> '[::1]' ('[::1]:8765' stays as it is)."""
-    if name.startswith("["):
-        return name
-    try:
-        return f"[{ipaddress.IPv6Address(name)}]"
-    except ValueError:
-        return name
-
-
-def _host_patterns(name: str) -> list[str]:
-    """'example.com' -> itself and 'example.com:*'; a name that already has a port stays as it is."""
-    bare = name.rsplit("]", 1)[-1] if name.startswith("[") else name
-    return [name] if ":" in bare else [name, f"{name}:*"]
-
-
-def _split_port(host: str) -> tuple[str, str | None]:
-    if host.startswith("["):
-        name, _, rest = host.partition("]")
-        return name + "]", rest[1:] if rest.startswith(":") else None
-    name, colon, port = host.rpartition(":")
-    return (name, port) if colon else (host, None)
-
-
-def _matches(value: str, allowed: list[str]) -> bool:
-    """Case-insensitive (DNS names are), a trailing dot ignored, 'name:*' matching any port."""
-    name, port = _split_port(value.lower())
-    name = name.rstrip(".")
-    wanted = f"{name}:{port}" if port is not None else name
-    for pattern in (p.lower() for p in allowed):
-        if pattern == wanted or (pattern.endswith(":*") and port is not None and pattern[:-2] == name):
-            return True
-    return False
-
-
-class HostGuard:
-    """ASGI middleware: 421 for a Host not allowed (or a loopback Host from a remote peer), 403 for a foreign Origin."""
-
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
-        self.app = app
-        self.hosts = security.allowed_hosts
-        self.origins = security.allowed_origins
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            problem = self._problem(scope)
-            if problem is not None:
-                status, message = problem
-                await PlainTextResponse(message, status_code=status)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-    def _problem(self, scope: Scope) -> tuple[int, str] | None:
-        headers = Headers(scope=scope)
-        host = headers.get("host", "")
-        if not host or not _matches(host, self.hosts):
-            name = _split_port(host)[0] or "(none)"
-            return 421, (
-                f"Invalid Host header {host!r}: this server answers only its own names. To accept it, start "
-                f"skillshelf with --allowed-host {name} (or a host:port)."
-            )
-        peer = (scope.get("client") or ("", 0))[0]
-        if is_loopback(_split_port(host)[0]) and not is_loopback(peer):
-            return 421, "Invalid Host header: a loopback name from a remote address"
-        origin = headers.get("origin")
-        if origin and not _matches(origin.split("://", 1)[-1], [o.split("://", 1)[-1] for o in self.origins]):
-            return 403, "Invalid Origin header"
-        return None
-
-
-def http_app(server: MCPServer[Any], host: str, extra_hosts: tuple[str, ...] = ()) -> ASGIApp:
-    """One server's streamable HTTP app (`/mcp` and custom routes such as `/health`) behind one HostGuard."""
-    return team_app({DEFAULT_VIEW: server}, host=host, extra_hosts=extra_hosts)
 
 
 def team_app(
@@ -418,98 +297,3 @@ def run_http(
         app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S
     )
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
-
-
-@dataclass(frozen=True)
-class WorkerSetup:
-    """What a worker process needs from the supervisor. It travels pickled through the spawn pipe
-    (uvicorn passes the worker's config that way), never in an environment variable or a file:
-    another process of the user can read neither the pipe nor, once it is non-dumpable, the worker."""
-
-    settings_json: str
-    extra_hosts: tuple[str, ...] = ()
-    extra_origins: tuple[str, ...] = ()
-    environment: tuple[tuple[str, str], ...] = ()  # the server's, without its secrets
-    supervisor_pid: int = 0
-
-
-def run_http_workers(
-    settings_json: str,
-    host: str,
-    port: int,
-    workers: int,
-    extra_hosts: tuple[str, ...] = (),
-    extra_origins: tuple[str, ...] = (),
-) -> None:
-    """Several uvicorn worker processes on one port, each with its own server over the same library.
-
-    Sessions cannot follow a client from one process to the next, so workers answer statelessly.
-    The shared listening socket gets TCP_NODELAY, which accepted connections inherit: uvicorn's own
-    socket for workers lacks it, and Nagle's algorithm then holds every response's body behind its
-    headers for a delayed ACK (about 40 ms per request, measured).
-
-    What the processes get (library/children.py): this supervisor is non-dumpable (its environment
-    may hold tokens), and spawns its workers (and multiprocessing's resource tracker) with the helper
-    environment only; each worker receives the settings and the server's environment in its
-    `WorkerSetup`, turns non-dumpable and only then restores that environment; it stops (SIGTERM)
-    when the supervisor dies, however it dies.
-    """
-    import os
-    import socket
-
-    from uvicorn import Config
-    from uvicorn.supervisors import Multiprocess
-
-    children.make_nondumpable()
-    environment = tuple(children.server_environment().items())
-    setup = WorkerSetup(settings_json, extra_hosts, extra_origins, environment, os.getpid())
-    config = Config(
-        partial(worker_app, setup),
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-    )
-    sock = config.bind_socket()
-    sock.set_inheritable(False)  # the workers get it through the spawn, which passes it explicitly
-    if sock.family in (socket.AF_INET, socket.AF_INET6):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    with suppress(KeyboardInterrupt), children.helper_environment_only():
-        Multiprocess(config, sockets=[sock]).run()
-
-
-def worker_app(setup: WorkerSetup) -> ASGIApp:
-    """The app of one worker process (uvicorn's factory, called in the worker)."""
-    import os
-
-    from skillshelf.artifacts.archive import SessionArchive
-    from skillshelf.config.views import all_views
-    from skillshelf.library.index.library import SkillLibrary
-    from skillshelf.server.app import build_view_servers
-    from skillshelf.settings import Settings
-
-    children.make_nondumpable()  # before the server's environment is back in this process
-    children.seal_inherited_fds()  # the listener and the supervisor's pipes reach no child of ours
-    children.die_with_parent(setup.supervisor_pid)  # a supervisor killed outright takes its workers along
-    os.environ.clear()
-    os.environ.update(dict(setup.environment))
-    settings = Settings.model_validate_json(setup.settings_json)
-    finish_calls_on_shutdown()
-    extra, origins = setup.extra_hosts, setup.extra_origins
-    access = web_access(settings.http_host, extra, origins, tokens_required=bool(settings.auth.tokens))
-    # One library and archive per worker process, shared by its view servers; they live as long
-    # as the process does (each server's lifespan starts and stops their watchers).
-    library = SkillLibrary(settings.library_config())
-    archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
-    servers = build_view_servers(settings, library, archive, access)
-    return team_app(
-        servers,
-        host=settings.http_host,
-        extra_hosts=extra,
-        extra_origins=origins,
-        auth=settings.auth,
-        views=all_views(settings.views, settings.execution.enabled),
-        stateless=True,
-    )

@@ -32,6 +32,8 @@ from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.service import MAX_LIMIT
+from skillshelf.server.auth import Tokens, web_authorize, web_refusal
+from skillshelf.server.hosts import transport_security
 from skillshelf.web import pages
 from skillshelf.web.stats import library_view
 
@@ -164,6 +166,19 @@ def _error(library: SkillReader, base: str, exc: SkillshelfError, skill_id: str)
     return _html(pages.not_found_page(base, f"No skill {skill_id!r} in this library.", library.suggest(skill_id)), 404)
 
 
+def web_access(
+    host: str, extra_hosts: tuple[str, ...], extra_origins: tuple[str, ...], tokens_required: bool | Tokens
+) -> WebAccess:
+    """Who may see the web view served beside `/mcp`: the same Host/Origin checks, the same tokens
+    (given the `Tokens` in force, as a reload leaves them), and only tokens that may use the default
+    view (the one it shows)."""
+    return WebAccess(
+        security=transport_security(host, extra_hosts, extra_origins),
+        authorize=web_authorize(tokens_required),
+        refuse=web_refusal(),
+    )
+
+
 def web_app(library: SkillLibrary, access: WebAccess | None = None) -> Starlette:
     """The web view on its own (`skillshelf web`): every skill, /health, and the library's freshness."""
     reader = ViewReader(library)
@@ -187,8 +202,6 @@ def web_app(library: SkillLibrary, access: WebAccess | None = None) -> Starlette
 def serve_web(library: SkillLibrary, port: int) -> None:
     """Serve the web view on 127.0.0.1 only, with loopback Host checks; blocks until interrupted."""
     import uvicorn
-
-    from skillshelf.server.http import transport_security
 
     host = "127.0.0.1"
     app = web_app(library, WebAccess(security=transport_security(host)))

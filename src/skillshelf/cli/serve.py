@@ -1,0 +1,206 @@
+"""`skillshelf serve`: the MCP server over stdio or streamable HTTP (one process, or several workers)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from skillshelf.cli.common import IndexProgress, announce_roots, library_option, logger, settings_loader, start_log
+from skillshelf.cli.output import plural
+from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
+from skillshelf.cli.setting_flags import setting_flags
+from skillshelf.library.skill.paths import display_path
+
+if TYPE_CHECKING:
+    from skillshelf.settings import Settings
+
+
+def _warn_if_exec(settings: Settings) -> None:
+    if settings.execution.enabled:
+        scope = ", ".join(settings.execution.allow) or "any skill"
+        logger.warning("skill execution is ON (%s); see docs/security.md", scope)
+
+
+def _check_stream_responses(stream_responses: bool, http: bool, workers: int) -> None:
+    if stream_responses and (not http or workers > 1):
+        problem = "serves HTTP only; add --http" if not http else "needs --workers 1 (workers answer statelessly)"
+        raise click.UsageError(f"--stream-responses {problem}.")
+
+
+@click.command(cls=RulesCommand)
+@library_option
+@click.option("--http", is_flag=True, help="Serve streamable HTTP (/mcp, /health) instead of stdio.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP port.")
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Extra Host header value to accept over HTTP (repeatable), e.g. skills.example.com:8765.",
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    help="Extra Origin to accept over HTTP (repeatable), e.g. https://app.example.com.",
+)
+@setting_flags()  # every flag that sets a setting: --host, --projects-root, --allow-exec, --view, ...
+@rule_options
+@click.option("--insecure-no-auth", is_flag=True, help="Serve a non-loopback address without tokens (logged).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="HTTP worker processes.")
+@click.option(
+    "--stream-responses",
+    is_flag=True,
+    help="Over HTTP, answer each call as an SSE stream (progress while the first index builds) instead of one "
+    "JSON body; about a third less throughput. One worker only.",
+)
+def serve(
+    libraries: tuple[Path, ...],
+    http: bool,
+    port: int,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
+    insecure_no_auth: bool,
+    workers: int,
+    stream_responses: bool,
+) -> None:
+    """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
+    from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.config.views import all_views, resolve_view
+    from skillshelf.library.index.library import SkillLibrary
+    from skillshelf.server.app import build_server, build_view_servers
+    from skillshelf.server.calllog import CallLog
+
+    load = settings_loader(libraries)
+    rules = click.get_current_context().meta.get("tool_rules", [])
+    settings = with_flag_rules(load(), rules)
+    reload = config_reloader(load, rules) if settings.watch else None
+    resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
+    _check_stream_responses(stream_responses, http, workers)
+    host = settings.http_host
+    if http:
+        from skillshelf.cli.http import prepare_http
+
+        if prepare_http(settings, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
+            return  # the worker processes served until interrupted
+    _warn_if_exec(settings)
+    announce_roots(settings.roots, settings.using_bundled)
+    listener = _bind(host, port) if http else None  # before anything says "serving"
+    library = SkillLibrary(settings.library_config())
+    archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
+    logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
+    from skillshelf.server.auth import Tokens
+    from skillshelf.server.http import HttpReload
+    from skillshelf.server.web import web_access
+
+    http_reload = HttpReload(host, Tokens(settings.auth.tokens))  # the tokens in force; a reload replaces them
+    access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
+    progress = IndexProgress()
+    library.add_progress_listener(progress)
+    roots = ", ".join(display_path(r) for r in library.roots)
+    try:
+        if listener is not None:
+            from skillshelf.server.http import run_http
+
+            servers = build_view_servers(settings, library, archive, access, reload and http_reload.guard(reload))
+            bound = listener.getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host
+            start_log.info(
+                "serving %s on http://%s:%d/mcp (view %r; every view at /view/NAME/mcp, web view: /, "
+                "health: /health); Ctrl-C to stop",
+                roots,
+                shown,
+                bound,
+                settings.view,
+            )
+            run_http(
+                servers,
+                host,
+                bound,
+                allowed_hosts,
+                extra_origins=allowed_origins,
+                auth=settings.auth,
+                views=all_views(settings.views, settings.execution.enabled),
+                sock=listener,
+                stream_responses=stream_responses,
+                tokens=http_reload.tokens,
+            )
+        else:
+            call_log = CallLog.from_settings(settings.call_log)
+            server = build_server(
+                settings, library, archive, access, view=settings.view, reload=reload, call_log=call_log
+            )
+            announce = None
+            if sys.stderr.isatty():
+                library.start()  # the lifespan's start() is then a no-op; the line waits for the index
+                announce = partial(_announce_when_indexed, library, roots, progress, settings.view)
+            _run_stdio(server, announce)
+    finally:
+        library.close()
+        archive.close()
+
+
+def _bind(host: str, port: int) -> Any:
+    """A listening socket, so a busy port fails before anything says "serving" and --port 0 is known."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port (--port 0: any free port) "
+            "or --host."
+        ) from exc
+    return sock  # not inheritable (Python's default): no child process, a skill least of all, gets it
+
+
+def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress, view: str) -> None:
+    """One line on a terminal's stderr once the index is ready: what is served, how many skills, how to stop."""
+    import threading
+
+    def announce() -> None:
+        library.ensure_fresh()
+        progress.done()
+        count = library.index.count()
+        sys.stderr.write(
+            f"skillshelf: serving {plural(count, 'skill')} from {roots} over stdio ({view!r} view); "
+            "an MCP client talks to it on stdin/stdout. Press Ctrl-C to stop.\n"
+        )
+        sys.stderr.flush()
+
+    threading.Thread(target=announce, name="skillshelf-announce", daemon=True).start()
+
+
+def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
+    """Serve stdio until the client closes it; Ctrl-C stops at once, even while stdin is being read.
+
+    `announce` (the terminal's "serving" line) starts only once Ctrl-C is handled: a user who reads
+    "Press Ctrl-C" and presses it at once must get the clean stop, not Python's KeyboardInterrupt."""
+    import os
+    import signal
+
+    def stop_now(_signum: int, _frame: Any) -> None:
+        sys.stderr.write("\nskillshelf: stopped\n")
+        sys.stderr.flush()
+        os._exit(130)  # a thread blocked reading stdin would otherwise hold the process until Enter
+
+    import anyio
+
+    from skillshelf.server.stdio import loop_options, serve_stdio
+
+    previous = signal.signal(signal.SIGINT, stop_now)
+    if announce is not None:
+        announce()
+    try:
+        anyio.run(serve_stdio, server, backend_options=loop_options())
+    finally:
+        signal.signal(signal.SIGINT, previous)
