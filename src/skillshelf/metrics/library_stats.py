@@ -1,15 +1,24 @@
-"""Library health: what the library holds, how good it is, what it costs to load, what is used."""
+"""Library health: what the library holds, how good it is, what it costs to load, what is used.
+
+`library_figures` reads the library once; the getLibraryStats tool (`library_stats`) and the web view's
+library page (web/stats.py) both summarise those figures, so they count the same way.
+"""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 
 from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.models import Finding
+from skillshelf.library.usage.store import PatternUsage
 from skillshelf.metrics.models import CategoryLayoutCount, LibraryStats, SkillTokens, UsedSkill
 
 TOP = 10
 NEVER_USED_LISTED = 20
+BANDS = [f"{band}-{band + 1}" for band in range(10)]
 
 
 def quality_band(score: float) -> str:
@@ -18,20 +27,51 @@ def quality_band(score: float) -> str:
     return f"{band}-{band + 1}"
 
 
-def library_stats(library: SkillReader) -> LibraryStats:
+@dataclass(frozen=True)
+class LibraryFigures:
+    """One reading of the library as a reader sees it: its skills, their uses and the findings."""
+
+    skills: list[IndexedSkill]
+    usage: dict[str, PatternUsage]
+    verified: frozenset[str]  # ids verified, by quality or by use
+    findings: list[Finding]
+    warnings: list[str]
+
+    @property
+    def never_used(self) -> list[IndexedSkill]:
+        """Skills with no recorded use, the best first."""
+        return sorted((s for s in self.skills if s.id not in self.usage), key=lambda s: (-s.quality, s.id))
+
+    @property
+    def quality_histogram(self) -> dict[str, int]:
+        counts = Counter(quality_band(s.quality) for s in self.skills)
+        return {band: counts[band] for band in BANDS}
+
+    @property
+    def mean_quality(self) -> float:
+        return round(sum(s.quality for s in self.skills) / len(self.skills), 2) if self.skills else 0.0
+
+
+def library_figures(library: SkillReader) -> LibraryFigures:
     skills = library.overview()
     warnings: list[str] = []
     rows = library.usage(None, warnings)
-    usage = {u.pattern_id: u for u in rows or []}
     by_use = library.verified_ids(warnings) if rows is not None else frozenset()
+    verified = frozenset(s.id for s in skills if library.is_verified(s, by_use))
+    return LibraryFigures(skills, {u.pattern_id: u for u in rows or []}, verified, library.findings(), warnings)
+
+
+def library_stats(library: SkillReader) -> LibraryStats:
+    return stats_of(library_figures(library))
+
+
+def stats_of(figures: LibraryFigures) -> LibraryStats:
+    skills = figures.skills
     layouts: dict[str, Counter[str]] = {}
-    histogram = {f"{band}-{band + 1}": 0 for band in range(10)}
     for skill in skills:
         layouts.setdefault(skill.category, Counter())[skill.layout] += 1
-        histogram[quality_band(skill.quality)] += 1
-    findings = library.findings()
-    unused = sorted((s for s in skills if s.id not in usage), key=lambda s: (-s.quality, s.id))
-    most_used = sorted(usage.values(), key=lambda u: (-u.uses, u.pattern_id))[:TOP]
+    unused = figures.never_used
+    most_used = sorted(figures.usage.values(), key=lambda u: (-u.uses, u.pattern_id))[:TOP]
     total_tokens = sum(s.tokens for s in skills)
     return LibraryStats(
         skills=len(skills),
@@ -39,9 +79,9 @@ def library_stats(library: SkillReader) -> LibraryStats:
             CategoryLayoutCount(category=c, three_file=n["three-file"], agent_skills=n["agent-skills"])
             for c, n in sorted(layouts.items())
         ],
-        quality_histogram=histogram,
-        mean_quality=round(sum(s.quality for s in skills) / len(skills), 2) if skills else 0.0,
-        verified=sum(1 for s in skills if library.is_verified(s, by_use)),
+        quality_histogram=figures.quality_histogram,
+        mean_quality=figures.mean_quality,
+        verified=len(figures.verified),
         executable=sum(1 for s in skills if s.executable),
         load_tokens_total=total_tokens,
         load_tokens_mean=round(total_tokens / len(skills), 1) if skills else 0.0,
@@ -49,7 +89,7 @@ def library_stats(library: SkillReader) -> LibraryStats:
         most_used=[UsedSkill(id=u.pattern_id, uses=u.uses, projects=len(u.projects)) for u in most_used],
         never_used_count=len(unused),
         never_used=[s.id for s in unused[:NEVER_USED_LISTED]],
-        findings_by_severity=dict(Counter(f.severity for f in findings)),
-        findings_by_code=dict(Counter(f.code for f in findings).most_common()),
-        warnings=warnings or None,
+        findings_by_severity=dict(Counter(f.severity for f in figures.findings)),
+        findings_by_code=dict(Counter(f.code for f in figures.findings).most_common()),
+        warnings=figures.warnings or None,
     )

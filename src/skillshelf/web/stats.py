@@ -7,9 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from skillshelf.library.access.reader import SkillReader
-from skillshelf.metrics.library_stats import quality_band
+from skillshelf.metrics.library_stats import library_figures, stats_of
 
-BANDS = [f"{band}-{band + 1}" for band in range(10)]
 DAILY_UP_TO = 45  # days spanned before uses are counted per week, then per month past WEEKLY_UP_TO
 WEEKLY_UP_TO = 400
 
@@ -32,29 +31,27 @@ class LibraryView:
 
 
 def library_view(library: SkillReader) -> LibraryView:
-    """The library page's figures over the skills `library` (a view's reader) shows."""
-    skills = library.overview()
-    events = library.daily_uses()  # no usage: the charts show none
-    daily = [(day, count) for day, _skill_id, count in events]
-    used = {skill_id for _day, skill_id, _count in events}
-    by_use = library.verified_ids()
-    histogram = Counter(quality_band(s.quality) for s in skills)
+    """The library page's figures over the skills `library` (a view's reader) shows: the same reading and
+    counts as getLibraryStats (metrics/library_stats.py), plus what only the charts need."""
+    figures = library_figures(library)
+    stats = stats_of(figures)
+    daily = [(day, count) for day, _skill_id, count in library.daily_uses()]  # no usage: the charts show none
     periods, period = uses_by_period(daily)
-    findings = Counter(f["severity"] for s in skills for f in s.details.findings)
+    categories = [(c.category, c.three_file + c.agent_skills) for c in stats.categories]
     return LibraryView(
-        skills=len(skills),
-        mean_quality=round(sum(s.quality for s in skills) / len(skills), 2) if skills else 0.0,
-        verified=sum(1 for s in skills if library.is_verified(s, by_use)),
-        executable=sum(1 for s in skills if s.executable),
-        total_tokens=sum(s.tokens for s in skills),
-        quality_histogram=[(band, histogram[band]) for band in BANDS],
-        categories=sorted(Counter(s.category for s in skills).items(), key=lambda kv: (-kv[1], kv[0])),
-        tokens=sorted(((s.id, s.tokens) for s in skills), key=lambda kv: (-kv[1], kv[0])),
+        skills=stats.skills,
+        mean_quality=stats.mean_quality,
+        verified=stats.verified,
+        executable=stats.executable,
+        total_tokens=stats.load_tokens_total,
+        quality_histogram=list(stats.quality_histogram.items()),
+        categories=sorted(categories, key=lambda kv: (-kv[1], kv[0])),
+        tokens=sorted(((s.id, s.tokens) for s in figures.skills), key=lambda kv: (-kv[1], kv[0])),
         uses_over_time=periods,
         period=period,
         uses=sum(count for _day, count in daily),
-        never_used=sorted(((s.id, s.quality) for s in skills if s.id not in used), key=lambda kv: (-kv[1], kv[0])),
-        findings=dict(findings),
+        never_used=[(s.id, s.quality) for s in figures.never_used],
+        findings=dict(stats.findings_by_severity),
     )
 
 
