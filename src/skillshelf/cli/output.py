@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from skillshelf.errors import SkillshelfError
 
-if TYPE_CHECKING:  # rich is imported where a table is printed: `serve` never needs it (20 ms at start)
+if TYPE_CHECKING:  # rich is imported where a table is printed: `serve` never needs it (start-up time)
     from rich.console import Console
 
 M = TypeVar("M", bound=BaseModel)

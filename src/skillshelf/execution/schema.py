@@ -123,7 +123,7 @@ def _generic_schema(node: ast.Subscript) -> dict[str, Any]:
 
 def validation_errors(schema: dict[str, Any], value: Any) -> list[str]:
     """Every way `value` breaks `schema`, as 'path: message' lines (empty when it is valid)."""
-    from jsonschema import Draft202012Validator  # only runs need it: 30 ms off every server start
+    from jsonschema import Draft202012Validator  # only runs need it: off every server's start-up
     from jsonschema.exceptions import SchemaError
 
     try:

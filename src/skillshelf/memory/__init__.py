@@ -1,1 +1,2 @@
-"""The memory module: a project's running notes (decisions, hypotheses, blockers). MCP wiring is in tools.py."""
+"""The memory module: a project's running notes (decisions, hypotheses, blockers). The MCP tools are
+server/tools/memory.py."""

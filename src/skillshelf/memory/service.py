@@ -131,7 +131,7 @@ def parse_since(since: str) -> float:
 def _matching(
     notes: list[store.StoredNote], note_type: str | None, since_epoch: float | None, words: list[str]
 ) -> list[store.StoredNote]:
-    """The notes that pass every filter, still newest first. Comprehensions keep 10,000 notes ~1 ms."""
+    """The notes that pass every filter, still newest first (comprehensions: cheap even for 10,000 notes)."""
     if since_epoch is not None:
         # Newest first, so the notes at or after `since` are a prefix.
         notes = notes[: bisect.bisect_right(notes, -since_epoch, key=lambda n: -n.when)]

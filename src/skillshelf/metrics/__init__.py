@@ -1,1 +1,2 @@
-"""The metrics module: library health, pattern reuse and session compression. No MCP here but tools.py."""
+"""The metrics module: library health, pattern reuse and session compression. No MCP here: the tools are
+server/tools/metrics.py."""

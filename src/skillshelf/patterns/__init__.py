@@ -1,1 +1,1 @@
-"""The patterns module: search, load and list skills. Plain services; MCP wiring is in tools.py."""
+"""The patterns module: search, load and list skills. Plain services; the MCP tools are server/tools/patterns.py."""

@@ -219,8 +219,8 @@ def _lifespan(
 def freeze_heap() -> None:
     """Move every object alive now out of the garbage collector's sight (`gc.freeze`).
 
-    A full collection walks every tracked object while holding the GIL: with a library indexed it took
-    35-45 ms (docs/performance.md), a stall of the event loop whichever thread triggered it. What is alive
+    A full collection walks every tracked object while holding the GIL: with a library indexed it stalled
+    the event loop for tens of milliseconds, whichever thread triggered it (docs/performance.md). What is alive
     once the server is up and its index is built (modules, the SDK, caches) lives as long as the process.
     """
     gc.freeze()

@@ -41,7 +41,7 @@ def run_http_workers(
     Sessions cannot follow a client from one process to the next, so workers answer statelessly.
     The shared listening socket gets TCP_NODELAY, which accepted connections inherit: uvicorn's own
     socket for workers lacks it, and Nagle's algorithm then holds every response's body behind its
-    headers for a delayed ACK (about 40 ms per request, measured).
+    headers for a delayed ACK on every request (docs/performance.md).
 
     What the processes get (library/children.py): this supervisor is non-dumpable (its environment
     may hold tokens), and spawns its workers (and multiprocessing's resource tracker) with the helper

@@ -5,7 +5,7 @@ tokens" for a skill called steno-mode). With `semantic_model` set, every skill's
 description is embedded by a sentence model (`skillshelf.library.semantic.encoder`) and a search fuses the
 word ranking with the nearest vectors (reciprocal rank fusion).
 
-Embedding costs about 50-100 ms per skill on a small CPU, so it never delays an answer: a background
+Embedding takes far longer than a search (figures: docs/search.md), so it never delays an answer: a background
 thread embeds what is new or changed after every sync and stores the vectors in their own SQLite
 file (keyed by skill id and a digest of the text, tagged with the model's fingerprint), so a restart
 re-embeds nothing. Until a skill has its vector, searches rank it by words alone.
