@@ -103,3 +103,14 @@ async def test_a_bare_name_suggests_no_hidden_skill_on_any_surface(library: Skil
             await client.read_resource("skill://secret/no-such/SKILL.md")
         same = hidden.value.error.message.replace("vault-notes", "no-such")
         assert (same, hidden.value.error.code) == (unknown.value.error.message, unknown.value.error.code)
+
+
+async def test_a_name_no_file_system_takes_is_a_clear_error_on_every_read(library: SkillLibrary) -> None:
+    long_name = "a" * 256 + ".md"
+    async with serve(library) as client:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource(f"skill://docs/tool/references/{long_name}")
+        assert refused.value.error.code != 0 and "255 bytes" in refused.value.error.message
+        assert "/tmp" not in refused.value.error.message and "/root" not in refused.value.error.message
+        failed, envelope = await call(client, "readSkillFile", {"skillId": "docs/tool", "path": long_name})
+        assert failed and envelope["error"]["code"] == "VALIDATION_ERROR" and "255 bytes" in envelope["error"]["message"]
