@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver.tools.base import Tool
@@ -34,6 +34,7 @@ ARGUMENT_PLACES = {
     "searchPatterns": Places(aliases={"keyword": "query"}, objects=("queries",)),
     "loadSkill": Places(items={"skillIds": "skillId"}),
 }
+ToolFunction = Callable[..., Awaitable[CallToolResult]]
 RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 T = TypeVar("T", bound=BaseModel)
 
@@ -70,6 +71,19 @@ def one_query(query: str | None, keyword: str | None) -> str:
 
 
 def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -> list[Tool]:
+    """The patterns module's tools over a view's reader (one factory per tool)."""
+    return [
+        untitled(make_tool(_search_patterns(library), "searchPatterns", "Search skills")),
+        untitled(make_tool(_load_skill(library), "loadSkill", "Load a skill")),
+        untitled(make_tool(_read_skill_file(library), "readSkillFile", "Read a skill's file")),
+        untitled(
+            make_tool(_track_pattern_usage(library, projects), "trackPatternUsage", "Record a skill's use", RECORDS)
+        ),
+        untitled(make_tool(_list_categories(library), "listCategories", "List skill categories")),
+    ]
+
+
+def _search_patterns(library: SkillReader) -> ToolFunction:
     async def search_patterns(
         query: Annotated[
             str | None,
@@ -141,6 +155,10 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
 
         return await run_work(search, lambda result: len(result.hits), waits_on=library)
 
+    return search_patterns
+
+
+def _load_skill(library: SkillReader) -> ToolFunction:
     async def load_skill(
         skillId: Annotated[
             str | None,
@@ -229,6 +247,10 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
             waits_on=library,
         )
 
+    return load_skill
+
+
+def _read_skill_file(library: SkillReader) -> ToolFunction:
     async def read_skill_file(
         skillId: Annotated[str, Field(description="A skill id, 'category/name'.", min_length=1, max_length=300)],
         path: Annotated[
@@ -243,6 +265,10 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
         """Read one file that belongs to a skill: a reference, script or asset listed in loadSkill's metadata.resources, or a three-file skill's own files. Only that skill's files can be read; anything else fails with the list of its files."""  # noqa: E501
         return await run_work(lambda: service.read_skill_file(library, skillId, path), waits_on=library)
 
+    return read_skill_file
+
+
+def _track_pattern_usage(library: SkillReader, projects: ProjectRoots | None) -> ToolFunction:
     async def track_pattern_usage(
         patternId: Annotated[
             str, Field(description="The skill id you used, 'category/name'.", min_length=1, max_length=300)
@@ -255,19 +281,17 @@ def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -
         """Record that you used a skill, optionally from which project and why. Returns the skill's use count and projects; a skill used from three distinct projects becomes verified. Call it after a skill helped, so the library learns what is reused."""  # noqa: E501
         return await run_work(lambda: service.track_usage(library, projects, patternId, projectPath, note))
 
+    return track_pattern_usage
+
+
+def _list_categories(library: SkillReader) -> ToolFunction:
     async def list_categories() -> Annotated[CallToolResult, Envelope[CategoryList]]:
         """List the library's categories with skill counts, how many are executable and verified, and mean quality. Use it to see what the library covers or to pick a category filter for searchPatterns."""  # noqa: E501
         return await run_work(
             lambda: service.list_categories(library), lambda result: len(result.categories), waits_on=library
         )
 
-    return [
-        untitled(make_tool(search_patterns, "searchPatterns", "Search skills")),
-        untitled(make_tool(load_skill, "loadSkill", "Load a skill")),
-        untitled(make_tool(read_skill_file, "readSkillFile", "Read a skill's file")),
-        untitled(make_tool(track_pattern_usage, "trackPatternUsage", "Record a skill's use", RECORDS)),
-        untitled(make_tool(list_categories, "listCategories", "List skill categories")),
-    ]
+    return list_categories
 
 
 def untitled(tool: Tool) -> Tool:
