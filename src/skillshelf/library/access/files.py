@@ -30,7 +30,7 @@ from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.folder import MAX_NAME_BYTES, TooManyFiles, kept, walk_folder
 from skillshelf.library.skill.frontmatter import parse_document
-from skillshelf.library.skill.paths import is_servable
+from skillshelf.library.skill.paths import servable_target
 from skillshelf.library.skill.reading import NotRegularFile, Reporter, read_regular_file, read_text
 
 T = TypeVar("T")
@@ -170,13 +170,11 @@ class SkillFiles:
         if path is None:
             return True
         root = self.root_of(skill)
-        if not is_servable(path, root):
-            return False
+        real = servable_target(path, root)
         try:
-            real = path.resolve(strict=True)
-            if not stat.S_ISREG(real.stat().st_mode):
+            if real is None or not stat.S_ISREG(real.stat().st_mode):
                 return False
-        except (OSError, RuntimeError):
+        except OSError:
             return False
         lexical = root / path.relative_to(root) if path.is_relative_to(root) else path
         return real == lexical or not self.crossing(skill, real)

@@ -42,11 +42,18 @@ def is_servable(path: Path, root: Path) -> bool:
     Discovery never lists `.git/`, `.env` or `.skillshelf/`; a symlink must not serve them either
     (a `references/config` linking to `.git/config` would hand out a remote URL with its token).
     """
+    return servable_target(path, root) is not None
+
+
+def servable_target(path: Path, root: Path) -> Path | None:
+    """`path` resolved when it is servable (see `is_servable`), else None."""
     resolved = _resolved_within(path, root)
     if resolved is None:
-        return False
+        return None
     lexical = path.relative_to(root).parts if path.is_relative_to(root) else ()
-    return not any(part.startswith(".") for part in (*lexical, *resolved.relative_to(root).parts))
+    if any(part.startswith(".") for part in (*lexical, *resolved.relative_to(root).parts)):
+        return None
+    return resolved
 
 
 def relative_to_root(path: Path, root: Path) -> str:
