@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from skillshelf.library.access.rules import Action, Rule
+from skillshelf.library.access.rules import Action, Rule, check_rules
 
 FLAG_ACTIONS: tuple[tuple[str, Action], ...] = (("--include", "include"), ("--exclude", "exclude"))
 _GLUED = re.compile(r"^--(include|exclude)\s+(.*)$", re.DOTALL)
@@ -51,7 +51,10 @@ class RulesCommand(click.Command):
         for argument in args:
             if (message := glued_flag_message(argument)) is not None:
                 raise click.UsageError(message, ctx)
-        ctx.meta["tool_rules"] = ordered_rules(args)
+        rules = ordered_rules(args)
+        if problems := check_rules(rules, skills=False):  # the config file's check, with the flag's name
+            raise click.UsageError("; ".join(f"--include/--exclude {problem}" for problem in problems), ctx)
+        ctx.meta["tool_rules"] = rules
         return super().parse_args(ctx, args)
 
 

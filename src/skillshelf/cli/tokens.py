@@ -25,6 +25,7 @@ def token() -> None:
 def token_new(name: str, views: tuple[str, ...]) -> None:
     """Create a token NAME: print it once and write its hash to the config file."""
     from skillshelf.config.auth import CONFIG_TOKEN_BYTES, TOKEN_NAME, token_digest
+    from skillshelf.config.views import builtin_views
     from skillshelf.settings import config_location
 
     if not TOKEN_NAME.match(name):
@@ -43,11 +44,13 @@ def token_new(name: str, views: tuple[str, ...]) -> None:
             "to replace it, or choose another name"
         )
     view_names = list(views) or ["default"]
-    known = set(existing.get("views", {})) | {"default"}
+    known = set(existing.get("views", {})) | set(builtin_views(execution_enabled=True)) | {"default", "*"}
     unknown = [v for v in view_names if v not in known]
     if unknown:
         raise click.ClickException(
-            f"no view {', '.join(map(repr, unknown))} in {display_path(path)}; views: {', '.join(sorted(known))}"
+            f"no view {', '.join(map(repr, unknown))}: the built-in views are {', '.join(sorted(builtin_views(True)))} "
+            f"and default; {display_path(path)} defines {', '.join(sorted(existing.get('views', {}))) or 'none'}. "
+            "Define it there first ([views.NAME]), then give it to a token."
         )
     secret = secrets.token_urlsafe(CONFIG_TOKEN_BYTES)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")

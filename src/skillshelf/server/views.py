@@ -202,26 +202,110 @@ class ToolSearch(_Wire):
 
 
 _WORDS = re.compile(r"[a-z0-9]+")
+# Words agents use for what the tools' names and descriptions say otherwise.
+TOOL_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "find": ("search",),
+    "look": ("search",),
+    "lookup": ("search",),
+    "query": ("search",),
+    "run": ("execute",),
+    "exec": ("execute",),
+    "code": ("execute", "script"),
+    "get": ("load", "read"),
+    "open": ("load", "read"),
+    "fetch": ("load", "read"),
+    "show": ("load", "list"),
+    "remember": ("note",),
+    "record": ("add", "note", "track"),
+    "save": ("add", "note"),
+    "write": ("add", "note"),
+    "log": ("note", "track"),
+    "used": ("usage", "track"),
+    "use": ("usage", "track"),
+    "health": ("stats",),
+    "statistics": ("stats",),
+    "history": ("session", "artifacts"),
+    "past": ("session", "artifacts"),
+    "previous": ("session", "artifacts"),
+    "pattern": ("skill",),
+    "patterns": ("skill",),
+    "skills": ("skill",),
+    "decided": ("decision",),
+    "decide": ("decision",),
+    "doc": ("documentation",),
+    "docs": ("documentation",),
+}
+STOPWORDS = frozenset(
+    {
+        *("a", "an", "the", "to", "for", "of", "in", "on", "my", "me", "i", "we", "and", "or"),
+        *("with", "by", "it", "is", "are", "be", "as", "do", "how", "what", "which", "something"),
+    }
+)
+# Where a query word is found, by weight: the tool's action (the verb its name starts with), its name or
+# title, a synonym there, its description's first sentence, anywhere in it, a close spelling.
+ACTION_WEIGHT, NAME_WEIGHT, SYNONYM_IN_NAME_WEIGHT, LEAD_WEIGHT, BODY_WEIGHT, CLOSE_WEIGHT = (
+    3.5,
+    3.0,
+    2.5,
+    1.5,
+    1.0,
+    0.8,
+)
 
 
 def _words(text: str) -> list[str]:
     return _WORDS.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
 
 
-def match_score(query: str, tool: Tool) -> float:
-    """The share of the query's words found in the tool's name or description (a close spelling counts)."""
-    wanted = _words(query)
+def _forms(word: str) -> set[str]:
+    """A word and what it is without a plural, past or -ing ending ("reused" -> reuse, reus; "sessions" ->
+    session): two words match when their forms meet."""
+    forms = {word}
+    for suffix in ("ing", "ies", "es", "ed", "s", "d"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            forms.add(word[: -len(suffix)] + ("y" if suffix == "ies" else ""))
+    return forms
+
+
+def _vocabulary(text: str) -> set[str]:
+    return {form for word in _words(text) for form in _forms(word)}
+
+
+def match_score(query: str, tool: Tool) -> tuple[float, float]:
+    """(coverage, rank): the share of the query's words the tool holds (what MIN_SCORE bounds), and how well
+    it answers them, 0-1: a word in the tool's name or title counts most (a synonym of it a little less),
+    then in its description's first sentence, then anywhere in it; a close spelling counts too ("find
+    skill" is searchPatterns).
+    """
+    wanted = [w for w in _words(query) if w not in STOPWORDS] or _words(query)
     if not wanted:
-        return 1.0
-    text = " ".join(_words(f"{tool.name} {tool.description}"))
-    vocabulary = set(text.split())
-    found = 0.0
+        return 1.0, 1.0
+    action = _forms(_words(tool.name)[0]) if _words(tool.name) else set()
+    name = _vocabulary(f"{tool.name} {tool.title or ''}")
+    description = tool.description or ""
+    lead = _vocabulary(description.split(". ", 1)[0])
+    body = _vocabulary(description)
+    found = weight = 0.0
     for word in wanted:
-        if word in text:
-            found += 1
-        elif difflib.get_close_matches(word, vocabulary, n=1, cutoff=0.8):
-            found += 0.8
-    return found / len(wanted)
+        own = _forms(word)
+        synonyms = {form for s in TOOL_SYNONYMS.get(word, ()) for form in _forms(s)}
+        if (own | synonyms) & action:
+            hit = ACTION_WEIGHT if own & action else (ACTION_WEIGHT + SYNONYM_IN_NAME_WEIGHT) / 2
+        elif own & name:
+            hit = NAME_WEIGHT
+        elif synonyms & name:
+            hit = SYNONYM_IN_NAME_WEIGHT
+        elif (own | synonyms) & lead:
+            hit = LEAD_WEIGHT
+        elif (own | synonyms) & body:
+            hit = BODY_WEIGHT
+        elif difflib.get_close_matches(word, body | name, n=1, cutoff=0.8):
+            hit = CLOSE_WEIGHT
+        else:
+            continue
+        found += 1 if hit >= BODY_WEIGHT else CLOSE_WEIGHT
+        weight += hit
+    return found / len(wanted), weight / (ACTION_WEIGHT * len(wanted))
 
 
 def info(tool: Tool, with_schema: bool) -> ToolInfo:
@@ -244,7 +328,8 @@ def meta_tools(selection: ToolSelection) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[ToolSearch]]:
         def run() -> ToolSearch:
             scored = [(match_score(query, t), t) for t in selection.shown.values()]
-            ranked = sorted((p for p in scored if p[0] >= MIN_SCORE), key=lambda p: (-p[0], p[1].name))
+            passing = [(rank, t) for (coverage, rank), t in scored if coverage >= MIN_SCORE]
+            ranked = sorted(passing, key=lambda p: (-p[0], p[1].name))
             page = [info(t, include_schema) for _, t in ranked[offset : offset + limit]]
             return ToolSearch(tools=page, total=len(ranked), offset=offset, limit=limit)
 

@@ -1,0 +1,77 @@
+"""What a newcomer tripped over on the second contact (issue 24), each fixed and checked here."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from skillshelf.cli import cli
+
+
+@pytest.mark.parametrize("view", ["full", "agent", "curator", "memory", "default"])
+def test_token_new_takes_the_built_in_views_the_server_accepts(tmp_path: Path, view: str) -> None:
+    config = tmp_path / "config.toml"
+    made = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "bob", "--view", view])
+    assert made.exit_code == 0, made.output  # before: "no view 'full' in config.toml; views: default"
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["auth"]["tokens"]["bob"]["views"] == [view]
+
+
+def test_token_new_for_an_undefined_view_says_to_define_it_first(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    refused = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "ci", "--view", "readers"])
+    assert refused.exit_code != 0
+    assert "no view 'readers'" in refused.output and "[views.NAME]" in refused.output
+    assert not config.exists()  # nothing written
+
+
+def test_a_bad_glob_on_the_command_line_is_a_usage_error_not_a_traceback() -> None:
+    result = CliRunner().invoke(cli, ["serve", "--library", "patterns", "--include", "[abc"])
+    assert result.exit_code == 2  # click's usage error; before: a PatternError traceback
+    assert "'[' at position 0 has no closing ']'" in result.output and "Traceback" not in result.output
+
+
+NATURAL_QUERIES = {
+    "find skill": "searchPatterns",
+    "search for a skill": "searchPatterns",
+    "look up how to do something": "searchPatterns",
+    "run code": "executeSkill",
+    "execute a skill": "executeSkill",
+    "read a skill's file": "readSkillFile",
+    "load documentation": "loadSkill",
+    "record a decision": "addNote",
+    "remember what we decided": "addNote",
+    "search past sessions": "searchArtifacts",
+    "library health": "getLibraryStats",
+    "which skills are reused": "getPatternReuse",
+    "blockers": "getBlockers",
+    "mark a skill as used": "trackPatternUsage",
+    "compression ratio": "getCompressionRatio",
+}
+
+
+@pytest.mark.anyio
+async def test_search_mode_finds_the_tool_a_natural_query_means(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from skillshelf.config.views import ViewSettings
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.server.app import build_server
+    from skillshelf.settings import ExecutionSettings, Settings
+
+    library = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False))
+    views = {"all": ViewSettings(exposure="search")}
+    settings = Settings(roots=library.roots, views=views, execution=ExecutionSettings(enabled=True))
+    try:
+        async with Client(build_server(settings, library, view="all")) as client:
+            firsts = {}
+            for query in NATURAL_QUERIES:
+                found = await client.call_tool("all_search_tools", {"query": query, "limit": 3})
+                assert found.structured_content is not None
+                tools = found.structured_content["data"]["tools"]
+                firsts[query] = tools[0]["name"] if tools else None
+    finally:
+        library.close()
+    assert firsts == NATURAL_QUERIES  # before: "find skill" -> getLibraryStats, "run code" -> addNote
