@@ -106,7 +106,7 @@ def test_stdio_on_a_terminal_says_what_it_serves_and_stops_at_ctrl_c(
         said = read_until(controller, r"Ctrl-C to stop")
         line = [row for row in said.splitlines() if "serving" in row]
         assert len(line) == 1, said
-        assert "serving 4 skills from" in line[0] and "over stdio" in line[0] and "('default' view)" in line[0]
+        assert "serving 4 skills from" in line[0] and "over stdio" in line[0] and "(default (agent) view)" in line[0]
         process.send_signal(signal.SIGINT)  # what Ctrl-C sends; stdin stays open, as in a terminal
         assert process.wait(timeout=LIVENESS_S) == 130
         assert "Traceback" not in read_until(controller, r"stopped"), "Ctrl-C is not an error"

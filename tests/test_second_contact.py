@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -75,3 +76,45 @@ async def test_search_mode_finds_the_tool_a_natural_query_means(tmp_path: Path) 
     finally:
         library.close()
     assert firsts == NATURAL_QUERIES  # before: "find skill" -> getLibraryStats, "run code" -> addNote
+
+
+@pytest.mark.anyio
+async def test_the_agent_view_never_points_to_a_tool_it_hides(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.server.app import build_server
+    from skillshelf.settings import Settings
+
+    library = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=library.roots), library, view="agent")) as client:
+            listed = (await client.list_tools()).tools
+            failed = await client.call_tool("searchPatterns", {"query": "x", "category": "nope"})
+    finally:
+        library.close()
+    shown = {t.name for t in listed}
+    assert "listCategories" not in shown
+    assert "listCategories" not in json.dumps([t.model_dump(mode="json") for t in listed])
+    assert failed.structured_content is not None and failed.structured_content["error"]["code"] == "CATEGORY_INVALID"
+    assert "listCategories" not in failed.structured_content["error"]["message"]
+
+
+@pytest.mark.anyio
+async def test_an_unknown_tool_in_a_direct_view_gets_the_envelope_with_close_names(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.server.app import build_server
+    from skillshelf.settings import Settings
+
+    library = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=library.roots), library, view="agent")) as client:
+            result = await client.call_tool("searchPattern", {"query": "x"})
+    finally:
+        library.close()
+    assert result.is_error and result.structured_content is not None  # before: plain text "Unknown tool"
+    error = result.structured_content["error"]
+    assert error["code"] == "TOOL_NOT_AVAILABLE" and error["suggestions"][0] == "searchPatterns"
+    assert "search_tools" not in error["message"]  # a direct view has no search tools to point to

@@ -64,6 +64,6 @@ class CategoryInvalidError(SkillshelfError):
         listed = ", ".join(known[:20]) if known else "none yet"
         super().__init__(
             ErrorCode.CATEGORY_INVALID,
-            f"No category {category!r}. Known categories: {listed}. Call listCategories for counts.",
+            f"No category {category!r}. Known categories: {listed}.",
             suggestions=known[:20],
         )

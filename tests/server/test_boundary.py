@@ -113,4 +113,5 @@ async def test_a_name_no_file_system_takes_is_a_clear_error_on_every_read(librar
         assert refused.value.error.code != 0 and "255 bytes" in refused.value.error.message
         assert "/tmp" not in refused.value.error.message and "/root" not in refused.value.error.message
         failed, envelope = await call(client, "readSkillFile", {"skillId": "docs/tool", "path": long_name})
-        assert failed and envelope["error"]["code"] == "VALIDATION_ERROR" and "255 bytes" in envelope["error"]["message"]
+        error = envelope["error"]
+        assert failed and error["code"] == "VALIDATION_ERROR" and "255 bytes" in error["message"]

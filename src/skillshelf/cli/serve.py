@@ -110,12 +110,12 @@ def serve(
             bound = listener.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
             start_log.info(
-                "serving %s on http://%s:%d/mcp (view %r; every view at /view/NAME/mcp, web view: /, "
+                "serving %s on http://%s:%d/mcp (view %s; every view at /view/NAME/mcp, web view: /, "
                 "health: /health); Ctrl-C to stop",
                 roots,
                 shown,
                 bound,
-                settings.view,
+                view_label(settings),
             )
             run_http(
                 servers,
@@ -137,7 +137,7 @@ def serve(
             announce = None
             if sys.stderr.isatty():
                 library.start()  # the lifespan's start() is then a no-op; the line waits for the index
-                announce = partial(_announce_when_indexed, library, roots, progress, settings.view)
+                announce = partial(_announce_when_indexed, library, roots, progress, view_label(settings))
             _run_stdio(server, announce)
     finally:
         library.close()
@@ -172,7 +172,7 @@ def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress, vi
         progress.done()
         count = library.index.count()
         sys.stderr.write(
-            f"skillshelf: serving {plural(count, 'skill')} from {roots} over stdio ({view!r} view); "
+            f"skillshelf: serving {plural(count, 'skill')} from {roots} over stdio ({view} view); "
             "an MCP client talks to it on stdin/stdout. Press Ctrl-C to stop.\n"
         )
         sys.stderr.flush()
@@ -204,3 +204,10 @@ def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
         anyio.run(serve_stdio, server, backend_options=loop_options())
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def view_label(settings: Settings) -> str:
+    """How the start line names the served view: `default (agent)` when `default` is the built-in agent view."""
+    if settings.view == "default" and "default" not in settings.views:
+        return "default (agent)"
+    return settings.view

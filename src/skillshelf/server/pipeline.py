@@ -143,10 +143,12 @@ class CallPipeline:
         async def run(exposed: str, final: dict[str, Any]) -> HandlerResult:
             return await call_next(replace(ctx, params={**params, "name": exposed, "arguments": final}))
 
-        refusal = self.live.selection.refusal(name)
-        if refusal is not None:
+        if self.live.selection.refusal(name) is not None or sdk.get_tool(self.server, name) is None:
             started = time.perf_counter()
-            result = to_call_result(failure(ErrorCode.TOOL_NOT_AVAILABLE, refusal, started))
+            problem = self.live.selection.unknown(name)  # hidden, renamed, or no such tool: the envelope says which
+            result = to_call_result(
+                failure(problem.code, problem.message, started, problem.suggestions, problem.details)
+            )
             self._log(name, arguments, caller, started, result, None)
             return result
         return await self._through(name, arguments, caller, None, run)

@@ -174,9 +174,14 @@ class ToolSelection:
         close = difflib.get_close_matches(name, available, n=3, cutoff=0.6)
         close += [n for n in available if n.lower() == name.lower() and n not in close]
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        how = (
+            f"Use {self.name}_search_tools to find tools."
+            if self.view.exposure == "search"
+            else "tools/list shows them."
+        )
         return SkillshelfError(
             ErrorCode.TOOL_NOT_AVAILABLE,
-            f"Unknown tool {name!r}.{hint} Use {self.name}_search_tools to find tools.",
+            f"Unknown tool {name!r}.{hint} {how}",
             suggestions=close,
             details={"availableToolNames": available},
         )

@@ -98,7 +98,7 @@ def _search_patterns(library: SkillReader) -> ToolFunction:
             str | None, Field(json_schema_extra=lean, description="Alias of query, for seed clients.", max_length=500)
         ] = None,
         category: Annotated[
-            str | None, Field(json_schema_extra=lean, description="Only this category (see listCategories).")
+            str | None, Field(json_schema_extra=lean, description="Only this category (an id's part before the /).")
         ] = None,
         includeExecutable: Annotated[
             bool | None,
