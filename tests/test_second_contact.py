@@ -118,3 +118,42 @@ async def test_an_unknown_tool_in_a_direct_view_gets_the_envelope_with_close_nam
     error = result.structured_content["error"]
     assert error["code"] == "TOOL_NOT_AVAILABLE" and error["suggestions"][0] == "searchPatterns"
     assert "search_tools" not in error["message"]  # a direct view has no search tools to point to
+
+
+def test_the_watch_process_leaves_ctrl_c_to_the_server_and_says_nothing(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "skillshelf.library.index.watch_child", "--recursive", str(tmp_path)]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline()  # ready
+        child.send_signal(signal.SIGINT)  # what a terminal's Ctrl-C sends the whole process group
+        assert child.poll() is None
+    finally:
+        _out, err = child.communicate(input=b"", timeout=60)  # the server closing the pipe ends it
+    assert child.returncode == 0
+    assert b"KeyboardInterrupt" not in err  # before: watchfiles' line after "skillshelf: stopped"
+
+
+@pytest.mark.anyio
+async def test_the_call_log_names_only_skills_that_resolved(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.server.app import build_server
+    from skillshelf.server.calllog import CallLog, read_records
+    from skillshelf.settings import Settings
+
+    log = CallLog(tmp_path / "calls.jsonl", 1 << 20)
+    library = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=library.roots), library, view="agent", call_log=log)) as client:
+            for skill_id in ("../../etc/passwd", "python/slugfy", "python/slugify"):
+                await client.call_tool("loadSkill", {"skillId": skill_id})
+    finally:
+        library.close()
+    log.close()
+    named = [r.get("skill") for r in read_records(log.path)]
+    assert named == [None, None, "python/slugify"]  # before: junk and typos counted among the busiest

@@ -189,7 +189,7 @@ async def test_the_shipped_audit_hook_writes_one_line_per_call_without_values(
     client_for: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     client = await client_for(hooks=HookSettings(pre_call="skillshelf.server.hooks:audit"))
-    with caplog.at_level(logging.WARNING, logger="skillshelf.audit"):
+    with caplog.at_level(logging.INFO, logger="skillshelf.audit"):
         await call(client, "searchPatterns", {"query": "zebra-words"})
     lines = [r.getMessage() for r in caplog.records if r.name == "skillshelf.audit"]
     assert lines == ["audit caller=- view=default tool=searchPatterns args=['query']"]

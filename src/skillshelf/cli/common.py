@@ -33,6 +33,7 @@ def configure_logging(verbose: int) -> None:
     )
     logging.getLogger("skillshelf").setLevel(level)
     start_log.setLevel(min(level, logging.INFO))
+    logging.getLogger("skillshelf.audit").setLevel(min(level, logging.INFO))  # the audit hook's lines, shown
 
 
 def _remember_allow_missing(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

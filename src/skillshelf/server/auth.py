@@ -309,7 +309,11 @@ def refuse_unauthenticated(host: str, auth: AuthSettings, insecure_no_auth: bool
     if is_loopback(host) or auth.tokens:
         return
     if insecure_no_auth:
-        logger.warning("serving %s WITHOUT authentication (--insecure-no-auth): anyone who can reach it may call", host)
+        logger.warning(
+            "serving %s WITHOUT authentication (--insecure-no-auth): anyone who can reach that address may call "
+            "every tool this server serves",
+            host,
+        )
         return
     raise SkillshelfError(
         ErrorCode.VALIDATION_ERROR,

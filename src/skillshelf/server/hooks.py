@@ -262,6 +262,6 @@ audit_logger = logging.getLogger("skillshelf.audit")
 
 def audit(call: ToolCall) -> None:
     """pre_call: one audit line per call (who, which view, which tool, argument names only)."""
-    audit_logger.warning(
+    audit_logger.info(
         "audit caller=%s view=%s tool=%s args=%s", call.caller or "-", call.view, call.tool, sorted(call.arguments)
     )

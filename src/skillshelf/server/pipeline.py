@@ -325,7 +325,7 @@ class CallPipeline:
                 error_code=code,
                 request_bytes=len(json.dumps(arguments, separators=(",", ":"), default=str).encode()),
                 response_bytes=_response_bytes(as_result),
-                skill=_skill_of(places, arguments),
+                skill=_skill_of(places, arguments) if success else None,  # an id that resolved, never junk
                 via=via,
                 known=self._known(name),
             )

@@ -205,5 +205,5 @@ def serve_web(library: SkillLibrary, port: int) -> None:
 
     host = "127.0.0.1"
     app = web_app(library, WebAccess(security=transport_security(host)))
-    logger.warning("web view on http://%s:%d/", host, port)
+    logging.getLogger("skillshelf.start").info("web view on http://%s:%d/ (Ctrl-C to stop)", host, port)
     uvicorn.run(app, host=host, port=port, log_level="warning")

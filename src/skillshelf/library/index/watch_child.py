@@ -16,6 +16,7 @@ anew, and `change` is said once more when they are (covering what changed meanwh
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -114,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] not in ("--recursive", "--flat"):
         sys.stderr.write("usage: python -m skillshelf.library.index.watch_child --recursive|--flat ROOT...\n")
         return 2
+    # Ctrl-C on a terminal reaches the whole process group: the server stops, and this process ends when its
+    # stdin closes (watchfiles would print "KeyboardInterrupt caught, stopping watch" after the server's line).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     stop = threading.Event()
 
     def until_parent_goes() -> None:
