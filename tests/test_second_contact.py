@@ -157,3 +157,11 @@ async def test_the_call_log_names_only_skills_that_resolved(tmp_path: Path) -> N
     log.close()
     named = [r.get("skill") for r in read_records(log.path)]
     assert named == [None, None, "python/slugify"]  # before: junk and typos counted among the busiest
+
+
+def test_explain_and_show_suggest_what_was_meant_and_nothing_unrelated() -> None:
+    typo = CliRunner().invoke(cli, ["explain", "getNotz", "--library", "patterns"])
+    assert typo.exit_code != 0 and "Did you mean 'getNotes'?" in typo.output  # before: no suggestion
+    misspelt = CliRunner().invoke(cli, ["show", "python/slugfy", "--library", "patterns"])
+    assert misspelt.exit_code != 0 and "python/slugify" in misspelt.output
+    assert "property-based-testing" not in misspelt.output  # before: a search on the words added it

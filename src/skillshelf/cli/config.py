@@ -217,7 +217,11 @@ def explain(name: str, view_name: str | None, libraries: tuple[Path, ...], as_js
         with opened_library(settings) as library:
             skill = library.get(name)
             if skill is None:
-                raise click.ClickException(f"no tool or skill {name!r} (tools: {', '.join(sorted(own))})")
+                import difflib
+
+                close = difflib.get_close_matches(name, sorted(own), n=3, cutoff=0.6) or library.suggest(name)
+                hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+                raise click.ClickException(f"no tool or skill {name!r}.{hint} Tools: {', '.join(sorted(own))}")
             rules = view.skill_rules()
             decision = decide_skill(rules, facts_of(skill))
         answer = {"kind": "skill", "name": name, "view": chosen, "shown": decision.kept}

@@ -394,15 +394,18 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         return skill
 
     def suggest(self, skill_id: str, limit: int = 3) -> list[str]:
-        """Close matches for an unknown id: same name elsewhere, similar ids, then a search on its words."""
+        """Close matches for an unknown id: same name elsewhere, similar ids or names; only when there is none, a
+        search on its words."""
         pairs = self.index.ids_and_names()
         wanted_name = skill_id.rsplit("/", 1)[-1].lower()
         same_name = [i for i, n in pairs if n.lower() == wanted_name or i.rsplit("/", 1)[-1] == wanted_name]
         similar = difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
         by_name = difflib.get_close_matches(wanted_name, [i.rsplit("/", 1)[-1] for i, _ in pairs], n=limit, cutoff=0.6)
         similar_names = [i for name in by_name for i, _ in pairs if i.rsplit("/", 1)[-1] == name]
-        searched = [s.id for s in self.search(skill_id.replace("/", " "), SearchFilters(), limit)]
-        return list(dict.fromkeys([*same_name, *similar, *similar_names, *searched]))[:limit]
+        close = list(dict.fromkeys([*same_name, *similar, *similar_names]))
+        if close:  # what was meant, misspelt: a search on its words would only add unrelated skills
+            return close[:limit]
+        return [s.id for s in self.search(skill_id.replace("/", " "), SearchFilters(), limit)]
 
     def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:
         """Ids verified by use (three distinct projects); quality-verified skills say so themselves.
