@@ -165,3 +165,19 @@ def test_explain_and_show_suggest_what_was_meant_and_nothing_unrelated() -> None
     misspelt = CliRunner().invoke(cli, ["show", "python/slugfy", "--library", "patterns"])
     assert misspelt.exit_code != 0 and "python/slugify" in misspelt.output
     assert "property-based-testing" not in misspelt.output  # before: a search on the words added it
+
+
+def test_a_session_whose_title_matches_never_scores_zero(tmp_path: Path) -> None:
+    from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.artifacts.service import search_artifacts
+    from skillshelf.projects import ProjectRoots
+    from tests.artifacts.conftest import session_file
+
+    projects = tmp_path / "dev"
+    session_file(projects / "app", "2026-01-02-billing.md", "# Billing retries\n\nWe reworked the billing retries.\n")
+    session_file(projects / "app", "2026-01-03-billing.md", "# Billing export\n\nThe billing export job.\n")
+    with SessionArchive(ProjectRoots.of([projects]), index_dir=tmp_path / "index", watch=False).opened() as archive:
+        found = search_artifacts(archive, "billing", limit=5)
+    assert len(found.hits) == 2
+    assert all(hit.score > 0 for hit in found.hits)  # before: 0.0, a word every session holds scores about 0
+    assert max(hit.score for hit in found.hits) == 1.0

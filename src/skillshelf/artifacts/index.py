@@ -171,7 +171,8 @@ class ArtifactIndex(FtsIndex):
                           WHERE sessions_fts MATCH ? AND {conditions}
                           ORDER BY s.session_id != ?, round(score, 2), {_RECENT} LIMIT ?"""
                 rows = self._conn.execute(sql, [expression, *params, query.strip(), limit]).fetchall()
-        return [_session(row) for row in rows]
+        best = max((-row[-1] for row in rows), default=0.0)
+        return [_session(row, best) for row in rows]
 
     @recovering
     def mentioning(self, refs: Sequence[str]) -> dict[str, list[SessionRef]]:
@@ -195,9 +196,16 @@ class ArtifactIndex(FtsIndex):
             return int(self._conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
 
-def _session(row: Any) -> IndexedSession:
+def _session(row: Any, best: float) -> IndexedSession:
+    """A session hit; its score relative to the best hit (1.0), as skills' are. A match is never 0.0: when
+    BM25 cannot tell the hits apart (a word every session holds scores about 0), each match scores 1.0."""
     project, session_id, date, modified, title, summary, tokens, score = row
-    relevance = round(-score, 2) + 0.0  # as ranked (to 2 places; never 2.1e-06); + 0.0 turns -0.0 into 0.0
+    if score == 0.0:  # a listing without a query
+        relevance = 0.0
+    elif best <= 1e-9:
+        relevance = 1.0
+    else:
+        relevance = max(round(-score / best, 3), 0.001)
     return IndexedSession(project, session_id, date, modified, title, summary, tokens, relevance)
 
 
