@@ -181,3 +181,12 @@ def test_a_session_whose_title_matches_never_scores_zero(tmp_path: Path) -> None
     assert len(found.hits) == 2
     assert all(hit.score > 0 for hit in found.hits)  # before: 0.0, a word every session holds scores about 0
     assert max(hit.score for hit in found.hits) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("length", "said"), [(0, "no description"), (12, "12 characters (under 50"), (1100, "1100 characters (over 1024")]
+)
+def test_a_description_quality_reason_says_which_problem_it_is(length: int, said: str) -> None:
+    from skillshelf.library.skill.quality import _description_problem
+
+    assert said in _description_problem(length)  # before: "missing, under 50 or over 1024" for all three

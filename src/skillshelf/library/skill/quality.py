@@ -61,6 +61,15 @@ STUB_CAP = 6.0
 BODY_TIERS = ((FULL_BODY_WORDS, 3.0), (SHORT_BODY_WORDS, 2.0), (STUB_WORDS, 1.0), (50, 0.5), (0, 0.0))
 
 
+def _description_problem(length: int) -> str:
+    """What is wrong with a description of this many characters (the reason names the one that applies)."""
+    if length == 0:
+        return "no description"
+    if length < 50:
+        return f"description of {length} characters (under 50: say what the skill does and when to use it)"
+    return f"description of {length} characters (over 1024: agents see it cut; keep it to what and when)"
+
+
 def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[str]]:
     """A deterministic 0-10 estimate from static checks (docs/library-format.md has the scale)."""
     score = 0.0
@@ -77,7 +86,7 @@ def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[
             reasons.append(f"-{points:g}: {missing}")
 
     length = len(facts.description)
-    award(1.5, 50 <= length <= 1024, "description missing, under 50 or over 1024 characters", 0.75, length > 0)
+    award(1.5, 50 <= length <= 1024, _description_problem(length), 0.75, length > 0)
     award(
         1.0,
         bool(_WHEN_TO_USE.search(facts.description) or _WHEN_TO_USE.search(" ".join(facts.headings))),
