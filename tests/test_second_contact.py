@@ -190,3 +190,16 @@ def test_a_description_quality_reason_says_which_problem_it_is(length: int, said
     from skillshelf.library.skill.quality import _description_problem
 
     assert said in _description_problem(length)  # before: "missing, under 50 or over 1024" for all three
+
+
+def test_a_projects_root_no_tool_of_the_view_reads_is_reported_at_start(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "skillshelf", "serve", "--library", "patterns", "--projects-root", str(tmp_path)]
+    agent = subprocess.run(command, input="", capture_output=True, text=True, timeout=120, check=False)
+    assert "has no memory or session tool" in agent.stderr and "--view memory" in agent.stderr
+    full = subprocess.run(
+        [*command, "--view", "full"], input="", capture_output=True, text=True, timeout=120, check=False
+    )
+    assert "has no memory or session tool" not in full.stderr

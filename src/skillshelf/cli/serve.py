@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from skillshelf.settings import Settings
 
 
+def _warn_of(settings: Settings) -> None:
+    """What a user should know about these settings before the server says it serves."""
+    _warn_if_exec(settings)
+    _warn_if_projects_unused(settings)
+
+
 def _warn_if_exec(settings: Settings) -> None:
     if settings.execution.enabled:
         scope = ", ".join(settings.execution.allow) or "any skill"
@@ -87,7 +93,7 @@ def serve(
 
         if prepare_http(settings, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
             return  # the worker processes served until interrupted
-    _warn_if_exec(settings)
+    _warn_of(settings)
     announce_roots(settings.roots, settings.using_bundled)
     listener = _bind(host, port) if http else None  # before anything says "serving"
     library = SkillLibrary(settings.library_config())
@@ -204,6 +210,26 @@ def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
         anyio.run(serve_stdio, server, backend_options=loop_options())
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+PROJECT_TOOLS = ("addNote", "getNotes", "getDecisions", "searchArtifacts", "loadSession", "getCompressionRatio")
+
+
+def _warn_if_projects_unused(settings: Settings) -> None:
+    """A projects root given for a view with no memory or session tool is a setting nothing reads: say so."""
+    from skillshelf.config.views import resolve_view
+    from skillshelf.library.access.rules import decide_tool
+    from skillshelf.projects import DEFAULT_PROJECTS_ROOT
+
+    if settings.project_roots == [DEFAULT_PROJECTS_ROOT.expanduser()]:  # not set: nothing to warn about
+        return
+    rules = resolve_view(settings.view, settings.views, settings.execution.enabled).tool_rules()
+    if not any(decide_tool(rules, tool).kept for tool in PROJECT_TOOLS):
+        logger.warning(
+            "projects root is set, but the %s view has no memory or session tool to read it; serve "
+            "--view memory or --view full to use project notes and past sessions",
+            view_label(settings),
+        )
 
 
 def view_label(settings: Settings) -> str:
