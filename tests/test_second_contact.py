@@ -203,3 +203,47 @@ def test_a_projects_root_no_tool_of_the_view_reads_is_reported_at_start(tmp_path
         [*command, "--view", "full"], input="", capture_output=True, text=True, timeout=120, check=False
     )
     assert "has no memory or session tool" not in full.stderr
+
+
+def test_the_tool_names_constant_is_the_registry(tmp_path: Path) -> None:
+    from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.library.access.reader import LibraryReader
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.server.app import TOOL_NAMES, every_tool
+    from skillshelf.settings import Settings
+
+    settings = Settings(roots=[Path("patterns")], project_roots=[tmp_path])
+    library = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False))
+    archive = SessionArchive(settings.projects(), index_dir=tmp_path / "sessions", watch=False)
+    try:
+        names = [tool.name for tool in every_tool(settings, LibraryReader(library), archive)]
+    finally:
+        library.close()
+        archive.close()
+    assert sorted(names) == sorted(TOOL_NAMES)
+
+
+def test_a_default_view_that_extends_the_agent_view_keeps_its_tools_and_a_wider_one_is_reported(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from skillshelf.config.views import AGENT_TOOLS, ViewSettings, all_views
+
+    hooks_only = ViewSettings.model_validate(
+        {"extends": "agent", "hooks": {"pre_call": "skillshelf.server.hooks:audit"}}
+    )
+    extended = all_views({"default": hooks_only}, execution_enabled=False)["default"]
+    assert [r.include for r in extended.tools] == list(AGENT_TOOLS) and extended.hooks.pre_call is not None
+    config = tmp_path / "config.toml"
+    config.write_text('[views.default.hooks]\npre_call = "skillshelf.server.hooks:audit"\n', encoding="utf-8")
+    command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--library", "patterns"]
+    widened = subprocess.run(command, input="", capture_output=True, text=True, timeout=120, check=False)
+    assert "replaces the built-in agent view: agents get 17 tools instead of 4" in widened.stderr
+    config.write_text(
+        '[views.default]\nextends = "agent"\n\n[views.default.hooks]\npre_call = "skillshelf.server.hooks:audit"\n',
+        encoding="utf-8",
+    )
+    kept = subprocess.run(command, input="", capture_output=True, text=True, timeout=120, check=False)
+    assert "replaces the built-in agent view" not in kept.stderr and kept.returncode == 0, kept.stderr

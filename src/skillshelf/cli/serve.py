@@ -24,6 +24,20 @@ def _warn_of(settings: Settings) -> None:
     """What a user should know about these settings before the server says it serves."""
     _warn_if_exec(settings)
     _warn_if_projects_unused(settings)
+    _warn_if_default_widened(settings)
+
+
+def _warn_if_default_widened(settings: Settings) -> None:
+    from skillshelf.config.views import widened_default
+    from skillshelf.server.app import TOOL_NAMES
+
+    widened = widened_default(settings.views, list(TOOL_NAMES), settings.execution.enabled)
+    if widened is not None:
+        logger.warning(
+            "[views.default] replaces the built-in agent view: agents get %d tools instead of %d. Add "
+            'extends = "agent" to it to keep the agent\'s tools (and add hooks or composites), or list its tools',
+            *widened,
+        )
 
 
 def _warn_if_exec(settings: Settings) -> None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from skillshelf.config.composites import CompositeTool
 from skillshelf.config.hooks import HookSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.access.rules import Rule, check_rules
+from skillshelf.library.access.rules import Rule, check_rules, decide_tool
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 VIEW_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -62,6 +62,11 @@ class ToolOverride(BaseModel):
 class ViewSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    extends: str | None = Field(
+        default=None,
+        description="A built-in view (agent, full, memory, curator) whose settings fill every key this one leaves "
+        'out: `[views.default] extends = "agent"` adds hooks without widening the agent\'s tools',
+    )
     description: str = ""
     exposure: Literal["direct", "search"] = Field(
         default="direct", description="direct: every tool listed; search: three meta-tools find, describe and call them"
@@ -145,13 +150,44 @@ def builtin_views(execution_enabled: bool) -> dict[str, ViewSettings]:
 
 
 def all_views(configured: dict[str, ViewSettings], execution_enabled: bool) -> dict[str, ViewSettings]:
-    """Built-in views, then configured ones (a configured view replaces a built-in of the same name).
+    """Built-in views, then configured ones (a configured view replaces a built-in of the same name, or with
+    `extends` fills in from it whatever it leaves out).
 
     `default` is the configured `[views.default]` when there is one, else the built-in `agent`.
     """
-    views = {**builtin_views(execution_enabled), **configured}
+    builtin = builtin_views(execution_enabled)
+    views = {**builtin, **{name: _extended(name, view, builtin) for name, view in configured.items()}}
     views.setdefault(DEFAULT_VIEW, views[AGENT_VIEW])
     return views
+
+
+def _extended(name: str, view: ViewSettings, builtin: dict[str, ViewSettings]) -> ViewSettings:
+    """`view` with the keys it does not set taken from the built-in view it extends."""
+    if view.extends is None:
+        return view
+    base = builtin.get(view.extends)
+    if base is None:
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR,
+            f"views.{name}.extends: {view.extends!r} is not a built-in view; they are {', '.join(sorted(builtin))}",
+        )
+    inherited = {key: getattr(base, key) for key in type(view).model_fields if key not in view.model_fields_set}
+    return view.model_copy(update=inherited)
+
+
+def widened_default(
+    configured: dict[str, ViewSettings], tool_names: list[str], execution_enabled: bool
+) -> tuple[int, int] | None:
+    """(tools it shows, tools the agent view shows) when a configured `default` view replaces the agent view
+    with a wider one (no `extends`, and more tools): a hooks-only `[views.default]` silently gave agents
+    every tool. None otherwise."""
+    view = configured.get(DEFAULT_VIEW)
+    if view is None or view.extends is not None:
+        return None
+    agent = builtin_views(execution_enabled)[AGENT_VIEW]
+    shown = sum(decide_tool(view.tool_rules(), name).kept for name in tool_names)
+    agents = sum(decide_tool(agent.tool_rules(), name).kept for name in tool_names)
+    return (shown, agents) if shown > agents else None
 
 
 def resolve_view(name: str | None, configured: dict[str, ViewSettings], execution_enabled: bool) -> ViewSettings:

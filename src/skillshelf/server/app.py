@@ -45,6 +45,16 @@ from skillshelf.settings import Settings
 logger = logging.getLogger(__name__)
 
 
+# The names `every_tool` registers, for what must know them without building a server (start-up checks);
+# tests/test_second_contact.py checks the two agree.
+TOOL_NAMES = (
+    *("searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage", "listCategories", "executeSkill"),
+    *("searchArtifacts", "loadSession", "getSessionCode"),
+    *("addNote", "getNotes", "getDecisions", "getHypotheses", "getBlockers"),
+    *("getCompressionRatio", "getPatternReuse", "getLibraryStats"),
+)
+
+
 def every_tool(settings: Settings, library: SkillReader, sessions: SessionArchive) -> list[Tool]:
     """Every tool the server has, before a view picks and presents some of them."""
     projects = settings.projects()
