@@ -209,9 +209,9 @@ class Shelf:
             member, placed = plan.license
             files[f"{prefix}/{placed}"] = file_digest(tree / name / placed) or ""
             license_text = license_name(snapshot.read(member).decode("utf-8", "replace"), placed)
-        declared = {s.license for s in skills if s.license}
-        if license_text is None and len(declared) == 1 and all(s.license for s in skills):
-            license_text = declared.pop()
+        shared = {s.license for s in skills}
+        if license_text is None and len(shared) == 1:  # every skill declares the same one
+            license_text = shared.pop()
         return LockedSource(
             name=name,
             kind=spec.kind,
