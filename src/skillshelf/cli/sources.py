@@ -121,8 +121,10 @@ def sync(library: Path | None, force: bool) -> None:
         click.echo(_outcome_line(outcome))
         for edit in outcome.local_edits:
             click.echo(f"  local edit: {edit}")
-    if any(o.action == "kept" for o in outcomes):
+    if not force and any(o.local_edits for o in outcomes):
         click.echo("Local edits were kept; `skillshelf sync --force` replaces them with the locked version.")
+    if any(o.action == "failed" for o in outcomes):
+        sys.exit(1)
 
 
 def _outcome_line(outcome: Outcome) -> str:
@@ -131,8 +133,9 @@ def _outcome_line(outcome: Outcome) -> str:
         "unchanged": "as locked",
         "kept": "kept as it is here (local edits)",
         "removed": "removed (no longer in the lock)",
+        "failed": "not synced, left as it was",
     }
-    notes = f" [{'; '.join(outcome.warnings)}]" if outcome.warnings else ""
+    notes = f": {'; '.join(outcome.warnings)}" if outcome.warnings else ""
     return f"{outcome.source}: {words.get(outcome.action, outcome.action)}{notes}"
 
 
@@ -152,15 +155,11 @@ def update(names: tuple[str, ...], check: bool, yes: bool, as_json: bool, librar
         prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json)
         if as_json:
             print_json({"updates": [p.review.to_dict() for p in prepared], "errors": failures})
-        if check or not prepared:
+        if check or not prepared or not _confirmed(yes, shelf, prepared):
             for item in prepared:
                 shelf.discard(item)
-            _finish_check(prepared, failures, check)
+            _finish_check(prepared, failures, check, as_json)
             return
-        if not _confirmed(yes):
-            for item in prepared:
-                shelf.discard(item)
-            raise click.ClickException("nothing was changed")
         outcomes = [shelf.apply(item, force=force) for item in prepared]
     for outcome in outcomes:
         _echo_applied(outcome)
@@ -191,17 +190,23 @@ def _prepare_all(
     return prepared, failures
 
 
-def _finish_check(prepared: list[Prepared], failures: list[dict[str, str]], check: bool) -> None:
-    if prepared and check:
+def _finish_check(prepared: list[Prepared], failures: list[dict[str, str]], check: bool, as_json: bool) -> None:
+    """After a review that applied nothing: exit 1 when updates are pending (--check) or a source failed."""
+    if prepared and check and not as_json:
         click.echo(f"{plural(len(prepared), 'source')} with updates pending; `skillshelf update` applies them.")
-    if failures or (check and prepared):
+    if prepared and not check:
+        click.echo("Nothing was changed.", err=True)
+    if failures or prepared:
         sys.exit(1)
 
 
-def _confirmed(yes: bool) -> bool:
+def _confirmed(yes: bool, shelf: Shelf, prepared: list[Prepared]) -> bool:
+    """--yes, or a yes typed on a terminal; without a terminal, refused (the staged updates dropped)."""
     if yes:
         return True
     if not sys.stdin.isatty():
+        for item in prepared:
+            shelf.discard(item)
         raise click.ClickException(
             "updates are pending (reviewed above) and there is no terminal to confirm on: pass --yes to apply "
             "them, or --check to only review"

@@ -102,7 +102,11 @@ def three_file_entries(doc: Path) -> list[TreeEntry]:
 
 
 def skill_digest(root: Path, skill_path: str) -> str | None:
-    """The digest of the skill at `skill_path`, or None when nothing of it is there."""
+    """The digest of the skill at `skill_path`, or None when it is not there (a three-file skill without
+    its .md is gone for the library, whatever else is left of it)."""
+    where = root.joinpath(*skill_path.split("/"))
+    if skill_path.endswith(".md") and not os.path.lexists(where):
+        return None
     entries = skill_entries(root, skill_path)
     return digest_entries(entries) if entries else None
 

@@ -85,14 +85,19 @@ def spec_of(source: LockedSource, root: Path) -> SourceSpec:
 def open_snapshot(spec: SourceSpec, root: Path, scratch: Path, *, commit: str | None = None) -> Iterator[Snapshot]:
     """The source's content (git: at `commit` when given, else at the ref's newest commit)."""
     if spec.kind == "git":
-        yield _git_snapshot(spec, root, scratch, commit)
+        snapshot = _git_snapshot(spec, root, scratch, commit)
     elif spec.kind == "archive":
-        with _zip_snapshot(spec) as snapshot:
-            yield snapshot
+        snapshot = _zip_snapshot(spec)
     elif spec.kind == "folder":
-        yield _folder_snapshot(Path(spec.url), spec.subpath, spec.url)
+        snapshot = _folder_snapshot(Path(spec.url), spec.subpath, spec.url)
     else:
-        yield _file_snapshot(Path(spec.url))
+        snapshot = _file_snapshot(Path(spec.url))
+    try:
+        yield snapshot
+    finally:
+        close = getattr(snapshot.reader, "close", None)
+        if close is not None:
+            close()
 
 
 def _under(members: list[Member], subpath: str, label: str) -> list[Member]:
@@ -140,11 +145,16 @@ def _git_snapshot(spec: SourceSpec, root: Path, scratch: Path, commit: str | Non
     tar = TarSource(git.archive(repository, resolved.commit, paths, scratch, url), label)
     skipped = len(listed) - len(files)
     notes = [f"{skipped} submodule(s) left out: skillshelf never fetches submodules"] if skipped else []
+    try:
+        members = _under(tar.members, spec.subpath, label)
+    except BaseException:
+        tar.close()
+        raise
     return Snapshot(
         "git",
         label,
         tar,
-        _under(tar.members, spec.subpath, label),
+        members,
         commit=resolved.commit,
         license_file=_license(tar.members, spec.subpath),
         resolved_ref=resolved.ref,
@@ -152,12 +162,11 @@ def _git_snapshot(spec: SourceSpec, root: Path, scratch: Path, commit: str | Non
     )
 
 
-@contextmanager
-def _zip_snapshot(spec: SourceSpec) -> Iterator[Snapshot]:
+def _zip_snapshot(spec: SourceSpec) -> Snapshot:
     path = Path(spec.url)
     archive = ZipSource(path, path.name)
     try:
-        yield Snapshot(
+        return Snapshot(
             "archive",
             path.name,
             archive,
@@ -165,8 +174,9 @@ def _zip_snapshot(spec: SourceSpec) -> Iterator[Snapshot]:
             digest=PREFIX + _file_sha256(path),
             license_file=_license(archive.members, spec.subpath),
         )
-    finally:
+    except BaseException:
         archive.close()
+        raise
 
 
 def _file_sha256(path: Path) -> str:

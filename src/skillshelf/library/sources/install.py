@@ -318,14 +318,25 @@ class Shelf:
             raise SourceError(f"no {lock_path(self.root).name} in {self.root}: add a source first, or copy one there")
         installed = read_installed(self.root).sources
         outcomes = [self._drop(installed[name], lock, force) for name in sorted(installed) if name not in lock.sources]
-        outcomes += [self._sync_one(entry, force) for _, entry in sorted(lock.sources.items())]
+        outcomes += [self._sync_or_fail(entry, force) for _, entry in sorted(lock.sources.items())]
         record_installed(self.root, self._installed_now(lock, outcomes))
         return outcomes
 
+    def _sync_or_fail(self, entry: LockedSource, force: bool) -> Outcome:
+        """One source synced; a source that fails is left as it was and said so, the others still synced."""
+        try:
+            return self._sync_one(entry, force)
+        except SourceError as exc:
+            return Outcome(entry.name, "failed", warnings=[exc.message])
+
     def _installed_now(self, lock: Lock, outcomes: list[Outcome]) -> Lock:
+        """What this machine holds now: the lock's sources that synced, and dropped ones still kept here."""
+        previous = read_installed(self.root).sources
         kept = {o.source for o in outcomes if o.action == "kept" and o.source not in lock.sources}
-        previous = read_installed(self.root)
-        return Lock({**{n: previous.sources[n] for n in kept if n in previous.sources}, **lock.sources})
+        failed = {o.source for o in outcomes if o.action == "failed"}
+        held = {n: s for n, s in lock.sources.items() if n not in failed}
+        held.update({n: previous[n] for n in kept | failed if n in previous})
+        return Lock(held)
 
     def _drop(self, entry: LockedSource, lock: Lock, force: bool) -> Outcome:
         """A source this machine installed that the lock no longer has (a teammate removed it)."""

@@ -187,7 +187,7 @@ def resolve_local(url: str, root: Path) -> Path:
     if url.startswith("~"):
         return Path(url).expanduser()
     path = Path(url)
-    return path if path.is_absolute() else (root / path).absolute()
+    return path if path.is_absolute() else Path(os.path.normpath(root.absolute() / path))
 
 
 def is_local_git(url: str) -> bool:
