@@ -5,6 +5,7 @@ terminal's yes or --yes; local edits block an update unless forced; skills added
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 from skillshelf.cli import cli
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import read_lock
+from tests.library.read_only import read_only
 from tests.sources.helpers import Repo, add, skill_md, staging_left, tree_of
 
 FIRST_DESCRIPTION = "Fill PDF forms from JSON data. Use when a form must be filled."
@@ -171,3 +173,43 @@ def test_an_unreachable_source_fails_the_check_and_leaves_the_library_untouched(
 def test_updating_an_unknown_source_names_those_there_are(root: Path) -> None:
     code, _, err = run("update", "nope", "--library", str(root))
     assert code == 1 and "no source named nope" in err and "team" in err
+
+
+def test_local_edits_alone_are_no_pending_update(repo: Repo, root: Path, tmp_path: Path) -> None:
+    edited = root / "team" / "release-notes" / "SKILL.md"
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nOurs.\n", encoding="utf-8")
+    assert run("update", "--check", "--library", str(root))[0] == 0
+    kit = tmp_path / "kit"
+    (kit / "tidy").mkdir(parents=True)
+    (kit / "tidy" / "SKILL.md").write_text(skill_md("tidy", "Tidy a folder."), encoding="utf-8")
+    add(root, str(kit))
+    (root / "kit" / "tidy" / "SKILL.md").write_text(skill_md("tidy", "Edited here."), encoding="utf-8")
+    assert run("update", "--check", "kit", "--library", str(root))[0] == 0  # the folder itself did not change
+
+
+def test_a_review_does_not_count_skills_added_by_hand_as_removed(repo: Repo, root: Path) -> None:
+    mine = root / "team" / "house-style"
+    mine.mkdir()
+    (mine / "SKILL.md").write_text(skill_md("house-style", "Our house style."), encoding="utf-8")
+    push_risky_update(repo)
+    with open_shelf(root) as shelf:
+        prepared = shelf.prepare_update("team")
+        assert prepared is not None
+        shelf.discard(prepared)
+    assert "team/house-style" not in {s.id for s in prepared.review.skills}
+
+
+def test_a_read_only_library_can_still_be_listed_and_checked(repo: Repo, root: Path, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shutil.copytree(root / "team", shared / "team", symlinks=True)
+    shutil.copy2(root / "skillshelf.lock", shared / "skillshelf.lock")
+    push_risky_update(repo)
+    with read_only(shared):
+        code, out, _ = run("sources", "--library", str(shared))
+        assert code == 0 and "team" in out
+        code, out, _ = run("update", "--check", "--library", str(shared))
+        assert code == 1 and "upload.sh" in out
+        code, _, err = run("update", "--yes", "--library", str(shared))
+        assert code == 1 and "cannot write" in err
+    assert not (shared / ".skillshelf").exists()

@@ -53,10 +53,10 @@ def library_root(library: Path | None, *, create: bool = False) -> Path:
     return root
 
 
-def _shelf(root: Path) -> Any:
+def _shelf(root: Path, *, reading: bool = False) -> Any:
     from skillshelf.library.sources.install import open_shelf
 
-    return open_shelf(root)
+    return open_shelf(root, reading=reading)
 
 
 def _say_recovered(shelf: Shelf) -> None:
@@ -150,7 +150,7 @@ def update(names: tuple[str, ...], check: bool, yes: bool, as_json: bool, librar
     """Fetch each SOURCE's newest version (default: all) and review it before anything changes: files an
     agent may run first, then skills added, removed and changed, descriptions, quality, new findings."""
     root = library_root(library)
-    with _shelf(root) as shelf:
+    with _shelf(root, reading=check) as shelf:
         _say_recovered(shelf)
         prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json)
         if as_json:
@@ -248,7 +248,7 @@ def sources(library: Path | None, as_json: bool) -> None:
     """Each source of the library: its commit (or digest), when it was installed, its skills, updates
     pending at the last `skillshelf update --check`, and local edits."""
     root = library_root(library)
-    with _shelf(root) as shelf:
+    with _shelf(root, reading=True) as shelf:
         _say_recovered(shelf)
         found = shelf.status()
     if as_json:

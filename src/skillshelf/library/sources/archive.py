@@ -71,6 +71,11 @@ def check_totals(members: list[Member], label: str) -> None:
             f"{label} holds {len(members)} files of {total} bytes, more than skillshelf takes from one source "
             f"({MAX_SOURCE_ENTRIES} files, {MAX_SOURCE_BYTES} bytes); point --path at the folder with the skills"
         )
+
+
+def check_names(members: list[Member], label: str) -> None:
+    """No name twice (in any case: which one a case-insensitive disk keeps is up to chance), and no name
+    both a file and a folder (a link there would let a later entry be written through it)."""
     seen: dict[str, str] = {}
     for member in members:
         folded = member.path.casefold()
@@ -116,6 +121,7 @@ class ZipSource:
                 "a zip bomb, not a skill; refusing it"
             )
         check_totals(members, self.label)
+        check_names(members, self.label)
         return members
 
     def _member(self, info: zipfile.ZipInfo) -> Member | None:
@@ -169,7 +175,7 @@ class TarSource:
             raise SourceError(f"{label}: git wrote an archive that cannot be read: {exc}") from exc
         try:
             self.members = [m for m in (self._member(info) for info in self.archive) if m is not None]
-            check_totals(self.members, label)
+            check_totals(self.members, label)  # a git tree holds no name twice; names differing in case are git's own
         except BaseException:
             self.archive.close()
             raise

@@ -112,7 +112,10 @@ def resolve(url: str, ref: str | None) -> Resolved:
         raise SourceError(f"{strip_credentials(url)} has no default branch (HEAD); pass --ref BRANCH or TAG")
     known = sorted(n.rsplit("/", 1)[-1] for n in refs if n.startswith(("refs/heads/", "refs/tags/")))
     listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") or "none"
-    raise SourceError(f"{strip_credentials(url)} has no branch or tag {ref!r} (it has: {listed}); fix --ref")
+    commit_hint = "; a commit is given in full (40 hex digits)" if re.fullmatch(r"[0-9a-f]{4,39}", ref) else ""
+    raise SourceError(
+        f"{strip_credentials(url)} has no branch or tag {ref!r} (it has: {listed}){commit_hint}; fix --ref"
+    )
 
 
 def fetch_commit(url: str, commit: str, repository: Path) -> None:

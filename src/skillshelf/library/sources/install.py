@@ -27,9 +27,10 @@ from skillshelf.library.index.library import READ_ONLY_MARKER
 from skillshelf.library.index.locking import file_lock
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.discovery import library_base
+from skillshelf.library.sources import git
 from skillshelf.library.sources.digest import file_digest, skill_digest
 from skillshelf.library.sources.errors import SourceError
-from skillshelf.library.sources.fetch import Snapshot, open_snapshot, spec_of
+from skillshelf.library.sources.fetch import Snapshot, fetch_url, open_snapshot, spec_of
 from skillshelf.library.sources.layout import Plan, PlannedSkill, license_name, plan_source, write_plan
 from skillshelf.library.sources.lock import Lock, LockedSkill, LockedSource, lock_path, read_lock
 from skillshelf.library.sources.review import Review, review_update
@@ -96,19 +97,34 @@ class SourceStatus:
 
 
 @contextmanager
-def open_shelf(root: Path) -> Iterator[Shelf]:
-    """The sources of the library at `root`, for one command (see the module's doc)."""
+def open_shelf(root: Path, *, reading: bool = False) -> Iterator[Shelf]:
+    """The sources of the library at `root`, for one command (see the module's doc). `reading`: only to
+    look (`sources`, `update --check`), which a read-only library allows."""
     root = root.expanduser().absolute()
     if not root.is_dir():
         raise SourceError(f"library root {root} is not a folder; create it, or pass --library")
-    if (root / READ_ONLY_MARKER).exists():
+    if not reading and (root / READ_ONLY_MARKER).exists():
         raise SourceError(f"{root} is marked read-only ({READ_ONLY_MARKER}); remove the marker to change its sources")
-    with file_lock(state_dir(root) / OPERATIONS_LOCK, blocking=False) as held:
+    try:
+        state = state_dir(root)
+    except SourceError:
+        if not reading:
+            raise
+        yield Shelf(root)  # a read-only library: nobody changes it through this folder, nothing to lock
+        return
+    with file_lock(state / OPERATIONS_LOCK, blocking=False) as held:
         if not held:
             raise SourceError(f"another skillshelf command is changing the sources of {root}; run this one after it")
         shelf = Shelf(root)
-        shelf.recovered = recover(root)
-        yield shelf
+        try:
+            shelf.recovered = recover(root)
+            yield shelf
+        except OSError as exc:  # the disk, permissions: said as what to fix, never a traceback
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise SourceError(
+                f"{exc.strerror or exc}{where}. Fix that and run the command again: a change it left unfinished "
+                "is finished or undone then"
+            ) from exc
 
 
 class Shelf:
@@ -141,7 +157,7 @@ class Shelf:
         self, spec: SourceSpec, *, name: str | None = None, only: tuple[str, ...] = (), force: bool = False
     ) -> Outcome:
         lock = self.lock()
-        chosen = source_name(name or spec.default_name, given=name is not None)
+        chosen = source_name(name or spec.default_name, given=bool(name))
         if chosen in lock.sources:
             raise SourceError(
                 f"a source named {chosen} is already installed; `skillshelf update {chosen}` takes its newest "
@@ -263,9 +279,18 @@ class Shelf:
         for `skillshelf sources`."""
         entry = self.lock().sources[name]
         spec = spec_of(entry, self.root)
+        newest = git.resolve(fetch_url(spec, self.root), spec.ref).commit if spec.kind == "git" else None
+        if newest is not None and newest == entry.commit:  # one ls-remote, nothing fetched
+            return self._checked(entry, None)
         staging = Path(tempfile.mkdtemp(prefix="skillshelf-check-")) if check_only else new_staging(self.root)
         try:
-            new, warnings = self._stage(spec, name, staging, only=entry.only, exclude=entry.exclude, previous=entry)
+            new, warnings = self._stage(
+                spec, name, staging, only=entry.only, exclude=entry.exclude, commit_id=newest, previous=entry
+            )
+            if new.version == entry.version:
+                discard(staging)
+                return self._checked(entry, None)
+            self._carry_untracked(entry, staging / TREE / name)  # what a curator added stays: not a change
             review = review_update(self.folder(name), staging / TREE / name, entry, new)
             review.warnings = warnings
             edits = self.local_edits(entry)
@@ -273,12 +298,17 @@ class Shelf:
         except BaseException:
             discard(staging)
             raise
-        record_check(self.root, name, {"checked": now(), "from": entry.version, "to": new.version,
-                                       "pending": review.pending, "summary": review.summary()})  # fmt: skip
         if not review.pending:
             discard(staging)
-            return None
-        return Prepared(new, staging, review, edits, warnings)
+        return self._checked(entry, Prepared(new, staging, review, edits, warnings) if review.pending else None)
+
+    def _checked(self, entry: LockedSource, prepared: Prepared | None) -> Prepared | None:
+        """Record what a check found, for `skillshelf sources`; the prepared update, if any."""
+        found = {"checked": now(), "from": entry.version, "pending": prepared is not None}
+        if prepared is not None:
+            found.update({"to": prepared.entry.version, "summary": prepared.review.summary()})
+        record_check(self.root, entry.name, found)
+        return prepared
 
     def apply(self, prepared: Prepared, *, force: bool = False) -> Outcome:
         """Swap a prepared update in; refused (nothing changed) when the source has local edits, unless forced.
@@ -290,7 +320,6 @@ class Shelf:
             return Outcome(name, "kept", local_edits=edits)
         lock = self.lock()
         try:
-            self._carry_untracked(lock.sources[name], prepared.folder)
             commit(self.root, prepared.staging, self.folder(name), prepared.folder, lock.with_source(prepared.entry))
         except BaseException:
             discard(prepared.staging)

@@ -220,17 +220,23 @@ def write_plan(snapshot: Snapshot, plan: Plan, folder: Path) -> None:
     entries = [pair for skill in plan.skills for pair in skill.files]
     if plan.license is not None:
         entries.append(plan.license)
+    real = folder.resolve()
     for member, relative in sorted(entries, key=lambda pair: pair[1]):
-        _write_member(snapshot, member, folder, relative)
+        try:
+            _write_member(snapshot, member, folder, real, relative)
+        except OSError as exc:  # two names one file system takes as one (case), a full disk, ...
+            raise SourceError(f"could not write {relative} from {snapshot.label}: {exc.strerror or exc}") from exc
 
 
-def _write_member(snapshot: Snapshot, member: Member, folder: Path, relative: str) -> None:
+def _write_member(snapshot: Snapshot, member: Member, folder: Path, real: Path, relative: str) -> None:
     destination = folder.joinpath(*relative.split("/"))
     for parent in reversed(destination.relative_to(folder).parents):
         where = folder / parent
         if not where.is_dir():
             where.mkdir(mode=0o755)
             where.chmod(0o755)
+    if not destination.parent.resolve().is_relative_to(real):  # through a link of the source: never out
+        raise SourceError(f"{relative} in {snapshot.label} would be written outside its skill; refusing the source")
     if member.kind == "link":
         destination.symlink_to(member.target)
         return

@@ -85,6 +85,8 @@ class Review:
     def summary(self) -> str:
         counts = self.counts()
         parts = [f"{n} {kind}" for kind, n in counts.items() if n]
+        if any(s.id == SOURCE_FILES for s in self.skills):
+            parts.append("the source's license file changed")
         runnable = len(self.runnable_changes)
         if runnable:
             parts.insert(0, f"{runnable} runnable file(s) new or changed")
