@@ -83,3 +83,15 @@ def test_removing_something_unknown_names_the_sources_there_are(root: Path) -> N
     assert code == 1 and "no source or installed skill named 'nothing/here'" in output and "team" in output
     with open_shelf(root) as shelf:
         assert set(shelf.lock().sources) == {"team"}
+
+
+def test_removing_the_last_skill_of_a_source_removes_the_source(tmp_path: Path) -> None:
+    single = Repo(tmp_path / "single")
+    single.skill("only-one", "The one skill of this source.")
+    single.commit("one")
+    root = tmp_path / "solo"
+    root.mkdir()
+    add(root, single.url, name="solo")
+    code, output = run("remove", "solo/only-one", "--library", str(root))
+    assert code == 0 and "Removed solo/only-one" in output
+    assert not (root / "solo").exists() and read_lock(root / "skillshelf.lock").sources == {}

@@ -68,7 +68,7 @@ class Outcome:
     """What one command did to one source, for the curator."""
 
     source: str
-    action: str  # 'added', 'installed', 'unchanged', 'updated', 'removed', 'kept', 'skipped'
+    action: str  # 'added', 'installed', 'unchanged', 'updated', 'removed', 'kept' (local edits), 'failed'
     skills: list[str] = field(default_factory=list)
     local_edits: list[LocalEdit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -375,9 +375,17 @@ class Shelf:
         edits = [e for e in self.local_edits(entry) if e.how != DELETED]
         if edits and not force:
             return Outcome(entry.name, "kept", local_edits=edits, warnings=["no longer in the lock"])
-        staging = new_staging(self.root)
-        commit(self.root, staging, target, None, lock)
+        self._swap_out(target, lock)
         return Outcome(entry.name, "removed")
+
+    def _swap_out(self, target: Path, new_lock: Lock) -> None:
+        """Remove `target` and write `new_lock`, as one change (swap.py)."""
+        staging = new_staging(self.root)
+        try:
+            commit(self.root, staging, target, None, new_lock)
+        except BaseException:
+            discard(staging)
+            raise
 
     def _sync_one(self, entry: LockedSource, force: bool) -> Outcome:
         """Install what is missing; overwrite local edits (and drop what was added by hand) only if forced."""
@@ -457,8 +465,7 @@ class Shelf:
         edits = [e for e in self.local_edits(entry) if e.how != DELETED]
         if edits and not force:
             return Outcome(entry.name, "kept", local_edits=edits)
-        staging = new_staging(self.root)
-        commit(self.root, staging, self.folder(entry.name), None, lock.without(entry.name))
+        self._swap_out(self.folder(entry.name), lock.without(entry.name))
         record_installed(self.root, self.lock())
         forget_check(self.root, entry.name)
         return Outcome(entry.name, "removed", [s.id for s in entry.skills])
@@ -469,6 +476,9 @@ class Shelf:
         now_digest = skill_digest(self.root, skill.path)
         if now_digest is not None and now_digest != skill.digest and not force:
             return Outcome(entry.name, "kept", local_edits=[LocalEdit(skill_id, MODIFIED)])
+        if len(entry.skills) == 1:  # its last skill: the source goes (a later `add` brings it back)
+            outcome = self._remove_source(entry, lock, force=True)
+            return replace(outcome, skills=[skill_id])
         staging = new_staging(self.root)
         try:
             new_folder = staging / TREE / entry.name

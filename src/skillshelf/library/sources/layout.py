@@ -73,11 +73,14 @@ def plan_source(
             f"files with NAME.py/.js/.ts or NAME-SKILL.md beside them, among {len(members)} files. "
             "Point --path at the folder that holds the skills"
         )
-    chosen = [s for s in found if _wanted(s, only) and not _matches(s, exclude)]
-    if not chosen:
+    wanted = [s for s in found if _wanted(s, only)]
+    if not wanted:
         names = ", ".join(sorted(s.name for s in found)[:20])
-        wanted = " ".join(only)
-        raise SourceError(f"none of the {len(found)} skills in {snapshot.label} matches --only {wanted}: {names}")
+        globs = " ".join(only)
+        raise SourceError(f"none of the {len(found)} skills in {snapshot.label} matches --only {globs}: {names}")
+    chosen = [s for s in wanted if not _matches(s, exclude)]
+    if not chosen:
+        raise SourceError(f"every skill of {snapshot.label} was removed here (`skillshelf remove`); remove the source")
     skills = _without_collisions(chosen, snapshot.label, warnings)
     for skill in skills:
         _check_limits(skill, snapshot.label)
