@@ -59,15 +59,20 @@ def test_a_single_skill_md_installs_as_one_skill_named_after_its_folder(root: Pa
     assert read_lock(root / "skillshelf.lock").sources["mine"].kind == "file"
 
 
-def test_a_skill_inside_another_is_placed_beside_it_and_left_out_of_it(root: Path, tmp_path: Path) -> None:
+def test_a_skill_inside_another_is_placed_beside_it_unless_it_is_an_example_the_other_ships(
+    root: Path, tmp_path: Path
+) -> None:
     source = tmp_path / "suite"
     write(source / "agenthub" / "SKILL.md", skill_md("agenthub", "Coordinate a hub of agents."))
     write(source / "agenthub" / "references" / "guide.md", "# Guide\n")
     write(source / "agenthub" / "skills" / "status" / "SKILL.md", skill_md("status", "Report the hub's status."))
+    write(source / "tester" / "SKILL.md", skill_md("tester", "Test other skills."))
+    write(source / "tester" / "assets" / "sample-skill" / "SKILL.md", "# An example skill the tester runs on\n")
     outcome = add(root, str(source))
-    assert outcome.skills == ["suite/agenthub", "suite/status"]
+    assert outcome.skills == ["suite/agenthub", "suite/status", "suite/tester"]
     assert not (root / "suite" / "agenthub" / "skills").exists()
     assert (root / "suite" / "status" / "SKILL.md").is_file()
+    assert (root / "suite" / "tester" / "assets" / "sample-skill" / "SKILL.md").is_file()  # shipped, not a skill
 
 
 def test_a_source_that_is_one_skill_takes_the_sources_name(root: Path, tmp_path: Path) -> None:

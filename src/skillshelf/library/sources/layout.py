@@ -6,7 +6,8 @@ real corpora use): one folder per skill, `<name>/<skill>/SKILL.md`, id `<name>/<
 - An Agent Skills folder is any folder of the source with a `SKILL.md` (or `skill.md`), however deep
   (`skills/`, `.claude/skills/`, categories): it is placed one level down, `<name>/<folder name>/`.
   The source's top folder itself may be one (a repository or archive of one skill): it takes the
-  source's own name. A skill inside another is placed beside it, and left out of the outer one.
+  source's own name. A skill inside another is placed beside it, and left out of the outer one,
+  unless it is under the outer one's `scripts/`, `references/` or `assets/`: an example it ships.
 - A three-file skill is a `NAME.md` with its `NAME.py|.js|.ts` or `NAME-SKILL.md` beside it (a lone
   markdown file is documentation, not a skill), outside any skill folder: placed as `<name>/NAME.md`.
 - Two skills that would get the same place: the shallower one (then the first by path) is installed,
@@ -26,7 +27,13 @@ from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from skillshelf.library.skill.discovery import AGENT_DOC_NAMES, CODE_EXTENSIONS, METADATA_SUFFIX, NOT_SKILL_DOCS
+from skillshelf.library.skill.discovery import (
+    AGENT_DOC_NAMES,
+    CODE_EXTENSIONS,
+    METADATA_SUFFIX,
+    NOT_SKILL_DOCS,
+    RESOURCE_DIRS,
+)
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, kept
 from skillshelf.library.sources.archive import Member
 from skillshelf.library.sources.errors import SourceError
@@ -118,9 +125,20 @@ def _agent_skills(members: list[Member], top_name: str, warnings: list[str]) -> 
 
 
 def agent_folders(members: list[Member]) -> set[str]:
-    """The folders with a SKILL.md (or skill.md) file: Agent Skills folders."""
+    """The folders with a SKILL.md (or skill.md) file: Agent Skills folders. One under another skill's
+    `scripts/`, `references/` or `assets/` is an example that skill ships (a skill tester's sample
+    skill), part of it, not a skill of its own."""
     docs = [m for m in members if m.kind != "link" and posixpath.basename(m.path) in AGENT_DOC_NAMES]
-    return {posixpath.dirname(m.path) for m in docs}
+    folders = {posixpath.dirname(m.path) for m in docs}
+    return {f for f in folders if not any(_shipped_by(f, other) for other in folders if other != f)}
+
+
+def _shipped_by(folder: str, other: str) -> bool:
+    """Whether `folder` lies in a resource folder of the skill folder `other`."""
+    if other and not folder.startswith(other + "/"):
+        return False
+    inside = folder[len(other) + 1 :] if other else folder
+    return inside.split("/", 1)[0] in RESOURCE_DIRS
 
 
 def _deepest_owner(path: str, owned: dict[str, list[Member]]) -> str | None:
