@@ -189,3 +189,15 @@ def test_a_second_command_while_one_holds_the_library_is_refused(repo: Repo, roo
     with open_shelf(root), pytest.raises(SourceError) as refused, open_shelf(root):
         pass
     assert "another skillshelf command" in refused.value.message
+
+
+def test_git_variables_of_the_callers_environment_never_point_git_elsewhere(
+    repo: Repo, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = Repo(tmp_path / "other")  # as when skillshelf runs from a git hook: GIT_DIR is someone else's
+    monkeypatch.setenv("GIT_DIR", str(other.path / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other.path))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other.path / ".git" / "index"))
+    outcome = add(root, repo.url, name="team")
+    assert outcome.skills == ["team/pdf-fill", "team/release-notes"]
+    assert other.git("--git-dir", str(other.path / ".git"), "log", "--oneline", "--all") == ""  # untouched

@@ -36,11 +36,17 @@ SAFE_CONFIG = (
 QUERY_TIMEOUT_S = 60.0
 FETCH_TIMEOUT_S = 600.0
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
-# What git may keep from the user's environment: how to reach a host, never where a repository is.
+# What git may keep from the user's environment: their configuration and how to reach a host, never
+# where a repository is (GIT_DIR, GIT_WORK_TREE, ... would point git elsewhere).
 _KEPT_GIT_VARIABLES = frozenset(
-    {"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_PROXY_COMMAND"}
-)
-_NETWORK_VARIABLES = ("SSH_AUTH_SOCK", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy")
+    {
+        "GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_PROXY_COMMAND",
+        "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM",
+    }
+)  # fmt: skip
+_NETWORK_VARIABLES = (
+    "SSH_AUTH_SOCK", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy", "XDG_CONFIG_HOME",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,9 @@ class Resolved:
 
 
 def git_environment() -> dict[str, str]:
-    """The helper environment, plus what reaching a host needs (an ssh agent, proxies), without any
-    GIT_* variable that would point git at another repository; no prompt ever waits for an answer."""
+    """The helper environment, plus the user's git configuration and what reaching a host needs (an ssh
+    agent, proxies), without any GIT_* variable that would point git at another repository; no prompt
+    ever waits for an answer. The command line's `-c` settings (SAFE_CONFIG) win over any configuration."""
     env = children.helper_environment()
     for name, value in os.environ.items():
         if name in _KEPT_GIT_VARIABLES or name in _NETWORK_VARIABLES:
@@ -60,7 +67,6 @@ def git_environment() -> dict[str, str]:
     env["GIT_ASKPASS"] = "true"  # a credential helper that prompts gets an empty answer, at once
     env["SSH_ASKPASS"] = "true"
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
     return env
 
 
