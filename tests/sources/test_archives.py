@@ -4,6 +4,7 @@ hostile ones refused before anything is written, the library left as it was."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import zipfile
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES
 from skillshelf.library.sources import archive
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import read_lock
 from tests.sources.helpers import add, make_zip, skill_md, staging_left, tree_of
 
@@ -57,6 +59,11 @@ def test_a_zip_with_the_skill_at_its_top_takes_the_archives_name(root: Path, tmp
     outcome = add(root, str(packed), name="vendor")
     assert outcome.skills == ["vendor/form-filler"]
     assert read_lock(root / "skillshelf.lock").sources["vendor"].license == "MIT"
+    shutil.rmtree(root / "vendor")
+    with open_shelf(root) as shelf:  # synced and checked again under the name it was installed with
+        assert [o.action for o in shelf.sync()] == ["installed"]
+        assert shelf.prepare_update("vendor") is None
+    assert (root / "vendor" / "form-filler" / "SKILL.md").is_file()
 
 
 def test_a_link_inside_the_source_but_outside_its_skill_is_left_out_with_a_note(root: Path, tmp_path: Path) -> None:

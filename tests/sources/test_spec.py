@@ -10,6 +10,7 @@ import pytest
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.spec import (
+    default_name,
     parse_source,
     portable_path,
     resolve_local,
@@ -128,6 +129,21 @@ def test_a_given_name_must_follow_the_rule_and_a_default_one_is_made_to() -> Non
     assert source_name("My Skills!", given=False) == "my-skills"
     assert source_name("patterns", given=False) == "patterns-skills"
     assert source_name("...", given=False) == "source"
+
+
+@pytest.mark.parametrize(
+    ("kind", "url", "name"),
+    [
+        ("git", "https://example.com/team/skills.git", "skills"),
+        ("git", "git@github.com:obra/superpowers.git", "superpowers"),
+        ("git", "../repos/kit", "kit"),
+        ("archive", "../vendor/pdf-fill.skill", "pdf-fill"),
+        ("folder", "~/drafts/kit", "kit"),
+        ("file", "/tmp/drafts/commit-style/SKILL.md", "commit-style"),
+    ],
+)
+def test_a_locked_source_goes_by_the_name_its_address_gives(kind: str, url: str, name: str, tmp_path: Path) -> None:
+    assert default_name(kind, url) == name
 
 
 def test_a_local_source_beside_the_library_is_kept_relative_so_every_clone_finds_it(tmp_path: Path) -> None:

@@ -31,7 +31,13 @@ from skillshelf.library.sources.archive import (
 from skillshelf.library.sources.digest import PREFIX
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LockedSource
-from skillshelf.library.sources.spec import SourceSpec, is_local_git, resolve_local, strip_credentials
+from skillshelf.library.sources.spec import (
+    SourceSpec,
+    default_name,
+    is_local_git,
+    resolve_local,
+    strip_credentials,
+)
 
 LICENSE_STEMS = ("license", "licence", "copying", "unlicense")
 
@@ -51,7 +57,6 @@ class Snapshot:
     commit: str | None = None  # git
     digest: str | None = None  # archives, folders, files: their content
     license_file: Member | None = None
-    resolved_ref: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -76,9 +81,12 @@ def fetch_url(spec: SourceSpec, root: Path) -> str:
 
 
 def spec_of(source: LockedSource, root: Path) -> SourceSpec:
-    """The source a lock entry names, as fetched on this machine."""
+    """The source a lock entry names, as fetched on this machine. Its name for a skill at its top is the
+    one that skill was installed under."""
     url = source.url if source.kind == "git" and not is_local_git(source.url) else str(resolve_local(source.url, root))
-    return SourceSpec(source.kind, url, source.ref, source.subpath, source.name)  # type: ignore[arg-type]
+    top = next((s for s in source.skills if s.origin == ""), None)
+    name = top.id.split("/", 1)[1] if top else default_name(source.kind, url)
+    return SourceSpec(source.kind, url, source.ref, source.subpath, name)  # type: ignore[arg-type]
 
 
 @contextmanager
@@ -157,7 +165,6 @@ def _git_snapshot(spec: SourceSpec, root: Path, scratch: Path, commit: str | Non
         members,
         commit=resolved.commit,
         license_file=_license(tar.members, spec.subpath),
-        resolved_ref=resolved.ref,
         notes=notes,
     )
 

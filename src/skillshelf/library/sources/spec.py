@@ -130,6 +130,17 @@ def _from_path(path: Path) -> SourceSpec:
     raise SourceError(f"{path} is not a folder, a .zip or .skill archive, or a SKILL.md")
 
 
+def default_name(kind: str, url: str) -> str:
+    """The name a source of `kind` at `url` goes by, from its address alone (as `parse_source` gives it)."""
+    if kind == "git":
+        repo = urlsplit(url).path if "://" in url else url.split(":", 1)[-1] if _SCP_LIKE.match(url) else url
+        return _repo_name(repo)
+    local = PurePosixPath(url.replace("\\", "/"))
+    if kind == "archive":
+        return local.name.rsplit(".", 1)[0]
+    return local.parent.name if kind == "file" else local.name
+
+
 def _repo_name(path: str) -> str:
     return PurePosixPath(path.rstrip("/")).name.removesuffix(".git") or "source"
 
