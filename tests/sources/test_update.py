@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from skillshelf.cli import cli
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import read_lock
+from skillshelf.library.sources.review import _line_counts
 from tests.library.read_only import read_only
 from tests.sources.helpers import Repo, add, skill_md, staging_left, tree_of
 
@@ -213,3 +214,31 @@ def test_a_read_only_library_can_still_be_listed_and_checked(repo: Repo, root: P
         code, _, err = run("update", "--yes", "--library", str(shared))
         assert code == 1 and "cannot write" in err
     assert not (shared / ".skillshelf").exists()
+
+
+def test_lines_changed_in_a_long_file_are_counted_without_a_line_by_line_diff() -> None:
+    before = "\n".join(f"row {i}" for i in range(20_000)).encode()
+    after = "\n".join(f"row {i}" if i % 1000 else f"changed {i}" for i in range(20_000)).encode()
+    assert _line_counts(before, after) == (20, 20)  # 20,000 x 20,000 lines: counted, not diffed
+    assert _line_counts(b"a\nb\nc\n", b"a\nB\nc\nd\n") == (2, 1)
+    assert _line_counts(b"\x00binary", b"other") == (None, None)
+
+
+def test_a_changed_license_is_reviewed_as_the_sources_own_file(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "licensed")
+    repo.skill("tidy", "Tidy a folder.")
+    repo.write("LICENSE", "MIT License\n\nPermission is hereby granted, free of charge, to any person\n")
+    repo.commit("mit")
+    root = tmp_path / "seed-style"
+    (root / "patterns").mkdir(parents=True)  # the library's categories live in patterns/
+    add(root, repo.url, name="kit")
+    repo.write("LICENSE", "Apache License\nVersion 2.0, January 2004\n")
+    repo.commit("relicensed")
+    with open_shelf(root) as shelf:
+        prepared = shelf.prepare_update("kit")
+        assert prepared is not None
+        assert [s.id for s in prepared.review.skills] == ["(source)"]
+        assert prepared.review.summary() == "the source's license file changed"
+        shelf.apply(prepared)
+    assert read_lock(root / "skillshelf.lock").sources["kit"].license == "Apache-2.0"
+    assert (root / "patterns" / "kit" / "LICENSE").read_text(encoding="utf-8").startswith("Apache")

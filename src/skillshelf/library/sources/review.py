@@ -10,6 +10,7 @@ the `check` findings it did not have (both versions parsed as `skillshelf check`
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -28,6 +29,7 @@ SCRIPT_SUFFIXES = frozenset(
     }
 )  # fmt: skip
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # larger text is reported changed without counting lines
+MAX_DIFF_PAIRS = 4_000_000  # lines before x lines after; above it, lines are counted as multisets
 SOURCE_FILES = "(source)"
 
 
@@ -223,6 +225,9 @@ def _line_counts(old: bytes, new: bytes) -> tuple[int | None, int | None]:
         after = new.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         return None, None
+    if len(before) * len(after) > MAX_DIFF_PAIRS:  # a line diff grows with their product: count lines instead
+        gone, came = Counter(before) - Counter(after), Counter(after) - Counter(before)
+        return sum(came.values()), sum(gone.values())
     added = removed = 0
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
         if tag in ("replace", "delete"):
@@ -235,7 +240,7 @@ def _line_counts(old: bytes, new: bytes) -> tuple[int | None, int | None]:
 def _skill_of(path: str, new: LockedSource, old: LockedSource | None) -> str:
     """The skill (its name in the source's folder) a file belongs to; source-level files apart."""
     for source in (new, old):
-        if source is not None and f"{source.name}/{path}" in source.files:
+        if source is not None and "/" not in path and any(key.endswith("/" + path) for key in source.files):
             return SOURCE_FILES
     first = path.split("/", 1)[0]
     if "/" in path:
