@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from skillshelf.library.sources.install import Outcome, Prepared, Shelf, SourceStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
+LISTED_SKILLS = 30  # skills `add` names one by one; a large source is summed up past them
 
 
 def root_option(fn: F) -> F:
@@ -100,8 +101,10 @@ def add(
         f"Added {outcome.source}: {plural(len(outcome.skills), 'skill')} in {where} "
         f"({_version(entry.version)}{license_text})"
     )
-    for skill_id in outcome.skills:
+    for skill_id in outcome.skills[:LISTED_SKILLS]:
         click.echo(f"  {skill_id}")
+    if len(outcome.skills) > LISTED_SKILLS:
+        click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (`skillshelf sources --json`, the lock)")
     for warning in outcome.warnings:
         click.echo(f"note: {warning}", err=True)
 
