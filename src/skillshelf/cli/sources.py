@@ -104,7 +104,7 @@ def add(
     for skill_id in outcome.skills[:LISTED_SKILLS]:
         click.echo(f"  {skill_id}")
     if len(outcome.skills) > LISTED_SKILLS:
-        click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (`skillshelf sources --json`, the lock)")
+        click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (each has a line in skillshelf.lock)")
     for warning in outcome.warnings:
         click.echo(f"note: {warning}", err=True)
 
