@@ -91,7 +91,13 @@ def run_git(args: Sequence[str], *, url: str, timeout: float = QUERY_TIMEOUT_S, 
     except OSError as exc:
         raise SourceError(f"could not run git for {strip_credentials(url)}: {exc}") from exc
     if done.returncode != 0:
-        raise SourceError(f"git could not reach {strip_credentials(url)}: {_reason(done.stderr, url)}")
+        shown = strip_credentials(url)
+        if args[0] in ("ls-remote", "fetch"):  # talking to the server
+            raise SourceError(
+                f"git could not reach {shown}: {_reason(done.stderr, url)}. Check the address and that you can "
+                f"read it (`git ls-remote {shown}` says the same); nothing was changed"
+            )
+        raise SourceError(f"git failed on what it fetched from {shown} ({args[0]}): {_reason(done.stderr, url)}")
     return done.stdout
 
 
