@@ -39,6 +39,14 @@ OTHER_FILES = {
     "server/web.py": "the package's own stylesheet",
     "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",
+    # Sources (docs/curating.md): what comes in is checked here before it is a skill of the library.
+    "library/sources/archive.py": "a source's .zip/.skill archive and the tar git writes, checked before reading",
+    "library/sources/digest.py": "installed skills' bytes, hashed for the lock (never parsed)",
+    "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
+    "library/sources/layout.py": "writes a source's files into its staging folder",
+    "library/sources/lock.py": "skillshelf.lock",
+    "library/sources/state.py": "the source commands' own state in .skillshelf/",
+    "library/sources/swap.py": "the journal of a source being swapped in",
 }
 FILE_METHODS = frozenset({"open", "read_text", "read_bytes"})
 RAW_FUNCTIONS = frozenset({"open", "read_text", "read_regular_file", "safe_load", "spec_from_file_location"})

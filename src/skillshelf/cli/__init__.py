@@ -6,6 +6,7 @@ from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
 from skillshelf.cli.serve import serve
+from skillshelf.cli.sources import COMMANDS as SOURCE_COMMANDS
 from skillshelf.cli.tokens import token
 
 cli.add_command(serve)
@@ -13,7 +14,7 @@ cli.add_command(token)
 cli.add_command(call_log)
 cli.add_command(model)
 
-for _command in CONFIG_COMMANDS:
+for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
     cli.add_command(_command)
 
 __all__ = ["cli", "main"]

@@ -1,0 +1,313 @@
+"""`skillshelf add`, `sync`, `update`, `remove` and `sources`: the library's skills from sources, pinned
+in `skillshelf.lock`, updates reviewed before they land (docs/curating.md). The work is in
+library/sources/; this module reads flags and prints."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from skillshelf.cli.common import command_settings
+from skillshelf.cli.output import plural, print_json, table
+from skillshelf.errors import SkillshelfError
+from skillshelf.library.skill.paths import display_path
+
+if TYPE_CHECKING:
+    from skillshelf.library.sources.install import Outcome, Prepared, Shelf, SourceStatus
+
+F = TypeVar("F", bound=Callable[..., Any])
+LISTED_SKILLS = 30  # skills `add` names one by one; a large source is summed up past them
+
+
+def root_option(fn: F) -> F:
+    return click.option(
+        "--library",
+        "-l",
+        "library",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="The library root whose sources to change. [default: the first configured root]",
+    )(fn)
+
+
+def force_option(help_text: str) -> Callable[[F], F]:
+    return click.option("--force", is_flag=True, help=help_text)
+
+
+def library_root(library: Path | None, *, create: bool = False) -> Path:
+    """--library, else the first configured root; made when `create` (a first `add`)."""
+    if library is None:
+        settings = command_settings()
+        if settings.using_bundled or not settings.roots:
+            raise click.UsageError(
+                "no library configured: pass --library ROOT (or set `library` in the config file, or "
+                "$SKILLSHELF_LIBRARY)"
+            )
+        library = settings.roots[0]
+    root = library.expanduser()
+    if create and not root.exists():
+        root.mkdir(parents=True)
+    return root
+
+
+def _shelf(root: Path, *, reading: bool = False) -> Any:
+    from skillshelf.library.sources.install import open_shelf
+
+    return open_shelf(root, reading=reading)
+
+
+def _say_recovered(shelf: Shelf) -> None:
+    for line in shelf.recovered:
+        click.echo(f"skillshelf: {line}", err=True)
+
+
+@click.command(short_help="Add skills from a git repository, archive, folder or SKILL.md.")
+@click.argument("source")
+@click.option("--name", help="The folder (and id prefix) the skills install under. [default: the source's name]")
+@click.option("--ref", help="git: the branch, tag or commit to install. [default: the default branch]")
+@click.option("--path", "subpath", help="Take skills only from this folder of the source.")
+@click.option("--only", multiple=True, metavar="GLOB", help="Only skills whose name or path matches (repeatable).")
+@root_option
+@force_option("Replace a folder of that name that skillshelf did not install.")
+def add(
+    source: str,
+    name: str | None,
+    ref: str | None,
+    subpath: str | None,
+    only: tuple[str, ...],
+    library: Path | None,
+    force: bool,
+) -> None:
+    """Install every skill SOURCE holds into ROOT/NAME/ and pin it in ROOT/skillshelf.lock.
+
+    SOURCE is a git URL (https, ssh, git, file), a local repository, GitHub's owner/repo[/subdir][@ref],
+    a folder, a .zip or .skill archive, or a SKILL.md. Nothing from it is run."""
+    from skillshelf.library.sources.spec import parse_source
+
+    spec = parse_source(source, ref=ref, path=subpath)
+    root = library_root(library, create=True)
+    click.echo(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
+    with _shelf(root) as shelf:
+        _say_recovered(shelf)
+        outcome = shelf.add(spec, name=name, only=only, force=force)
+        entry = shelf.lock().sources[outcome.source]
+    where = display_path(shelf.folder(outcome.source))
+    license_text = f", {entry.license}" if entry.license else ""
+    click.echo(
+        f"Added {outcome.source}: {plural(len(outcome.skills), 'skill')} in {where} "
+        f"({_version(entry.version)}{license_text})"
+    )
+    for skill_id in outcome.skills[:LISTED_SKILLS]:
+        click.echo(f"  {skill_id}")
+    if len(outcome.skills) > LISTED_SKILLS:
+        click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (each has a line in skillshelf.lock)")
+    for warning in outcome.warnings:
+        click.echo(f"note: {warning}", err=True)
+
+
+@click.command(short_help="Make the library hold exactly what skillshelf.lock says.")
+@root_option
+@force_option("Overwrite local edits with the locked version (and remove what was added by hand).")
+def sync(library: Path | None, force: bool) -> None:
+    """Install every source of ROOT/skillshelf.lock at its locked version, verifying every digest.
+
+    Local edits are reported and kept unless --force; a source no longer in the lock is removed."""
+    root = library_root(library)
+    with _shelf(root) as shelf:
+        _say_recovered(shelf)
+        outcomes = shelf.sync(force=force)
+    for outcome in outcomes:
+        click.echo(_outcome_line(outcome))
+        for edit in outcome.local_edits:
+            click.echo(f"  local edit: {edit}")
+    if not force and any(o.local_edits for o in outcomes):
+        click.echo("Local edits were kept; `skillshelf sync --force` replaces them with the locked version.")
+    if any(o.action == "failed" for o in outcomes):
+        sys.exit(1)
+
+
+def _outcome_line(outcome: Outcome) -> str:
+    words = {
+        "installed": f"installed ({plural(len(outcome.skills), 'skill')})",
+        "unchanged": "as locked",
+        "kept": "kept as it is here (local edits)",
+        "removed": "removed (no longer in the lock)",
+        "failed": "not synced, left as it was",
+    }
+    notes = f": {'; '.join(outcome.warnings)}" if outcome.warnings else ""
+    return f"{outcome.source}: {words.get(outcome.action, outcome.action)}{notes}"
+
+
+@click.command(short_help="Review and apply sources' newest versions.")
+@click.argument("names", nargs=-1, metavar="[SOURCE]...")
+@click.option("--check", is_flag=True, help="Only review; exit 1 when updates are pending (for CI).")
+@click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reviews as JSON.")
+@root_option
+@force_option("Update sources with local edits too (the edits are replaced).")
+def update(names: tuple[str, ...], check: bool, yes: bool, as_json: bool, library: Path | None, force: bool) -> None:
+    """Fetch each SOURCE's newest version (default: all) and review it before anything changes: files an
+    agent may run first, then skills added, removed and changed, descriptions, quality, new findings."""
+    root = library_root(library)
+    with _shelf(root, reading=check) as shelf:
+        _say_recovered(shelf)
+        prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json)
+        if as_json:
+            print_json({"updates": [p.review.to_dict() for p in prepared], "errors": failures})
+        if check or not prepared or not _confirmed(yes, shelf, prepared):
+            for item in prepared:
+                shelf.discard(item)
+            _finish_check(prepared, failures, check, as_json)
+            return
+        outcomes = [shelf.apply(item, force=force) for item in prepared]
+    for outcome in outcomes:
+        _echo_applied(outcome)
+    if failures or any(o.action == "kept" for o in outcomes):
+        sys.exit(1)
+
+
+def _prepare_all(
+    shelf: Shelf, names: list[str], check: bool, as_json: bool
+) -> tuple[list[Prepared], list[dict[str, str]]]:
+    prepared: list[Prepared] = []
+    failures: list[dict[str, str]] = []
+    for name in names:
+        click.echo(f"checking {name}…", err=True)
+        try:
+            item = shelf.prepare_update(name, check_only=check)
+        except SkillshelfError as exc:
+            failures.append({"source": name, "error": exc.message})
+            click.echo(f"{name}: {exc.message}", err=True)
+            continue
+        if item is None:
+            if not as_json:
+                click.echo(f"{name}: up to date")
+            continue
+        prepared.append(item)
+        if not as_json:
+            click.echo("\n".join(item.review.lines()))
+    return prepared, failures
+
+
+def _finish_check(prepared: list[Prepared], failures: list[dict[str, str]], check: bool, as_json: bool) -> None:
+    """After a review that applied nothing: exit 1 when updates are pending (--check) or a source failed."""
+    if prepared and check and not as_json:
+        click.echo(f"{plural(len(prepared), 'source')} with updates pending; `skillshelf update` applies them.")
+    if prepared and not check:
+        click.echo("Nothing was changed.", err=True)
+    if failures or prepared:
+        sys.exit(1)
+
+
+def _confirmed(yes: bool, shelf: Shelf, prepared: list[Prepared]) -> bool:
+    """--yes, or a yes typed on a terminal; without a terminal, refused (the staged updates dropped)."""
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        for item in prepared:
+            shelf.discard(item)
+        raise click.ClickException(
+            "updates are pending (reviewed above) and there is no terminal to confirm on: pass --yes to apply "
+            "them, or --check to only review"
+        )
+    return click.confirm("Apply these updates?", default=False)
+
+
+def _echo_applied(outcome: Outcome) -> None:
+    if outcome.action == "kept":
+        edits = ", ".join(str(e) for e in outcome.local_edits)
+        click.echo(f"{outcome.source}: not updated, it has local edits: {edits}. Pass --force to replace them.")
+    else:
+        click.echo(f"{outcome.source}: updated ({plural(len(outcome.skills), 'skill')})")
+
+
+@click.command(short_help="Remove a source, or one skill of a source.")
+@click.argument("what", metavar="SOURCE|SKILL_ID")
+@root_option
+@force_option("Remove even with local edits.")
+def remove(what: str, library: Path | None, force: bool) -> None:
+    """Remove SOURCE (its folder and its lock entry), or one SKILL_ID of a source (later updates leave it
+    out). The skills' usage history is kept."""
+    root = library_root(library)
+    with _shelf(root) as shelf:
+        _say_recovered(shelf)
+        outcome = shelf.remove(what, force=force)
+    if outcome.action == "kept":
+        edits = ", ".join(str(e) for e in outcome.local_edits)
+        raise click.ClickException(f"not removed: {edits}. Pass --force to remove it anyway")
+    whole = f"{outcome.source} ({plural(len(outcome.skills), 'skill')})"
+    removed = whole if what == outcome.source else outcome.skills[0]
+    click.echo(f"Removed {removed}; usage history is kept.")
+
+
+@click.command(name="sources", short_help="The library's sources: version, age, skills, updates, edits.")
+@root_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def sources(library: Path | None, as_json: bool) -> None:
+    """Each source of the library: its commit (or digest), when it was installed, its skills, updates
+    pending at the last `skillshelf update --check`, and local edits."""
+    root = library_root(library)
+    with _shelf(root, reading=True) as shelf:
+        _say_recovered(shelf)
+        found = shelf.status()
+    if as_json:
+        print_json({"root": display_path(root), "sources": [_status_json(s) for s in found]})
+        return
+    if not found:
+        click.echo(f"No sources in {display_path(root)}; add one with `skillshelf add SOURCE`.")
+        return
+    rows = [_status_row(s) for s in found]
+    table(("source", "kind", "version", "installed", "skills", "license", "updates", "local edits"), rows,
+          numeric=("skills",))  # fmt: skip
+
+
+def _status_row(status: SourceStatus) -> tuple[object, ...]:
+    entry = status.entry
+    version = _version(entry.version) + (f" {entry.ref}" if entry.ref else "")
+    updates = str(status.check.get("summary")) if status.check and status.check.get("pending") else "-"
+    if status.check and not status.check.get("pending"):
+        updates = "none"
+    edits = plural(len(status.local_edits), "edit") if status.local_edits else "-"
+    return (entry.name, entry.kind, version, _age(entry.installed), len(entry.skills), entry.license or "-",
+            updates, edits)  # fmt: skip
+
+
+def _status_json(status: SourceStatus) -> dict[str, Any]:
+    entry = status.entry
+    return {
+        "name": entry.name,
+        "kind": entry.kind,
+        "url": entry.url,
+        "ref": entry.ref,
+        "commit": entry.commit,
+        "digest": entry.digest,
+        "installed": entry.installed,
+        "age": _age(entry.installed),
+        "skills": len(entry.skills),
+        "license": entry.license,
+        "lastCheck": status.check,
+        "localEdits": [{"what": e.what, "how": e.how} for e in status.local_edits],
+    }
+
+
+def _version(version: str) -> str:
+    return ("digest " if version.startswith("sha256:") else "commit ") + version.removeprefix("sha256:")[:8]
+
+
+def _age(installed: str, now: datetime | None = None) -> str:
+    try:
+        then = datetime.strptime(installed, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return installed
+    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            return f"{plural(seconds // size, unit)} ago"
+    return "just now"
+
+
+COMMANDS = (add, sync, update, remove, sources)

@@ -1,0 +1,13 @@
+"""Skills that come in from sources (docs/curating.md): git repositories, archives, folders, one SKILL.md.
+
+- `spec.py`: what a SOURCE on the command line means (kind, URL without credentials, ref, subfolder);
+- `fetch.py`, `git.py`, `archive.py`: a source's content listed and checked before one byte is written
+  (hostile archives refused, git with hooks, submodules and foreign protocols off);
+- `layout.py`: which skills a source holds, where each goes in the library, its license;
+- `lock.py`, `digest.py`: `skillshelf.lock`, the pinned sources and a digest of every skill's files;
+- `install.py`: add, sync, update and remove, each source staged beside the old and swapped in whole;
+- `review.py`: what an update changes, executable files first;
+- `provenance.py`: where a skill came from, for the surfaces that show it.
+
+Nothing from a source is ever run. None of it imports MCP or click.
+"""

@@ -1,0 +1,119 @@
+"""A digest of a skill's files, as they are on disk: what the lock pins and local edits are told by.
+
+SHA-256 over the skill's files sorted by their path relative to the skill's folder (a three-file skill:
+its own file names), each as its kind, its path, its length and its bytes; a symbolic link as its link
+text, never followed. Only what the library can serve counts: dot-names and build folders
+(`node_modules`, `__pycache__`, ...) are left out, as discovery leaves them out. The executable bit is
+part of the kind: a script made executable is a change an update's review must show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from skillshelf.library.skill.folder import kept
+
+PREFIX = "sha256:"
+EntryKind = Literal["file", "exec", "link", "other"]
+_KIND_MARK = {"file": b"f", "exec": b"x", "link": b"l", "other": b"?"}
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    path: str  # relative to the skill's folder (or the folder walked), '/'-separated
+    kind: EntryKind
+    on_disk: Path
+
+    def content(self) -> bytes:
+        """The bytes the digest covers: a file's bytes, a link's text, nothing for anything else."""
+        if self.kind == "link":
+            return os.fsencode(str(self.on_disk.readlink()))
+        if self.kind == "other":
+            return b""
+        with self.on_disk.open("rb") as handle:
+            return handle.read()
+
+
+def entry_kind(info: os.stat_result) -> EntryKind:
+    if stat.S_ISLNK(info.st_mode):
+        return "link"
+    if stat.S_ISREG(info.st_mode):
+        return "exec" if info.st_mode & stat.S_IXUSR else "file"
+    return "other"
+
+
+def walk_tree(folder: Path) -> Iterator[TreeEntry]:
+    """Every servable entry under `folder`, sorted by path; links are entries, never entered."""
+    pending = [(folder, "")]
+    found: list[TreeEntry] = []
+    while pending:
+        directory, prefix = pending.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if not kept(entry.name):
+                continue
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                pending.append((Path(entry.path), f"{prefix}{entry.name}/"))
+            else:
+                found.append(TreeEntry(prefix + entry.name, entry_kind(info), Path(entry.path)))
+    yield from sorted(found, key=lambda e: e.path)
+
+
+def digest_entries(entries: list[TreeEntry]) -> str:
+    digest = hashlib.sha256()
+    for entry in sorted(entries, key=lambda e: e.path):
+        data = entry.content()
+        digest.update(_KIND_MARK[entry.kind] + b"\0" + entry.path.encode("utf-8") + b"\0")
+        digest.update(str(len(data)).encode("ascii") + b"\0" + data)
+    return PREFIX + digest.hexdigest()
+
+
+def skill_entries(root: Path, skill_path: str) -> list[TreeEntry]:
+    """The files of the skill at `skill_path` (relative to root): a folder's tree, or a three-file group."""
+    where = root.joinpath(*skill_path.split("/"))
+    if skill_path.endswith(".md") and not where.is_dir():
+        return three_file_entries(where)
+    return list(walk_tree(where))
+
+
+def three_file_entries(doc: Path) -> list[TreeEntry]:
+    """`<name>.md` with its `<name>.py|.js|.ts` and `<name>-SKILL.md`, those that are there."""
+    stem = doc.name[: -len(".md")]
+    names = [doc.name, f"{stem}.py", f"{stem}.js", f"{stem}.ts", f"{stem}-SKILL.md"]
+    found = []
+    for name in names:
+        path = doc.parent / name
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        found.append(TreeEntry(name, entry_kind(info), path))
+    return found
+
+
+def skill_digest(root: Path, skill_path: str) -> str | None:
+    """The digest of the skill at `skill_path`, or None when it is not there (a three-file skill without
+    its .md is gone for the library, whatever else is left of it)."""
+    where = root.joinpath(*skill_path.split("/"))
+    if skill_path.endswith(".md") and not os.path.lexists(where):
+        return None
+    entries = skill_entries(root, skill_path)
+    return digest_entries(entries) if entries else None
+
+
+def file_digest(path: Path) -> str | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return digest_entries([TreeEntry(path.name, entry_kind(info), path)])

@@ -1,0 +1,309 @@
+"""What an update would change, shown before anything changes.
+
+The installed folder of a source is compared with the staged new one, file by file: skills added,
+removed and changed (lines added and removed per file), and first of all every new or changed file an
+agent may run (executable, a shebang, a script's extension, or under `scripts/`): a skill update can
+add a script an agent will run. Then each changed skill's description, quality before -> after and
+the `check` findings it did not have (both versions parsed as `skillshelf check` parses them).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from skillshelf.library.skill.checker import check_roots
+from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX
+from skillshelf.library.skill.models import Finding, Skill
+from skillshelf.library.sources.digest import TreeEntry, walk_tree
+from skillshelf.library.sources.lock import LockedSource
+
+Change = Literal["added", "removed", "changed"]
+SCRIPT_SUFFIXES = frozenset(
+    {
+        ".py", ".sh", ".bash", ".zsh", ".fish", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".ps1",
+        ".bat", ".cmd", ".exe", ".bin", ".jar", ".lua", ".r", ".go", ".wasm", ".so", ".dylib", ".dll",
+    }
+)  # fmt: skip
+MAX_DIFF_BYTES = 2 * 1024 * 1024  # larger text is reported changed without counting lines
+MAX_DIFF_PAIRS = 4_000_000  # lines before x lines after; above it, lines are counted as multisets
+SOURCE_FILES = "(source)"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str  # inside the source's folder
+    change: Change
+    runnable: bool  # the new file (the old one, when removed) is something an agent may run
+    added: int | None = None  # lines; None for binary or very large files
+    removed: int | None = None
+    note: str = ""  # 'now executable', 'binary', ...
+
+    def describe(self) -> str:
+        if self.change == "added":
+            size = f", {self.added} lines" if self.added is not None else ""
+            return f"{self.path} (new{size}{', ' + self.note if self.note else ''})"
+        if self.change == "removed":
+            return f"{self.path} (removed)"
+        counts = f"+{self.added} -{self.removed}" if self.added is not None else "changed"
+        return f"{self.path} ({counts}{', ' + self.note if self.note else ''})"
+
+
+@dataclass
+class SkillChange:
+    id: str
+    change: Change
+    files: list[FileChange] = field(default_factory=list)
+    description: tuple[str, str] | None = None  # before, after
+    quality: tuple[float | None, float | None] | None = None
+    new_findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class Review:
+    source: str
+    old_version: str
+    new_version: str
+    ref: str | None
+    skills: list[SkillChange] = field(default_factory=list)
+    local_edits: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> bool:
+        """Whether applying it would change any file of the library."""
+        return bool(self.skills)
+
+    @property
+    def runnable_changes(self) -> list[FileChange]:
+        return [f for skill in self.skills for f in skill.files if f.runnable and f.change != "removed"]
+
+    def counts(self) -> dict[str, int]:
+        return {kind: sum(1 for s in self.skills if s.change == kind and s.id != SOURCE_FILES) for kind in _KINDS}
+
+    def summary(self) -> str:
+        counts = self.counts()
+        parts = [f"{n} {kind}" for kind, n in counts.items() if n]
+        if any(s.id == SOURCE_FILES for s in self.skills):
+            parts.append("the source's license file changed")
+        runnable = len(self.runnable_changes)
+        if runnable:
+            parts.insert(0, f"{runnable} runnable file(s) new or changed")
+        return ", ".join(parts) or "up to date"
+
+    def lines(self) -> list[str]:
+        """The review for a terminal: runnable files first, then skill by skill."""
+        head = f"{self.source}: {_short(self.old_version)} -> {_short(self.new_version)}"
+        out = [head + (f" ({self.ref})" if self.ref else "")]
+        if not self.pending:
+            return [*out, "  no skill changes"]
+        runnable = self.runnable_changes
+        if runnable:
+            out.append("  ! files an agent may run, new or changed (read them before applying):")
+            out += [f"      {f.describe()}" for f in runnable]
+        out.append("  " + self.summary())
+        for skill in self.skills:
+            out += _skill_lines(skill)
+        out += [f"  local edit (kept unless --force): {edit}" for edit in self.local_edits]
+        out += [f"  note: {warning}" for warning in self.warnings]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "from": self.old_version,
+            "to": self.new_version,
+            "ref": self.ref,
+            "pending": self.pending,
+            "runnable": [f.describe() for f in self.runnable_changes],
+            "skills": [
+                {
+                    "id": s.id,
+                    "change": s.change,
+                    "files": [f.describe() for f in s.files],
+                    "description": list(s.description) if s.description else None,
+                    "quality": list(s.quality) if s.quality else None,
+                    "newFindings": [{**f.to_dict(), "root": f.root} for f in s.new_findings],
+                }
+                for s in self.skills
+            ],
+            "localEdits": self.local_edits,
+            "warnings": self.warnings,
+        }
+
+
+_KINDS: tuple[Change, ...] = ("added", "removed", "changed")
+_MARK = {"added": "+", "removed": "-", "changed": "~"}
+
+
+def _short(version: str) -> str:
+    return version.removeprefix("sha256:")[:12] if version else "(nothing)"
+
+
+def _skill_lines(skill: SkillChange) -> list[str]:
+    out = [f"  {_MARK[skill.change]} {skill.id}"]
+    if skill.description is not None:
+        out.append(f"      description: {skill.description[0]!r}")
+        out.append(f"               -> {skill.description[1]!r}")
+    if skill.quality is not None:
+        before, after = (f"{q:.1f}" if q is not None else "-" for q in skill.quality)
+        out.append(f"      quality {before} -> {after}")
+    if skill.change == "changed":
+        out += [f"      {f.describe()}" for f in skill.files]
+    out += [f"      new finding: {f.severity} {f.path}: {f.message} [{f.code}]" for f in skill.new_findings]
+    return out
+
+
+def review_update(old_folder: Path, new_folder: Path, old: LockedSource | None, new: LockedSource) -> Review:
+    """Compare the installed folder of a source with the staged one."""
+    name = new.name
+    old_files = _files(old_folder)
+    new_files = _files(new_folder)
+    changes = _file_changes(old_files, new_files)
+    review = Review(name, old.version if old else "", new.version, new.ref)
+    groups: dict[str, list[FileChange]] = {}
+    for change in changes:
+        groups.setdefault(_skill_of(change.path, new, old), []).append(change)
+    before = _checked_skills(old_folder, old, new) if old else _Checked()
+    after = _checked_skills(new_folder, new, old)
+    for skill_name in sorted(groups, key=lambda n: (n == SOURCE_FILES, n)):
+        review.skills.append(_skill_change(name, skill_name, groups[skill_name], before, after))
+    return review
+
+
+def _files(folder: Path) -> dict[str, TreeEntry]:
+    return {entry.path: entry for entry in walk_tree(folder)} if folder.is_dir() else {}
+
+
+def _file_changes(old: dict[str, TreeEntry], new: dict[str, TreeEntry]) -> list[FileChange]:
+    changes = []
+    for path in sorted(set(old) | set(new)):
+        before, after = old.get(path), new.get(path)
+        if after is None:
+            assert before is not None
+            changes.append(FileChange(path, "removed", _runnable(before, before.content())))
+            continue
+        new_bytes = after.content()
+        if before is None:
+            added, _ = _line_counts(b"", new_bytes)
+            changes.append(FileChange(path, "added", _runnable(after, new_bytes), added, 0, _note(None, after)))
+            continue
+        old_bytes = before.content()
+        if old_bytes == new_bytes and before.kind == after.kind:
+            continue
+        added, removed = _line_counts(old_bytes, new_bytes)
+        changes.append(FileChange(path, "changed", _runnable(after, new_bytes), added, removed, _note(before, after)))
+    return changes
+
+
+def _runnable(entry: TreeEntry, data: bytes) -> bool:
+    path = PurePosixPath(entry.path)
+    return (
+        entry.kind == "exec"
+        or data.startswith(b"#!")
+        or path.suffix.lower() in SCRIPT_SUFFIXES
+        or "scripts" in path.parts[:-1]
+    )
+
+
+def _note(before: TreeEntry | None, after: TreeEntry) -> str:
+    if after.kind == "exec" and (before is None or before.kind != "exec"):
+        return "executable"
+    if after.kind == "link":
+        return "a link"
+    return ""
+
+
+def _line_counts(old: bytes, new: bytes) -> tuple[int | None, int | None]:
+    if b"\0" in old or b"\0" in new or max(len(old), len(new)) > MAX_DIFF_BYTES:
+        return None, None
+    try:
+        before = old.decode("utf-8").splitlines()
+        after = new.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        return None, None
+    if len(before) * len(after) > MAX_DIFF_PAIRS:  # a line diff grows with their product: count lines instead
+        gone, came = Counter(before) - Counter(after), Counter(after) - Counter(before)
+        return sum(came.values()), sum(gone.values())
+    added = removed = 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, before, after, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            removed += i2 - i1
+        if tag in ("replace", "insert"):
+            added += j2 - j1
+    return added, removed
+
+
+def _skill_of(path: str, new: LockedSource, old: LockedSource | None) -> str:
+    """The skill (its name in the source's folder) a file belongs to; source-level files apart."""
+    for source in (new, old):
+        if source is not None and "/" not in path and any(key.endswith("/" + path) for key in source.files):
+            return SOURCE_FILES
+    first = path.split("/", 1)[0]
+    if "/" in path:
+        return first
+    for suffix in (METADATA_SUFFIX, ".md", *CODE_EXTENSIONS):
+        if first.endswith(suffix):
+            return first[: -len(suffix)]
+    return first
+
+
+@dataclass
+class _Checked:
+    """One version of a source as `check` parses it: its skills by name, its findings by skill name."""
+
+    skills: dict[str, Skill] = field(default_factory=dict)
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+
+    def keys(self, name: str) -> set[tuple[str, str, str]]:
+        return {(f.path.split("/", 1)[-1], f.code, f.message) for f in self.findings.get(name, [])}
+
+
+def _checked_skills(folder: Path, source: LockedSource, other: LockedSource | None) -> _Checked:
+    docs = [_doc_of(folder, skill.path.rsplit("/", 1)[-1]) for skill in source.skills]
+    targets = [doc for doc in docs if doc is not None]
+    if not targets:
+        return _Checked()
+    report = check_roots(targets)
+    checked = _Checked({skill.name: skill for skill in report.skills if skill.category == source.name})
+    prefix = f"{source.name}/"
+    for finding in report.findings:
+        if finding.path.startswith(prefix):
+            name = _skill_of(finding.path[len(prefix) :], source, other)
+            checked.findings.setdefault(name, []).append(finding)
+    return checked
+
+
+def _doc_of(folder: Path, placed: str) -> Path | None:
+    """What `check_roots` takes for one skill: its folder when it has SKILL.md, or its three-file .md."""
+    path = folder / placed
+    if placed.endswith(".md") and path.is_file():
+        return path
+    return path if (path / "SKILL.md").is_file() else None
+
+
+def _skill_change(source: str, name: str, files: list[FileChange], before: _Checked, after: _Checked) -> SkillChange:
+    skill_id = SOURCE_FILES if name == SOURCE_FILES else f"{source}/{name}"
+    old, new = before.skills.get(name), after.skills.get(name)
+    kinds = {f.change for f in files}
+    change: Change = "changed"
+    if kinds == {"added"} and old is None:
+        change = "added"
+    elif kinds == {"removed"} and new is None:
+        change = "removed"
+    result = SkillChange(skill_id, change, sorted(files, key=lambda f: (not f.runnable, f.path)))
+    if old is not None and new is not None:
+        if old.description != new.description:
+            result.description = (old.description, new.description)
+        if old.quality.score != new.quality.score:
+            result.quality = (old.quality.score, new.quality.score)
+    elif new is not None:
+        result.quality = (None, new.quality.score)
+    known = before.keys(name)
+    result.new_findings = [
+        f for f in after.findings.get(name, []) if (f.path.split("/", 1)[-1], f.code, f.message) not in known
+    ]
+    return result

@@ -1,0 +1,122 @@
+"""Local folders and single SKILL.md files: both layouts found, nested skills placed beside their
+parent, the library's own rules (dot-names, build folders) applied, FIFOs refused; what is installed is
+what the library then serves."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.lock import read_lock
+from tests.sources.helpers import add, skill_md, staging_left, tree_of
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "library"
+    root.mkdir()
+    return root
+
+
+def test_a_folder_gives_both_layouts_and_the_library_serves_what_was_installed(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "kit"
+    write(source / "agents" / "triage" / "SKILL.md", skill_md("triage", "Triage incoming bug reports by severity."))
+    write(source / "agents" / "triage" / ".env", "TOKEN=secret\n")
+    write(source / "agents" / "triage" / "node_modules" / "x.js", "junk\n")
+    write(source / "python" / "retry.md", "# Retry\n\nRetry flaky calls with exponential backoff.\n")
+    write(source / "python" / "retry.py", "def retry() -> None:\n    pass\n")
+    write(source / "python" / "notes.md", "# Notes\n\nJust documentation.\n")
+    write(source / "README.md", "# Kit\n")
+    outcome = add(root, str(source))
+    assert outcome.skills == ["kit/retry", "kit/triage"]
+    assert sorted(p.name for p in (root / "kit").iterdir()) == ["retry.md", "retry.py", "triage"]
+    assert not (root / "kit" / "triage" / ".env").exists() and not (root / "kit" / "triage" / "node_modules").exists()
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    try:
+        library.sync()
+        assert {s.id for s in library.overview()} == {"kit/retry", "kit/triage"}
+    finally:
+        library.close()
+    entry = read_lock(root / "skillshelf.lock").sources["kit"]
+    assert entry.kind == "folder" and entry.url == "../kit" and entry.digest
+
+
+def test_a_single_skill_md_installs_as_one_skill_named_after_its_folder(root: Path, tmp_path: Path) -> None:
+    doc = write(tmp_path / "drafts" / "commit-style" / "SKILL.md", skill_md("commit-style", "Write commit messages."))
+    outcome = add(root, str(doc), name="mine")
+    assert outcome.skills == ["mine/commit-style"]
+    assert (root / "mine" / "commit-style" / "SKILL.md").read_bytes() == doc.read_bytes()
+    assert read_lock(root / "skillshelf.lock").sources["mine"].kind == "file"
+
+
+def test_a_skill_inside_another_is_placed_beside_it_unless_it_is_an_example_the_other_ships(
+    root: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "suite"
+    write(source / "agenthub" / "SKILL.md", skill_md("agenthub", "Coordinate a hub of agents."))
+    write(source / "agenthub" / "references" / "guide.md", "# Guide\n")
+    write(source / "agenthub" / "skills" / "status" / "SKILL.md", skill_md("status", "Report the hub's status."))
+    write(source / "tester" / "SKILL.md", skill_md("tester", "Test other skills."))
+    write(source / "tester" / "assets" / "sample-skill" / "SKILL.md", "# An example skill the tester runs on\n")
+    outcome = add(root, str(source))
+    assert outcome.skills == ["suite/agenthub", "suite/status", "suite/tester"]
+    assert not (root / "suite" / "agenthub" / "skills").exists()
+    assert (root / "suite" / "status" / "SKILL.md").is_file()
+    assert (root / "suite" / "tester" / "assets" / "sample-skill" / "SKILL.md").is_file()  # shipped, not a skill
+
+
+def test_a_source_that_is_one_skill_takes_the_sources_name(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "webapp-testing"
+    write(source / "SKILL.md", skill_md("webapp-testing", "Test web applications with a real browser."))
+    write(source / "scripts" / "probe.py", "print('probe')\n")
+    outcome = add(root, str(source), name="vendor")
+    assert outcome.skills == ["vendor/webapp-testing"]
+    assert (root / "vendor" / "webapp-testing" / "scripts" / "probe.py").is_file()
+
+
+def test_a_fifo_in_a_folder_source_is_refused_without_waiting_on_it(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "odd"
+    write(source / "s" / "SKILL.md", skill_md("s", "A skill beside a FIFO."))
+    os.mkfifo(source / "s" / "pipe")
+    with pytest.raises(SourceError, match="FIFO"):
+        add(root, str(source))
+    assert staging_left(root) == []
+
+
+def test_a_link_in_a_folder_source_leading_out_of_it_is_refused(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "linked"
+    write(source / "s" / "SKILL.md", skill_md("s", "A skill with a link out."))
+    (source / "s" / "secrets").symlink_to(tmp_path)
+    before = tree_of(root)
+    with pytest.raises(SourceError, match="outside the source"):
+        add(root, str(source))
+    assert tree_of(root) == before
+
+
+def test_only_that_matches_nothing_lists_the_skills_there_are(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "kit"
+    write(source / "a" / "SKILL.md", skill_md("a", "First."))
+    write(source / "b" / "SKILL.md", skill_md("b", "Second."))
+    with pytest.raises(SourceError) as refused:
+        add(root, str(source), only=("zzz*",))
+    assert "none of the 2 skills" in refused.value.message and "a, b" in refused.value.message
+
+
+def test_a_library_root_holding_patterns_installs_sources_there(root: Path, tmp_path: Path) -> None:
+    (root / "patterns").mkdir()
+    source = tmp_path / "kit"
+    write(source / "a" / "SKILL.md", skill_md("a", "First."))
+    add(root, str(source))
+    assert (root / "patterns" / "kit" / "a" / "SKILL.md").is_file()
+    entry = read_lock(root / "skillshelf.lock").sources["kit"]
+    assert [s.path for s in entry.skills] == ["patterns/kit/a"]
