@@ -131,6 +131,10 @@ def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) 
                 click.echo("tags: " + ", ".join(meta.tags))
             if meta.resources:
                 click.echo("files: " + ", ".join(meta.resources))
+            if meta.source is not None:
+                found = meta.source
+                license = f", {found.license}" if found.license else ""
+                click.echo(f"source: {found.name} ({found.kind} {found.url} @ {found.commit}{license})")
         click.echo("")
         click.echo(loaded.documentation.rstrip())
         for code_file in loaded.code or []:

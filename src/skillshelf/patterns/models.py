@@ -134,6 +134,16 @@ class UsageRecorded(WireModel):
     verified: bool
 
 
+class SourceInfo(WireModel):
+    """Where a skill came from, when `skillshelf add` installed it (skillshelf.lock)."""
+
+    name: str  # the source's name in the lock
+    kind: str  # git, archive, folder or file
+    url: str  # without credentials
+    commit: str  # the git commit, or 'sha256:...' of an archive, folder or file
+    license: str | None = None  # the skill's frontmatter license, else the source's
+
+
 class SkillMetadata(WireModel):
     quality: float
     quality_source: str
@@ -147,6 +157,7 @@ class SkillMetadata(WireModel):
     frontmatter: dict[str, Any]
     resources: list[str]
     findings: list[FindingInfo]
+    source: SourceInfo | None = None  # None for a skill written by hand
 
 
 class Continuation(WireModel):
@@ -180,6 +191,7 @@ class BriefMetadata(WireModel):
     tags: list[str] | None = None
     input_schema: dict[str, Any] | None = None
     resources: list[str] | None = None  # files readSkillFile can read
+    source: str | None = None  # 'team@9d2f1ae1 (Apache-2.0)': source, version, license; None when written by hand
 
 
 class SkillLoad(WireModel):

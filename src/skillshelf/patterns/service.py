@@ -18,6 +18,7 @@ from skillshelf.library.access.files import SkillFileError
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.skill.layouts import CODE_LANGUAGES
+from skillshelf.library.sources.provenance import Provenance
 from skillshelf.library.usage.store import PatternUsage
 from skillshelf.patterns import minify
 from skillshelf.patterns.models import (
@@ -40,6 +41,7 @@ from skillshelf.patterns.models import (
     SkillHit,
     SkillLoad,
     SkillMetadata,
+    SourceInfo,
     UsageInfo,
     UsageRecorded,
 )
@@ -234,7 +236,14 @@ def _metadata(reader: SkillReader, skill: IndexedSkill, usage: list[PatternUsage
         frontmatter=details.frontmatter,
         resources=details.resources,
         findings=[FindingInfo(**f) for f in details.findings],
+        source=_source_info(reader.provenance(skill)),
     )
+
+
+def _source_info(found: Provenance | None) -> SourceInfo | None:
+    if found is None:
+        return None
+    return SourceInfo(name=found.source, kind=found.kind, url=found.url, commit=found.commit, license=found.license)
 
 
 def list_categories(reader: SkillReader) -> CategoryList:
@@ -562,6 +571,7 @@ def _brief_metadata(reader: SkillReader, skill: IndexedSkill, warnings: list[str
         tags=details.tags or None,
         input_schema=schema,
         resources=details.resources or None,
+        source=found.brief if (found := reader.provenance(skill)) is not None else None,
     )
 
 

@@ -35,7 +35,7 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from skillshelf.errors import ErrorCode
@@ -60,6 +60,7 @@ SKILLS_PAGE = 50  # entries carry whole manifests
 RESOURCES_PAGE = 200
 LIST_TTL_MS = 30_000  # a hint only: files change under a watcher, and resources/list_changed says so
 MAX_TRACKED_SESSIONS = 256
+SOURCE_META_KEY = "skillshelf/source"  # a skill's provenance in its entry's _meta
 
 
 def skill_uri(category: str, name: str, path: str = SKILL_DOC) -> str:
@@ -93,6 +94,9 @@ class SkillEntry(_Wire):
     uri: str
     frontmatter: dict[str, Any]
     resources: list[SkillResource]
+    # MCP's place for what a protocol does not define: {SOURCE_META_KEY: {name, kind, url, commit, license}}
+    # for a skill `skillshelf add` installed (docs/curating.md); absent for a skill written by hand.
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
 
 class ListSkillsResult(types.PaginatedResult, types.CacheableResult):
@@ -296,6 +300,7 @@ class SkillsSurface:
 
 
 def _entry(manifest: SkillManifest) -> SkillEntry:
+    source = manifest.source
     return SkillEntry(
         uri=skill_uri(manifest.category, manifest.name),
         frontmatter=manifest.frontmatter,
@@ -303,6 +308,17 @@ def _entry(manifest: SkillManifest) -> SkillEntry:
             SkillResource(uri=skill_uri(manifest.category, manifest.name, f.path), digest=f.digest, size=f.size)
             for f in manifest.files
         ],
+        meta=None
+        if source is None
+        else {
+            SOURCE_META_KEY: {
+                "name": source.source,
+                "kind": source.kind,
+                "url": source.url,
+                "commit": source.commit,
+                "license": source.license,
+            }
+        },
     )
 
 

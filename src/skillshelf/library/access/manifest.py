@@ -26,6 +26,7 @@ from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES
 from skillshelf.library.skill.frontmatter import YAMLError, dump_frontmatter, split_frontmatter
 from skillshelf.library.skill.layouts import MAX_DESCRIPTION, valid_name
+from skillshelf.library.sources.provenance import Provenance
 
 SKILL_DOC = "SKILL.md"
 __all__ = ["MAX_FILES", "MAX_TOTAL_BYTES", "SKILL_DOC"]
@@ -55,6 +56,7 @@ class SkillManifest:
     name: str  # the frontmatter name; equal to the last segment of the skill's path
     frontmatter: dict[str, Any]
     files: tuple[ManifestFile, ...]
+    source: Provenance | None = None  # where the skill came from, when `skillshelf add` installed it
 
     @property
     def total_bytes(self) -> int:

@@ -27,6 +27,7 @@ from skillshelf.library.index.library import SkillLibrary, is_verified
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters
 from skillshelf.library.skill.folder import TooManyFiles
 from skillshelf.library.skill.models import Finding
+from skillshelf.library.sources.provenance import Provenance, provenance_of
 from skillshelf.library.usage.store import PatternUsage
 
 T = TypeVar("T")
@@ -84,6 +85,7 @@ class SkillReader(Protocol):
     ) -> T: ...
     def documentation(self, skill: IndexedSkill) -> str | None: ...
     def manifest(self, skill: IndexedSkill) -> SkillManifest: ...
+    def provenance(self, skill: IndexedSkill) -> Provenance | None: ...
 
 
 class LibraryReader:
@@ -226,7 +228,12 @@ class LibraryReader:
         entries = tuple(
             manifests.ManifestFile(path, sizes[path], self._files.digest(skill, path, limit)) for path in files
         )
-        return SkillManifest(skill.id, skill.category, name, frontmatter, entries)
+        return SkillManifest(skill.id, skill.category, name, frontmatter, entries, self.provenance(skill))
+
+    def provenance(self, skill: IndexedSkill) -> Provenance | None:
+        """The source, version and license of a skill `skillshelf add` installed (its root's lock); None for
+        a skill written by hand."""
+        return provenance_of(self._files.root_of(skill), skill.details.doc_file)
 
 
 def _size(path: Path | None) -> int:
@@ -445,6 +452,9 @@ class ViewReader:
 
     def manifest(self, skill: IndexedSkill) -> SkillManifest:
         return self._all.manifest(self._shown(skill))
+
+    def provenance(self, skill: IndexedSkill) -> Provenance | None:
+        return self._all.provenance(self._shown(skill))
 
 
 def source_prefix(skill: IndexedSkill) -> str:
