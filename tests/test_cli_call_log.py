@@ -20,7 +20,7 @@ def test_log_summarises_the_call_log(tmp_path: Path) -> None:
     log.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n", encoding="utf-8")
     text = CliRunner().invoke(cli, ["log", "--path", str(log)])
     assert text.exit_code == 0, text.output
-    assert text.output.splitlines()[0].startswith("3 calls, 1 errors")
+    assert text.output.splitlines()[0].startswith("3 calls, 1 error (")
     assert "loadSkill" in text.output and "50.0%" in text.output and "python/slugify (1)" in text.output
     summary = json.loads(CliRunner().invoke(cli, ["log", "--path", str(log), "--json"]).output)
     assert summary["calls"] == 3 and summary["tools"][0]["tool"] == "loadSkill"

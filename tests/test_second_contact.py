@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import tomllib
 from pathlib import Path
@@ -247,3 +248,33 @@ def test_a_default_view_that_extends_the_agent_view_keeps_its_tools_and_a_wider_
     )
     kept = subprocess.run(command, input="", capture_output=True, text=True, timeout=120, check=False)
     assert "replaces the built-in agent view" not in kept.stderr and kept.returncode == 0, kept.stderr
+
+
+REAL_MODEL = Path(__file__).parent.parent / ".cache" / "test-model" / "all-MiniLM-L6-v2"
+
+
+@pytest.mark.skipif(not REAL_MODEL.is_dir(), reason="no sentence model: run .ci/test-model")
+def test_a_cli_search_says_when_semantic_search_is_still_embedding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    main = importlib.import_module("skillshelf.cli.main")  # the package exports a function of that name
+
+    monkeypatch.setattr(main, "SEMANTIC_WAIT_S", 0.0)  # the first search of a fresh cache meets the embedding
+    env = {"SKILLSHELF_CACHE_DIR": str(tmp_path / "cache"), "SKILLSHELF_SEMANTIC_MODEL": str(REAL_MODEL)}
+    first = CliRunner().invoke(cli, ["search", "--library", "patterns", "retry", "flaky"], env=env)
+    assert first.exit_code == 0 and "python/retry-backoff" in first.stdout
+    assert "semantic search is still embedding the library" in first.stderr
+    assert "rank by words only" in first.stderr
+    monkeypatch.setattr(main, "SEMANTIC_WAIT_S", 60.0)
+    settled = CliRunner().invoke(cli, ["search", "--library", "patterns", "retry", "flaky"], env=env)
+    assert settled.exit_code == 0 and "semantic" not in settled.stderr
+
+
+def test_a_cli_search_with_an_unusable_model_says_it_ranks_by_words(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("junk", encoding="utf-8")
+    env = {"SKILLSHELF_CACHE_DIR": str(tmp_path / "cache"), "SKILLSHELF_SEMANTIC_MODEL": str(model)}
+    found = CliRunner().invoke(cli, ["search", "--library", "patterns", "--json", "retry"], env=env)
+    assert found.exit_code == 0
+    assert "semantic search is off" in json.loads(found.stdout)["warnings"][-1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from skillshelf.cli.common import command_settings, json_option
-from skillshelf.cli.output import print_json
+from skillshelf.cli.output import plural, print_json
 from skillshelf.library.skill.paths import display_path
 
 
@@ -28,7 +28,7 @@ def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
     if not summary.calls and not summary.unknown_tools:
         click.echo(f"No calls logged in {display_path(log_file)} yet (serve --http or stdio writes it).")
         return
-    click.echo(f"{summary.calls} calls, {summary.errors} errors ({display_path(log_file)})")
+    click.echo(f"{plural(summary.calls, 'call')}, {plural(summary.errors, 'error')} ({display_path(log_file)})")
     click.echo(f"{'tool':<24} {'calls':>7} {'errors':>7} {'err%':>6} {'p50 ms':>8} {'p95 ms':>8}")
     for tool in summary.tools:
         click.echo(
@@ -40,4 +40,4 @@ def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
     if summary.busiest_skills:
         click.echo("busiest skills: " + ", ".join(f"{skill} ({count})" for skill, count in summary.busiest_skills))
     if summary.unknown_tools:
-        click.echo(f"{summary.unknown_tools} calls to tools the server does not know (not counted above)")
+        click.echo(f"{plural(summary.unknown_tools, 'call')} to tools the server does not know (not counted above)")

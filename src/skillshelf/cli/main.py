@@ -9,7 +9,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -27,6 +27,9 @@ from skillshelf.cli.setting_flags import setting_flags
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.memory.service import NOTE_TYPES
+
+if TYPE_CHECKING:
+    from skillshelf.library.semantic.vectors import SemanticIndex
 
 SEMANTIC_WAIT_S = 10.0  # how long `search` waits for semantic search to catch up (docs/search.md)
 
@@ -82,8 +85,7 @@ def search(
     from skillshelf.patterns.models import SearchResult
 
     with open_library(libraries) as library:
-        if library.library.semantic is not None:  # what is embedded by then ranks by meaning; the rest by words
-            library.library.semantic.wait_idle(timeout=SEMANTIC_WAIT_S)
+        note = _semantic_note(library.library.semantic) if query else None
         result = service.search_patterns(
             library,
             " ".join(query),
@@ -92,8 +94,12 @@ def search(
             min_quality=min_quality,
             limit=limit,
         )
+    if note is not None:
+        result = result.model_copy(update={"warnings": [*(result.warnings or []), note]})
 
     def render(found: SearchResult) -> None:
+        for warning in found.warnings or []:
+            click.echo(f"note: {warning}", err=True)
         if not found.hits:
             click.echo("No skills found. Try other words, or `skillshelf categories`.")
         for hit in found.hits:
@@ -103,6 +109,22 @@ def search(
             click.echo(f"    {hit.description}")
 
     emit(result, as_json, render)
+
+
+def _semantic_note(semantic: SemanticIndex | None) -> str | None:
+    """What a search should say when semantic search is configured but not ranking every skill by meaning."""
+    if semantic is None:
+        return None
+    idle = semantic.wait_idle(timeout=SEMANTIC_WAIT_S)  # what is embedded by then ranks by meaning
+    if semantic.error:
+        return "semantic search is off (the warning above says why); these hits rank by words only"
+    if not idle:
+        done, total = semantic.progress
+        return (
+            f"semantic search is still embedding the library ({done} of {total} skills); skills not yet "
+            "embedded rank by words only. Search again in a minute."
+        )
+    return None
 
 
 @cli.command()
