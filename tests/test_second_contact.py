@@ -278,3 +278,11 @@ def test_a_cli_search_with_an_unusable_model_says_it_ranks_by_words(tmp_path: Pa
     found = CliRunner().invoke(cli, ["search", "--library", "patterns", "--json", "retry"], env=env)
     assert found.exit_code == 0
     assert "semantic search is off" in json.loads(found.stdout)["warnings"][-1]
+
+
+def test_check_names_a_missing_root_as_the_path_the_user_gave(tmp_path: Path) -> None:
+    missing = tmp_path / "team-skills"
+    result = CliRunner().invoke(cli, ["check", str(missing)])
+    assert result.exit_code == 1
+    assert f"{missing}: error: library root does not exist" in result.stdout
+    assert f"{missing}/." not in result.stdout

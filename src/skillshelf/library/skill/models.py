@@ -25,7 +25,12 @@ class Finding:
     root: str = ""  # display form of the root ('~' for home)
 
     def location(self) -> str:
-        where = f"{self.root.rstrip('/')}/{self.path}" if self.root else self.path
+        if not self.root:
+            where = self.path
+        elif self.path in ("", "."):  # a finding about the root itself
+            where = self.root
+        else:
+            where = f"{self.root.rstrip('/')}/{self.path}"
         return f"{where}:{self.line}" if self.line else where
 
     def to_dict(self) -> dict[str, Any]:
