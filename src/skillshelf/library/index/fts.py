@@ -11,6 +11,12 @@ sync fills from the files. Another process that notes the same damage finds the 
 (another inode) and only reopens it. A read that met the damage asks its owner to sync now
 (`on_damage`) and runs once more on the rebuilt index.
 
+Whether a file is whole is written in the file itself (`index_state`): a finished sync records it, a
+sync's first write clears it, and a new, reset or rebuilt file starts without it. So a process that
+opens a file another process has just started (a damaged one moved aside a moment ago) sees that it is
+not whole, and waits for that process's build instead of answering from an empty index. Within a
+process, reads wait while its own sync fills a file it has just put in place (`_await_rebuild`).
+
 A folder where the index cannot be written (a read-only cache, a HOME that is not writable) is
 not fatal: the index goes to a private temporary folder for this run, or into memory.
 """
@@ -46,6 +52,9 @@ Index = TypeVar("Index", bound="FtsIndex")
 # SQLite's primary result codes that mean "this place cannot be written" (not damage, not a lock).
 UNWRITABLE_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
 CORRUPT_SUFFIX = ".corrupt-"
+# One row, ("complete", when), while the file holds every document of a finished sync. Made by the first
+# sync that records it (files from before it was kept have none: their next start waits for a sync).
+STATE_TABLE = "index_state"
 
 
 @contextmanager
@@ -143,6 +152,8 @@ class FtsIndex:
         self._lock = threading.RLock()
         self._exclusive_lock = threading.RLock()  # this process's threads, while one holds the file lock
         self._exclusive_depth = 0
+        self._rebuilding_by: int | None = None  # the thread filling a file it has just put in place
+        self._rebuilt = threading.Condition(self._lock)  # notified when that thread's turn ends
         self.created = False  # this process created the tables (a new, rebuilt or upgraded file)
         self.damage: str | None = None  # why the open file must be replaced; the next sync does it
         self.renewal: Renewal | None = None  # the last damaged file this process replaced
@@ -255,7 +266,7 @@ class FtsIndex:
         # All in the one transaction, version included: `executescript` would commit first, and another
         # process taking the lock then would still see the old version and drop the tables being made.
         try:
-            for table in self.TABLES:
+            for table in (*self.TABLES, STATE_TABLE):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in self.SCHEMA.split(";"):
                 if statement.strip():
@@ -291,6 +302,47 @@ class FtsIndex:
                     yield
                 finally:
                     self._exclusive_depth = 0
+                    self._end_rebuild()
+
+    @property
+    def rebuilding(self) -> bool:
+        """True while a sync of this process fills a file it has just put in place: reads wait for it."""
+        return self._rebuilding_by is not None
+
+    def _end_rebuild(self) -> None:
+        """The turn that renewed the file is over (its sync finished or failed): waiting reads go on."""
+        if self._rebuilding_by is None:
+            return
+        with self._lock:
+            self._rebuilding_by = None
+            self._rebuilt.notify_all()
+
+    def _await_rebuild(self) -> None:
+        """Under the lock: hold a read while another thread of this process fills a file it has just put
+        in place (the wait lets go of the lock). That thread's own reads and writes go on."""
+        while self._rebuilding_by not in (None, threading.get_ident()):
+            self._rebuilt.wait()
+
+    def is_complete(self) -> bool:
+        """Whether the open file holds every document of a finished sync, as the file itself records."""
+        try:
+            with self._guard() as conn:
+                return conn.execute(f"SELECT 1 FROM {STATE_TABLE} WHERE name = 'complete'").fetchone() is not None
+        except IndexDamaged:
+            return False
+        except sqlite3.OperationalError:  # no such table: no sync has recorded one in this file yet
+            return False
+
+    def record_complete(self, complete: bool) -> None:
+        """Record in the file whether it holds every document: cleared before a sync's first write, set after
+        its last, so an interrupted build is never taken for a whole index, by this process or another."""
+        with self._transaction() as conn:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            if complete:
+                now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+                conn.execute(f"INSERT OR REPLACE INTO {STATE_TABLE}(name, value) VALUES ('complete', ?)", (now,))
+            else:
+                conn.execute(f"DELETE FROM {STATE_TABLE} WHERE name = 'complete'")
 
     def replaced_elsewhere(self) -> bool:
         """True when the file at `path` is no longer the one open here (another process replaced it)."""
@@ -313,6 +365,7 @@ class FtsIndex:
             if self.damage is None and not moved:
                 return False
             with self._lock:
+                self._rebuilding_by = threading.get_ident()  # until this turn ends: see `_await_rebuild`
                 self._conn.close()
                 if self.damage is not None and not moved:
                     self._move_aside(self.damage)
@@ -385,6 +438,7 @@ class FtsIndex:
     def _guard(self) -> Iterator[sqlite3.Connection]:
         """The shared connection, under the lock; proven damage becomes `IndexDamaged`."""
         with self._lock:
+            self._await_rebuild()
             generation = self._generation
             try:
                 yield self._conn
