@@ -71,11 +71,17 @@ def overwrite_sources_roots(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-def scramble_fts_blobs(path: Path) -> None:
-    """Write random bytes over FTS5's index blobs through SQLite: every page stays a valid b-tree page
-    (the quick check passes), yet a full-text query finds its structure malformed."""
+# Over an FTS5 leaf block: a header saying the leaf is 65,535 bytes long, longer than any block, then zeros.
+# FTS5 reports every read of such a leaf as corrupt. (Random bytes did not always: 1 run in 30 a query for a
+# word read garbage that parsed, and silently matched nothing.)
+MALFORMED_LEAVES = "X'0004FFFF' || zeroblob(max(length(block) - 4, 0))"
+
+
+def scramble_fts_blobs(path: Path, table: str = "skills_fts_data") -> None:
+    """Write malformed leaves over FTS5's index blobs through SQLite: every page stays a valid b-tree page
+    (the quick check passes), yet every full-text query finds its structure malformed."""
     with closing(sqlite3.connect(path)) as conn, conn:
-        conn.execute("UPDATE skills_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+        conn.execute(f"UPDATE {table} SET block = {MALFORMED_LEAVES} WHERE id > 10")
 
 
 def twelve_calls(library: SkillLibrary) -> list[object]:
@@ -372,8 +378,7 @@ def test_a_damaged_session_index_is_rebuilt_when_a_search_meets_it(tmp_path: Pat
         archive.sync()
         before = [s.session_id for s in archive.search("invoices", SessionFilters(), 50)]
         assert len(before) == 40
-        with closing(sqlite3.connect(archive.index_path)) as conn, conn:
-            conn.execute("UPDATE sessions_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+        scramble_fts_blobs(archive.index_path, "sessions_fts_data")
         assert [s.session_id for s in archive.search("invoices", SessionFilters(), 50)] == before
         assert archive.index.renewal is not None
     finally:
