@@ -262,12 +262,35 @@ library.close()
 """
 
 
-def next_line(process: subprocess.Popen[str], timeout: float = 60.0) -> str:
-    """The process's next line of output; the test fails (and the process is killed) if none comes in time."""
-    assert process.stdout is not None
-    stdout = process.stdout
+# The damaged file is moved aside and its -wal and -shm are not yet: the sync says "half moved" and goes on at
+# the test's word.
+HALF_MOVED = """
+import sys
+from pathlib import Path
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+real_replace = Path.replace
+def held_replace(self, target):
+    moved = real_replace(self, target)
+    if self.suffix == ".sqlite3":
+        print("half moved", flush=True)
+        sys.stdin.readline()
+    return moved
+Path.replace = held_replace
+library = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))
+library.sync()
+print(library.index.count(), flush=True)
+library.close()
+"""
+OPEN_AND_COUNT_LOGGED = "import logging\nlogging.basicConfig(level=logging.INFO)\n" + OPEN_AND_COUNT
+
+
+def next_line(process: subprocess.Popen[str], timeout: float = 60.0, *, stderr: bool = False) -> str:
+    """The process's next line of output (or of its errors); the test fails (and the process is killed) if
+    none comes in time."""
+    stream = process.stderr if stderr else process.stdout
+    assert stream is not None
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
+    reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
     if reader.is_alive():
@@ -331,6 +354,38 @@ def test_a_process_that_starts_while_another_rebuilds_the_damaged_index_waits_fo
         finally:
             builder.kill()
     assert len(corrupt_copies(built.parent)) == 1
+
+
+def test_a_process_that_opens_the_index_while_another_moves_it_aside_waits_for_the_new_file(
+    config: LibraryConfig, built: Path, expected: list[object]
+) -> None:
+    """Opening a SQLite file while another process renames it and its -wal and -shm one by one fails with an
+    I/O error (a server that could not start: seen 1 run in 30), or pairs the new file with the old one's -shm.
+    An open waits until the move and the new file are done, and says why."""
+    overwrite_pages(built)
+    with python(HALF_MOVED, config) as mover:
+        try:
+            assert next_line(mover) == "half moved\n", mover.communicate(timeout=60)[1]
+            with python(OPEN_AND_COUNT_LOGGED, config) as opener:
+                try:
+                    said = ""
+                    while "waiting" not in said:
+                        said = next_line(opener, stderr=True)
+                        assert said, "the opener ended without waiting: " + opener.communicate(timeout=60)[1]
+                    assert "being replaced by another process" in said
+                    say(mover, "")
+                    say(opener, "go")
+                    assert next_line(opener) == "started\n"
+                    searched = sum(len(cast(list[str], hits)) for hits in expected[:3])
+                    assert next_line(opener).split() == [str(SKILLS), str(searched)]
+                finally:
+                    opener.kill()
+            assert next_line(mover).split() == [str(SKILLS)]
+        finally:
+            mover.kill()
+    assert len(corrupt_copies(built.parent)) == 1
+    with closing(sqlite3.connect(built)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_a_warm_start_whose_recheck_finds_damage_waits_for_its_own_rebuild(

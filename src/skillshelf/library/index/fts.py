@@ -8,7 +8,8 @@ at open, by a quick check at the first sync, or by any query. It is only noted t
 sync, holding the lock beside the file that every process's syncs take, moves the damaged file
 aside (`<name>.corrupt-<time>`, the latest kept for a post-mortem) and starts a new one, which the
 sync fills from the files. Another process that notes the same damage finds the file replaced
-(another inode) and only reopens it. A read that met the damage asks its owner to sync now
+(another inode) and only reopens it. Opening the file waits while another process moves it aside
+(`replace_lock_path`). A read that met the damage asks its owner to sync now
 (`on_damage`) and runs once more on the rebuilt index.
 
 Whether a file is whole is written in the file itself (`index_state`): a finished sync records it, a
@@ -175,6 +176,24 @@ class FtsIndex:
         """The lock every process's syncs of this file take (see `exclusive`)."""
         return self.path.with_name(self.path.name + ".lock")
 
+    @property
+    def replace_lock_path(self) -> Path:
+        """Held exclusively while a damaged file and its -wal and -shm are moved aside and a new file is made,
+        and shared while a connection is opened by name: SQLite opening files another process is renaming
+        one by one fails with an I/O error, or pairs the new file with the old one's -shm."""
+        return self.path.with_name(self.path.name + ".replace-lock")
+
+    @contextmanager
+    def _no_replacement(self) -> Iterator[None]:
+        """A shared hold on `replace_lock_path`: waits (and says so) while another process replaces the file."""
+        with file_lock(self.replace_lock_path, shared=True, blocking=False) as free:
+            if free:
+                yield
+                return
+        logger.info("%s %s is being replaced by another process; waiting for it", self.LABEL, display_path(self.path))
+        with file_lock(self.replace_lock_path, shared=True):
+            yield
+
     def _open(self) -> sqlite3.Connection:
         """Connect. A damaged file is noted and stood in for by an empty index until the first sync
         replaces it (moving it needs the lock, which another process's long build may hold). A folder
@@ -183,7 +202,8 @@ class FtsIndex:
         try:
             self._identity = _identity(self.path)
             self._require_writable()
-            conn = self._connect()
+            with self._no_replacement():
+                conn = self._connect()
         except sqlite3.DatabaseError as exc:
             if is_corruption(exc):
                 self.damage = str(exc)
@@ -364,7 +384,7 @@ class FtsIndex:
             moved = self.replaced_elsewhere()
             if self.damage is None and not moved:
                 return False
-            with self._lock:
+            with file_lock(self.replace_lock_path), self._lock:  # the lock first: an open may hold it for a while
                 self._rebuilding_by = threading.get_ident()  # until this turn ends: see `_await_rebuild`
                 self._conn.close()
                 if self.damage is not None and not moved:
@@ -468,9 +488,11 @@ class FtsIndex:
         the spelling vocabulary's refresh, which checks for writes since it began."""
         generation = self._generation
         if self._memory is not None:
-            conn = sqlite3.connect(self._memory, uri=True, timeout=BUSY_TIMEOUT_S)
-        else:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+            return self._read_on(sqlite3.connect(self._memory, uri=True, timeout=BUSY_TIMEOUT_S), sql, generation)
+        with self._no_replacement():  # never by this process's own replacement: syncs call it before or after
+            return self._read_on(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S), sql, generation)
+
+    def _read_on(self, conn: sqlite3.Connection, sql: str, generation: int) -> list[tuple[object, ...]]:
         try:
             conn.execute("PRAGMA query_only = ON")
             return conn.execute(sql).fetchall()
