@@ -489,7 +489,7 @@ class FtsIndex:
         generation = self._generation
         if self._memory is not None:
             return self._read_on(sqlite3.connect(self._memory, uri=True, timeout=BUSY_TIMEOUT_S), sql, generation)
-        with self._no_replacement():  # never by this process's own replacement: syncs call it before or after
+        with self._no_replacement():  # never inside this process's own replacement, so it cannot wait on itself
             return self._read_on(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S), sql, generation)
 
     def _read_on(self, conn: sqlite3.Connection, sql: str, generation: int) -> list[tuple[object, ...]]:
