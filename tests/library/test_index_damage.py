@@ -12,16 +12,19 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from mcp import Client
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.index import SessionFilters
+from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.projects import ProjectRoots
@@ -54,11 +57,31 @@ def overwrite_pages(path: Path, pages: int = 20, seed: int = 21) -> None:
     path.write_bytes(bytes(data))
 
 
-def scramble_fts_blobs(path: Path) -> None:
-    """Write random bytes over FTS5's index blobs through SQLite: every page stays a valid b-tree page
-    (the quick check passes), yet a full-text query finds its structure malformed."""
+def overwrite_sources_roots(path: Path) -> None:
+    """Garbage over the root pages of the table of sources and its key: opening the file and searching
+    it never read them, so only the quick check at a sync's start finds the damage."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        sql = "SELECT rootpage FROM sqlite_master WHERE tbl_name = 'sources' AND rootpage > 0"
+        roots = [int(row[0]) for row in conn.execute(sql)]
+    data = bytearray(path.read_bytes())
+    rng = random.Random(5)
+    for page in roots:
+        data[(page - 1) * PAGE : page * PAGE] = rng.randbytes(PAGE)
+    path.write_bytes(bytes(data))
+
+
+# Over an FTS5 leaf block: a header saying the leaf is 65,535 bytes long, longer than any block, then zeros.
+# FTS5 reports every read of such a leaf as corrupt. (Random bytes did not always: 1 run in 30 a query for a
+# word read garbage that parsed, and silently matched nothing.)
+MALFORMED_LEAVES = "X'0004FFFF' || zeroblob(max(length(block) - 4, 0))"
+
+
+def scramble_fts_blobs(path: Path, table: str = "skills_fts_data") -> None:
+    """Write malformed leaves over FTS5's index blobs through SQLite: every page stays a valid b-tree page
+    (the quick check passes), yet every full-text query finds its structure malformed."""
     with closing(sqlite3.connect(path)) as conn, conn:
-        conn.execute("UPDATE skills_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+        conn.execute(f"UPDATE {table} SET block = {MALFORMED_LEAVES} WHERE id > 10")
 
 
 def twelve_calls(library: SkillLibrary) -> list[object]:
@@ -206,42 +229,198 @@ def test_only_the_latest_damaged_copy_is_kept(config: LibraryConfig, built: Path
 OPEN_AND_COUNT = """
 import sys
 from pathlib import Path
+from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 library = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))
 sys.stdin.readline()  # every process has its connection open before any of them syncs
 library.start()
+print("started", flush=True)  # its connection is open and its start has decided whether to wait
 hits = [len(library.search(word, SearchFilters(), 100)) for word in ("alpha", "bravo", "charlie")]
 print(library.index.count(), sum(hits), flush=True)
 library.close()
 """
+# A sync held at a known point: it has moved the damaged file aside and started a new one, and has written
+# nothing to it yet. It says "rebuilding" and goes on at the test's word (a line on stdin).
+HELD_REBUILD = """
+import sys
+from pathlib import Path
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SkillIndex
+real_signatures = SkillIndex.signatures
+def held_signatures(self):
+    found = real_signatures(self)
+    if self.renewal is not None and not found:
+        print("rebuilding", flush=True)
+        sys.stdin.readline()
+    return found
+SkillIndex.signatures = held_signatures
+library = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))
+library.sync()
+print(library.index.count(), flush=True)
+library.close()
+"""
+
+
+# The damaged file is moved aside and its -wal and -shm are not yet: the sync says "half moved" and goes on at
+# the test's word.
+HALF_MOVED = """
+import sys
+from pathlib import Path
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+real_replace = Path.replace
+def held_replace(self, target):
+    moved = real_replace(self, target)
+    if self.suffix == ".sqlite3":
+        print("half moved", flush=True)
+        sys.stdin.readline()
+    return moved
+Path.replace = held_replace
+library = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))
+library.sync()
+print(library.index.count(), flush=True)
+library.close()
+"""
+OPEN_AND_COUNT_LOGGED = "import logging\nlogging.basicConfig(level=logging.INFO)\n" + OPEN_AND_COUNT
+
+
+def next_line(process: subprocess.Popen[str], timeout: float = 60.0, *, stderr: bool = False) -> str:
+    """The process's next line of output (or of its errors); the test fails (and the process is killed) if
+    none comes in time."""
+    stream = process.stderr if stderr else process.stdout
+    assert stream is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if reader.is_alive():
+        process.kill()
+        pytest.fail(f"no output within {timeout:.0f} s: the process hung")
+    return lines[0]
+
+
+def say(process: subprocess.Popen[str], line: str) -> None:
+    assert process.stdin is not None
+    process.stdin.write(line + "\n")
+    process.stdin.flush()
+
+
+def python(script: str, config: LibraryConfig) -> subprocess.Popen[str]:
+    assert config.index_dir is not None
+    command = [sys.executable, "-c", script, str(config.roots[0]), str(config.index_dir)]
+    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_processes_that_meet_one_damaged_index_at_once_move_it_aside_once_and_all_answer(
     config: LibraryConfig, built: Path, expected: list[object]
 ) -> None:
     overwrite_pages(built)
-    assert config.index_dir is not None
-    command = [sys.executable, "-c", OPEN_AND_COUNT, str(config.roots[0]), str(config.index_dir)]
-    processes = [
-        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(4)
-    ]
+    processes = [python(OPEN_AND_COUNT, config) for _ in range(4)]
     outcomes = []
     for process in processes:
-        assert process.stdin is not None
-        process.stdin.write("go\n")
-        process.stdin.flush()
+        say(process, "go")
     for process in processes:
         with process:
             outcomes.append(process.communicate(timeout=120))
     searched = sum(len(cast(list[str], hits)) for hits in expected[:3])
     for process, (out, err) in zip(processes, outcomes, strict=True):
         assert process.returncode == 0, err
-        assert out.split() == [str(SKILLS), str(searched)], err
+        assert out.split() == ["started", str(SKILLS), str(searched)], err
     assert len(corrupt_copies(built.parent)) == 1
     with closing(sqlite3.connect(built)) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_process_that_starts_while_another_rebuilds_the_damaged_index_waits_for_the_rebuild(
+    config: LibraryConfig, built: Path, expected: list[object]
+) -> None:
+    """The failure seen in a full run, made certain: one process has moved the damaged file aside and holds a new,
+    empty one; another starts right then (the marker of the old, complete index still beside it). It must wait
+    for the rebuild, not answer "0 skills" from the empty file."""
+    overwrite_pages(built)
+    with python(HELD_REBUILD, config) as builder:
+        try:
+            assert next_line(builder) == "rebuilding\n", builder.communicate(timeout=60)[1]
+            with python(OPEN_AND_COUNT, config) as reader:  # opens the path now: the new, empty file
+                try:
+                    say(reader, "go")
+                    assert next_line(reader) == "started\n", reader.communicate(timeout=60)[1]
+                    say(builder, "")  # only now may the rebuild go on
+                    searched = sum(len(cast(list[str], hits)) for hits in expected[:3])
+                    assert next_line(reader).split() == [str(SKILLS), str(searched)]
+                finally:
+                    reader.kill()
+            assert next_line(builder).split() == [str(SKILLS)]
+        finally:
+            builder.kill()
+    assert len(corrupt_copies(built.parent)) == 1
+
+
+def test_a_process_that_opens_the_index_while_another_moves_it_aside_waits_for_the_new_file(
+    config: LibraryConfig, built: Path, expected: list[object]
+) -> None:
+    """Opening a SQLite file while another process renames it and its -wal and -shm one by one fails with an
+    I/O error (a server that could not start: seen 1 run in 30), or pairs the new file with the old one's -shm.
+    An open waits until the move and the new file are done, and says why."""
+    overwrite_pages(built)
+    with python(HALF_MOVED, config) as mover:
+        try:
+            assert next_line(mover) == "half moved\n", mover.communicate(timeout=60)[1]
+            with python(OPEN_AND_COUNT_LOGGED, config) as opener:
+                try:
+                    said = ""
+                    while "waiting" not in said:
+                        said = next_line(opener, stderr=True)
+                        assert said, "the opener ended without waiting: " + opener.communicate(timeout=60)[1]
+                    assert "being replaced by another process" in said
+                    say(mover, "")
+                    say(opener, "go")
+                    assert next_line(opener) == "started\n"
+                    searched = sum(len(cast(list[str], hits)) for hits in expected[:3])
+                    assert next_line(opener).split() == [str(SKILLS), str(searched)]
+                finally:
+                    opener.kill()
+            assert next_line(mover).split() == [str(SKILLS)]
+        finally:
+            mover.kill()
+    assert len(corrupt_copies(built.parent)) == 1
+    with closing(sqlite3.connect(built)) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_warm_start_whose_recheck_finds_damage_waits_for_its_own_rebuild(
+    config: LibraryConfig, built: Path, expected: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Damage only the quick check sees: the start answers at once from the index it judged complete, then its
+    own re-check moves the file aside and starts a new one. From then until the rebuild ends, reads wait."""
+    overwrite_sources_roots(built)
+    release = threading.Event()
+    real_parse = skill_library.parse_sources
+
+    def held_parse(sources: list[Any], max_bytes: int) -> Iterator[Any]:
+        assert release.wait(60)
+        yield from real_parse(sources, max_bytes)
+
+    monkeypatch.setattr(skill_library, "parse_sources", held_parse)
+    library = SkillLibrary(config)
+    answers: list[object] = []
+    try:
+        assert library.index.damage is None  # opening it met nothing
+        library.start()
+        deadline = time.monotonic() + 60
+        while library.index.renewal is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert library.index.renewal is not None and "malformed" in library.index.renewal.reason
+        assert library.needs_sync()  # the new file is empty: a read now waits for the rebuild
+        reader = threading.Thread(target=lambda: answers.extend(twelve_calls(library)))
+        reader.start()
+        release.set()
+        reader.join(60)
+        assert not reader.is_alive()
+        assert answers == expected
+    finally:
+        release.set()
+        library.close()
 
 
 def test_a_damaged_session_index_is_rebuilt_when_a_search_meets_it(tmp_path: Path) -> None:
@@ -254,8 +433,7 @@ def test_a_damaged_session_index_is_rebuilt_when_a_search_meets_it(tmp_path: Pat
         archive.sync()
         before = [s.session_id for s in archive.search("invoices", SessionFilters(), 50)]
         assert len(before) == 40
-        with closing(sqlite3.connect(archive.index_path)) as conn, conn:
-            conn.execute("UPDATE sessions_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+        scramble_fts_blobs(archive.index_path, "sessions_fts_data")
         assert [s.session_id for s in archive.search("invoices", SessionFilters(), 50)] == before
         assert archive.index.renewal is not None
     finally:

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.library.index.store import SearchFilters, SkillIndex
+from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters, SkillIndex
 from skillshelf.patterns import service
 from tests.conftest import agent_skill
 
@@ -111,14 +112,14 @@ def test_a_build_that_was_interrupted_makes_the_next_start_wait(
         library.close()
 
 
-def test_a_new_or_rebuilt_index_waits_even_beside_an_old_marker(
+def test_a_new_index_waits_even_beside_the_marker_earlier_versions_kept(
     root: Path, tmp_path: Path, held_parse: threading.Event
 ) -> None:
     held_parse.set()
     with make_library(root, tmp_path / "idx").opened() as earlier:
         index_path = earlier.index_path
     marker = index_path.with_name(index_path.name + ".complete")
-    assert marker.exists()
+    marker.touch()  # earlier versions said "complete" with this file beside the index
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index_path}{suffix}").unlink(missing_ok=True)  # the index is gone; the marker stayed
     held_parse.clear()
@@ -128,6 +129,48 @@ def test_a_new_or_rebuilt_index_waits_even_beside_an_old_marker(
         assert library.index.created and library.needs_sync()
         held_parse.set()
         assert len(ids(library, "widget tool")) == 4
-        assert marker.exists()
+        assert library.index.is_complete() and not marker.exists()  # the file says it now; the marker is gone
     finally:
         library.close()
+
+
+def test_an_index_another_server_has_just_reset_makes_the_first_read_wait(
+    root: Path, tmp_path: Path, held_parse: threading.Event
+) -> None:
+    """A schema change empties the file in place: a second server that opens it after the first one reset it
+    must not take it for the complete index it was (the same file, beside the same folder)."""
+    held_parse.set()
+    with make_library(root, tmp_path / "idx").opened() as earlier:
+        index_path = earlier.index_path
+    with closing(sqlite3.connect(index_path)) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")  # as an older version left it
+    held_parse.clear()
+    first = make_library(root, tmp_path / "idx")  # resets the tables
+    second = make_library(root, tmp_path / "idx")  # opens the file the first one has just reset
+    try:
+        assert first.index.created and not second.index.created
+        first.start()
+        second.start()
+        assert first.needs_sync() and second.needs_sync()
+        held_parse.set()
+        assert len(ids(second, "widget tool")) == 4 and len(ids(first, "widget tool")) == 4
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_index_that_does_not_record_being_whole_waits_once_then_answers_at_once(root: Path, tmp_path: Path) -> None:
+    """Files written before the index kept its state (or whose state was lost): one start waits for a sync,
+    which records it; the next start answers at once."""
+    with make_library(root, tmp_path / "idx").opened() as earlier:
+        index_path = earlier.index_path
+    with closing(sqlite3.connect(index_path)) as conn, conn:
+        conn.execute("DROP TABLE index_state")
+    for expected_wait in (True, False):
+        library = make_library(root, tmp_path / "idx")
+        try:
+            library.start()
+            assert library.needs_sync() is expected_wait
+            assert len(ids(library, "widget tool")) == 4
+        finally:
+            library.close()

@@ -8,8 +8,15 @@ at open, by a quick check at the first sync, or by any query. It is only noted t
 sync, holding the lock beside the file that every process's syncs take, moves the damaged file
 aside (`<name>.corrupt-<time>`, the latest kept for a post-mortem) and starts a new one, which the
 sync fills from the files. Another process that notes the same damage finds the file replaced
-(another inode) and only reopens it. A read that met the damage asks its owner to sync now
+(another inode) and only reopens it. Opening the file waits while another process moves it aside
+(`replace_lock_path`). A read that met the damage asks its owner to sync now
 (`on_damage`) and runs once more on the rebuilt index.
+
+Whether a file is whole is written in the file itself (`index_state`): a finished sync records it, a
+sync's first write clears it, and a new, reset or rebuilt file starts without it. So a process that
+opens a file another process has just started (a damaged one moved aside a moment ago) sees that it is
+not whole, and waits for that process's build instead of answering from an empty index. Within a
+process, reads wait while its own sync fills a file it has just put in place (`_await_rebuild`).
 
 A folder where the index cannot be written (a read-only cache, a HOME that is not writable) is
 not fatal: the index goes to a private temporary folder for this run, or into memory.
@@ -46,6 +53,9 @@ Index = TypeVar("Index", bound="FtsIndex")
 # SQLite's primary result codes that mean "this place cannot be written" (not damage, not a lock).
 UNWRITABLE_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
 CORRUPT_SUFFIX = ".corrupt-"
+# One row, ("complete", when), while the file holds every document of a finished sync. Made by the first
+# sync that records it (files from before it was kept have none: their next start waits for a sync).
+STATE_TABLE = "index_state"
 
 
 @contextmanager
@@ -143,6 +153,8 @@ class FtsIndex:
         self._lock = threading.RLock()
         self._exclusive_lock = threading.RLock()  # this process's threads, while one holds the file lock
         self._exclusive_depth = 0
+        self._rebuilding_by: int | None = None  # the thread filling a file it has just put in place
+        self._rebuilt = threading.Condition(self._lock)  # notified when that thread's turn ends
         self.created = False  # this process created the tables (a new, rebuilt or upgraded file)
         self.damage: str | None = None  # why the open file must be replaced; the next sync does it
         self.renewal: Renewal | None = None  # the last damaged file this process replaced
@@ -164,6 +176,24 @@ class FtsIndex:
         """The lock every process's syncs of this file take (see `exclusive`)."""
         return self.path.with_name(self.path.name + ".lock")
 
+    @property
+    def replace_lock_path(self) -> Path:
+        """Held exclusively while a damaged file and its -wal and -shm are moved aside and a new file is made,
+        and shared while a connection is opened by name: SQLite opening files another process is renaming
+        one by one fails with an I/O error, or pairs the new file with the old one's -shm."""
+        return self.path.with_name(self.path.name + ".replace-lock")
+
+    @contextmanager
+    def _no_replacement(self) -> Iterator[None]:
+        """A shared hold on `replace_lock_path`: waits (and says so) while another process replaces the file."""
+        with file_lock(self.replace_lock_path, shared=True, blocking=False) as free:
+            if free:
+                yield
+                return
+        logger.info("%s %s is being replaced by another process; waiting for it", self.LABEL, display_path(self.path))
+        with file_lock(self.replace_lock_path, shared=True):
+            yield
+
     def _open(self) -> sqlite3.Connection:
         """Connect. A damaged file is noted and stood in for by an empty index until the first sync
         replaces it (moving it needs the lock, which another process's long build may hold). A folder
@@ -172,7 +202,8 @@ class FtsIndex:
         try:
             self._identity = _identity(self.path)
             self._require_writable()
-            conn = self._connect()
+            with self._no_replacement():
+                conn = self._connect()
         except sqlite3.DatabaseError as exc:
             if is_corruption(exc):
                 self.damage = str(exc)
@@ -255,7 +286,7 @@ class FtsIndex:
         # All in the one transaction, version included: `executescript` would commit first, and another
         # process taking the lock then would still see the old version and drop the tables being made.
         try:
-            for table in self.TABLES:
+            for table in (*self.TABLES, STATE_TABLE):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in self.SCHEMA.split(";"):
                 if statement.strip():
@@ -291,6 +322,47 @@ class FtsIndex:
                     yield
                 finally:
                     self._exclusive_depth = 0
+                    self._end_rebuild()
+
+    @property
+    def rebuilding(self) -> bool:
+        """True while a sync of this process fills a file it has just put in place: reads wait for it."""
+        return self._rebuilding_by is not None
+
+    def _end_rebuild(self) -> None:
+        """The turn that renewed the file is over (its sync finished or failed): waiting reads go on."""
+        if self._rebuilding_by is None:
+            return
+        with self._lock:
+            self._rebuilding_by = None
+            self._rebuilt.notify_all()
+
+    def _await_rebuild(self) -> None:
+        """Under the lock: hold a read while another thread of this process fills a file it has just put
+        in place (the wait lets go of the lock). That thread's own reads and writes go on."""
+        while self._rebuilding_by not in (None, threading.get_ident()):
+            self._rebuilt.wait()
+
+    def is_complete(self) -> bool:
+        """Whether the open file holds every document of a finished sync, as the file itself records."""
+        try:
+            with self._guard() as conn:
+                return conn.execute(f"SELECT 1 FROM {STATE_TABLE} WHERE name = 'complete'").fetchone() is not None
+        except IndexDamaged:
+            return False
+        except sqlite3.OperationalError:  # no such table: no sync has recorded one in this file yet
+            return False
+
+    def record_complete(self, complete: bool) -> None:
+        """Record in the file whether it holds every document: cleared before a sync's first write, set after
+        its last, so an interrupted build is never taken for a whole index, by this process or another."""
+        with self._transaction() as conn:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            if complete:
+                now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+                conn.execute(f"INSERT OR REPLACE INTO {STATE_TABLE}(name, value) VALUES ('complete', ?)", (now,))
+            else:
+                conn.execute(f"DELETE FROM {STATE_TABLE} WHERE name = 'complete'")
 
     def replaced_elsewhere(self) -> bool:
         """True when the file at `path` is no longer the one open here (another process replaced it)."""
@@ -312,7 +384,8 @@ class FtsIndex:
             moved = self.replaced_elsewhere()
             if self.damage is None and not moved:
                 return False
-            with self._lock:
+            with file_lock(self.replace_lock_path), self._lock:  # the lock first: an open may hold it for a while
+                self._rebuilding_by = threading.get_ident()  # until this turn ends: see `_await_rebuild`
                 self._conn.close()
                 if self.damage is not None and not moved:
                     self._move_aside(self.damage)
@@ -385,6 +458,7 @@ class FtsIndex:
     def _guard(self) -> Iterator[sqlite3.Connection]:
         """The shared connection, under the lock; proven damage becomes `IndexDamaged`."""
         with self._lock:
+            self._await_rebuild()
             generation = self._generation
             try:
                 yield self._conn
@@ -414,9 +488,11 @@ class FtsIndex:
         the spelling vocabulary's refresh, which checks for writes since it began."""
         generation = self._generation
         if self._memory is not None:
-            conn = sqlite3.connect(self._memory, uri=True, timeout=BUSY_TIMEOUT_S)
-        else:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+            return self._read_on(sqlite3.connect(self._memory, uri=True, timeout=BUSY_TIMEOUT_S), sql, generation)
+        with self._no_replacement():  # never inside this process's own replacement, so it cannot wait on itself
+            return self._read_on(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S), sql, generation)
+
+    def _read_on(self, conn: sqlite3.Connection, sql: str, generation: int) -> list[tuple[object, ...]]:
         try:
             conn.execute("PRAGMA query_only = ON")
             return conn.execute(sql).fetchall()

@@ -186,18 +186,16 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         with self.index.exclusive():
             return self._sync_locked_files()
 
-    @property
-    def _complete_marker(self) -> Path:
-        """Present while the index holds every source of a finished sync (gone during a build, so an
-        interrupted build is never mistaken for a whole index)."""
-        return self.index_path.with_name(self.index_path.name + ".complete")
-
     def _answers_while_checking(self) -> bool:
-        return not self.index.created and self.index.damage is None and self._complete_marker.exists()
+        """Only from a file that records a finished sync itself. A marker file beside it (as before) vouched
+        for whatever file stood there: one another process had just started in place of a damaged or
+        outdated one, still empty, was answered from as if it were the complete index it replaced."""
+        return self.index.damage is None and self.index.is_complete()
 
     def _stale(self) -> bool:
-        """Also when another process replaced the index file (a damaged one): the sync reopens it."""
-        return super()._stale() or self.index.replaced_elsewhere()
+        """Also when another process replaced the index file (a damaged one): the sync reopens it; and while
+        this process fills a file it has just put in place: reads wait for that sync."""
+        return super()._stale() or self.index.replaced_elsewhere() or self.index.rebuilding
 
     def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
@@ -211,8 +209,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         removed = [key for key in stored if key not in current]
         if changed or removed:
             self.files.clear()  # signatures guard every entry anyway; a change frees the memory early
-            with suppress(OSError):  # without the marker, the next start waits for its sync: safe
-                self._complete_marker.unlink(missing_ok=True)
+            self.index.record_complete(False)  # a start meanwhile, or after this sync dies, waits for a sync
         if removed:
             self.index.apply([], removed)
         self.progress = (0, len(changed))
@@ -220,8 +217,10 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             self.index.apply(batch, [])
             self.progress = (self.progress[0] + len(batch), len(changed))
             self._progress(*self.progress)
-        with suppress(OSError):
-            self._complete_marker.touch(exist_ok=True)
+        if not self.index.is_complete():
+            self.index.record_complete(True)
+            with suppress(OSError):  # the marker file earlier versions kept beside the index
+                self.index_path.with_name(self.index_path.name + ".complete").unlink(missing_ok=True)
         if changed or removed:
             self._embed_after_sync = True  # only once the writes are in: the pass it asks for must see them
         report = SyncReport(len(changed), len(removed), time.perf_counter() - started)

@@ -41,7 +41,7 @@ def describe_sqlite_error(exc: sqlite3.Error) -> str:
 if sys.platform == "win32":
 
     @contextmanager
-    def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
+    def file_lock(path: Path, *, blocking: bool = True, shared: bool = False) -> Iterator[bool]:
         # No advisory lock on Windows: every process proceeds (SQLite still serialises the writes).
         yield True
 
@@ -49,8 +49,9 @@ else:
     import fcntl
 
     @contextmanager
-    def file_lock(path: Path, *, blocking: bool = True) -> Iterator[bool]:
-        """Hold an exclusive lock on `path` for the block; yields False when not blocking and it is taken.
+    def file_lock(path: Path, *, blocking: bool = True, shared: bool = False) -> Iterator[bool]:
+        """Hold an exclusive (or `shared`) lock on `path` for the block; yields False when not blocking and
+        it is taken.
 
         A lock that cannot even be created (a read-only folder) yields True: there is nobody to
         coordinate with through that folder, and the caller's own writes will report the problem.
@@ -62,7 +63,7 @@ else:
             return
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if blocking else fcntl.LOCK_NB))
             except BlockingIOError:
                 yield False
                 return
