@@ -120,3 +120,30 @@ def test_the_forbidden_import_check_sees_lazy_imports(tmp_path: Path) -> None:
     found = imports_of(sample, "skillshelf.library.sample")
     assert "mcp.types" in found
     assert "skillshelf.library.sibling" in found
+
+
+def library_part_graph() -> dict[str, set[str]]:
+    """library's subpackages (skill, index, semantic, usage, access, sources; db and the rest as
+    modules) -> the ones they import."""
+
+    def part(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[:2] == ["skillshelf", "library"] else None
+
+    graph: dict[str, set[str]] = {}
+    for module, imported in GRAPH.items():
+        source = part(module)
+        if source is None:
+            continue
+        targets = {target for i in imported if i in GRAPH and (target := part(i)) is not None}
+        graph.setdefault(source, set()).update(targets - {source})
+    return graph
+
+
+def test_the_library_subpackages_form_no_import_cycle() -> None:
+    # index uses usage and semantic; so those two must not reach back into index (the shared SQLite
+    # helpers live in library.db, below all three).
+    graph = library_part_graph()
+    assert {"skill", "index", "semantic", "usage", "access", "sources", "db"} <= set(graph)
+    cycle = find_cycle(graph)
+    assert cycle is None, "library subpackage import cycle: " + " -> ".join(cycle or [])

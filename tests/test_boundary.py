@@ -30,7 +30,7 @@ OTHER_FILES = {
     "cli/tokens.py": "the config file (to add a token to it)",
     "execution/_child.py": "runs inside the skill's own process",
     "execution/containment.py": "cgroup files under /sys/fs/cgroup",
-    "library/index/locking.py": "the index's lock file",
+    "library/db.py": "the lock files beside the stores",
     "library/semantic/encoder.py": "the sentence model's files",
     "library/semantic/install.py": "the model wheel and the files it installs",
     "memory/store.py": "project notes (JSONL)",

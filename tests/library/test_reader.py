@@ -110,6 +110,7 @@ CHECKS: dict[str, Callable[[ViewReader, IndexedSkill], None]] = {
     "cached": lambda r, s: absent(lambda: r.cached(s, "SKILL.md", "x", lambda: "leaked", len)),
     "documentation": lambda r, s: absent(lambda: r.documentation(s)),
     "manifest": lambda r, s: absent(lambda: r.manifest(s)),
+    "provenance": lambda r, s: absent(lambda: r.provenance(s)),
 }
 
 

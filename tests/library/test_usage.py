@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf.errors import ErrorCode
-from skillshelf.library.index.locking import is_corruption
+from skillshelf.library.db import is_corruption
 from skillshelf.library.usage.store import UsageStore, UsageUnavailable
 from tests.library.read_only import read_only
 

@@ -42,7 +42,14 @@ from pathlib import Path
 from typing import ClassVar, Concatenate, ParamSpec, TypeVar
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.index.locking import describe_sqlite_error, file_lock, is_corruption
+from skillshelf.library.db import (
+    UNWRITABLE_CODES,
+    describe_sqlite_error,
+    file_lock,
+    immediate_transaction,
+    is_corruption,
+    use_wal,
+)
 from skillshelf.library.skill.paths import display_path
 
 logger = logging.getLogger(__name__)
@@ -50,43 +57,13 @@ P = ParamSpec("P")
 T = TypeVar("T")
 Index = TypeVar("Index", bound="FtsIndex")
 
-# SQLite's primary result codes that mean "this place cannot be written" (not damage, not a lock).
-UNWRITABLE_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
 CORRUPT_SUFFIX = ".corrupt-"
 # One row, ("complete", when), while the file holds every document of a finished sync. Made by the first
 # sync that records it (files from before it was kept have none: their next start waits for a sync).
 STATE_TABLE = "index_state"
 
 
-@contextmanager
-def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE (take the write lock up front, so concurrent writers queue instead of
-    failing mid-transaction), COMMIT on success, ROLLBACK on anything else."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        if conn.in_transaction:  # a damaged file can end the transaction itself
-            conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
 BUSY_TIMEOUT_S = 10.0
-
-
-def use_wal(conn: sqlite3.Connection, deadline: float) -> None:
-    """Switch a new file to WAL. Several processes opening one new index at once: SQLite answers
-    "database is locked" to a journal-mode change at once, without waiting in the busy handler, so wait here."""
-    while True:
-        try:
-            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() not in ("wal", "memory"):
-                conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
 
 
 class IndexDamaged(SkillshelfError):
@@ -373,7 +350,7 @@ class FtsIndex:
 
         True when the index open now is another file (new and empty, or another process's), so the
         sync compares every source with it again. The first call checks the file (`PRAGMA
-        quick_check`: 55 ms at 10,000 skills) for damage no query has met yet.
+        quick_check`, which reads the whole file: done once) for damage no query has met yet.
         """
         with self.exclusive():
             if self._memory is not None:
@@ -517,8 +494,8 @@ class FtsIndex:
             self._forget_derived()
 
     def _count_documents(self) -> int:
-        """The number of documents, cached until the next write (count(*) reads the whole table:
-        about 2 ms at 100,000 skills)."""
+        """The number of documents, cached until the next write (count(*) reads the whole table,
+        and every search asks for it)."""
         if self._document_count is None:
             self._document_count = int(self._conn.execute(f"SELECT count(*) FROM {self.COUNT_TABLE}").fetchone()[0])
         return self._document_count

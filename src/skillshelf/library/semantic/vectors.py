@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillshelf.library.index.locking import file_lock, is_corruption
+from skillshelf.library.db import file_lock, is_corruption
 from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:

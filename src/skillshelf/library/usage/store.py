@@ -32,8 +32,7 @@ from urllib.parse import quote
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.index.fts import UNWRITABLE_CODES, immediate_transaction, use_wal
-from skillshelf.library.index.locking import describe_sqlite_error, is_corruption
+from skillshelf.library.db import UNWRITABLE_CODES, describe_sqlite_error, immediate_transaction, is_corruption, use_wal
 from skillshelf.library.skill.paths import display_path
 
 logger = logging.getLogger(__name__)

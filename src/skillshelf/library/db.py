@@ -1,7 +1,9 @@
-"""Cross-process advisory locks on a side file (`<name>.lock`), and what SQLite errors mean.
+"""SQLite and file-lock helpers every store of the library shares (the skill and session indexes, usage
+history, semantic vectors, source installs): what SQLite's errors mean, WAL and write transactions
+that queue instead of failing, and cross-process advisory locks on a side file (`<name>.lock`).
 
-Used to let one process build an index while others wait, and to keep two processes from both
-moving "the" damaged index aside (the second would move the first one's fresh file).
+A module of its own, below the index, usage and semantic packages, so none of them imports another
+for these.
 """
 
 from __future__ import annotations
@@ -9,10 +11,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+# SQLite's primary result codes that mean "this place cannot be written" (not damage, not a lock).
+UNWRITABLE_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
 # SQLite's primary result codes that prove the file itself is damaged (not locked, read-only or full).
 CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
@@ -36,6 +41,34 @@ def describe_sqlite_error(exc: sqlite3.Error) -> str:
         sqlite3.SQLITE_IOERR: "an I/O error",
     }
     return reasons.get(code, str(exc))
+
+
+@contextmanager
+def immediate_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE (take the write lock up front, so concurrent writers queue instead of
+    failing mid-transaction), COMMIT on success, ROLLBACK on anything else."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:  # a damaged file can end the transaction itself
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def use_wal(conn: sqlite3.Connection, deadline: float) -> None:
+    """Switch a new file to WAL. Several processes opening one new index at once: SQLite answers
+    "database is locked" to a journal-mode change at once, without waiting in the busy handler, so wait here."""
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() not in ("wal", "memory"):
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 if sys.platform == "win32":
