@@ -286,3 +286,27 @@ def test_check_names_a_missing_root_as_the_path_the_user_gave(tmp_path: Path) ->
     assert result.exit_code == 1
     assert f"{missing}: error: library root does not exist" in result.stdout
     assert f"{missing}/." not in result.stdout
+
+
+def test_health_says_when_the_index_last_matched_the_files_and_how_changes_reach_it(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+
+    still = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "a", watch=False))
+    try:
+        assert still.status()["index"] == {"syncedAt": None, "changes": "off"}  # never synced yet
+        before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        still.sync()
+        fresh = still.status()["index"]
+        assert isinstance(fresh, dict) and fresh["changes"] == "off"
+        assert before <= dt.datetime.fromisoformat(fresh["syncedAt"]) <= dt.datetime.now(dt.UTC)
+    finally:
+        still.close()
+    watched = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "b", watch=True))
+    try:
+        watched.sync()
+        watched.start_watching()
+        assert watched.status()["index"]["changes"] == "watching"  # type: ignore[index]
+    finally:
+        watched.close()

@@ -47,6 +47,7 @@ class BackgroundSync(Generic[R]):
         self._sync_lock = threading.Lock()
         self._starter: threading.Thread | None = None
         self._synced_at = 0.0
+        self.synced_wall: float | None = None  # time.time() of the last sync that succeeded (/health says it)
         self._sync_thread: int | None = None  # the thread syncing now
         self.sync_error: str | None = None  # why the last sync failed; None once one succeeds
 
@@ -91,6 +92,7 @@ class BackgroundSync(Generic[R]):
                 raise
             self.sync_error = None
             self._synced_at = time.monotonic()
+            self.synced_wall = time.time()
             return report
         finally:
             self._syncing.clear()
@@ -142,6 +144,7 @@ class BackgroundSync(Generic[R]):
             with self._sync_lock:
                 self._sync_recovering()
                 self._synced_at = time.monotonic()
+                self.synced_wall = time.time()
             self._after_sync()
         except Exception as exc:
             self.sync_error = f"{type(exc).__name__}: {exc}"

@@ -7,6 +7,7 @@ syncs before answering. No read rescans an unchanged library.
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import hashlib
 import logging
@@ -317,8 +318,19 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def status(self) -> dict[str, object]:
         """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync;
-        a damaged index this process rebuilt, and an index kept out of its folder, are said too."""
-        return {**self._state(), **self._index_notes()}
+        how fresh the index is; a damaged index this process rebuilt, and an index kept out of its folder."""
+        return {**self._state(), "index": self._freshness(), **self._index_notes()}
+
+    def _freshness(self) -> dict[str, object]:
+        """When the index last matched the files, and whether changes reach it by themselves: 'watching'
+        (the watcher runs), 'polling' (it failed; reads re-check the files) or 'off' (serve --no-watch)."""
+        synced = self.synced_wall
+        at = dt.datetime.fromtimestamp(synced, dt.UTC).isoformat(timespec="seconds") if synced else None
+        if self._watcher is None:
+            changes = "off"
+        else:
+            changes = "polling" if self._watcher.failed else "watching"
+        return {"syncedAt": at, "changes": changes}
 
     def _state(self) -> dict[str, object]:
         if self.sync_error is not None:
