@@ -20,9 +20,10 @@ precision falls to 32 %, and without the told-apart rule it is 43 % at 0.5 (temp
 same sentence for AWS and Azure, xUnit and JUnit).
 
 Cost: pairs are found by prefix filtering (AllPairs: only skills sharing one of their rarest words
-are compared, which is exact for Jaccard), and identical descriptions are grouped before that, so
-the usual library costs far less than all pairs. `MAX_LOOKED_AT` bounds the pathological case
-(thousands of skills from one template); past it the search stops with a note.
+are compared, exact for Jaccard), identical descriptions are grouped before that, and a word is
+looked up among the last `MAX_BUCKET` skills whose prefixes hold it, so the search grows linearly
+with the library. `MAX_LOOKED_AT` bounds what is left (thousands of skills written from one
+template); past it the search stops with a note, and same-name pairs are still all found.
 """
 
 from __future__ import annotations
