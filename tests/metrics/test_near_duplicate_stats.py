@@ -70,3 +70,11 @@ def test_a_library_without_duplicates_says_so(tmp_path: Path) -> None:
         assert "None: no two skills share a name" in library_page("", library_view(LibraryReader(opened)))
     finally:
         opened.close()
+
+
+def test_a_rewritten_description_changes_the_count_at_once(library: SkillLibrary) -> None:
+    assert library_stats(LibraryReader(library)).near_duplicates == 2
+    skill = library.roots[0] / "copilot" / "qa-browser" / "SKILL.md"
+    skill.write_text("---\nname: qa-browser\ndescription: Audit colour contrast of a design system.\n---\n# QA\n")
+    library.mark_dirty()
+    assert library_stats(LibraryReader(library)).near_duplicates == 1
