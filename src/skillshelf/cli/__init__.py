@@ -1,6 +1,7 @@
 """The `skillshelf` command line: `main.py` holds the group and the library commands, `serve.py` the
 server, `common.py` what every command shares; the other modules add their command groups."""
 
+from skillshelf.cli.authoring import doc, new
 from skillshelf.cli.call_log import call_log
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.main import cli, main
@@ -13,6 +14,8 @@ cli.add_command(serve)
 cli.add_command(token)
 cli.add_command(call_log)
 cli.add_command(model)
+cli.add_command(new)
+cli.add_command(doc)
 
 for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
     cli.add_command(_command)

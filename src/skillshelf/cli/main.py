@@ -276,6 +276,7 @@ def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
         click.echo(f"never used: {r.never_used_count}")
         findings = ", ".join(plural(n, sev) for sev, n in sorted(r.findings_by_severity.items())) or "none"
         click.echo(f"findings: {findings} (details: skillshelf check)")
+        click.echo(f"near-duplicates: {r.near_duplicates} (same name or description; skillshelf check names them)")
 
     emit(report, as_json, render)
 

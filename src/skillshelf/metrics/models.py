@@ -37,6 +37,7 @@ class LibraryStats(WireModel):
     never_used: list[str]  # the highest-quality unused skills first, at most 20
     findings_by_severity: dict[str, int]
     findings_by_code: dict[str, int]
+    near_duplicates: int = 0  # skills another one duplicates by name or description (`near-duplicate` findings)
     warnings: list[str] | None = None  # e.g. usage history unavailable
 
 

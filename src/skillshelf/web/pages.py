@@ -19,6 +19,7 @@ from skillshelf.web.stats import LibraryView
 
 TOKENS_SHOWN = 20
 NEVER_USED_SHOWN = 24
+DUPLICATES_SHOWN = 24
 STYLESHEET = "static/skillshelf.css"
 
 
@@ -264,6 +265,7 @@ def library_page(base: str, view: LibraryView) -> str:
     )
     never_more = f'<p class="muted">and {never - NEVER_USED_SHOWN:,} more</p>' if never > NEVER_USED_SHOWN else ""
     findings = ", ".join(f"{n:,} {escape(sev)}" for sev, n in sorted(view.findings.items())) or "none"
+    duplicates = _near_duplicates(base, view.near_duplicates)
     body = f"""<h1>The library</h1>
 <div class="tiles">{tiles_html}</div>
 <div class="charts">
@@ -273,9 +275,26 @@ def library_page(base: str, view: LibraryView) -> str:
 <div class="card">{share}
 <h3>Never used <span class="muted">(best first)</span></h3><ul class="never-used">{never_items}</ul>{never_more}</div>
 <div class="card span">{tokens}</div>
+<div class="card span" id="near-duplicates">{duplicates}</div>
 </div>
 <p class="muted">Findings from <code>skillshelf check</code>: {findings}.</p>"""
     return layout(base, "Library", body, page="library")
+
+
+def _near_duplicates(base: str, pairs: list[tuple[str, str, str]]) -> str:
+    """The near-duplicate pairs `skillshelf check` reports, each linking both skills."""
+    heading = f'<h2>Near-duplicates <span class="muted">{len(pairs):,}</span></h2>'
+    if not pairs:
+        return heading + '<p class="empty">None: no two skills share a name or say the same in their descriptions.</p>'
+    items = "".join(
+        f'<li><a href="{escape(skill_url(base, other))}">{escape(other)}</a> duplicates '
+        f'<a href="{escape(skill_url(base, first))}">{escape(first)}</a> '
+        f'<span class="muted">({escape(why)})</span></li>'
+        for first, other, why in pairs[:DUPLICATES_SHOWN]
+    )
+    more = f'<p class="muted">and {len(pairs) - DUPLICATES_SHOWN:,} more</p>' if len(pairs) > DUPLICATES_SHOWN else ""
+    note = '<p class="muted">Keep one of each pair, or rename one and say how it differs.</p>'
+    return f'{heading}<ul class="near-duplicates">{items}</ul>{more}{note}'
 
 
 def _short(day: str, period: str) -> str:

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.skill.duplicates import NearDuplicate
 from skillshelf.metrics.library_stats import library_figures, stats_of
 
 DAILY_UP_TO = 45  # days spanned before uses are counted per week, then per month past WEEKLY_UP_TO
@@ -28,6 +29,7 @@ class LibraryView:
     uses: int
     never_used: list[tuple[str, float]]  # skill id, quality: the best unused first
     findings: dict[str, int] = field(default_factory=dict)  # severity -> count
+    near_duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (first id, other id, why)
 
 
 def library_view(library: SkillReader) -> LibraryView:
@@ -52,7 +54,14 @@ def library_view(library: SkillReader) -> LibraryView:
         uses=sum(count for _day, count in daily),
         never_used=[(s.id, s.quality) for s in figures.never_used],
         findings=dict(stats.findings_by_severity),
+        near_duplicates=[(pair.first, pair.other, _why(pair)) for pair in figures.near_duplicates],
     )
+
+
+def _why(pair: NearDuplicate) -> str:
+    if pair.same_name and pair.same_description:
+        return "same name and description"
+    return "same name" if pair.same_name else "same description"
 
 
 def uses_by_period(daily: list[tuple[str, int]]) -> tuple[list[tuple[str, int]], str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from skillshelf.library.skill.discovery import discover, printable
+from skillshelf.library.skill.duplicates import Described, near_duplicates
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, TooManyFiles, walk_folder
 from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.models import Finding, Severity, Skill, SkillSource
@@ -61,8 +62,27 @@ def check_roots(roots: list[Path], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> C
         if skill is not None:
             report.skills.append(skill)
             report.findings.extend(_limit_findings(source, skill.id))
+    if not targets:  # duplicates are across the library: one skill checked alone has none
+        report.findings.extend(duplicate_findings(report.skills))
     report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
     return report
+
+
+def duplicate_findings(skills: list[Skill]) -> list[Finding]:
+    """A `near-duplicate` warning on each skill that another one duplicates (docs/library-format.md),
+    at its document, naming both; a note when the description search stopped early."""
+    by_id = {skill.id: skill for skill in skills}
+    found = near_duplicates(Described(s.id, s.declared_name, s.description) for s in skills)
+    findings = [
+        _finding(
+            by_id[pair.other].source, by_id[pair.other].source.doc_file, "warning", "near-duplicate", pair.message()
+        )
+        for pair in found.pairs
+    ]
+    if found.note and skills:
+        source = skills[0].source
+        findings.append(_finding(source, source.root, "info", "near-duplicate-search-stopped", found.note))
+    return findings
 
 
 def _limit_findings(source: SkillSource, skill_id: str) -> list[Finding]:

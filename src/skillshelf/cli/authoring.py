@@ -1,0 +1,159 @@
+"""Authoring commands: `skillshelf new` starts a skill from a scaffold, `skillshelf doc` writes the library as
+a markdown table for a repository's README or AGENTS.md."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from skillshelf.cli.common import command_settings, library_option, open_library
+from skillshelf.library.skill.paths import display_path
+from skillshelf.library.skill.scaffold import LAYOUTS, SCRIPTS, LayoutChoice, Scaffold, ScriptChoice
+
+if TYPE_CHECKING:
+    from skillshelf.library.access.reader import SkillReader
+
+# (library root, the skill's folder, or its document for a three-file skill) -> the source it came from.
+# Wired to the sources' provenance (`skillshelf add`) where there is one; None reads "local".
+SourceOf = Callable[[Path, Path], str | None]
+LOCAL = "local"
+
+
+def no_source(_root: Path, _skill_path: Path) -> str | None:
+    return None
+
+
+@click.command(name="new", short_help="Start a new skill from a scaffold.")
+@click.argument("skill_id", metavar="CATEGORY/NAME")
+@click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    default="folder",
+    show_default=True,
+    help="An Agent Skills folder (NAME/SKILL.md), or three files (NAME.md, NAME-SKILL.md, NAME.py).",
+)
+@click.option(
+    "--script",
+    type=click.Choice(SCRIPTS),
+    help="Add a runnable script: JSON in on standard input, JSON out (three-file: a py or js function).",
+)
+@click.option(
+    "--library",
+    "-l",
+    "library",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The library root to write into. Default: the first configured root.",
+)
+def new(skill_id: str, layout: LayoutChoice, script: ScriptChoice | None, library: Path | None) -> None:
+    """Write the skill CATEGORY/NAME from a scaffold that `skillshelf check` passes with no finding.
+
+    Every place to fill in says TODO. Nothing is overwritten: an existing skill or file of that name
+    stops it.
+    """
+    from skillshelf.library.skill.discovery import discover
+    from skillshelf.library.skill.scaffold import write_scaffold
+
+    root, roots = _target_root(library)
+    found = discover(roots).sources
+    written = write_scaffold(root, skill_id, layout, script, taken=frozenset(s.skill_id for s in found))
+    namesakes = sorted(s.skill_id for s in found if s.name == skill_id.rsplit("/", 1)[-1])
+    _report(written, layout, namesakes)
+
+
+def _target_root(library: Path | None) -> tuple[Path, list[Path]]:
+    """The root to write into, and every root whose ids it must not collide with."""
+    if library is not None:
+        root = library.expanduser()
+        return root, [root]
+    settings = command_settings()
+    if settings.using_bundled or not settings.roots:
+        raise click.UsageError(
+            "no library configured (the bundled examples are read-only): pass --library ROOT, or create one "
+            "with `skillshelf init`"
+        )
+    return settings.roots[0], list(settings.roots)
+
+
+def _report(written: Scaffold, layout: str, namesakes: list[str]) -> None:
+    root = display_path(written.root)
+    click.echo(f"Created {written.skill_id} ({layout}) in {root}:")
+    for path in written.files:
+        click.echo(f"  {path}")
+    where = f"{root}/{written.files[-1] if layout == 'three-file' else Path(written.files[0]).parent}"
+    click.echo("Fill in every TODO, then:")
+    click.echo(f"  skillshelf check {where}")
+    if written.script:
+        click.echo(f'  skillshelf run {written.skill_id} --library {root} --input \'{{"text": "hello"}}\'')
+    if namesakes:
+        click.echo(
+            f"note: {', '.join(namesakes)} has the same name; `skillshelf check` of the library reports them as "
+            "near-duplicates until one is renamed",
+            err=True,
+        )
+
+
+@click.command(short_help="The library as a markdown table, for a README or AGENTS.md.")
+@library_option
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the table to FILE (replaced whole, never half-written) instead of standard output.",
+)
+def doc(libraries: tuple[Path, ...], out: Path | None) -> None:
+    """Print the library as a markdown table: id, description, tokens to load, quality and source, one
+    row per skill in id order (the same library gives the same bytes)."""
+    with open_library(libraries) as reader:
+        text, count = library_table(reader), reader.count()
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    write_atomically(out.expanduser(), text)
+    click.echo(f"Wrote {display_path(out.expanduser())} ({count} skills)", err=True)
+
+
+def library_table(reader: SkillReader, source_of: SourceOf = no_source) -> str:
+    """The markdown table of every skill `reader` shows, sorted by id."""
+    roots = reader.roots()
+    rows = []
+    for skill in sorted(reader.overview(), key=lambda s: s.id):
+        details = skill.details
+        root = roots[details.root_index]
+        document = root / details.doc_file
+        source = source_of(root, document.parent if skill.layout == "agent-skills" else document) or LOCAL
+        cells = [cell(skill.id), cell(skill.summary), f"{skill.tokens:,}", f"{skill.quality:.1f}", cell(source)]
+        rows.append("| " + " | ".join(cells) + " |")
+    header = [
+        f"<!-- {len(rows)} skills; written by `skillshelf doc`, regenerate rather than edit -->",
+        "| id | description | tokens | quality | source |",
+        "|---|---|--:|--:|---|",
+    ]
+    return "\n".join(header + rows) + "\n"
+
+
+def cell(text: str) -> str:
+    """One table cell: one line, pipes escaped, no HTML tag that a renderer would act on."""
+    line = " ".join(text.split())
+    return line.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one step: written beside it, flushed to disk, then renamed over it."""
+    if not path.parent.is_dir():
+        raise click.UsageError(f"--out: the folder {display_path(path.parent)} does not exist")
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    staged = Path(name)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        staged.chmod(path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        staged.replace(path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
