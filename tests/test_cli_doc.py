@@ -9,10 +9,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
-from skillshelf.cli.authoring import library_table
-from skillshelf.library.access.reader import LibraryReader
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from tests.conftest import agent_skill, three_file
+from tests.sources.helpers import Repo, add
 
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
@@ -88,21 +86,16 @@ def test_out_into_a_missing_folder_is_refused_and_writes_nothing(sample_root: Pa
     assert not (tmp_path / "no").exists()
 
 
-def test_the_source_column_comes_from_the_provenance_function(sample_root: Path, tmp_path: Path) -> None:
-    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "index", watch=False))
-    seen: list[tuple[Path, Path]] = []
-
-    def source_of(root: Path, skill_path: Path) -> str | None:
-        seen.append((root, skill_path))
-        return "team|skills" if skill_path.name == "release-notes" else None
-
-    try:
-        library.sync()
-        table = library_table(LibraryReader(library), source_of=source_of)
-    finally:
-        library.close()
-    rows = {cells(r)[0]: cells(r) for r in table.splitlines()[3:]}
-    assert rows["git/release-notes"][4] == r"team\|skills"
-    assert rows["python/slugify"][4] == "local"
-    assert (sample_root, sample_root / "git" / "release-notes") in seen  # a folder skill: its folder
-    assert (sample_root, sample_root / "python" / "slugify.md") in seen  # a three-file skill: its document
+def test_the_source_column_names_the_source_a_skill_was_added_from(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "upstream")
+    repo.skill("release-notes", "Draft release notes from merged pull requests.")
+    commit = repo.commit("first")
+    root = tmp_path / "library"
+    root.mkdir()
+    add(root, repo.url, name="team")
+    agent_skill(root, "hand", "mine", "name: mine\ndescription: A skill written here by hand.")
+    code, out, _ = doc("-l", str(root))
+    assert code == 0
+    rows = {cells(r)[0]: cells(r) for r in out.splitlines()[3:]}
+    assert rows["team/release-notes"][4] == f"team@{commit[:8]}"
+    assert rows["hand/mine"][4] == "local"

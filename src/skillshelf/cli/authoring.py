@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,14 +17,7 @@ from skillshelf.library.skill.scaffold import LAYOUTS, SCRIPTS, LayoutChoice, Sc
 if TYPE_CHECKING:
     from skillshelf.library.access.reader import SkillReader
 
-# (library root, the skill's folder, or its document for a three-file skill) -> the source it came from.
-# Wired to the sources' provenance (`skillshelf add`) where there is one; None reads "local".
-SourceOf = Callable[[Path, Path], str | None]
-LOCAL = "local"
-
-
-def no_source(_root: Path, _skill_path: Path) -> str | None:
-    return None
+LOCAL = "local"  # the source column of a skill no `skillshelf add` installed
 
 
 @click.command(name="new", short_help="Start a new skill from a scaffold.")
@@ -116,15 +108,12 @@ def doc(libraries: tuple[Path, ...], out: Path | None) -> None:
     click.echo(f"Wrote {display_path(out.expanduser())} ({count} skills)", err=True)
 
 
-def library_table(reader: SkillReader, source_of: SourceOf = no_source) -> str:
-    """The markdown table of every skill `reader` shows, sorted by id."""
-    roots = reader.roots()
+def library_table(reader: SkillReader) -> str:
+    """The markdown table of every skill `reader` shows, sorted by id; the source as loadSkill says it."""
     rows = []
     for skill in sorted(reader.overview(), key=lambda s: s.id):
-        details = skill.details
-        root = roots[details.root_index]
-        document = root / details.doc_file
-        source = source_of(root, document.parent if skill.layout == "agent-skills" else document) or LOCAL
+        found = reader.provenance(skill)
+        source = found.brief if found is not None else LOCAL
         cells = [cell(skill.id), cell(skill.summary), f"{skill.tokens:,}", f"{skill.quality:.1f}", cell(source)]
         rows.append("| " + " | ".join(cells) + " |")
     header = [
