@@ -1,12 +1,13 @@
-"""Provenance where people look: `show`, loadSkill's brief and full metadata and the Skills extension's
-entries say which source a skill came from, at which version, under which license; a skill written
-by hand says nothing, and every surface follows the lock when an update moves it."""
+"""Provenance where people look: `show`, loadSkill's brief and full metadata, the Skills extension's
+entries and the web skill page say which source a skill came from, at which version, under which
+license; a skill written by hand says nothing (the web page says it was written by hand), and every surface follows the lock when an update moves it."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 from click.testing import CliRunner
 from mcp import Client
@@ -16,6 +17,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.server.app import build_server
 from skillshelf.server.skills_ext import SOURCE_META_KEY
+from skillshelf.server.web import WebAccess, web_app
 from skillshelf.settings import Settings
 from tests.conftest import call
 from tests.server.test_skills_ext import request
@@ -113,3 +115,18 @@ def test_show_prints_the_source_and_follows_an_update(root: Path, upstream: Repo
     assert f"@ {second}, Apache-2.0" in shown.stdout and first not in shown.stdout
     by_hand = CliRunner().invoke(cli, ["show", "hand/mine", "--library", str(root)], env=env)
     assert by_hand.exit_code == 0 and "source:" not in by_hand.stdout
+
+
+async def test_the_web_skill_page_shows_the_source_and_links_only_an_https_url(
+    library: SkillLibrary, upstream: Repo
+) -> None:
+    commit = upstream.git("rev-parse", "HEAD")
+    transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://t") as http:
+        page = (await http.get("/skills/team/release-notes/")).text
+        by_hand = (await http.get("/skills/hand/mine/")).text
+    card = page.split('id="source"', 1)[1].split("</section>", 1)[0]
+    assert "<strong>team</strong>" in card and f"<code>{commit[:12]}</code>" in card
+    assert "License: Apache-2.0" in card
+    assert f"<code>{upstream.url}</code>" in card and "<a href" not in card  # a file:// URL is text, not a link
+    assert "Written here by hand." in by_hand.split('id="source"', 1)[1]

@@ -12,7 +12,7 @@ from html import escape
 from urllib.parse import quote, urlencode
 
 from skillshelf import __version__
-from skillshelf.patterns.models import LoadedSkill, SkillHit
+from skillshelf.patterns.models import LoadedSkill, SkillHit, SourceInfo
 from skillshelf.web.charts import WIDTH, Bar, bar_chart, column_chart, donut
 from skillshelf.web.markdown import render_markdown
 from skillshelf.web.stats import LibraryView
@@ -161,6 +161,7 @@ def skill_page(base: str, page: SkillPage) -> str:
         else ""
     )
     code = '<span class="tag code">code</span>' if skill.executable else ""
+    source = _source_card(meta.source)
     up = f"{base}/?{urlencode({'category': skill.category})}"
     body = f"""<nav class="crumbs"><a href="{escape(up)}">{escape(skill.category)}</a> / {escape(skill.name)}</nav>
 <div class="skill">
@@ -179,12 +180,31 @@ def skill_page(base: str, page: SkillPage) -> str:
 <section class="card" id="cost"><h2>Token cost</h2><p class="big">~{page.tokens:,}<span> tokens</span></p>
 <p class="muted">to load with loadSkill's defaults</p></section>
 <section class="card" id="usage"><h2>Usage</h2>{used}</section>
+{source}
 <section class="card" id="files"><h2>Files</h2><ul class="files">{files}</ul></section>
 <section class="card" id="findings"><h2>Findings</h2>{findings_html}</section>
 {f'<section class="card" id="input">{schema}</section>' if schema else ""}
 </aside>
 </div>"""
     return layout(base, skill.id, body)
+
+
+def _source_card(source: SourceInfo | None) -> str:
+    """Where the skill came from (`skillshelf add`); a skill written by hand says so. Only an https URL
+    becomes a link: a source's URL is untrusted text."""
+    if source is None:
+        return '<section class="card" id="source"><h2>Source</h2><p class="muted">Written here by hand.</p></section>'
+    url = escape(source.url)
+    where = (
+        f'<a href="{url}" rel="noreferrer">{url}</a>' if source.url.startswith("https://") else f"<code>{url}</code>"
+    )
+    version = escape(source.commit.removeprefix("sha256:")[:12])
+    license = f'<p class="muted">License: {escape(source.license)}</p>' if source.license else ""
+    return (
+        f'<section class="card" id="source"><h2>Source</h2><p><strong>{escape(source.name)}</strong> '
+        f'<span class="muted">({escape(source.kind)})</span> at <code>{version}</code></p>'
+        f'<p class="wrap">{where}</p>{license}</section>'
+    )
 
 
 def _day(stamp: str | None) -> str:
