@@ -247,3 +247,40 @@ def test_a_word_matching_nothing_does_not_empty_a_search_whose_other_words_are_c
     with open_archive(solo, tmp_path).opened() as archive:  # one session: every word is in "over half"
         assert ids(archive, "jwt refresh kubernetes") == ["2025-03-01-jwt"]
         assert ids(archive, "kubernetes") == []
+
+
+def test_two_archives_on_one_index_file_sync_one_at_a_time(dev: Path, tmp_path: Path) -> None:
+    # Servers started together on one projects root: the second waits for the first's whole sync (the
+    # lock beside the file), then finds nothing left to parse, instead of parsing every session again.
+    import threading
+
+    first, second = open_archive(dev, tmp_path), open_archive(dev, tmp_path)
+    first.sync()
+    second.sync()  # both have the file open and up to date; then a session arrives
+    session_file(dev / "app", "2025-12-01-search/session-summary.md", "# Search tuning\n\nTuned BM25 weights.\n")
+    holding, release = threading.Event(), threading.Event()
+    reports: dict[str, object] = {}
+
+    def sync_holding_the_index() -> None:
+        with first.index.exclusive():
+            holding.set()
+            release.wait(60)
+            reports["first"] = first.sync()
+
+    holder = threading.Thread(target=sync_holding_the_index)
+    holder.start()
+    assert holding.wait(60)
+    syncer = threading.Thread(target=lambda: reports.setdefault("second", second.sync()))
+    syncer.start()
+    try:
+        syncer.join(1.0)
+        assert syncer.is_alive()  # waiting for the first's turn
+    finally:
+        release.set()
+        holder.join(60)
+    syncer.join(60)
+    assert getattr(reports["first"], "parsed", 0) > 0
+    assert getattr(reports["second"], "parsed", None) == 0  # the first's work, not done twice
+    assert ids(second, "bm25 weights")[0] == "2025-12-01-search"
+    first.close()
+    second.close()
