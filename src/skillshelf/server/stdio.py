@@ -44,6 +44,9 @@ MAX_LINE = 256 * 1024 * 1024  # a request line larger than this ends the session
 CHUNK = 1024 * 1024
 HIGH_WATER = 4 * 1024 * 1024  # bytes of whole requests read ahead before reading pauses
 MAX_UNANSWERED = 32  # requests handed to the server and not yet answered before reading pauses
+# False: the SDK's transport even on pipes. An internal switch, not a setting: bench/serve_variant.py
+# sets it for the transport A/B of docs/performance.md.
+OWN_TRANSPORT_ON_PIPES = True
 
 
 def loop_options() -> dict[str, Any]:
@@ -74,7 +77,7 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
     """What `MCPServer.run_stdio_async` does, on the event-loop transport when it can be used."""
     lowlevel = sdk.lowlevel(server)  # the SDK's run_stdio_async uses it the same way
     unanswered = _Unanswered(MAX_UNANSWERED)
-    if not event_loop_stdio_possible():
+    if not (OWN_TRANSPORT_ON_PIPES and event_loop_stdio_possible()):
         async with stdio_server() as (read_stream, write_stream):
             await lowlevel.run(
                 _Admitting(read_stream, unanswered),
