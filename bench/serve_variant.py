@@ -3,7 +3,9 @@
     python bench/serve_variant.py [--sdk-stdio] [--no-gc-freeze] serve --library DIR [serve options]
 
 --sdk-stdio     the SDK's stdio transport even when stdin and stdout are pipes
-                (skillshelf.server.stdio.OWN_TRANSPORT_ON_PIPES = False), where that switch exists
+                (skillshelf.server.stdio.OWN_TRANSPORT_ON_PIPES = False). Only commit efc4729 has that
+                switch: skillshelf's own transport on pipes was measured with it, then removed (issue 20);
+                bench/ab.py runs that commit with `--variant NAME=git:efc4729:--sdk-stdio`
 --no-gc-freeze  `gc.freeze` does nothing, so the server's heap stays in the garbage collector's sight
 
 Neither is a user setting: they exist to measure what a piece of the server is worth. Without a switch,

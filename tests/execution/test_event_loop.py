@@ -68,7 +68,10 @@ def any_skill_id(root: Path) -> str:
 async def test_a_dry_run_waiting_for_the_first_index_leaves_the_loop_free(large_library: Path, tmp_path: Path) -> None:
     library = SkillLibrary(LibraryConfig(roots=[large_library], index_dir=tmp_path / "idx", watch=False))
     skill_id = any_skill_id(large_library)
-    async with Client(build_server(Settings(roots=[large_library]), library, view="full")) as client, ticking() as ticker:
+    async with (
+        Client(build_server(Settings(roots=[large_library]), library, view="full")) as client,
+        ticking() as ticker,
+    ):
         assert library.needs_sync()  # the first index is being built
         result = await client.call_tool("executeSkill", {"skillId": skill_id, "dryRun": True})
         assert not library.needs_sync()
