@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -330,6 +331,15 @@ def report(summary: Json) -> str:
     return "\n".join(lines)
 
 
+NUMBER_LIST = re.compile(r"\[\s*(-?[0-9][-0-9.e+]*(?:,\s*-?[0-9][-0-9.e+]*)*)\s*\]")
+
+
+def compact_json(value: Any) -> str:
+    """Indented JSON, with each list of numbers (the samples) on one line."""
+    text = json.dumps(value, indent=1)
+    return NUMBER_LIST.sub(lambda m: "[" + ", ".join(re.split(r",\s*", m.group(1))) + "]", text) + "\n"
+
+
 def ms(s: Json) -> str:
     return "n/a" if s["median"] is None else f"{s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f})"
 
@@ -399,7 +409,7 @@ async def amain(args: argparse.Namespace) -> int:
         "wallClockS": time.perf_counter() - started,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    args.out.write_text(compact_json(result), encoding="utf-8")
     print(report(summary))
     log(f"done in {result['wallClockS']:.0f}s; raw figures in {args.out}")
     failed = any(
