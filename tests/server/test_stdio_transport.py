@@ -1,8 +1,9 @@
-"""The stdio transport driven by the event loop (skillshelf.server.stdio), byte for byte.
+"""`skillshelf serve` over stdio, byte for byte: the SDK's transport and what skillshelf adds around it.
 
 A real `skillshelf serve` process with pipes, as an MCP client starts it: whole messages however large,
 several requests in one write, a slow reader, the standard descriptors kept away from the protocol,
-a clean exit when the client closes stdin; and the SDK's own transport when stdin is a file.
+a clean exit when the client closes stdin or stops reading, a bound on unanswered requests, and stdin
+from a file.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ def line(message: dict[str, Any]) -> bytes:
     return (json.dumps(message) + "\n").encode()
 
 
+def serve_command(library: Path) -> list[str]:
+    return [sys.executable, "-m", "skillshelf", "serve", "--no-watch", "--library", str(library)]
+
+
 def start(library: Path, stderr: BinaryIO, stdin: int | BinaryIO = subprocess.PIPE) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "skillshelf", "serve", "--no-watch", "--library", str(library)]
-    return subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, env=dict(os.environ))
+    return subprocess.Popen(serve_command(library), stdin=stdin, stdout=subprocess.PIPE, stderr=stderr)
 
 
 def initialized(library: Path, stderr: BinaryIO) -> subprocess.Popen[bytes]:
@@ -120,10 +124,8 @@ def test_while_serving_fd_0_reads_nothing_and_fd_1_goes_to_stderr(
         finish(process)
 
 
-def test_stdin_from_a_file_is_served_by_the_sdk_transport_to_its_end(
-    library: Path, isolated_environment: Path, tmp_path: Path
-) -> None:
-    """A file cannot be watched by the event loop: the SDK's threaded transport serves it instead."""
+def test_stdin_from_a_file_is_served_to_its_end(library: Path, isolated_environment: Path, tmp_path: Path) -> None:
+    """Requests written to a file beforehand (a script's way to drive the server) are read to the end."""
     requests = tmp_path / "requests.jsonl"
     requests.write_bytes(line(INITIALIZE) + line(INITIALIZED) + line(call(2, "searchPatterns", {"query": "deploy"})))
     with requests.open("rb") as stdin, (tmp_path / "stderr.log").open("wb") as log:
@@ -134,61 +136,50 @@ def test_stdin_from_a_file_is_served_by_the_sdk_transport_to_its_end(
     assert process.returncode == 0
 
 
+@pytest.mark.parametrize("answers_to", ["pipe", "terminal"])
 def test_a_client_that_stops_reading_ends_the_session_quietly(
-    library: Path, isolated_environment: Path, tmp_path: Path
+    answers_to: str, library: Path, isolated_environment: Path, tmp_path: Path
 ) -> None:
-    """The answers have nowhere to go: the server ends at once with status 0, not with a traceback."""
+    """The answers have nowhere to go (a closed pipe: EPIPE; a closed terminal: EIO): the server ends
+    with status 0 and no traceback once it reads its next request, although stdin stays open."""
+    import pty
+
+    reading, output = os.pipe() if answers_to == "pipe" else pty.openpty()
     log_path = tmp_path / "stderr.log"
     with log_path.open("wb") as log:
-        process = initialized(library, log)
-        assert process.stdin is not None and process.stdout is not None
-        process.stdout.close()  # stdin stays open: only the broken answer pipe can end the session
-        with contextlib.suppress(BrokenPipeError):
-            for number in range(2, 6):
-                process.stdin.write(line(call(number, "searchPatterns", {"query": "deploy"})))
-                process.stdin.flush()
-                time.sleep(0.1)
-        assert process.wait(timeout=30) == 0
+        process = subprocess.Popen(serve_command(library), stdin=subprocess.PIPE, stdout=output, stderr=log)
+    os.close(output)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(line(INITIALIZE) + line(INITIALIZED))
+        process.stdin.flush()
+        read_lines(reading, {1})
+        os.close(reading)  # stdin stays open: only the answers that cannot be written can end the session
+        assert requests_until_it_ends(process) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
         with contextlib.suppress(BrokenPipeError):
             process.stdin.close()
     assert "Traceback" not in log_path.read_text(encoding="utf-8")
 
 
-def test_reading_pauses_while_enough_whole_requests_wait() -> None:
-    """A client that floods requests fills its own pipe: the server reads ahead at most HIGH_WATER bytes
-    of whole lines (plus one read), and reads on as lines are taken; every line arrives whole, in order."""
-    import asyncio
-    import threading
-
-    from skillshelf.server import stdio
-
-    line_text = b'{"jsonrpc": "2.0", "method": "ping", "padding": "' + b"x" * 1000 + b'"}\n'
-    count = (3 * stdio.HIGH_WATER) // len(line_text)
-    read_end, write_end = os.pipe()
-    written = threading.Event()
-
-    def flood() -> None:
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(line_text * count)  # blocks while the server is not reading
-        written.set()
-
-    async def consume() -> None:
-        os.set_blocking(read_end, False)
-        async with stdio._Lines(read_end) as lines:
-            await asyncio.sleep(0.5)  # no line taken yet: reading must have paused
-            assert len(lines._buffer) <= stdio.HIGH_WATER + stdio.CHUNK
-            assert not written.is_set()
-            taken = [line async for line in lines]
-        assert len(taken) == count and all(line.encode() == line_text for line in taken)
-
-    writer = threading.Thread(target=flood)
-    writer.start()
-    try:
-        asyncio.run(consume())
-    finally:
-        writer.join(timeout=30)
-        os.close(read_end)
-    assert written.is_set()
+def requests_until_it_ends(process: subprocess.Popen[bytes], deadline_s: float = 60.0) -> int:
+    """Send searches until the server exits (a read of stdin it is blocked in returns only when a
+    line comes); its exit status."""
+    assert process.stdin is not None
+    deadline = time.monotonic() + deadline_s
+    number = 2
+    while process.poll() is None:
+        assert time.monotonic() < deadline, "the server did not end though nothing reads its answers"
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.write(line(call(number, "searchPatterns", {"query": "deploy"})))
+            process.stdin.flush()
+        number += 1
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.1)
+    return process.returncode
 
 
 # -- a client that never reads the answers -------------------------------------------------------------
@@ -239,8 +230,8 @@ def read_lines(fd: int, wanted: set[int]) -> set[int]:
 def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
     answers_to: str, library: Path, isolated_environment: Path, tmp_path: Path
 ) -> None:
-    """Answers wait for the client, so reading requests waits too. A pipe is skillshelf's own
-    transport; a terminal (never read: a paused or stuck one) is the SDK's."""
+    """Answers wait for the client, so reading requests waits too, whether the answers go to a pipe or
+    to a terminal that is never read (a paused or stuck one)."""
     import pty
 
     count = 400  # each answer is a 600 KB skill
@@ -248,9 +239,8 @@ def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
         reading, output = os.pipe()
     else:
         reading, output = pty.openpty()
-    command = [sys.executable, "-m", "skillshelf", "serve", "--no-watch", "--library", str(library)]
     with (tmp_path / "stderr.log").open("wb") as log:
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=log, env=dict(os.environ))
+        process = subprocess.Popen(serve_command(library), stdin=subprocess.PIPE, stdout=output, stderr=log)
     os.close(output)
     assert process.stdin is not None
     try:
