@@ -270,7 +270,7 @@ def test_log_counts_calls_to_unknown_tools_apart(tmp_path: Path) -> None:
     log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     text = CliRunner().invoke(cli, ["log", "--path", str(log)])
     assert text.exit_code == 0, text.output
-    assert text.output.startswith("1 calls, 0 errors")
+    assert text.output.startswith("1 call, 0 errors (")
     assert "11 calls to tools the server does not know" in text.output
     summary = json.loads(CliRunner().invoke(cli, ["log", "--path", str(log), "--json"]).output)
     assert summary["unknown_tools"] == 11 and [t["tool"] for t in summary["tools"]] == ["loadSkill"]
