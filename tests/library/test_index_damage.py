@@ -282,20 +282,19 @@ def test_a_server_holding_the_old_file_follows_the_replacement_and_moves_nothing
 
 
 @pytest.mark.anyio
-async def test_health_and_the_first_search_say_the_index_was_rebuilt(
-    sample_root: Path, isolated_environment: Path, tmp_path: Path
-) -> None:
-    from tests.server.test_http import serving, wait_healthy
+async def test_health_and_the_first_search_say_the_index_was_rebuilt(sample_root: Path, tmp_path: Path) -> None:
+    from tests.live_server import skillshelf_http
 
     library = SkillLibrary(LibraryConfig(roots=[sample_root], watch=False))  # where the server keeps it
     library.sync()
     library.close()
     overwrite_pages(library.index_path, pages=len(library.index_path.read_bytes()) // PAGE - 1)
-    with serving(sample_root, isolated_environment, tmp_path / "server.log") as base:
-        health = await wait_healthy(base)
+    arguments = ["serve", "--http", "-l", str(sample_root)]
+    with skillshelf_http(arguments, tmp_path / "server.log", healthy=False) as server:
+        health = server.wait_healthy()
         assert health["status"] == "healthy" and health["skills"] == 4
-        assert "keptAs" in health["indexRebuilt"]  # type: ignore[operator]
-        async with Client(f"{base}/mcp") as client:
+        assert "keptAs" in health["indexRebuilt"]
+        async with Client(f"{server.base}/mcp") as client:
             answers = [await call(client, "searchPatterns", {"query": "slugify"}) for _ in range(2)]
     (first_error, first), (_, second) = answers
     assert not first_error and first["data"]["hits"][0]["id"] == "python/slugify"

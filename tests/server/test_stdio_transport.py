@@ -7,18 +7,21 @@ a clean exit when the client closes stdin; and the SDK's own transport when stdi
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import pytest
 
-from tests.conftest import agent_skill
+from tests.conftest import agent_skill, deadline, wait_until, wait_until_async
 
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -62,11 +65,26 @@ def read_answers(process: subprocess.Popen[bytes], wanted: set[int]) -> dict[int
     return answers
 
 
+def pipe_filled(fd: int) -> bool:
+    """True once the pipe at `fd` holds over half what it can. A writer of more than the pipe holds
+    fills it in one write (non-blocking: all that fits), and waits for a reader from then on. (Full to
+    the byte is not observable: the kernel's page slots leave some room unused.)"""
+    waiting = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, waiting)
+    return waiting[0] > pipe_capacity(fd) // 2
+
+
+def pipe_capacity(fd: int) -> int:
+    if hasattr(fcntl, "F_GETPIPE_SZ"):  # Linux
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    return 16384  # elsewhere (macOS): a pipe holds at least this much before its writer waits
+
+
 def finish(process: subprocess.Popen[bytes]) -> None:
     """Close stdin as a client does when it is done: the server must exit cleanly."""
     assert process.stdin is not None and process.stdout is not None
     process.stdin.close()
-    assert process.wait(timeout=30) == 0
+    assert process.wait(timeout=deadline()) == 0
     process.stdout.close()
 
 
@@ -95,7 +113,9 @@ def test_large_and_pipelined_messages_cross_whole_while_the_client_reads_slowly(
             + line(call(4, "searchPatterns", {"query": "deploy a service"}))
         )  # one write: the server must split it into messages itself
         process.stdin.flush()
-        time.sleep(1.0)  # nobody reads: the big answer fills the pipe and the server must wait, not fail
+        assert process.stdout is not None  # nobody reads: the big answer fills the pipe, the server must wait
+        answer_pipe = process.stdout.fileno()
+        wait_until(lambda: pipe_filled(answer_pipe), "the server never filled its answer pipe")
         answers = read_answers(process, {1, 2, 3, 4})
         finish(process)
     loaded = answers[2]["result"]["structuredContent"]
@@ -128,7 +148,7 @@ def test_stdin_from_a_file_is_served_by_the_sdk_transport_to_its_end(
     requests.write_bytes(line(INITIALIZE) + line(INITIALIZED) + line(call(2, "searchPatterns", {"query": "deploy"})))
     with requests.open("rb") as stdin, (tmp_path / "stderr.log").open("wb") as log:
         process = start(library, log, stdin=stdin)
-        stdout, _ = process.communicate(timeout=60)
+        stdout, _ = process.communicate(timeout=deadline())
     ids = {json.loads(raw).get("id") for raw in stdout.splitlines() if raw.strip()}
     assert {1} <= ids  # initialize is answered; the call may be cut short by the end of the file
     assert process.returncode == 0
@@ -148,7 +168,7 @@ def test_a_client_that_stops_reading_ends_the_session_quietly(
                 process.stdin.write(line(call(number, "searchPatterns", {"query": "deploy"})))
                 process.stdin.flush()
                 time.sleep(0.1)
-        assert process.wait(timeout=30) == 0
+        assert process.wait(timeout=deadline()) == 0
         with contextlib.suppress(BrokenPipeError):
             process.stdin.close()
     assert "Traceback" not in log_path.read_text(encoding="utf-8")
@@ -175,7 +195,12 @@ def test_reading_pauses_while_enough_whole_requests_wait() -> None:
     async def consume() -> None:
         os.set_blocking(read_end, False)
         async with stdio._Lines(read_end) as lines:
-            await asyncio.sleep(0.5)  # no line taken yet: reading must have paused
+            # no line taken yet: the reader stops at its high-water mark and the pipe fills behind it;
+            # a reader that never paused would take everything (`written`)
+            def paused() -> bool:
+                return written.is_set() or (not lines._reading and pipe_filled(read_end))
+
+            await wait_until_async(paused, "the reader neither paused nor took everything")
             assert len(lines._buffer) <= stdio.HIGH_WATER + stdio.CHUNK
             assert not written.is_set()
             taken = [line async for line in lines]
@@ -186,7 +211,7 @@ def test_reading_pauses_while_enough_whole_requests_wait() -> None:
     try:
         asyncio.run(consume())
     finally:
-        writer.join(timeout=30)
+        writer.join(timeout=deadline())
         os.close(read_end)
     assert written.is_set()
 
@@ -209,13 +234,13 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
-def wait_until_idle(pid: int, deadline_s: float = 120.0) -> None:
+def wait_until_idle(pid: int, deadline_s: float = deadline(120)) -> None:
     """Until the server has stopped working: its CPU time unchanged across IDLE_POLLS polls (a
     generous deadline: it only proves that it did stop)."""
-    deadline = time.monotonic() + deadline_s
+    end = time.monotonic() + deadline_s
     last, unchanged = -1, 0
     while unchanged < IDLE_POLLS:
-        assert time.monotonic() < deadline, "the server never went idle"
+        assert time.monotonic() < end, "the server never went idle"
         ticks = cpu_ticks(pid)
         unchanged = unchanged + 1 if ticks == last else 0
         last = ticks
@@ -267,7 +292,7 @@ def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
         if answers_to == "pipe":  # (a terminal carries 240 MB too slowly to read them all here)
             assert read_lines(reading, set(range(2, 2 + count))) >= set(range(2, 2 + count))  # none lost
             process.stdin.close()
-            assert process.wait(timeout=30) == 0
+            assert process.wait(timeout=deadline()) == 0
     finally:
         if process.poll() is None:
             process.kill()
