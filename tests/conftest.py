@@ -29,7 +29,8 @@ CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 LIVENESS_S = 60.0  # the default: what no healthy wait comes near, even on a loaded 2-core machine
 
 
-def _deadline_scale(raw: str | None) -> float:
+def deadline_scale(raw: str | None) -> float:
+    """TEST_DEADLINE_SCALE's value: 1 when unset; ValueError naming the fix when it is no positive number."""
     if not raw:
         return 1.0
     try:
@@ -37,14 +38,22 @@ def _deadline_scale(raw: str | None) -> float:
     except ValueError:
         scale = math.nan
     if not (math.isfinite(scale) and scale > 0):
-        raise pytest.UsageError(
+        raise ValueError(
             f"TEST_DEADLINE_SCALE={raw!r}: set it to a positive number, the factor for every deadline in the "
             "tests (e.g. 3 on a slow or busy machine), or unset it"
         )
     return scale
 
 
-DEADLINE_SCALE = _deadline_scale(os.environ.get("TEST_DEADLINE_SCALE"))
+try:
+    DEADLINE_SCALE, _SCALE_PROBLEM = deadline_scale(os.environ.get("TEST_DEADLINE_SCALE")), None
+except ValueError as problem:
+    DEADLINE_SCALE, _SCALE_PROBLEM = 1.0, str(problem)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _SCALE_PROBLEM:
+        raise pytest.UsageError(_SCALE_PROBLEM)
 
 
 def deadline(seconds: float = LIVENESS_S) -> float:

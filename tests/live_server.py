@@ -119,7 +119,10 @@ def skillshelf_http(
     server = LiveServer(process, stderr)
     try:
         announced = stderr.wait_for(ANNOUNCED)
-        assert announced, f"the server never announced its URL (exit status {process.poll()}):\n{server.log_text()}"
+        if announced is None and stderr.ended:
+            status = process.wait(deadline(30))
+            raise AssertionError(f"the server exited ({status}) before announcing its URL:\n{server.log_text()}")
+        assert announced, f"the server did not announce its URL within {deadline():.0f} s:\n{server.log_text()}"
         bound = int(announced.group(1))
         assert bound, f"port 0 with a command that announces the port it was given: pass a port\n{server.log_text()}"
         server.base = f"http://127.0.0.1:{bound}"

@@ -117,6 +117,9 @@ async def http_server(
     environment = {**server_env(bubblewrap), **(env or {})}
     port = free_port() if workers > 1 else 0  # workers announce the port they are given, not the one bound
     with skillshelf_http(arguments, log, env=environment, port=port, launcher=as_user or []) as server:
+        if workers > 1:  # /health answered from one of them: wait for the others too
+            pid = server.process.pid
+            await wait_until_async(lambda: workers_started(pid, workers), f"not all {workers} workers started")
         headers = {"Authorization": f"Bearer {SECRET}"}
         from mcp.client.streamable_http import streamable_http_client
 
@@ -213,6 +216,20 @@ async def test_an_unsandboxed_skill_reads_no_secret_from_any_of_the_servers_proc
     assert watchers and all(seen[pid]["environ"] == "clean" for pid in watchers), seen  # readable, nothing in it
     trackers = [pid for pid, c in commands.items() if "resource_tracker" in c]
     assert all(seen[pid]["environ"] == "clean" for pid in trackers), seen
+
+
+def workers_started(server_pid: int, count: int) -> bool:
+    """`count` worker processes below the server, each past its start: non-dumpable (its /proc files
+    turn root's), as a worker makes itself before it takes the server's settings and environment."""
+    workers = [pid for pid, command in descendants(server_pid).items() if "multiprocessing.spawn" in command]
+    return len(workers) == count and all(proc_owner(pid) == 0 for pid in workers)
+
+
+def proc_owner(pid: int) -> int | None:
+    try:
+        return Path(f"/proc/{pid}/environ").stat().st_uid
+    except OSError:
+        return None
 
 
 def descendants(pid: int) -> dict[int, str]:

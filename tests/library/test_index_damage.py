@@ -26,7 +26,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file
-from tests.conftest import call, three_file
+from tests.conftest import call, deadline, three_file
 
 SKILLS = 300
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]
@@ -234,7 +234,7 @@ def test_processes_that_meet_one_damaged_index_at_once_move_it_aside_once_and_al
         process.stdin.flush()
     for process in processes:
         with process:
-            outcomes.append(process.communicate(timeout=120))
+            outcomes.append(process.communicate(timeout=deadline(120)))
     searched = sum(len(cast(list[str], hits)) for hits in expected[:3])
     for process, (out, err) in zip(processes, outcomes, strict=True):
         assert process.returncode == 0, err

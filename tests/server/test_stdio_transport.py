@@ -259,6 +259,7 @@ def read_lines(fd: int, wanted: set[int]) -> set[int]:
     return seen
 
 
+@pytest.mark.slow  # 400 answers of 600 KB: 240 MB through the pipe
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
 @pytest.mark.parametrize("answers_to", ["pipe", "terminal"])
 def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
