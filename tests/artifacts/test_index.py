@@ -8,7 +8,6 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-import anyio
 import pytest
 
 from skillshelf.artifacts import service
@@ -17,6 +16,7 @@ from skillshelf.artifacts.index import SCHEMA_VERSION, SessionRef
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file, session_json, set_mtime
+from tests.conftest import wait_until_async
 
 
 def ids(archive: SessionArchive, query: str, **options: object) -> list[str]:
@@ -118,14 +118,10 @@ async def test_the_watchers_make_new_sessions_visible_to_the_next_search(dev: Pa
     try:
         assert ids(archive, "narwhal") == []
         session_file(dev / "app", "2025-12-24-narwhal.md", "# Narwhal\n\nTusks.\n")
-        with anyio.fail_after(10):
-            while ids(archive, "narwhal") != ["2025-12-24-narwhal"]:
-                await anyio.sleep(0.05)
+        await wait_until_async(lambda: ids(archive, "narwhal") == ["2025-12-24-narwhal"], "no narwhal session")
         # A project without artifacts is watched shallowly, so its first session shows up too.
         session_file(dev / "docs", "2025-12-25-orca/session-summary.md", "# Orca\n\nPods.\n")
-        with anyio.fail_after(10):
-            while ids(archive, "orca") != ["2025-12-25-orca"]:
-                await anyio.sleep(0.05)
+        await wait_until_async(lambda: ids(archive, "orca") == ["2025-12-25-orca"], "no orca session")
     finally:
         archive.close()
 

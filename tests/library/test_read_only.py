@@ -36,7 +36,7 @@ from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.usage.store import USAGE_FILE
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
-from tests.conftest import USER_FOLDERS, call
+from tests.conftest import USER_FOLDERS, call, deadline
 from tests.library.read_only import read_only
 from tests.library.test_usage import filled_store
 
@@ -223,7 +223,7 @@ def serve_and_call(command: list[str], env: dict[str, str], calls: Calls, log: P
             if "id" in message:
                 answers[message["id"]] = message
         process.stdin.close()
-        process.wait(timeout=60)
+        process.wait(timeout=deadline())
     return [answers[n]["result"]["structuredContent"] for n in range(1, len(calls) + 1)]
 
 

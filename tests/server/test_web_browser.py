@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import uvicorn
 from starlette.requests import Request
 
 from skillshelf.library.access.reader import LibraryReader
@@ -23,8 +20,8 @@ from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app
-from tests.conftest import agent_skill
-from tests.server.test_http import free_port
+from tests.conftest import agent_skill, deadline
+from tests.server.team_support import serving_in_thread
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Dialog, Page
@@ -66,22 +63,14 @@ def site(sample_root: Path, sample_library: SkillLibrary) -> Iterator[str]:
     sample_library.usage.record("python/slugify", "api", None, source="tool")
     sample_library.usage.record("database/rls-policy", "api", None, source="tool")
     access = WebAccess(authorize=token_required, security=transport_security("127.0.0.1"))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(web_app(sample_library, access), port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the web view did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving_in_thread(web_app(sample_library, access)) as base:
+        yield base
 
 
 @pytest.fixture
 def page(browser: Browser, tmp_path: Path) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, extra_http_headers={"Authorization": TOKEN})
+    context.set_default_timeout(deadline(30) * 1000)  # Playwright's own default, scaled
     opened = context.new_page()
     dialogs: list[str] = []
 
@@ -161,6 +150,7 @@ def test_an_unknown_skill_gets_the_404_page_with_a_way_on(site: str, page: Page,
 
 def test_without_the_token_every_page_is_refused_but_styled(site: str, browser: Browser, tmp_path: Path) -> None:
     context = browser.new_context()
+    context.set_default_timeout(deadline(30) * 1000)
     anonymous = context.new_page()
     for path in ("/", "/library", "/skills/python/slugify/"):
         response = anonymous.goto(f"{site}{path}")
