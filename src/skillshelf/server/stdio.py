@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,6 +78,22 @@ def _quiet_when_the_answers_cannot_be_written() -> Iterator[None]:
         if failed.subgroup(lambda exc: isinstance(exc, OSError) and exc.errno not in GONE) is not None:
             raise
         logger.info("the client stopped reading the answers; the session ended")
+        _ignore_unwritable_leftovers()
+
+
+def _ignore_unwritable_leftovers() -> None:
+    """The SDK's stdout wrappers still hold the unwritten answers; when they are collected (Python 3.13
+    does at exit) their flush fails the same way, and Python prints that as a traceback on stderr.
+    The session ended on purpose: those failures, and only they, are not printed."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
+        failed = unraisable.exc_value
+        if isinstance(failed, OSError) and failed.errno in GONE:
+            return
+        previous(unraisable)
+
+    sys.unraisablehook = hook
 
 
 class _Unanswered:
