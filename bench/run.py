@@ -59,8 +59,9 @@ def server_params(lib: Path) -> StdioServerParameters:
 
 
 @asynccontextmanager
-async def connect(lib: Path, errlog: TextIO) -> AsyncIterator[Client]:
-    async with Client(stdio_client(server_params(lib), errlog=errlog)) as client:
+async def connect(lib: Path, errlog: TextIO, params: StdioServerParameters | None = None) -> AsyncIterator[Client]:
+    """A session with `params`' server (bench/ab.py's variants), by default `server_params(lib)`."""
+    async with Client(stdio_client(params or server_params(lib), errlog=errlog)) as client:
         yield client
 
 
@@ -88,15 +89,18 @@ def cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace")
 
 
+SERVER_MARKS = ("skillshelf", "serve_variant.py")  # `-m skillshelf serve`, or bench/ab.py's launcher
+
+
 def find_server_pid() -> int | None:
-    """The spawned server: a live child of this process whose command line mentions skillshelf."""
+    """The spawned server: a live child of this process whose command line says it is one."""
     try:
         import psutil  # type: ignore[import-untyped,unused-ignore]  # optional, only if installed
     except ImportError:
-        pids = [p for p in proc_children(os.getpid()) if "skillshelf" in cmdline(p)]
+        commands = {p: cmdline(p) for p in proc_children(os.getpid())}
     else:
-        kids = psutil.Process().children(recursive=False)
-        pids = [k.pid for k in kids if "skillshelf" in " ".join(k.cmdline())]
+        commands = {k.pid: " ".join(k.cmdline()) for k in psutil.Process().children(recursive=False)}
+    pids = [pid for pid, command in commands.items() if any(mark in command for mark in SERVER_MARKS)]
     return max(pids) if pids else None
 
 
@@ -338,11 +342,13 @@ def rank_in(query: dict[str, str], data: dict[str, Any], lat: Latencies) -> int 
     return ids.index(query["answer"]) + 1 if query["answer"] in ids else None
 
 
-async def query_session(lib: Path, errlog: TextIO, queries: list[dict[str, str]]) -> dict[str, Any]:
+async def query_session(
+    lib: Path, errlog: TextIO, queries: list[dict[str, str]], params: StdioServerParameters | None = None
+) -> dict[str, Any]:
     """One warm server: warm-up, then every query via searchPatterns and every answer via loadSkill."""
     search, load, warm = Latencies(), Latencies(), Latencies()
     ranks: list[int | None] = []
-    async with connect(lib, errlog) as client:
+    async with connect(lib, errlog, params) as client:
         await client.list_tools()
         await timed_call(client, "searchPatterns", {"query": queries[0]["query"], "limit": 10}, warm)
         settle_s = await settle(find_server_pid())
@@ -521,20 +527,25 @@ FLOOR_CALLS = 200
 async def stdio_floor(errlog: TextIO) -> dict[str, float]:
     """p50 of each tool served by the bare SDK with no work behind it (bench/noop_server.py), over
     stdio with this client: the part of every latency below that no server on the SDK can remove."""
+    samples = await floor_samples(errlog)
+    return {f"{tool}FloorMs": round(statistics.median(values), 3) for tool, values in samples.items()}
+
+
+async def floor_samples(errlog: TextIO, calls: int = FLOOR_CALLS) -> dict[str, list[float]]:
+    """Milliseconds of `calls` calls of each of bench/noop_server.py's tools after 20 warm-ups."""
     script = str(Path(__file__).with_name("noop_server.py"))
     params = StdioServerParameters(command=sys.executable, args=[script])
-    floor: dict[str, float] = {}
+    samples: dict[str, list[float]] = {}
     async with Client(stdio_client(params, errlog=errlog)) as client:
         for tool, args in (("searchPatterns", {"query": "x y z", "limit": 5}), ("loadSkill", {"skillId": "a/b"})):
             for _ in range(20):
                 await client.call_tool(tool, args)
-            samples = []
-            for _ in range(FLOOR_CALLS):
+            samples[tool] = []
+            for _ in range(calls):
                 t0 = time.perf_counter()
                 await client.call_tool(tool, args)
-                samples.append((time.perf_counter() - t0) * 1000)
-            floor[f"{tool}FloorMs"] = round(statistics.median(samples), 3)
-    return floor
+                samples[tool].append((time.perf_counter() - t0) * 1000)
+    return samples
 
 
 def server_version() -> dict[str, Any]:

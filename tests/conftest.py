@@ -2,18 +2,90 @@
 
 from __future__ import annotations
 
+import inspect
+import math
 import os
 import textwrap
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+
+
+# -- deadlines ----------------------------------------------------------------------------------------
+# A test waits for something to happen (a server listening, a change seen, a process gone), never for
+# a fixed time; its deadline only turns a hang into a failure. Deadlines are generous, and
+# TEST_DEADLINE_SCALE multiplies every one of them for a slow or crowded machine (not SKILLSHELF_*:
+# those are the server's settings, where an unknown name is an error).
+
+LIVENESS_S = 60.0  # the default: what no healthy wait comes near, even on a loaded 2-core machine
+
+
+def deadline_scale(raw: str | None) -> float:
+    """TEST_DEADLINE_SCALE's value: 1 when unset; ValueError naming the fix when it is no positive number."""
+    if not raw:
+        return 1.0
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = math.nan
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(
+            f"TEST_DEADLINE_SCALE={raw!r}: set it to a positive number, the factor for every deadline in the "
+            "tests (e.g. 3 on a slow or busy machine), or unset it"
+        )
+    return scale
+
+
+try:
+    DEADLINE_SCALE, _SCALE_PROBLEM = deadline_scale(os.environ.get("TEST_DEADLINE_SCALE")), None
+except ValueError as problem:
+    DEADLINE_SCALE, _SCALE_PROBLEM = 1.0, str(problem)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _SCALE_PROBLEM:
+        raise pytest.UsageError(_SCALE_PROBLEM)
+
+
+def deadline(seconds: float = LIVENESS_S) -> float:
+    """The longest a test waits for something before it fails: `seconds` times TEST_DEADLINE_SCALE."""
+    return seconds * DEADLINE_SCALE
+
+
+def wait_until(condition: Callable[[], object], what: str, seconds: float = LIVENESS_S, poll_s: float = 0.02) -> None:
+    """Return as soon as `condition()` holds; fail saying `what` did not happen within deadline(seconds)."""
+    limit = deadline(seconds)
+    end = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"{what} (waited {limit:.0f} s)")
+        time.sleep(poll_s)
+
+
+async def wait_until_async(
+    condition: Callable[[], object | Awaitable[object]], what: str, seconds: float = LIVENESS_S, poll_s: float = 0.02
+) -> None:
+    """`wait_until` on the event loop; `condition` may be a coroutine function."""
+    limit = deadline(seconds)
+    end = time.monotonic() + limit
+    while True:
+        held = condition()
+        if inspect.isawaitable(held):
+            held = await held
+        if held:
+            return
+        if time.monotonic() > end:
+            raise AssertionError(f"{what} (waited {limit:.0f} s)")
+        await anyio.sleep(poll_s)
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import deadline
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "generate.py"
 
 
@@ -16,7 +18,7 @@ def test_the_generator_writes_a_valid_library_with_answerable_queries(tmp_path: 
         [sys.executable, str(BENCH), "--n", "60", "--out", str(out), "--check"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=deadline(120),
         check=False,
     )
     assert result.returncode == 0, result.stderr

@@ -35,7 +35,6 @@ OTHER_FILES = {
     "library/semantic/install.py": "the model wheel and the files it installs",
     "memory/store.py": "project notes (JSONL)",
     "server/calllog.py": "the call log",
-    "server/stdio.py": "/dev/null, for the protocol's file descriptors",
     "server/web.py": "the package's own stylesheet",
     "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",

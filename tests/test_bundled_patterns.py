@@ -32,6 +32,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import deadline
+
 PATTERNS = Path(__file__).resolve().parents[1] / "patterns"
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -623,7 +625,7 @@ def test_implementation_runs_as_a_script_with_json_on_stdin(skill_id: str) -> No
         input=json.dumps(case_input),
         capture_output=True,
         text=True,
-        timeout=10,
+        timeout=deadline(),
         check=False,
     )
     assert result.returncode == 0, result.stderr
@@ -637,7 +639,7 @@ def test_implementation_script_reports_unknown_input_keys_as_a_json_error(skill_
         input=json.dumps({"no_such_key": 1}),
         capture_output=True,
         text=True,
-        timeout=10,
+        timeout=deadline(),
         check=False,
     )
     assert result.returncode == 1
@@ -1108,7 +1110,7 @@ def test_token_bucket_is_safe_under_concurrent_acquisition() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=10)
+        thread.join(timeout=deadline())
     assert sum(granted) == 100 and len(granted) == 400
 
 
@@ -1567,7 +1569,7 @@ def test_bisect_step_maps_build_and_test_results_to_bisect_exit_codes(
     args: list[str], code: int, expected: dict[str, Any]
 ) -> None:
     result = subprocess.run(
-        ["sh", str(BISECT), *args], input="", capture_output=True, text=True, timeout=10, check=False
+        ["sh", str(BISECT), *args], input="", capture_output=True, text=True, timeout=deadline(), check=False
     )
     assert result.returncode == code
     assert json.loads(result.stdout) == expected
@@ -1575,7 +1577,7 @@ def test_bisect_step_maps_build_and_test_results_to_bisect_exit_codes(
 
 
 def test_bisect_step_runs_directly_through_its_shebang() -> None:
-    result = subprocess.run([str(BISECT), "exit 0"], capture_output=True, text=True, timeout=10, check=False)
+    result = subprocess.run([str(BISECT), "exit 0"], capture_output=True, text=True, timeout=deadline(), check=False)
     assert result.returncode == 0 and json.loads(result.stdout)["verdict"] == "good"
 
 
@@ -1585,7 +1587,7 @@ def run_json_script(script: Path, payload: Any) -> tuple[int, Any]:
         input=payload if isinstance(payload, str) else json.dumps(payload),
         capture_output=True,
         text=True,
-        timeout=10,
+        timeout=deadline(),
         check=False,
     )
     return result.returncode, json.loads(result.stdout)

@@ -18,7 +18,7 @@ from skillshelf.library import children
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
-from tests.conftest import agent_skill, three_file, write
+from tests.conftest import agent_skill, deadline, three_file, write
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 CHILDREN = "skillshelf.library.children"
@@ -187,7 +187,7 @@ def test_a_helper_command_gets_only_fds_0_to_2(tmp_path: Path) -> None:
     with (tmp_path / "held").open("w") as kept:
         held = os.dup2(kept.fileno(), 99, inheritable=True)  # even an inheritable one stays behind
         try:
-            seen = children.run([sys.executable, "-c", listing], timeout=30).stdout.split()
+            seen = children.run([sys.executable, "-c", listing], timeout=deadline()).stdout.split()
         finally:
             os.close(held)
     assert "99" not in seen and {"0", "1", "2"} <= set(seen)

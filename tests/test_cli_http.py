@@ -6,13 +6,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
-import time
 from contextlib import closing
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 from click.testing import CliRunner
@@ -23,6 +19,8 @@ from skillshelf.caller import current_caller
 from skillshelf.cli import cli
 from skillshelf.library.usage.store import UsageStore
 from skillshelf.server.calllog import read_records
+from tests.conftest import deadline
+from tests.live_server import skillshelf_http
 from tests.server.team_support import free_port
 
 
@@ -31,49 +29,34 @@ async def test_serve_http_with_env_tokens_logs_each_call_under_the_token_name(
     sample_root: Path, isolated_environment: Path, tmp_path: Path
 ) -> None:
     secret = "ci-token-0123456789abcdef"
-    port = free_port()
     state = isolated_environment / ".local" / "state" / "skillshelf"
     env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={secret}=default+agent", "SKILLSHELF_STATE_DIR": str(state)}
     (tmp_path / "projects" / "app").mkdir(parents=True)
-    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", str(port), "-l", str(sample_root)]
-    command += ["--projects-root", str(tmp_path / "projects"), "--view", "full"]  # /mcp: every tool
-    with (tmp_path / "server.log").open("wb") as server_log:
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            async with httpx2.AsyncClient() as http:
-                with anyio.fail_after(30):
-                    while True:
-                        try:
-                            health = (await http.get(f"{base}/health")).json()
-                            if health["status"] != "indexing":
-                                break
-                        except httpx2.TransportError:
-                            pass
-                        await anyio.sleep(0.1)
-                assert (await http.get(f"{base}/views")).status_code == 401
-            headers = {"Authorization": f"Bearer {secret}"}
-            async with (
-                httpx2.AsyncClient(headers=headers) as http,
-                Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
-            ):
-                result = await client.call_tool("loadSkill", {"skillId": "python/slugify"})
-                assert result.structured_content is not None and result.structured_content["success"]
-                await client.call_tool("trackPatternUsage", {"patternId": "python/slugify", "projectPath": "app"})
-                added = await client.call_tool("addNote", {"projectPath": "app", "type": "decision", "content": "x"})
-                assert added.structured_content is not None
-                assert added.structured_content["data"]["note"]["author"] == "ci"
-            async with (
-                httpx2.AsyncClient(headers=headers) as http,
-                Client(streamable_http_client(f"{base}/view/agent/mcp", http_client=http)) as agent,
-            ):
-                names = {tool.name for tool in (await agent.list_tools()).tools}
-                assert names == {"searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage"}
-            async with httpx2.AsyncClient(headers=headers) as http:
-                assert (await http.post(f"{base}/view/memory/mcp", json={})).status_code == 403
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+    arguments = ["serve", "--http", "-l", str(sample_root), "--projects-root", str(tmp_path / "projects")]
+    arguments += ["--view", "full"]  # /mcp: every tool
+    with skillshelf_http(arguments, tmp_path / "server.log", env=env) as server:
+        base = server.base
+        async with httpx2.AsyncClient() as http:
+            assert (await http.get(f"{base}/views")).status_code == 401
+        headers = {"Authorization": f"Bearer {secret}"}
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+        ):
+            result = await client.call_tool("loadSkill", {"skillId": "python/slugify"})
+            assert result.structured_content is not None and result.structured_content["success"]
+            await client.call_tool("trackPatternUsage", {"patternId": "python/slugify", "projectPath": "app"})
+            added = await client.call_tool("addNote", {"projectPath": "app", "type": "decision", "content": "x"})
+            assert added.structured_content is not None
+            assert added.structured_content["data"]["note"]["author"] == "ci"
+        async with (
+            httpx2.AsyncClient(headers=headers) as http,
+            Client(streamable_http_client(f"{base}/view/agent/mcp", http_client=http)) as agent,
+        ):
+            names = {tool.name for tool in (await agent.list_tools()).tools}
+            assert names == {"searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage"}
+        async with httpx2.AsyncClient(headers=headers) as http:
+            assert (await http.post(f"{base}/view/memory/mcp", json={})).status_code == 403
     records = list(read_records(state / "calls.jsonl"))
     assert [(r["tool"], r["caller"]) for r in records] == [
         ("loadSkill", "ci"),
@@ -112,11 +95,8 @@ def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp
 
 def test_several_workers_serve_one_library_statelessly(sample_root: Path, tmp_path: Path) -> None:
     secret = "workers-0123456789abcdef"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={secret}"}
-    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--workers", "2", "--port", str(port)]
-    command += ["-l", str(sample_root)]
+    arguments = ["serve", "--http", "--workers", "2", "-l", str(sample_root)]
     headers = {
         "Authorization": f"Bearer {secret}",
         "Accept": "application/json, text/event-stream",
@@ -124,21 +104,12 @@ def test_several_workers_serve_one_library_statelessly(sample_root: Path, tmp_pa
     }
     call = {"name": "searchPatterns", "arguments": {"query": "slugify"}}
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
-    with (tmp_path / "server.log").open("wb") as server_log:
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
-        try:
-            with httpx2.Client(timeout=10) as http:
-                for _ in range(300):  # up to 60 s for both workers to start and index
-                    try:
-                        if http.get(f"{base}/health").json().get("status") == "healthy":
-                            break
-                    except (httpx2.TransportError, ValueError):
-                        pass
-                    time.sleep(0.2)
-                answers = [http.post(f"{base}/mcp", json=body, headers=headers) for _ in range(6)]
-        finally:
-            process.terminate()
-            process.wait(timeout=20)
+    # workers announce the port they are given (not the one they bind): give them a free one
+    with (
+        skillshelf_http(arguments, tmp_path / "server.log", env=env, port=free_port()) as server,
+        httpx2.Client(timeout=deadline()) as http,
+    ):
+        answers = [http.post(f"{server.base}/mcp", json=body, headers=headers) for _ in range(6)]
     log = (tmp_path / "server.log").read_text(encoding="utf-8", errors="replace")
     assert [a.status_code for a in answers] == [200] * 6, log
     for answer in answers:  # a JSON answer per request, no session: any worker can take any request

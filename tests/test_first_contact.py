@@ -22,10 +22,10 @@ import pytest
 
 from skillshelf.library.index.library import READ_ONLY_MARKER, LibraryConfig, SkillLibrary
 from skillshelf.server.hosts import HostGuard, transport_security
-from tests.conftest import write
+from tests.conftest import deadline, write
 
 PATTERNS = Path(__file__).resolve().parents[1] / "patterns"
-LIVENESS_S = 30  # generous: these wait for something to happen, they never measure how fast
+LIVENESS_S = deadline()  # these wait for something to happen, they never measure how fast
 
 
 def serve_env(home: Path) -> dict[str, str]:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -310,3 +313,35 @@ def test_health_says_when_the_index_last_matched_the_files_and_how_changes_reach
         assert watched.status()["index"]["changes"] == "watching"  # type: ignore[index]
     finally:
         watched.close()
+
+
+def test_finding_counts_read_the_same_in_check_and_stats(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    (root / "tools" / "one").mkdir(parents=True)
+    (root / "tools" / "one" / "SKILL.md").write_text("---\nname: one\n---\n# One\n", encoding="utf-8")  # no description
+    checked = CliRunner().invoke(cli, ["check", str(root)])
+    summary = checked.stdout.splitlines()[-1]
+    assert summary.startswith("1 skill checked: 1 error, ")
+    assert "errors" not in summary.split(",")[0] and "info" not in summary
+    env = {"SKILLSHELF_CACHE_DIR": str(tmp_path / "cache")}
+    stats = CliRunner().invoke(cli, ["stats", "--library", str(root)], env=env)
+    line = next(row for row in stats.stdout.splitlines() if row.startswith("findings:"))
+    assert "1 error" in line and "1 errors" not in line and "infos" not in line and " info" not in line
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_check_of_a_big_library_shows_progress_on_a_terminal(tmp_path: Path, isolated_environment: Path) -> None:
+    import pty
+
+    from tests.test_first_contact import large_library, read_until, serve_env
+
+    root = large_library(tmp_path / "big")
+    controller, terminal = pty.openpty()
+    command = [sys.executable, "-m", "skillshelf", "check", str(root)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=terminal, env=serve_env(isolated_environment)) as run:
+        os.close(terminal)
+        shown = read_until(controller, r"210/210 skills\r?\n")
+        stdout, _ = run.communicate(timeout=60)
+    os.close(controller)
+    assert "\rchecking: 1/210 skills" in shown and "\rchecking: 210/210 skills" in shown, shown
+    assert b"210 skills checked" in stdout and b"checking" not in stdout  # progress never reaches stdout

@@ -29,7 +29,7 @@ from skillshelf.settings import (
     resolve,
     resolve_settings,
 )
-from tests.conftest import write
+from tests.conftest import deadline, write
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 
@@ -310,7 +310,7 @@ def test_a_server_with_a_misspelt_variable_refuses_to_start_and_says_why(sample_
     env = {**os.environ, "SKILLSHELF_REQUIRE_ISOLATION": "true"}  # once ignored: skills ran unsandboxed
     command = [sys.executable, "-m", "skillshelf", "serve", "-l", str(sample_root)]
     done = subprocess.run(
-        command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False
+        command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=deadline(), check=False
     )
     assert done.returncode == 1 and done.stdout == ""
     assert (

@@ -3,8 +3,6 @@ callback: a watcher retired there must end, its process and its callbacks, and c
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,15 +12,7 @@ from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.library.index.watcher import DirectoryWatcher
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file
-
-
-def eventually(condition: Callable[[], bool], seconds: float = 30.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+from tests.conftest import wait_until
 
 
 def test_watchers_retired_from_their_own_callback_and_on_close_leave_no_process_or_thread(
@@ -39,19 +29,19 @@ def test_watchers_retired_from_their_own_callback_and_on_close_leave_no_process_
     archive = SessionArchive(ProjectRoots.of([dev]), index_dir=tmp_path / "index", watch=True)
     archive.start()
     try:
-        assert eventually(lambda: len(made) >= 2 and all(w._child is not None for w in made))
+        wait_until(lambda: len(made) >= 2 and all(w._child is not None for w in made), "the watchers never started")
         first = list(made)
         # `docs` has no artifacts yet: its first session changes the watch plan, and the shallow
         # watcher that saw it is replaced from inside its own callback.
         session_file(dev / "docs", "2025-12-25-orca/session-summary.md", "# Orca\n\nPods.\n")
-        assert eventually(lambda: len(made) >= 4), "the watchers were never replaced"
+        wait_until(lambda: len(made) >= 4, "the watchers were never replaced")
         retired = [w for w in first if w not in archive._watchers]
         assert retired
         for watcher in retired:
             child = watcher._child
             assert child is not None
-            assert eventually(lambda: child.poll() is not None), "a retired watcher's process is still running"  # noqa: B023
-            assert eventually(lambda: not watcher.thread.is_alive()), "a retired watcher still reads and calls back"  # noqa: B023
+            wait_until(lambda: child.poll() is not None, "a retired watcher's process is still running")  # noqa: B023
+            wait_until(lambda: not watcher.thread.is_alive(), "a retired watcher still reads and calls back")  # noqa: B023
     finally:
         archive.close()
     for watcher in made:

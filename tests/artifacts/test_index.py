@@ -8,7 +8,6 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-import anyio
 import pytest
 
 from skillshelf.artifacts import service
@@ -17,6 +16,7 @@ from skillshelf.artifacts.index import SCHEMA_VERSION, SessionRef
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file, session_json, set_mtime
+from tests.conftest import wait_until_async
 
 
 def ids(archive: SessionArchive, query: str, **options: object) -> list[str]:
@@ -118,14 +118,10 @@ async def test_the_watchers_make_new_sessions_visible_to_the_next_search(dev: Pa
     try:
         assert ids(archive, "narwhal") == []
         session_file(dev / "app", "2025-12-24-narwhal.md", "# Narwhal\n\nTusks.\n")
-        with anyio.fail_after(10):
-            while ids(archive, "narwhal") != ["2025-12-24-narwhal"]:
-                await anyio.sleep(0.05)
+        await wait_until_async(lambda: ids(archive, "narwhal") == ["2025-12-24-narwhal"], "no narwhal session")
         # A project without artifacts is watched shallowly, so its first session shows up too.
         session_file(dev / "docs", "2025-12-25-orca/session-summary.md", "# Orca\n\nPods.\n")
-        with anyio.fail_after(10):
-            while ids(archive, "orca") != ["2025-12-25-orca"]:
-                await anyio.sleep(0.05)
+        await wait_until_async(lambda: ids(archive, "orca") == ["2025-12-25-orca"], "no orca session")
     finally:
         archive.close()
 
@@ -247,3 +243,40 @@ def test_a_word_matching_nothing_does_not_empty_a_search_whose_other_words_are_c
     with open_archive(solo, tmp_path).opened() as archive:  # one session: every word is in "over half"
         assert ids(archive, "jwt refresh kubernetes") == ["2025-03-01-jwt"]
         assert ids(archive, "kubernetes") == []
+
+
+def test_two_archives_on_one_index_file_sync_one_at_a_time(dev: Path, tmp_path: Path) -> None:
+    # Servers started together on one projects root: the second waits for the first's whole sync (the
+    # lock beside the file), then finds nothing left to parse, instead of parsing every session again.
+    import threading
+
+    first, second = open_archive(dev, tmp_path), open_archive(dev, tmp_path)
+    first.sync()
+    second.sync()  # both have the file open and up to date; then a session arrives
+    session_file(dev / "app", "2025-12-01-search/session-summary.md", "# Search tuning\n\nTuned BM25 weights.\n")
+    holding, release = threading.Event(), threading.Event()
+    reports: dict[str, object] = {}
+
+    def sync_holding_the_index() -> None:
+        with first.index.exclusive():
+            holding.set()
+            release.wait(60)
+            reports["first"] = first.sync()
+
+    holder = threading.Thread(target=sync_holding_the_index)
+    holder.start()
+    assert holding.wait(60)
+    syncer = threading.Thread(target=lambda: reports.setdefault("second", second.sync()))
+    syncer.start()
+    try:
+        syncer.join(1.0)
+        assert syncer.is_alive()  # waiting for the first's turn
+    finally:
+        release.set()
+        holder.join(60)
+    syncer.join(60)
+    assert getattr(reports["first"], "parsed", 0) > 0
+    assert getattr(reports["second"], "parsed", None) == 0  # the first's work, not done twice
+    assert ids(second, "bm25 weights")[0] == "2025-12-01-search"
+    first.close()
+    second.close()

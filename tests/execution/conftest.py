@@ -6,12 +6,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
-from tests.conftest import agent_skill, three_file, write
+from tests.conftest import agent_skill, three_file, wait_until_async, write
 
 PY_SKILLS = {
     "echo": (
@@ -62,12 +61,13 @@ async def started_run(token: str) -> list[int]:
     In a sandbox the working directory is a tmpfs of the sandbox's own, so the file is looked for
     through each candidate process's root (`/proc/PID/root`), not in the host's directory.
     """
-    with anyio.fail_after(10):
-        while True:
-            found = [pid for pid, cwd in _run_processes() if _holds(pid, cwd, token)]
-            if found:
-                break
-            await anyio.sleep(0.02)
+    found: list[int] = []
+
+    def started() -> bool:
+        found[:] = [pid for pid, cwd in _run_processes() if _holds(pid, cwd, token)]
+        return bool(found)
+
+    await wait_until_async(started, f"no run wrote {token!r}")
     work_dir = _cwd(found[0])
     return [pid for pid in _pids() if _cwd(pid) == work_dir]
 
@@ -109,9 +109,7 @@ def alive(pid: int) -> bool:
 
 
 async def all_gone(pids: list[int]) -> None:
-    with anyio.fail_after(10):
-        while any(alive(pid) for pid in pids):
-            await anyio.sleep(0.02)
+    await wait_until_async(lambda: not any(alive(pid) for pid in pids), f"still running: {pids}")
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from skillshelf.errors import ErrorCode, SkillshelfError
@@ -26,7 +25,7 @@ from skillshelf.library import children
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
-from tests.conftest import three_file
+from tests.conftest import three_file, wait_until_async
 from tests.execution.conftest import _pids, alive
 
 pytestmark = pytest.mark.anyio
@@ -289,9 +288,7 @@ def _with_marker(marker: str) -> list[int]:
 
 
 async def _none_left(marker: str) -> None:
-    with anyio.fail_after(10):
-        while _with_marker(marker):
-            await anyio.sleep(0.02)
+    await wait_until_async(lambda: not _with_marker(marker), f"processes marked {marker!r} outlived their run")
 
 
 @needs_bubblewrap

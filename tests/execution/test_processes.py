@@ -17,23 +17,22 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 
 from skillshelf.execution import sandbox
-from tests.conftest import three_file
+from tests.conftest import deadline, three_file, wait_until_async
+from tests.live_server import skillshelf_http
+from tests.server.team_support import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -86,12 +85,6 @@ def peek(server_pid: int, secrets: list) -> dict:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def probe_root(tmp_path: Path) -> Path:
     root = tmp_path / "lib"
@@ -107,19 +100,6 @@ def server_env(bubblewrap: bool) -> dict[str, str]:
     return env
 
 
-async def wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    async with httpx2.AsyncClient() as http:
-        with anyio.fail_after(60):
-            while True:
-                assert process.poll() is None, log.read_text(encoding="utf-8", errors="replace")
-                try:
-                    if (await http.get(f"{base}/health")).json().get("status") == "healthy":
-                        return
-                except (httpx2.TransportError, ValueError):
-                    pass
-                await anyio.sleep(0.05)
-
-
 @asynccontextmanager
 async def http_server(
     root: Path,
@@ -131,28 +111,23 @@ async def http_server(
     as_user: list[str] | None = None,
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[tuple[Client, subprocess.Popen[bytes]]]:
-    port = free_port()
-    command = [*(as_user or []), sys.executable, "-m", "skillshelf", "serve", "--http", "--allow-exec"]
-    command += ["--port", str(port), "--workers", str(workers), "-l", str(root)]
+    arguments = ["serve", "--http", "--allow-exec", "--workers", str(workers), "-l", str(root)]
     if projects is not None:
-        command += ["--projects-root", str(projects)]
+        arguments += ["--projects-root", str(projects)]
     environment = {**server_env(bubblewrap), **(env or {})}
-    with log.open("wb") as errors:
-        process = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL, stderr=errors)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        await wait_healthy(base, process, log)
+    port = free_port() if workers > 1 else 0  # workers announce the port they are given, not the one bound
+    with skillshelf_http(arguments, log, env=environment, port=port, launcher=as_user or []) as server:
+        if workers > 1:  # /health answered from one of them: wait for the others too
+            pid = server.process.pid
+            await wait_until_async(lambda: workers_started(pid, workers), f"not all {workers} workers started")
         headers = {"Authorization": f"Bearer {SECRET}"}
         from mcp.client.streamable_http import streamable_http_client
 
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=60) as http,
-            Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+            httpx2.AsyncClient(headers=headers, timeout=deadline()) as http,
+            Client(streamable_http_client(f"{server.base}/mcp", http_client=http)) as client,
         ):
-            yield client, process
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+            yield client, server.process
 
 
 @asynccontextmanager
@@ -243,6 +218,20 @@ async def test_an_unsandboxed_skill_reads_no_secret_from_any_of_the_servers_proc
     assert all(seen[pid]["environ"] == "clean" for pid in trackers), seen
 
 
+def workers_started(server_pid: int, count: int) -> bool:
+    """`count` worker processes below the server, each past its start: non-dumpable (its /proc files
+    turn root's), as a worker makes itself before it takes the server's settings and environment."""
+    workers = [pid for pid, command in descendants(server_pid).items() if "multiprocessing.spawn" in command]
+    return len(workers) == count and all(proc_owner(pid) == 0 for pid in workers)
+
+
+def proc_owner(pid: int) -> int | None:
+    try:
+        return Path(f"/proc/{pid}/environ").stat().st_uid
+    except OSError:
+        return None
+
+
 def descendants(pid: int) -> dict[int, str]:
     """pid -> command line of every process below `pid` now."""
     parents: dict[int, int] = {}
@@ -287,22 +276,21 @@ async def test_a_server_killed_while_indexing_leaves_no_parse_worker_behind(
     command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", "0", "-l", str(root)]
     with (tmp_path / "log").open("wb") as errors:
         server = subprocess.Popen(command, env=server_env(False), stdout=subprocess.DEVNULL, stderr=errors)
+    helpers: dict[int, str] = {}
+
+    def indexing_in_workers() -> bool:
+        assert server.poll() is None, (tmp_path / "log").read_text()
+        helpers.clear()
+        helpers.update(descendants(server.pid))
+        return any(PARSE_WORKER in c or "multiprocessing" in c for c in helpers.values())
+
     try:
-        with anyio.fail_after(60):
-            while True:
-                helpers = descendants(server.pid)
-                if any(PARSE_WORKER in c or "multiprocessing" in c for c in helpers.values()):
-                    break  # indexing in worker processes: kill the server now
-                assert server.poll() is None, (tmp_path / "log").read_text()
-                await anyio.sleep(0.01)
+        await wait_until_async(indexing_in_workers, "the server never indexed in worker processes", poll_s=0.01)
     finally:
-        server.send_signal(signal.SIGKILL)
-        server.wait(timeout=30)
+        server.send_signal(signal.SIGKILL)  # while it indexes
+        server.wait(timeout=deadline(30))
     killed_pids.extend(helpers)
-    deadline = time.monotonic() + 30
-    while (left := [pid for pid in helpers if alive(pid)]) and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
-    assert not left, f"outlived the server: {[helpers[pid] for pid in left]}"
+    await wait_until_async(lambda: not any(alive(pid) for pid in helpers), f"outlived the server: {helpers}")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
@@ -315,8 +303,5 @@ async def test_a_supervisor_killed_outright_takes_its_workers_and_their_helpers_
         killed_pids.extend(helpers)
         assert sum("multiprocessing.spawn" in c for c in helpers.values()) == 2, helpers
         server.send_signal(signal.SIGKILL)
-        server.wait(timeout=30)
-    deadline = time.monotonic() + 30
-    while (left := [pid for pid in helpers if alive(pid)]) and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
-    assert not left, f"outlived the supervisor: {[helpers[pid] for pid in left]}"
+        server.wait(timeout=deadline(30))
+    await wait_until_async(lambda: not any(alive(pid) for pid in helpers), f"outlived the supervisor: {helpers}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
-from tests.conftest import agent_skill, three_file
+from tests.conftest import agent_skill, deadline, three_file
 
 SKILLS = 300
 
@@ -24,7 +24,7 @@ def test_processes_started_together_each_answer_from_the_complete_index(tmp_path
     runs = [
         subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(4)
     ]
-    outcomes = [run.communicate(timeout=180) for run in runs]
+    outcomes = [run.communicate(timeout=deadline(180)) for run in runs]
     for run, (out, err) in zip(runs, outcomes, strict=True):
         assert run.returncode == 0, err
         assert json.loads(out)["skills"] == SKILLS, err

@@ -26,7 +26,7 @@ from skillshelf.projects import ProjectRoots
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from tests.artifacts.conftest import session_file
-from tests.conftest import agent_skill, call, three_file
+from tests.conftest import agent_skill, call, deadline, three_file
 
 GOOD = 4
 
@@ -79,7 +79,10 @@ def test_check_tells_the_curator_which_name_to_rename_and_how(root: Path) -> Non
 
 def test_the_check_command_prints_the_finding_as_json_and_exits_1(root: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "skillshelf", "check", "--json", str(root)], capture_output=True, timeout=60, check=False
+        [sys.executable, "-m", "skillshelf", "check", "--json", str(root)],
+        capture_output=True,
+        timeout=deadline(),
+        check=False,
     )
     assert done.returncode == 1, done.stderr  # an error finding, not a crash
     report = json.loads(done.stdout)

@@ -10,14 +10,13 @@ import threading
 from contextlib import closing
 from pathlib import Path
 
-import anyio
 import pytest
 
 from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary, choose_index_path
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters, match_expression
-from tests.conftest import agent_skill, three_file, write
+from tests.conftest import agent_skill, deadline, three_file, wait_until_async, write
 
 
 def ids(library: SkillLibrary, query: str, **filters: object) -> list[str]:
@@ -83,9 +82,7 @@ async def test_the_watcher_makes_a_new_file_visible_to_the_next_search(sample_ro
     try:
         assert ids(library, "zebra crossing") == []
         three_file(sample_root, "python", "zebra", "# Zebra\n\nPaint a zebra crossing.\n")
-        with anyio.fail_after(10):
-            while ids(library, "zebra crossing") != ["python/zebra"]:
-                await anyio.sleep(0.05)
+        await wait_until_async(lambda: ids(library, "zebra crossing") == ["python/zebra"], "the watcher missed it")
     finally:
         library.close()
 
@@ -214,7 +211,7 @@ def test_several_processes_building_one_index_at_once_agree_and_corrupt_nothing(
     outputs = []
     for process in processes:  # every pipe read and closed, even when one process failed
         with process:
-            outputs.append(process.communicate(timeout=60)[0])
+            outputs.append(process.communicate(timeout=deadline())[0])
     assert all(p.returncode == 0 for p in processes)
     counts = [int(out) for out in outputs]
     assert counts == [64, 64, 64, 64]
@@ -274,6 +271,7 @@ def test_a_file_made_unreadable_is_read_again_and_reported_not_kept(sample_root:
         library.close()
 
 
+@pytest.mark.slow  # 48 processes
 def test_processes_opening_one_new_index_at_once_all_succeed(tmp_path: Path) -> None:
     """SQLite refuses a journal-mode change with "database is locked" at once, without waiting: eight
     servers started together on a new library must still all open its index (3 in 200 failed before)."""
@@ -287,7 +285,7 @@ def test_processes_opening_one_new_index_at_once_all_succeed(tmp_path: Path) -> 
         errors = []
         for process in processes:
             with process:
-                errors.append(process.communicate(timeout=60)[1].decode())
+                errors.append(process.communicate(timeout=deadline())[1].decode())
         assert [p.returncode for p in processes] == [0] * 8, errors
 
 
@@ -304,16 +302,16 @@ def test_reading_every_signature_for_a_sync_leaves_the_index_free_for_searches(
     def search_in_progress() -> None:
         with library.index._lock:  # what a search holds while it runs
             held.set()
-            release.wait(10)
+            release.wait(deadline())  # until the test releases it
 
     searching = threading.Thread(target=search_in_progress)
     searching.start()
     try:
-        assert held.wait(5)
+        assert held.wait(deadline())
         read: list[dict[str, str]] = []
         reader = threading.Thread(target=lambda: read.append(library.index.signatures()))
         reader.start()
-        reader.join(5)
+        reader.join(deadline(30))  # shorter than the hold: a reader waiting for the lock fails here
         assert not reader.is_alive() and len(read[0]) == stored
         assert library.sync().parsed == 0  # a whole sync, too, while the search holds its lock
     finally:

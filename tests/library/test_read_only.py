@@ -22,7 +22,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.usage.store import USAGE_FILE
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
-from tests.conftest import USER_FOLDERS, call
+from tests.conftest import USER_FOLDERS, call, deadline
 from tests.library.read_only import read_only
 from tests.library.test_usage import filled_store
 
@@ -44,6 +46,15 @@ def unwritable_home(tmp_path: Path) -> Path:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where a folder would have to be\n", encoding="utf-8")
     return blocker / "home"
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def home_environment(home: Path) -> dict[str, str]:
@@ -91,6 +102,36 @@ def test_a_read_only_library_with_no_cache_indexes_into_a_temporary_folder_and_s
     assert "SKILLSHELF_CACHE_DIR" in warnings[0] and "Not a directory" in warnings[0]
     assert not temporary.exists()  # the temporary index goes with the library
     assert not (read_only_root / ".skillshelf").exists()
+
+
+def test_closing_waits_for_the_vocabulary_refresh_before_the_temporary_folder_goes(
+    read_only_root: Path, no_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh opening its own connection while the folder was being removed made the index file (and
+    its lock) again behind the removal, and the folder stayed (CI saw it once)."""
+    library = SkillLibrary(LibraryConfig(roots=[read_only_root], watch=False))
+    library.sync()
+    index, temporary = library.index, library.index_path.parent
+    go, reading = threading.Event(), threading.Event()
+    read_apart = index._read_apart
+
+    def held_read(sql: str) -> list[tuple[object, ...]]:
+        reading.set()
+        assert go.wait(30)
+        return read_apart(sql)
+
+    monkeypatch.setattr(index, "_read_apart", held_read)
+    with index._lock:
+        index._refresh_vocabulary_soon()
+    assert reading.wait(30)
+    closing = threading.Thread(target=library.close)
+    closing.start()
+    assert wait_for(lambda: index._closed)
+    assert closing.is_alive() and temporary.exists()  # waiting for the refresh, folder still there
+    go.set()
+    closing.join(30)
+    assert not closing.is_alive()
+    assert not temporary.exists()  # and the refresh, finding the index closed, made nothing again
 
 
 def test_with_no_temporary_folder_either_the_index_lives_in_memory(
@@ -182,7 +223,7 @@ def serve_and_call(command: list[str], env: dict[str, str], calls: Calls, log: P
             if "id" in message:
                 answers[message["id"]] = message
         process.stdin.close()
-        process.wait(timeout=60)
+        process.wait(timeout=deadline())
     return [answers[n]["result"]["structuredContent"] for n in range(1, len(calls) + 1)]
 
 

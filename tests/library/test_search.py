@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.patterns.service import load_skill, search_patterns
-from tests.conftest import three_file
+from tests.conftest import deadline, three_file, wait_until
 
 
 def doc(title: str, text: str) -> str:
@@ -87,9 +86,7 @@ def test_after_an_edit_the_vocabulary_is_refreshed_in_the_background_not_in_the_
     # the search right after the edit still answers from the old words ("warehouse" is not known yet) ...
     assert ids(library, "deploymnet")[0] == "ops/kubernetes-deployment"
     # ... while a background thread reads the new ones; later searches correct to them
-    deadline = time.monotonic() + 10
-    while "data/warehouse-snapshots" not in ids(library, "warehuose") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: "data/warehouse-snapshots" in ids(library, "warehuose"), "the vocabulary was never refreshed")
     assert ids(library, "warehuose")[0] == "data/warehouse-snapshots"
     assert builders and threading.current_thread().name not in builders
     assert set(builders) == {"skillshelf-vocabulary"}
@@ -100,9 +97,7 @@ def test_the_first_search_starts_the_vocabulary_in_the_background_for_a_later_ty
 ) -> None:
     builders = vocabulary_builders(monkeypatch)
     assert ids(library, "kubernetes")[0] == "ops/kubernetes-deployment"  # no typo: no vocabulary needed
-    deadline = time.monotonic() + 10
-    while library.index._vocabulary is None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: library.index._vocabulary is not None, "the vocabulary was never built", poll_s=0.01)
     assert ids(library, "deploymnet")[0] == "ops/kubernetes-deployment"
     assert builders == ["skillshelf-vocabulary"]  # built once, off the searching thread
 
@@ -193,7 +188,7 @@ def test_concurrent_identical_loads_run_once(tmp_path: Path, monkeypatch: pytest
 
     def slow_load() -> str:
         calls.append(1)
-        assert someone_waits.wait(5)  # hold the load until the second caller is waiting for it
+        assert someone_waits.wait(deadline())  # hold the load until the second caller is waiting for it
         return path.read_text(encoding="utf-8")
 
     results: list[str] = []
@@ -205,6 +200,6 @@ def test_concurrent_identical_loads_run_once(tmp_path: Path, monkeypatch: pytest
 
     first = threading.Thread(target=first_caller)
     first.start()
-    first.join(10)
-    second.join(10)
+    first.join(deadline())
+    second.join(deadline())
     assert results == ["text", "text"] and calls == [1]

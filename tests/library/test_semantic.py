@@ -24,7 +24,7 @@ from skillshelf.library.semantic.encoder import ModelError, SentenceEncoder, Wor
 from skillshelf.library.semantic.vectors import Closeness
 from skillshelf.server.app import build_server
 from skillshelf.settings import resolve_settings
-from tests.conftest import agent_skill, call
+from tests.conftest import agent_skill, call, deadline
 from tests.library.tiny_model import VOCAB, tiny_model, write_safetensors
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ def open_library(root: Path, index_dir: Path, model: Path | None) -> SkillLibrar
     library = SkillLibrary(LibraryConfig(roots=[root], index_dir=index_dir, watch=False, semantic_model=model))
     library.sync()
     if library.semantic is not None:
-        assert library.semantic.wait_idle(timeout=120)
+        assert library.semantic.wait_idle(timeout=deadline(120))
     return library
 
 
@@ -166,7 +166,7 @@ def test_an_edited_description_is_embedded_again_and_only_it(root: Path, model: 
     agent_skill(root, "ops", "deploy-cluster", "name: deploy-cluster\ndescription: Write a postgres security policy.")
     library.mark_dirty()
     library.ensure_fresh()
-    assert library.semantic is not None and library.semantic.wait_idle(timeout=60)
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=deadline())
     after = stored_vectors(library)
     assert library.semantic.progress == (1, 1)
     changed = [skill_id for skill_id in after if after[skill_id] != before[skill_id]]
@@ -183,7 +183,7 @@ def test_a_removed_skill_loses_its_vector_and_never_comes_back_by_meaning(
     (root / "ops" / "deploy-cluster").rmdir()
     library.mark_dirty()
     library.ensure_fresh()
-    assert library.semantic is not None and library.semantic.wait_idle(timeout=60)
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=deadline())
     assert "ops/deploy-cluster" not in stored_vectors(library)
     assert set(in_memory(library)) == set(stored_vectors(library))
     for query in ("deploy kubernetes cluster", "network", "the"):
@@ -358,7 +358,7 @@ async def test_search_patterns_over_mcp_finds_by_meaning(tmp_path: Path) -> None
     )
     library = SkillLibrary(settings.library_config())
     library.sync()
-    assert library.semantic is not None and library.semantic.wait_idle(timeout=120)
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=deadline(120))
     server = build_server(settings, library=library, view="full")
     async with Client(server) as client:
         failed, envelope = await call(client, "searchPatterns", {"query": PARAPHRASE})
@@ -396,7 +396,9 @@ def test_numpy_is_never_imported_without_the_setting(root: Path, tmp_path: Path)
         " watch=False)); lib.sync(); lib.search('retry', SearchFilters(), 5); lib.close();"
         "print('numpy' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=deadline(120), check=True
+    )
     assert done.stdout.strip() == "False"
 
 
@@ -411,10 +413,10 @@ def test_a_sync_that_changes_nothing_starts_no_pass(root: Path, model: Path, tmp
     agent_skill(root, "ops", "deploy-cluster", "name: deploy-cluster\ndescription: Write a postgres security policy.")
     library.mark_dirty()
     library.ensure_fresh()
-    assert library.semantic is not None and library.semantic.wait_idle(timeout=60)
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=deadline())
     assert library.semantic.progress == (1, 1)
     library.mark_dirty()  # a re-check that finds nothing new (a watcher event on an unrelated file)
     library.ensure_fresh()
-    assert library.semantic.wait_idle(timeout=60)
+    assert library.semantic.wait_idle(timeout=deadline())
     assert library.semantic.progress == (1, 1)  # a pass would have set it to (0, 0)
     library.close()

@@ -14,7 +14,7 @@ import pytest
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, walk_folder
-from tests.conftest import agent_skill, three_file
+from tests.conftest import agent_skill, deadline, three_file
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
 
@@ -39,7 +39,7 @@ def root(tmp_path: Path) -> Path:
 
 def test_the_check_command_finishes_and_reports_each_loop(root: Path) -> None:
     command = [sys.executable, "-m", "skillshelf", "check", str(root)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=deadline(), check=False)
     assert done.returncode == 0, done.stderr  # warnings only
     loops = sorted(line.split(":")[0].rsplit("/looped/", 1)[1] for line in done.stdout.splitlines() if "loop" in line)
     assert loops == ["references/empty/a", "references/empty/b", "references/up"]

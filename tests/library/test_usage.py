@@ -14,6 +14,7 @@ import pytest
 from skillshelf.errors import ErrorCode
 from skillshelf.library.db import is_corruption
 from skillshelf.library.usage.store import UsageStore, UsageUnavailable
+from tests.conftest import deadline
 from tests.library.read_only import read_only
 
 
@@ -31,7 +32,7 @@ def test_events_from_other_processes_are_counted_and_verify_a_skill(tmp_path: Pa
         writers = [
             subprocess.Popen([sys.executable, "-c", script, str(path), project]) for project in ("p1", "p2", "p3", "p4")
         ]
-        assert [w.wait(timeout=60) for w in writers] == [0, 0, 0, 0]
+        assert [w.wait(timeout=deadline()) for w in writers] == [0, 0, 0, 0]
         (usage,) = store.usage("a/b")
         assert usage.uses == 200 and usage.projects == ["p1", "p2", "p3", "p4"]
         assert store.verified_by_use() == frozenset({"a/b"})  # seen although another process wrote
@@ -95,7 +96,7 @@ def lock_held_by_another_process(path: Path) -> Iterator[None]:
             yield
         finally:
             holder.stdin.close()
-            holder.wait(timeout=30)
+            holder.wait(timeout=deadline())
 
 
 def asides(directory: Path) -> list[Path]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -18,7 +17,7 @@ from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters, SkillIndex
 from skillshelf.patterns import service
-from tests.conftest import agent_skill
+from tests.conftest import agent_skill, deadline, wait_until
 
 
 def make_library(root: Path, index_dir: Path) -> SkillLibrary:
@@ -40,7 +39,7 @@ def held_parse(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     real_parse = skill_library.parse_sources
 
     def waiting_parse(sources: list[Any], max_bytes: int) -> Iterator[Any]:
-        assert release.wait(10)
+        assert release.wait(deadline())
         yield from real_parse(sources, max_bytes)
 
     monkeypatch.setattr(skill_library, "parse_sources", waiting_parse)
@@ -70,10 +69,9 @@ def test_a_restart_answers_from_the_complete_index_while_the_recheck_runs(
             "Polish." in service.load_for_agent(LibraryReader(library), "tools/tool-1").documentation
         )  # files: never stale
         held_parse.set()
-        deadline = time.monotonic() + 10
-        while ids(library, "gizmo polisher") != ["tools/tool-1"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ids(library, "gizmo polisher") == ["tools/tool-1"]  # the re-check brought the change in
+        wait_until(  # the re-check brings the change in
+            lambda: ids(library, "gizmo polisher") == ["tools/tool-1"], "the re-check never brought the change in"
+        )
     finally:
         library.close()
 

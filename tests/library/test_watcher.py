@@ -7,22 +7,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from skillshelf.library.index import watch_child
 from skillshelf.library.index.watcher import DirectoryWatcher
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+from tests.conftest import deadline, wait_until
 
 
 class Calls:
@@ -44,7 +36,7 @@ def watched(tmp_path: Path) -> Iterator[tuple[DirectoryWatcher, Calls, Path]]:
     calls = Calls()
     watcher = DirectoryWatcher([root], calls.on_change, poll_seconds=2.0, on_ready=calls.on_ready)
     watcher.start()
-    assert calls.ready.wait(15), "the watch never reported itself in place"
+    assert calls.ready.wait(deadline()), "the watch never reported itself in place"
     try:
         yield watcher, calls, root
     finally:
@@ -54,7 +46,7 @@ def watched(tmp_path: Path) -> Iterator[tuple[DirectoryWatcher, Calls, Path]]:
 def test_a_change_under_the_root_reaches_the_owner(watched: tuple[DirectoryWatcher, Calls, Path]) -> None:
     watcher, calls, root = watched
     (root / "tools" / "new.md").write_text("# New\n", encoding="utf-8")
-    assert wait_for(lambda: calls.changes >= 1)
+    wait_until(lambda: calls.changes >= 1, "the change never reached the owner")
     assert not watcher.failed
 
 
@@ -62,10 +54,11 @@ def test_changes_in_the_index_folder_are_ignored(watched: tuple[DirectoryWatcher
     _, calls, root = watched
     (root / ".skillshelf").mkdir()
     (root / ".skillshelf" / "index.sqlite3").write_bytes(b"x" * 100)
-    time.sleep(1.0)  # several of the child's 300 ms polls and its 100 ms debounce
+    time.sleep(1.0)  # no change may come (several of the child's 300 ms polls and its 100 ms debounce):
+    # a window for something not to happen, so a slow machine can only let a regression slip, never fail
     assert calls.changes == 0
     (root / "tools" / "seen.md").write_text("# Seen\n", encoding="utf-8")
-    assert wait_for(lambda: calls.changes >= 1)  # the watch is alive: only the index folder was ignored
+    wait_until(lambda: calls.changes >= 1, "no change reached the owner")  # alive: only the index folder was ignored
 
 
 def test_the_child_ends_with_the_watcher(watched: tuple[DirectoryWatcher, Calls, Path]) -> None:
@@ -83,7 +76,7 @@ def test_a_child_that_dies_makes_the_owner_fall_back_to_polling(
     watcher, _, _ = watched
     assert watcher._child is not None
     watcher._child.kill()
-    assert wait_for(lambda: watcher.failed)
+    wait_until(lambda: watcher.failed, "the watcher never noticed its child died")
 
 
 def test_the_child_refuses_a_malformed_command_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,7 +117,7 @@ def test_a_symlink_out_of_the_root_is_not_followed(tmp_path: Path) -> None:
     watcher = DirectoryWatcher([root], calls.on_change, on_ready=calls.on_ready)
     watcher.start()
     try:
-        assert calls.ready.wait(15), "the watch never reported itself in place"
+        assert calls.ready.wait(deadline()), "the watch never reported itself in place"
         assert watcher._child is not None
         assert inotify_watches(watcher._child.pid) == 3  # library, tools, hammer
         assert not watcher.failed
@@ -138,10 +131,13 @@ def test_a_folder_created_after_the_start_is_watched_too(watched: tuple[Director
     assert watcher._child is not None
     before = inotify_watches(watcher._child.pid)
     (root / "tools" / "new-skill").mkdir()
-    assert wait_for(lambda: watcher._child is not None and inotify_watches(watcher._child.pid) == before + 1)
+    wait_until(
+        lambda: watcher._child is not None and inotify_watches(watcher._child.pid) == before + 1,
+        "the new folder was never watched",
+    )
     seen = calls.changes
     (root / "tools" / "new-skill" / "SKILL.md").write_text("---\nname: new-skill\n---\n", encoding="utf-8")
-    assert wait_for(lambda: calls.changes > seen)
+    wait_until(lambda: calls.changes > seen, "the change in the new folder never reached the owner")
 
 
 @needs_inotify
@@ -152,7 +148,7 @@ def test_the_watch_process_gets_none_of_the_servers_secrets(tmp_path: Path, monk
     watcher = DirectoryWatcher([tmp_path], calls.on_change, on_ready=calls.on_ready)
     watcher.start()
     try:
-        assert calls.ready.wait(15)
+        assert calls.ready.wait(deadline())
         assert watcher._child is not None
         environ = Path(f"/proc/{watcher._child.pid}/environ").read_bytes()
         assert b"token-0123456789abcdef" not in environ and b"not-for-the-watcher" not in environ
@@ -174,11 +170,11 @@ def test_stopping_from_the_watchers_own_callback_ends_its_process_and_its_callba
 
     watcher = DirectoryWatcher([tmp_path], stop_on_change, on_ready=calls.on_ready)
     watcher.start()
-    assert calls.ready.wait(15)
+    assert calls.ready.wait(deadline())
     child = watcher._child
     assert child is not None
     (tmp_path / "one.md").write_text("1", encoding="utf-8")
-    assert stopped.wait(15)
-    assert wait_for(lambda: child.poll() is not None), "the watch process outlived its stop"
-    assert wait_for(lambda: not watcher.thread.is_alive())
+    assert stopped.wait(deadline())
+    wait_until(lambda: child.poll() is not None, "the watch process outlived its stop")
+    wait_until(lambda: not watcher.thread.is_alive(), "the watcher thread outlived its stop")
     assert calls.changes == 1 and not watcher.failed

@@ -7,8 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from skillshelf.memory.service import get_notes
 from skillshelf.projects import ProjectRoots
+from tests.conftest import deadline
 from tests.memory.conftest import notes_file
 
 WRITERS = 8
@@ -37,6 +40,7 @@ def expected_content(writer: int, i: int) -> str:
     return CONTENT.format(writer=writer, i=i) * (1 + (writer * 7 + i) % 40)
 
 
+@pytest.mark.slow  # 8 processes, 4,000 appends
 def test_eight_processes_appending_500_notes_each_lose_and_tear_nothing(roots: ProjectRoots, project: Path) -> None:
     torn = b'{"type":"decision","content":"a crash cut th'  # exactly one writer must end this line
     notes_file(project).parent.mkdir()
@@ -58,7 +62,7 @@ def test_eight_processes_appending_500_notes_each_lose_and_tear_nothing(roots: P
             assert writer.stdin is not None
             writer.stdin.write("go\n")
             writer.stdin.flush()
-        assert [w.wait(timeout=60) for w in writers] == [0] * WRITERS
+        assert [w.wait(timeout=deadline()) for w in writers] == [0] * WRITERS
     finally:
         for writer in writers:
             writer.kill()

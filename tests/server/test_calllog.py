@@ -30,9 +30,10 @@ from skillshelf.server.calllog import (
     read_records,
     summarise,
 )
+from tests.conftest import deadline
 from tests.server.team_support import make_server
 
-DEADLINE_S = 30.0
+DEADLINE_S = deadline(30)
 ALICE_CALL = CallRecord("loadSkill", "default", "alice", 2.0, True, None, 30, 900, skill="python/slugify")
 
 
@@ -184,7 +185,7 @@ class StdioServer:
         """The answer with id `wanted` (read with os.read: select cannot see a Python buffer)."""
         assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
-        deadline = time.monotonic() + DEADLINE_S
+        end = time.monotonic() + DEADLINE_S
         while True:
             while b"\n" in self._pending:
                 raw, _, rest = bytes(self._pending).partition(b"\n")
@@ -193,7 +194,7 @@ class StdioServer:
                 self._answers[message.get("id")] = message
             if wanted in self._answers:
                 return self._answers.pop(wanted)
-            left = deadline - time.monotonic()
+            left = end - time.monotonic()
             assert left > 0 and select.select([fd], [], [], left)[0], f"no answer to {wanted}: the server hangs"
             chunk = os.read(fd, 1 << 20)
             assert chunk, "the server closed stdout"
@@ -270,7 +271,7 @@ def test_log_counts_calls_to_unknown_tools_apart(tmp_path: Path) -> None:
     log.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     text = CliRunner().invoke(cli, ["log", "--path", str(log)])
     assert text.exit_code == 0, text.output
-    assert text.output.startswith("1 calls, 0 errors")
+    assert text.output.startswith("1 call, 0 errors (")
     assert "11 calls to tools the server does not know" in text.output
     summary = json.loads(CliRunner().invoke(cli, ["log", "--path", str(log), "--json"]).output)
     assert summary["unknown_tools"] == 11 and [t["tool"] for t in summary["tools"]] == ["loadSkill"]

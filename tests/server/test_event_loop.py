@@ -1,6 +1,10 @@
 """What may run on the event loop: nothing that can block. Every tool is fired while a first index of a
 few thousand skills builds, and a ticker on the same loop measures how late it wakes: the loop stays
-responsive throughout (before: a dryRun, a cached load or a search could hold it for seconds)."""
+responsive throughout (before: a dryRun, a cached load or a search could hold it for seconds).
+
+The bounds are those of tests/execution/test_event_loop.py: 95 % of ticks within 50 ms, none a second
+late. The worst tick is no finer a measure on a 2-core machine: with the index's parse workers, the
+client and the tool threads sharing it, it ranged from 9 to 111 ms across runs of unchanged code."""
 
 from __future__ import annotations
 
@@ -23,14 +27,14 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.server.http import team_app
 from skillshelf.settings import ExecutionSettings, Settings
-from tests.conftest import write
-from tests.server.team_support import free_port
+from tests.conftest import deadline, wait_until_async, write
+from tests.execution.test_event_loop import assert_the_loop_stayed_free
+from tests.server.team_support import listening_socket
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SKILLS = 3000
 TICK_S = 0.005
-MAX_LAG_S = 0.050
 
 
 @pytest.fixture(scope="module")
@@ -101,13 +105,12 @@ async def test_every_tool_answers_while_a_first_index_builds_and_the_loop_never_
                 assert hits.structured_content is not None
                 await _fire_every_tool(client, hits.structured_content["data"]["hits"][0]["id"])
             stop.set()
-            ticker.result(timeout=30)
+            ticker.result(timeout=deadline())
             portal.call(_stop)
     finally:
         library.close()
     assert len(lags) > 20  # the ticker ran the whole time
-    worst = max(lags)
-    assert worst < MAX_LAG_S, f"the server's event loop stalled {worst * 1000:.0f} ms (ticks: {len(lags)})"
+    assert_the_loop_stayed_free(lags)
 
 
 _RUNNING: list[uvicorn.Server] = []
@@ -115,16 +118,15 @@ _RUNNING: list[uvicorn.Server] = []
 
 async def _start(app: Any) -> str:
     """Start uvicorn on this (the portal's) loop; its base URL once it listens."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    sock = listening_socket()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     _RUNNING.append(server)
     anyio.lowlevel.current_token()  # (this is the portal's loop)
-    task = asyncio.get_running_loop().create_task(server.serve())
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     _RUNNING_TASKS.append(task)
-    with anyio.fail_after(30):
-        while not server.started:
-            await anyio.sleep(0.02)
-    return f"http://127.0.0.1:{port}"
+    await wait_until_async(lambda: server.started or task.done(), "uvicorn never started")
+    assert server.started, "uvicorn stopped before it started (its log is above)"
+    return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 _RUNNING_TASKS: list[Any] = []

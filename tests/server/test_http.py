@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -21,28 +19,18 @@ from starlette.routing import Route
 
 from skillshelf.errors import SkillshelfError
 from skillshelf.server.hosts import HostGuard, transport_security
+from tests.conftest import deadline
+from tests.live_server import skillshelf_http
 
 pytestmark = pytest.mark.anyio
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serving(sample_root: Path, home: Path, log_path: Path, *flags: str) -> Iterator[str]:
-    port = free_port()
+    """A real `serve --http` on a port of its choosing; its base URL once its first index is built."""
     env = {**os.environ, "HOME": str(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
-    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", str(port), "-l", str(sample_root)]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen([*command, *flags], env=env, stdout=subprocess.DEVNULL, stderr=log)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+    with skillshelf_http(["serve", "--http", "-l", str(sample_root), *flags], log_path, env=env) as server:
+        yield server.base
 
 
 @pytest.fixture
@@ -51,21 +39,9 @@ def http_server(sample_root: Path, isolated_environment: Path, tmp_path: Path) -
         yield base
 
 
-async def wait_healthy(base: str) -> dict[str, object]:
-    async with httpx2.AsyncClient() as http:
-        with anyio.fail_after(20):
-            while True:
-                try:
-                    health = dict((await http.get(f"{base}/health")).json())
-                    if health["status"] != "indexing":  # the first sync runs after the port opens
-                        return health
-                except httpx2.TransportError:
-                    pass
-                await anyio.sleep(0.1)
-
-
 async def test_http_serves_tools_and_health(http_server: str) -> None:
-    health = await wait_healthy(http_server)
+    async with httpx2.AsyncClient() as http:
+        health = (await http.get(f"{http_server}/health")).json()
     assert health["status"] == "healthy"
     async with Client(f"{http_server}/mcp") as client:
         result = await client.call_tool("searchPatterns", {"query": "slugify"})
@@ -98,7 +74,6 @@ async def session_call(base: str) -> httpx2.Response:
 
 
 async def test_a_call_is_answered_with_one_json_body_in_a_session_by_default(http_server: str) -> None:
-    await wait_healthy(http_server)
     response = await session_call(http_server)
     assert response.headers["content-type"].startswith("application/json")
     assert response.json()["result"]["structuredContent"]["data"]["hits"][0]["id"] == "python/slugify"
@@ -108,14 +83,12 @@ async def test_stream_responses_answers_a_call_as_an_sse_stream(
     sample_root: Path, isolated_environment: Path, tmp_path: Path
 ) -> None:
     with serving(sample_root, isolated_environment, tmp_path / "server.log", "--stream-responses") as base:
-        await wait_healthy(base)
         response = await session_call(base)
     assert response.headers["content-type"].startswith("text/event-stream")
     assert "python/slugify" in response.text and "\ndata:" in "\n" + response.text
 
 
 async def test_a_foreign_host_or_origin_is_refused(http_server: str) -> None:
-    await wait_healthy(http_server)
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     async with httpx2.AsyncClient() as http:
@@ -138,7 +111,6 @@ def test_a_wider_bind_only_allows_the_hosts_asked_for() -> None:
 
 
 async def test_health_gets_the_same_host_and_origin_checks(http_server: str) -> None:
-    await wait_healthy(http_server)
     async with httpx2.AsyncClient() as http:
         rebound = await http.get(f"{http_server}/health", headers={"Host": "evil.example"})
         assert rebound.status_code == 421
@@ -190,13 +162,13 @@ async def test_honest_remote_clients_of_an_allowed_host_are_served() -> None:
 def test_a_network_bind_with_execution_and_no_authentication_refuses_to_start(sample_root: Path) -> None:
     command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "--allow-exec"]
     command += ["--insecure-no-auth", "-l", str(sample_root)]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=deadline())
     assert done.returncode != 0 and "refusing to serve skill execution on 0.0.0.0" in done.stderr
 
 
 def test_a_network_bind_without_tokens_refuses_to_start_and_says_how_to_add_one(sample_root: Path) -> None:
     command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "-l", str(sample_root)]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=deadline())
     assert done.returncode != 0
     assert "refusing to serve 0.0.0.0 without authentication" in done.stderr
     assert "skillshelf token new NAME" in done.stderr

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -25,14 +22,14 @@ from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest
 from skillshelf.server.auth import Tokens
 from skillshelf.server.http import HttpReload, ReloadRefused
 from skillshelf.settings import Settings, resolve_settings
-from tests.server.team_support import free_port
+from tests.conftest import wait_until_async
+from tests.live_server import skillshelf_http
 
 pytestmark = pytest.mark.anyio
 
 ALICE = "alice-0123456789abcdef"
 BOB = "bob-0123456789abcdef0"
 CI = "ci-from-the-environment-0123=="  # base64-like padding: must parse as part of the token
-DEADLINE_S = 60
 
 
 def token_table(name: str, secret: str, views: list[str]) -> str:
@@ -48,29 +45,14 @@ def replace_file(path: Path, text: str) -> None:
 
 @contextmanager
 def serve_http(config: Path, library: Path, log: Path, *flags: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    port = free_port()
-    command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--http", "--port", str(port)]
-    command += ["-l", str(library), *flags]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=sink)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+    arguments = ["--config", str(config), "serve", "--http", "-l", str(library), *flags]
+    with skillshelf_http(arguments, log, env={**os.environ, **(env or {})}) as server:
+        yield server.base
 
 
 async def until(condition: Callable[[], Any], what: str) -> None:
-    """Poll an async or sync condition until it holds (a generous deadline: it proves no hang)."""
-    with anyio.fail_after(DEADLINE_S):
-        while True:
-            held = condition()
-            if hasattr(held, "__await__"):
-                held = await held
-            if held:
-                return
-            await anyio.sleep(0.1)
-    raise AssertionError(what)  # pragma: no cover - fail_after raises first
+    """Until a sync or async condition holds (a generous deadline: it proves no hang)."""
+    await wait_until_async(condition, what, poll_s=0.1)
 
 
 async def status(base: str, path: str, token: str | None = None) -> int:

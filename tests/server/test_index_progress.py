@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from skillshelf.library.index import library as skill_library
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
-from tests.conftest import agent_skill
+from tests.conftest import agent_skill, deadline
 
 pytestmark = pytest.mark.anyio
 
@@ -29,19 +29,23 @@ async def test_a_search_waiting_on_the_first_index_reports_its_progress(
     for i in range(SKILLS):
         agent_skill(root, "tools", f"gadget-{i}", f"name: gadget-{i}\ndescription: Gadget helper number {i}.")
     real_parse = skill_library.parse_sources
+    progress_seen = threading.Event()
 
-    def slow_parse(sources: list[Any], max_bytes: int) -> Iterator[Any]:
-        for parsed in real_parse(sources, max_bytes):
-            time.sleep(0.05)  # a large library, in miniature: about 1.2 s to index
+    def held_parse(sources: list[Any], max_bytes: int) -> Iterator[Any]:
+        """A large library, in miniature: half-way, the build waits until the waiting call reported."""
+        for number, parsed in enumerate(real_parse(sources, max_bytes)):
+            if number == SKILLS // 2:
+                progress_seen.wait(deadline())
             yield parsed
 
-    monkeypatch.setattr(skill_library, "parse_sources", slow_parse)
+    monkeypatch.setattr(skill_library, "parse_sources", held_parse)
     monkeypatch.setattr(skill_library, "WRITE_BATCH", 2)
     library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
     reported: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         reported.append((progress, total, message))
+        progress_seen.set()
 
     try:
         async with Client(build_server(Settings(roots=[root]), library, view="full")) as client:

@@ -20,7 +20,7 @@ from skillshelf.server import skills_ext
 from skillshelf.server.app import build_server
 from skillshelf.server.skills_ext import EXTENSION_ID, SkillsSurface
 from skillshelf.settings import Settings
-from tests.conftest import agent_skill, three_file, write
+from tests.conftest import agent_skill, deadline, three_file, write
 
 pytestmark = pytest.mark.anyio
 
@@ -260,7 +260,7 @@ async def test_a_library_change_tells_legacy_sessions_to_refresh_the_resource_li
         before = {r.uri for r in (await client.list_resources()).resources}
         three_file(sample_root, "python", "new-skill", "# New skill\n\nSomething new.\n")
         await anyio.to_thread.run_sync(library._on_change)  # what the file watcher calls, on its thread
-        with anyio.fail_after(10):
+        with anyio.fail_after(deadline()):
             await changed.wait()
         after = {r.uri for r in (await client.list_resources()).resources}
     assert after - before == {"skill://python/new-skill/SKILL.md"}
@@ -274,7 +274,7 @@ async def test_a_library_change_reaches_2026_listeners(sample_root: Path, librar
     ):
         write(sample_root / "python" / "slugify.md", "# Slugify\n\nChanged.\n")
         await anyio.to_thread.run_sync(library._on_change)
-        with anyio.fail_after(10):
+        with anyio.fail_after(deadline()):
             event = await subscription.__aiter__().__anext__()
     assert type(event).__name__ == "ResourcesListChanged"
 

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
+from tests.conftest import deadline
+
 pytestmark = pytest.mark.anyio
 
 
@@ -82,7 +84,7 @@ def test_stdout_carries_only_json_rpc_even_when_the_server_logs(
     process.stdin.close()
     rest = process.stdout.read()
     process.stdout.close()
-    process.wait(timeout=30)
+    process.wait(timeout=deadline())
     log.close()
     messages += [json.loads(line) for line in rest.splitlines() if line.strip()]
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
@@ -139,7 +141,7 @@ def test_the_skills_extension_answers_a_raw_json_rpc_client_over_stdio(
         }
     finally:
         process.stdin.close()
-        process.wait(timeout=30)
+        process.wait(timeout=deadline())
         process.stdout.close()
         log.close()
     assert listed["resultType"] == "complete" and listed["ttlMs"] > 0

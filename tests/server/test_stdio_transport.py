@@ -1,24 +1,28 @@
-"""The stdio transport driven by the event loop (skillshelf.server.stdio), byte for byte.
+"""`skillshelf serve` over stdio, byte for byte: the SDK's transport and what skillshelf adds around it.
 
 A real `skillshelf serve` process with pipes, as an MCP client starts it: whole messages however large,
 several requests in one write, a slow reader, the standard descriptors kept away from the protocol,
-a clean exit when the client closes stdin; and the SDK's own transport when stdin is a file.
+a clean exit when the client closes stdin or stops reading, a bound on unanswered requests, and stdin
+from a file.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import json
 import os
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import pytest
 
-from tests.conftest import agent_skill
+from tests.conftest import agent_skill, deadline, wait_until
 
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -35,9 +39,12 @@ def line(message: dict[str, Any]) -> bytes:
     return (json.dumps(message) + "\n").encode()
 
 
+def serve_command(library: Path) -> list[str]:
+    return [sys.executable, "-m", "skillshelf", "serve", "--no-watch", "--library", str(library)]
+
+
 def start(library: Path, stderr: BinaryIO, stdin: int | BinaryIO = subprocess.PIPE) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "skillshelf", "serve", "--no-watch", "--library", str(library)]
-    return subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, env=dict(os.environ))
+    return subprocess.Popen(serve_command(library), stdin=stdin, stdout=subprocess.PIPE, stderr=stderr)
 
 
 def initialized(library: Path, stderr: BinaryIO) -> subprocess.Popen[bytes]:
@@ -62,11 +69,26 @@ def read_answers(process: subprocess.Popen[bytes], wanted: set[int]) -> dict[int
     return answers
 
 
+def pipe_filled(fd: int) -> bool:
+    """True once the pipe at `fd` holds over half what it can. A writer of more than the pipe holds
+    fills it in one write (non-blocking: all that fits), and waits for a reader from then on. (Full to
+    the byte is not observable: the kernel's page slots leave some room unused.)"""
+    waiting = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, waiting)
+    return waiting[0] > pipe_capacity(fd) // 2
+
+
+def pipe_capacity(fd: int) -> int:
+    if hasattr(fcntl, "F_GETPIPE_SZ"):  # Linux
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    return 16384  # elsewhere (macOS): a pipe holds at least this much before its writer waits
+
+
 def finish(process: subprocess.Popen[bytes]) -> None:
     """Close stdin as a client does when it is done: the server must exit cleanly."""
     assert process.stdin is not None and process.stdout is not None
     process.stdin.close()
-    assert process.wait(timeout=30) == 0
+    assert process.wait(timeout=deadline()) == 0
     process.stdout.close()
 
 
@@ -95,7 +117,9 @@ def test_large_and_pipelined_messages_cross_whole_while_the_client_reads_slowly(
             + line(call(4, "searchPatterns", {"query": "deploy a service"}))
         )  # one write: the server must split it into messages itself
         process.stdin.flush()
-        time.sleep(1.0)  # nobody reads: the big answer fills the pipe and the server must wait, not fail
+        assert process.stdout is not None  # nobody reads: the big answer fills the pipe, the server must wait
+        answer_pipe = process.stdout.fileno()
+        wait_until(lambda: pipe_filled(answer_pipe), "the server never filled its answer pipe")
         answers = read_answers(process, {1, 2, 3, 4})
         finish(process)
     loaded = answers[2]["result"]["structuredContent"]
@@ -120,75 +144,62 @@ def test_while_serving_fd_0_reads_nothing_and_fd_1_goes_to_stderr(
         finish(process)
 
 
-def test_stdin_from_a_file_is_served_by_the_sdk_transport_to_its_end(
-    library: Path, isolated_environment: Path, tmp_path: Path
-) -> None:
-    """A file cannot be watched by the event loop: the SDK's threaded transport serves it instead."""
+def test_stdin_from_a_file_is_served_to_its_end(library: Path, isolated_environment: Path, tmp_path: Path) -> None:
+    """Requests written to a file beforehand (a script's way to drive the server) are read to the end."""
     requests = tmp_path / "requests.jsonl"
     requests.write_bytes(line(INITIALIZE) + line(INITIALIZED) + line(call(2, "searchPatterns", {"query": "deploy"})))
     with requests.open("rb") as stdin, (tmp_path / "stderr.log").open("wb") as log:
         process = start(library, log, stdin=stdin)
-        stdout, _ = process.communicate(timeout=60)
+        stdout, _ = process.communicate(timeout=deadline())
     ids = {json.loads(raw).get("id") for raw in stdout.splitlines() if raw.strip()}
     assert {1} <= ids  # initialize is answered; the call may be cut short by the end of the file
     assert process.returncode == 0
 
 
+@pytest.mark.parametrize("answers_to", ["pipe", "terminal"])
 def test_a_client_that_stops_reading_ends_the_session_quietly(
-    library: Path, isolated_environment: Path, tmp_path: Path
+    answers_to: str, library: Path, isolated_environment: Path, tmp_path: Path
 ) -> None:
-    """The answers have nowhere to go: the server ends at once with status 0, not with a traceback."""
+    """The answers have nowhere to go (a closed pipe: EPIPE; a closed terminal: EIO): the server ends
+    with status 0 and no traceback once it reads its next request, although stdin stays open."""
+    import pty
+
+    reading, output = os.pipe() if answers_to == "pipe" else pty.openpty()
     log_path = tmp_path / "stderr.log"
     with log_path.open("wb") as log:
-        process = initialized(library, log)
-        assert process.stdin is not None and process.stdout is not None
-        process.stdout.close()  # stdin stays open: only the broken answer pipe can end the session
-        with contextlib.suppress(BrokenPipeError):
-            for number in range(2, 6):
-                process.stdin.write(line(call(number, "searchPatterns", {"query": "deploy"})))
-                process.stdin.flush()
-                time.sleep(0.1)
-        assert process.wait(timeout=30) == 0
+        process = subprocess.Popen(serve_command(library), stdin=subprocess.PIPE, stdout=output, stderr=log)
+    os.close(output)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(line(INITIALIZE) + line(INITIALIZED))
+        process.stdin.flush()
+        read_lines(reading, {1})
+        os.close(reading)  # stdin stays open: only the answers that cannot be written can end the session
+        assert requests_until_it_ends(process) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
         with contextlib.suppress(BrokenPipeError):
             process.stdin.close()
     assert "Traceback" not in log_path.read_text(encoding="utf-8")
 
 
-def test_reading_pauses_while_enough_whole_requests_wait() -> None:
-    """A client that floods requests fills its own pipe: the server reads ahead at most HIGH_WATER bytes
-    of whole lines (plus one read), and reads on as lines are taken; every line arrives whole, in order."""
-    import asyncio
-    import threading
-
-    from skillshelf.server import stdio
-
-    line_text = b'{"jsonrpc": "2.0", "method": "ping", "padding": "' + b"x" * 1000 + b'"}\n'
-    count = (3 * stdio.HIGH_WATER) // len(line_text)
-    read_end, write_end = os.pipe()
-    written = threading.Event()
-
-    def flood() -> None:
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(line_text * count)  # blocks while the server is not reading
-        written.set()
-
-    async def consume() -> None:
-        os.set_blocking(read_end, False)
-        async with stdio._Lines(read_end) as lines:
-            await asyncio.sleep(0.5)  # no line taken yet: reading must have paused
-            assert len(lines._buffer) <= stdio.HIGH_WATER + stdio.CHUNK
-            assert not written.is_set()
-            taken = [line async for line in lines]
-        assert len(taken) == count and all(line.encode() == line_text for line in taken)
-
-    writer = threading.Thread(target=flood)
-    writer.start()
-    try:
-        asyncio.run(consume())
-    finally:
-        writer.join(timeout=30)
-        os.close(read_end)
-    assert written.is_set()
+def requests_until_it_ends(process: subprocess.Popen[bytes]) -> int:
+    """Send searches until the server exits (a read of stdin it is blocked in returns only when a
+    line comes); its exit status."""
+    assert process.stdin is not None
+    end = time.monotonic() + deadline(60)
+    number = 2
+    while process.poll() is None:
+        assert time.monotonic() < end, "the server did not end though nothing reads its answers"
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.write(line(call(number, "searchPatterns", {"query": "deploy"})))
+            process.stdin.flush()
+        number += 1
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.1)
+    return process.returncode
 
 
 # -- a client that never reads the answers -------------------------------------------------------------
@@ -209,13 +220,13 @@ def cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
-def wait_until_idle(pid: int, deadline_s: float = 120.0) -> None:
+def wait_until_idle(pid: int, deadline_s: float = deadline(120)) -> None:
     """Until the server has stopped working: its CPU time unchanged across IDLE_POLLS polls (a
     generous deadline: it only proves that it did stop)."""
-    deadline = time.monotonic() + deadline_s
+    end = time.monotonic() + deadline_s
     last, unchanged = -1, 0
     while unchanged < IDLE_POLLS:
-        assert time.monotonic() < deadline, "the server never went idle"
+        assert time.monotonic() < end, "the server never went idle"
         ticks = cpu_ticks(pid)
         unchanged = unchanged + 1 if ticks == last else 0
         last = ticks
@@ -234,13 +245,14 @@ def read_lines(fd: int, wanted: set[int]) -> set[int]:
     return seen
 
 
+@pytest.mark.slow  # 400 answers of 600 KB: 240 MB through the pipe
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
 @pytest.mark.parametrize("answers_to", ["pipe", "terminal"])
 def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
     answers_to: str, library: Path, isolated_environment: Path, tmp_path: Path
 ) -> None:
-    """Answers wait for the client, so reading requests waits too. A pipe is skillshelf's own
-    transport; a terminal (never read: a paused or stuck one) is the SDK's."""
+    """Answers wait for the client, so reading requests waits too, whether the answers go to a pipe or
+    to a terminal that is never read (a paused or stuck one)."""
     import pty
 
     count = 400  # each answer is a 600 KB skill
@@ -248,9 +260,8 @@ def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
         reading, output = os.pipe()
     else:
         reading, output = pty.openpty()
-    command = [sys.executable, "-m", "skillshelf", "serve", "--no-watch", "--library", str(library)]
     with (tmp_path / "stderr.log").open("wb") as log:
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=output, stderr=log, env=dict(os.environ))
+        process = subprocess.Popen(serve_command(library), stdin=subprocess.PIPE, stdout=output, stderr=log)
     os.close(output)
     assert process.stdin is not None
     try:
@@ -267,7 +278,7 @@ def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
         if answers_to == "pipe":  # (a terminal carries 240 MB too slowly to read them all here)
             assert read_lines(reading, set(range(2, 2 + count))) >= set(range(2, 2 + count))  # none lost
             process.stdin.close()
-            assert process.wait(timeout=30) == 0
+            assert process.wait(timeout=deadline()) == 0
     finally:
         if process.poll() is None:
             process.kill()

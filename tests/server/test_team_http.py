@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from skillshelf.server.auth import (
 )
 from skillshelf.server.http import finish_calls_on_shutdown, team_app
 from skillshelf.server.web import WebAccess
+from tests.conftest import deadline, wait_until_async
 from tests.server.team_support import make_server, serving
 
 pytestmark = pytest.mark.anyio
@@ -213,16 +215,25 @@ def test_only_loopback_may_go_without_tokens(caplog: pytest.LogCaptureFixture) -
     assert "WITHOUT authentication" in caplog.text
 
 
-SLOW_CALL = {"started": anyio.Event()}
+SLOW_CALL = {"started": anyio.Event(), "released": anyio.Event()}
 
 
 async def slow_pre_call(call: Any) -> None:
+    """A call that lasts until the test releases it (once the server is shutting down)."""
     SLOW_CALL["started"].set()
-    await anyio.sleep(1.0)
+    await SLOW_CALL["released"].wait()
+
+
+def refuses_connections(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=deadline(5)).close()
+    except ConnectionRefusedError:
+        return True
+    return False
 
 
 async def test_shutting_down_finishes_the_call_in_flight(sample_library: SkillLibrary, tmp_path: Path) -> None:
-    SLOW_CALL["started"] = anyio.Event()
+    SLOW_CALL.update(started=anyio.Event(), released=anyio.Event())
     finish_calls_on_shutdown()
     try:
         await shut_down_during_a_call(sample_library, tmp_path)
@@ -242,7 +253,7 @@ async def shut_down_during_a_call(sample_library: SkillLibrary, tmp_path: Path) 
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
     }
     search = {"name": "searchPatterns", "arguments": {"query": "slugify"}}
-    async with serving(team_app({"default": server}), running) as base, httpx2.AsyncClient(timeout=30) as http:
+    async with serving(team_app({"default": server}), running) as base, httpx2.AsyncClient(timeout=deadline()) as http:
         opened = await http.post(f"{base}/mcp", json=hello, headers=MCP_HEADERS)
         session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
         headers = {**MCP_HEADERS, **session}
@@ -254,9 +265,12 @@ async def shut_down_during_a_call(sample_library: SkillLibrary, tmp_path: Path) 
                 answers.append(await http.post(f"{base}/mcp", json=body, headers=headers))
 
             group.start_soon(call)
-            with anyio.fail_after(30):
+            with anyio.fail_after(deadline()):
                 await SLOW_CALL["started"].wait()
             running[0].should_exit = True  # as on SIGTERM: stop accepting, finish what is in flight
+            port = int(base.rsplit(":", 1)[1])
+            await wait_until_async(lambda: refuses_connections(port), "the server kept accepting connections")
+            SLOW_CALL["released"].set()  # the call ends only now, while the server shuts down
     assert answers and answers[0].status_code == 200
     assert '"success":true' in answers[0].text and "python/slugify" in answers[0].text
 

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters, types
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.settings import resolve_settings
-from tests.conftest import write
+from tests.conftest import deadline, wait_until_async, write
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ async def test_editing_the_config_sends_tools_list_changed_from_a_real_server(
     async with Client(params, mode="legacy", message_handler=on_message) as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["searchPatterns"]
         replace_file(config, SEARCH_AND_LOAD)
-        with anyio.fail_after(30):
+        with anyio.fail_after(deadline()):
             await changed.wait()
         assert sorted(t.name for t in (await client.list_tools()).tools) == ["loadSkill", "searchPatterns"]
         loaded = await client.call_tool("loadSkill", {"skillId": "python/slugify"})
@@ -74,13 +74,11 @@ async def test_an_invalid_edit_keeps_the_last_good_config_and_says_why(
         async with Client(server, mode="legacy", message_handler=on_message, raise_exceptions=True) as client:
             await client.list_tools()
             replace_file(config, '[views.default]\ntools = [{include = "[broken"}]\n')
-            with anyio.fail_after(30):
-                while "config change ignored" not in caplog.text:
-                    await anyio.sleep(0.1)
+            await wait_until_async(lambda: "config change ignored" in caplog.text, "the invalid edit was not logged")
             assert [t.name for t in (await client.list_tools()).tools] == ["searchPatterns"]
             assert not changed.is_set()
             replace_file(config, HIDE_PYTHON)
-            with anyio.fail_after(30):
+            with anyio.fail_after(deadline()):
                 await changed.wait()
             found = await client.call_tool("searchPatterns", {"query": "slugify"})
             assert found.structured_content is not None

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -20,7 +18,8 @@ from skillshelf.patterns import service
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app, web_routes
 from tests.conftest import agent_skill
-from tests.server.test_http import free_port, wait_healthy
+from tests.live_server import skillshelf_http
+from tests.server.team_support import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -196,32 +195,25 @@ async def test_hostile_skill_content_is_escaped_and_pages_forbid_scripts(tmp_pat
 # -- wired into the real commands --------------------------------------------------------------
 
 
-def start(command: list[str], home: Path, log: Path) -> Iterator[str]:
-    port = free_port()
+def start(arguments: list[str], home: Path, log: Path, port: int = 0) -> Iterator[str]:
     env = {**os.environ, "HOME": str(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
-    with log.open("wb") as sink:
-        process = subprocess.Popen([*command, "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=sink)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+    with skillshelf_http(arguments, log, env=env, port=port) as server:
+        yield server.base
 
 
 @pytest.fixture
 def served(sample_root: Path, isolated_environment: Path, tmp_path: Path) -> Iterator[str]:
-    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "-l", str(sample_root)]
-    yield from start(command, isolated_environment, tmp_path / "serve.log")
+    yield from start(["serve", "--http", "-l", str(sample_root)], isolated_environment, tmp_path / "serve.log")
 
 
 @pytest.fixture
 def standalone(sample_root: Path, isolated_environment: Path, tmp_path: Path) -> Iterator[str]:
-    command = [sys.executable, "-m", "skillshelf", "web", "-l", str(sample_root)]
-    yield from start(command, isolated_environment, tmp_path / "web.log")
+    # `web` announces the port it is given, not the one it binds: give it a free one
+    arguments = ["web", "-l", str(sample_root)]
+    yield from start(arguments, isolated_environment, tmp_path / "web.log", port=free_port())
 
 
 async def test_serve_http_serves_the_web_view_beside_mcp(served: str) -> None:
-    await wait_healthy(served)
     async with httpx2.AsyncClient() as http:
         home = await http.get(f"{served}/", params={"q": "slugify"})
         assert home.status_code == 200 and skill_ids(home.text)[0] == "python/slugify"
@@ -231,7 +223,6 @@ async def test_serve_http_serves_the_web_view_beside_mcp(served: str) -> None:
 
 
 async def test_skillshelf_web_serves_the_view_on_loopback(standalone: str) -> None:
-    await wait_healthy(standalone)
     async with httpx2.AsyncClient() as http:
         page = await http.get(f"{standalone}/skills/database/rls-policy/")
         assert page.status_code == 200 and "Row Level Security Policy" in page.text

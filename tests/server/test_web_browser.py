@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
 
 from skillshelf.library.access.reader import LibraryReader
@@ -25,8 +20,8 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app
-from tests.conftest import agent_skill
-from tests.server.test_http import free_port
+from tests.conftest import agent_skill, deadline
+from tests.server.team_support import serving_in_thread
 from tests.sources.helpers import Repo, add
 
 if TYPE_CHECKING:
@@ -53,24 +48,6 @@ def browser() -> Iterator[Browser]:
         launched.close()
 
 
-@contextmanager
-def serving(app: Starlette) -> Iterator[str]:
-    """`app` on a real loopback port (uvicorn in a thread) until the block ends."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the web view did not start"
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-
-
 @pytest.fixture
 def site(sample_root: Path, sample_library: SkillLibrary) -> Iterator[str]:
     """The web view of the sample library, behind a bearer-token check."""
@@ -87,13 +64,14 @@ def site(sample_root: Path, sample_library: SkillLibrary) -> Iterator[str]:
     sample_library.usage.record("python/slugify", "api", None, source="tool")
     sample_library.usage.record("database/rls-policy", "api", None, source="tool")
     access = WebAccess(authorize=token_required, security=transport_security("127.0.0.1"))
-    with serving(web_app(sample_library, access)) as url:
-        yield url
+    with serving_in_thread(web_app(sample_library, access)) as base:
+        yield base
 
 
 @pytest.fixture
 def page(browser: Browser, tmp_path: Path) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, extra_http_headers={"Authorization": TOKEN})
+    context.set_default_timeout(deadline(30) * 1000)  # Playwright's own default, scaled
     opened = context.new_page()
     dialogs: list[str] = []
 
@@ -173,6 +151,7 @@ def test_an_unknown_skill_gets_the_404_page_with_a_way_on(site: str, page: Page,
 
 def test_without_the_token_every_page_is_refused_but_styled(site: str, browser: Browser, tmp_path: Path) -> None:
     context = browser.new_context()
+    context.set_default_timeout(deadline(30) * 1000)
     anonymous = context.new_page()
     for path in ("/", "/library", "/skills/python/slugify/"):
         response = anonymous.goto(f"{site}{path}")
@@ -320,7 +299,7 @@ def phone_site(tmp_path: Path) -> Iterator[str]:
         library.usage.record(LONG_ID, project, None, source="tool")
     access = WebAccess(authorize=token_required, security=transport_security("127.0.0.1"))
     try:
-        with serving(web_app(library, access)) as url:
+        with serving_in_thread(web_app(library, access)) as url:
             yield url
     finally:
         library.close()

@@ -9,19 +9,17 @@ import http.server
 import os
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
-import uvicorn
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import CONTENT_SECURITY_POLICY, WebAccess, web_app
-from tests.conftest import agent_skill
-from tests.server.team_support import free_port
+from tests.conftest import agent_skill, deadline
+from tests.server.team_support import serving_in_thread
 
 CHROMIUM = os.environ.get("SKILLSHELF_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -52,7 +50,7 @@ class PixelCounter(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def pixel_server() -> Iterator[str]:
     PixelCounter.hits = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), PixelCounter)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PixelCounter)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -69,17 +67,8 @@ def site(tmp_path: Path, pixel_server: str) -> Iterator[str]:
     library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
     library.sync()
     access = WebAccess(security=transport_security("127.0.0.1"))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(web_app(library, access), port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the web view did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serving_in_thread(web_app(library, access)) as base:
+        yield base
     library.close()
 
 
@@ -90,6 +79,7 @@ def test_a_browser_does_not_fetch_a_remote_image_in_a_skill(site: str, pixel_ser
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
         try:
             page = browser.new_page()
+            page.set_default_timeout(deadline(30) * 1000)  # Playwright's own default, scaled
             blocked: list[str] = []
             page.on("console", lambda message: blocked.append(message.text))
             page.goto(f"{site}/skills/evil/tracked/", wait_until="load")  # "load" waits for the images

@@ -1,6 +1,7 @@
 """Provenance where people look: `show`, loadSkill's brief and full metadata, the Skills extension's
 entries and the web skill page say which source a skill came from, at which version, under which
-license; a skill written by hand says nothing (the web page says it was written by hand), and every surface follows the lock when an update moves it."""
+license; a skill written by hand says nothing (the web page says it was written by hand), and every
+surface follows the lock when an update moves it."""
 
 from __future__ import annotations
 

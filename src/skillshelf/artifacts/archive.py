@@ -116,7 +116,20 @@ class SessionArchive(BackgroundSync[SyncReport]):
 
     # -- freshness -----------------------------------------------------------------------
     def _sync_now(self) -> SyncReport:
-        """Re-parse only sessions whose signature changed since the index was written."""
+        """Re-parse only sessions whose signature changed since the index was written.
+
+        One process syncs the index file at a time (the lock beside it), as for the skill index:
+        servers started together wait for the first build instead of racing it.
+        """
+        with self.index.exclusive():
+            return self._sync_locked()
+
+    def _stale(self) -> bool:
+        """Also when another process replaced the index file (a damaged one), and while this process
+        fills a file it has just put in place: reads wait for that sync."""
+        return super()._stale() or self.index.replaced_elsewhere() or self.index.rebuilding
+
+    def _sync_locked(self) -> SyncReport:
         started = time.perf_counter()
         scan = self._scan()
         self._log_new_findings(scan.findings)

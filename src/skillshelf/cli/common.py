@@ -102,7 +102,7 @@ def opened_library(settings: Settings) -> Iterator[LibraryReader]:
 
     announce_roots(settings.roots, settings.using_bundled)
     library = SkillLibrary(settings.library_config())
-    progress = IndexProgress()
+    progress = index_progress()
     library.add_progress_listener(progress)
     try:
         library.sync()
@@ -131,26 +131,27 @@ def announce_roots(roots: list[Path], using_bundled: bool) -> None:
         )
 
 
-class IndexProgress:
-    """Progress of an index build for people: a live line on a terminal (stderr), else one log line.
+class Progress:
+    """Progress of a long pass for people: a live line on a terminal (stderr), else one log line.
 
-    Only a build worth waiting for shows anything: re-syncs of a few changed files stay silent."""
+    Only a pass worth waiting for shows anything: re-syncs of a few changed files stay silent."""
 
-    THRESHOLD = 200  # skills to parse before progress is worth showing
+    THRESHOLD = 200  # items before progress is worth showing
 
-    def __init__(self) -> None:
+    def __init__(self, doing: str, noun: str, note: str) -> None:
+        self.doing, self.noun, self.note = doing, noun, note  # note: said once in the log, off a terminal
         self.terminal = sys.stderr.isatty()
         self.shown = False
 
-    def __call__(self, parsed: int, total: int) -> None:
+    def __call__(self, done: int, total: int) -> None:
         if total < self.THRESHOLD:
             return
         if self.terminal:
-            sys.stderr.write(f"\rindexing the library: {parsed}/{total} skills")
+            sys.stderr.write(f"\r{self.doing}: {done}/{total} {self.noun}")
             sys.stderr.flush()
             self.shown = True
         elif not self.shown:
-            start_log.info("indexing the library: %d skills to parse (a first index takes a moment)", total)
+            start_log.info("%s: %d %s", self.doing, total, self.note)
             self.shown = True
 
     def done(self) -> None:
@@ -158,3 +159,11 @@ class IndexProgress:
             sys.stderr.write("\n")
             sys.stderr.flush()
         self.shown = False
+
+
+def index_progress() -> Progress:
+    return Progress("indexing the library", "skills", "skills to parse (a first index takes a moment)")
+
+
+def check_progress() -> Progress:
+    return Progress("checking", "skills", "skills to check")

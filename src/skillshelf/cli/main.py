@@ -15,6 +15,7 @@ import click
 
 from skillshelf import __version__
 from skillshelf.cli.common import (
+    check_progress,
     command_settings,
     configure_logging,
     json_option,
@@ -24,7 +25,7 @@ from skillshelf.cli.common import (
 )
 from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, table
 from skillshelf.cli.setting_flags import setting_flags
-from skillshelf.library.skill.models import Finding
+from skillshelf.library.skill.models import SEVERITY_WORDS, Finding, count_of
 from skillshelf.library.skill.paths import display_path
 from skillshelf.memory.service import NOTE_TYPES
 
@@ -274,7 +275,8 @@ def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
         for used in r.most_used[:5]:
             click.echo(f"  most used: {used.id} ({plural(used.uses, 'use')}, {plural(used.projects, 'project')})")
         click.echo(f"never used: {r.never_used_count}")
-        findings = ", ".join(plural(n, sev) for sev, n in sorted(r.findings_by_severity.items())) or "none"
+        by_severity = r.findings_by_severity
+        findings = ", ".join(count_of(sev, by_severity[sev]) for sev in SEVERITY_WORDS if sev in by_severity) or "none"
         click.echo(f"findings: {findings} (details: skillshelf check)")
         click.echo(f"near-duplicates: {r.near_duplicates} (same name or description; skillshelf check names them)")
 
@@ -388,7 +390,11 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
     from skillshelf.library.skill.checker import check_roots
 
     roots = list(paths) or command_settings(libraries).roots
-    report = check_roots([r.expanduser() for r in roots])
+    progress = check_progress()
+    try:
+        report = check_roots([r.expanduser() for r in roots], on_progress=progress)
+    finally:
+        progress.done()
     if as_json:
         print_json(report.to_dict())
     else:

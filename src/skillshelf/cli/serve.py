@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from skillshelf.cli.common import IndexProgress, announce_roots, library_option, logger, settings_loader, start_log
+from skillshelf.cli.common import (
+    Progress,
+    announce_roots,
+    index_progress,
+    library_option,
+    logger,
+    settings_loader,
+    start_log,
+)
 from skillshelf.cli.output import plural
 from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
 from skillshelf.cli.setting_flags import setting_flags
@@ -119,7 +127,7 @@ def serve(
 
     http_reload = HttpReload(host, Tokens(settings.auth.tokens))  # the tokens in force; a reload replaces them
     access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
-    progress = IndexProgress()
+    progress = index_progress()
     library.add_progress_listener(progress)
     roots = ", ".join(display_path(r) for r in library.roots)
     try:
@@ -183,7 +191,7 @@ def _bind(host: str, port: int) -> Any:
     return sock  # not inheritable (Python's default): no child process, a skill least of all, gets it
 
 
-def _announce_when_indexed(library: Any, roots: str, progress: IndexProgress, view: str) -> None:
+def _announce_when_indexed(library: Any, roots: str, progress: Progress, view: str) -> None:
     """One line on a terminal's stderr once the index is ready: what is served, how many skills, how to stop."""
     import threading
 

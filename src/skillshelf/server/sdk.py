@@ -3,8 +3,8 @@
 skillshelf needs four things `MCPServer` (mcp 2.3.x) has no public way to do: replace the tool table
 when a view is reloaded, register a tool object it built itself (a view's presentation of a tool, a
 composite), change the instructions after the server is built, and reach the low-level server (to
-replace the `resources/list` and `resources/read` handlers, and to run it on skillshelf's own stdio
-transport). An SDK upgrade is this file to read: tests/server/test_sdk_seam.py lists exactly which
+replace the `resources/list` and `resources/read` handlers, and to run it over stdio with a bound on
+unanswered requests). An SDK upgrade is this file to read: tests/server/test_sdk_seam.py lists exactly which
 private names it touches, and proves no other module touches any.
 """
 

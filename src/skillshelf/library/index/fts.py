@@ -145,6 +145,7 @@ class FtsIndex:
         self._document_frequency: dict[str, int] = {}
         self._document_count: int | None = None
         self._data_version: int | None = None
+        self._closed = False  # no connection of its own may be opened any more (see `_read_apart`)
         self._conn = self._open()
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -277,8 +278,15 @@ class FtsIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._conn.close()
+        self._join_helpers()
         self._forget_temporary()
+
+    def _join_helpers(self) -> None:
+        """Wait for this index's own background readers before its temporary folder goes: one still opening
+        a connection would create the file (and the folder's lock) again behind the removal."""
+        return
 
     # -- damage --------------------------------------------------------------------------
     @contextmanager
@@ -464,6 +472,8 @@ class FtsIndex:
         run side by side). Syncs call it, one at a time, so what it reads is what they write to; so does
         the spelling vocabulary's refresh, which checks for writes since it began."""
         generation = self._generation
+        if self._closed:  # connecting by name now would create the file again (a removed temporary one)
+            raise sqlite3.ProgrammingError(f"the {self.LABEL} is closed")
         if self._memory is not None:
             return self._read_on(sqlite3.connect(self._memory, uri=True, timeout=BUSY_TIMEOUT_S), sql, generation)
         with self._no_replacement():  # never inside this process's own replacement, so it cannot wait on itself

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from skillshelf.library.index.fts import FtsIndex, IndexDamaged, recovering
+from skillshelf.library.index.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, query_terms, split_word, with_alternatives
 from skillshelf.library.skill.layouts import summary
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -407,6 +407,11 @@ class SkillIndex(FtsIndex):
                 target=self._refresh_vocabulary, name="skillshelf-vocabulary", daemon=True
             )
             self._refreshing.start()
+
+    def _join_helpers(self) -> None:
+        refreshing = self._refreshing
+        if refreshing is not None:
+            refreshing.join(timeout=BUSY_TIMEOUT_S)
 
     def _refresh_vocabulary(self) -> None:
         """Read the texts on a connection of their own and build outside the lock; a write meanwhile

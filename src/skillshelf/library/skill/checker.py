@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from skillshelf.library.skill.discovery import discover, printable
 from skillshelf.library.skill.duplicates import Described, near_duplicates
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, TooManyFiles, walk_folder
 from skillshelf.library.skill.layouts import load_source
-from skillshelf.library.skill.models import Finding, Severity, Skill, SkillSource
+from skillshelf.library.skill.models import SEVERITY_WORDS, Finding, Severity, Skill, SkillSource, count_of
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 
@@ -31,10 +32,9 @@ class CheckReport:
         return self.count("error")
 
     def summary_line(self) -> str:
-        return (
-            f"{len(self.skills)} skills checked: {self.errors} errors, {self.count('warning')} warnings, "
-            f"{self.count('info')} notes"
-        )
+        counts = ", ".join(count_of(severity, self.count(severity)) for severity in SEVERITY_WORDS)
+        skills = f"{len(self.skills):,} skill{'' if len(self.skills) == 1 else 's'}"
+        return f"{skills} checked: {counts}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,8 +47,16 @@ class CheckReport:
         }
 
 
-def check_roots(roots: list[Path], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> CheckReport:
-    """Check library roots; a path to one skill (its .md file or its SKILL.md folder) checks just that skill."""
+def check_roots(
+    roots: list[Path],
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> CheckReport:
+    """Check library roots; a path to one skill (its .md file or its SKILL.md folder) checks just that skill.
+
+    `on_progress(done, total)` is called as skills are checked (a terminal shows it: a big library
+    takes a while).
+    """
     resolved = [r.resolve() if r.exists() else r for r in roots]
     targets = {_single_skill_doc(r) for r in resolved} - {None}
     library_roots = [_library_root_of(r) if _single_skill_doc(r) else r for r in resolved]
@@ -56,7 +64,9 @@ def check_roots(roots: list[Path], max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> C
     sources = [s for s in found.sources if not targets or s.doc_file in targets]
     findings = found.findings if not targets else [f for f in found.findings if f.code != "not-a-skill"]
     report = CheckReport(findings=list(findings))
-    for source in sources:
+    for done, source in enumerate(sources, 1):
+        if on_progress is not None:
+            on_progress(done, len(sources))
         skill, findings = load_source(source, max_bytes)
         report.findings.extend(findings)
         if skill is not None:

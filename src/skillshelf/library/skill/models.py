@@ -11,6 +11,18 @@ Layout = Literal["three-file", "agent-skills"]
 QualitySource = Literal["declared", "breakdown", "estimated"]
 
 VERIFIED_THRESHOLD = 7.0
+# How a count of findings of each severity reads everywhere (check, stats, the web view): "1 note".
+SEVERITY_WORDS: dict[str, tuple[str, str]] = {
+    "error": ("error", "errors"),
+    "warning": ("warning", "warnings"),
+    "info": ("note", "notes"),
+}
+
+
+def count_of(severity: str, count: int) -> str:
+    """'1 error', '2 warnings', '116 notes' (an info finding is a note)."""
+    one, many = SEVERITY_WORDS.get(severity, (severity, severity + "s"))
+    return f"{count:,} {one if count == 1 else many}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,73 @@
+"""The suite's own machinery: deadlines that scale (TEST_DEADLINE_SCALE), waits that return as soon as
+what they wait for happens, and real servers that fail at once, with their log, when they cannot start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import deadline, deadline_scale, wait_until
+from tests.live_server import skillshelf_http
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(("raw", "scale"), [(None, 1.0), ("", 1.0), ("3", 3.0), ("0.5", 0.5), (" 2.5 ", 2.5)])
+def test_the_deadline_scale_is_a_positive_factor_and_1_when_unset(raw: str | None, scale: float) -> None:
+    assert deadline_scale(raw) == scale
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-2", "inf", "nan", "3s"])
+def test_a_deadline_scale_that_is_no_positive_number_is_refused_saying_what_to_set(raw: str) -> None:
+    with pytest.raises(ValueError, match=r"TEST_DEADLINE_SCALE=.*set it to a positive number"):
+        deadline_scale(raw)
+
+
+def test_pytest_refuses_to_start_with_a_bad_deadline_scale(tmp_path: Path) -> None:
+    env = {**os.environ, "TEST_DEADLINE_SCALE": "fast"}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "tests/test_cli.py"]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=deadline(), check=False)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    assert "TEST_DEADLINE_SCALE='fast': set it to a positive number" in done.stderr
+
+
+def test_deadlines_are_multiplied_by_the_scale() -> None:
+    from tests import conftest
+
+    assert deadline(10) == 10 * conftest.DEADLINE_SCALE
+    assert deadline() == conftest.LIVENESS_S * conftest.DEADLINE_SCALE
+
+
+def test_a_wait_returns_when_its_condition_holds_and_fails_naming_what_never_happened() -> None:
+    happened = threading.Event()
+    threading.Timer(0.05, happened.set).start()
+    wait_until(happened.is_set, "the timer never fired")
+    with pytest.raises(AssertionError, match=r"the light never turned green \(waited"):
+        wait_until(lambda: False, "the light never turned green", seconds=0.1 / deadline(1))
+
+
+def test_a_server_that_exits_before_announcing_its_url_fails_at_once_with_its_log(
+    sample_root: Path, tmp_path: Path
+) -> None:
+    """A network bind without tokens is refused: the helper says it exited, and why, from its log."""
+    arguments = ["serve", "--http", "--host", "0.0.0.0", "-l", str(sample_root)]
+    with (
+        pytest.raises(AssertionError, match=r"exited \(1\) before announcing its URL") as failure,
+        skillshelf_http(arguments, tmp_path / "server.log"),
+    ):
+        pass
+    assert "refusing to serve 0.0.0.0 without authentication" in str(failure.value)
+
+
+def test_a_server_on_port_0_is_reached_at_the_port_it_announced(sample_root: Path, tmp_path: Path) -> None:
+    with skillshelf_http(["serve", "--http", "-l", str(sample_root)], tmp_path / "server.log") as server:
+        health = server.health()
+        assert health is not None and health["status"] == "healthy"
+        assert not server.base.endswith(":0")
+    assert server.process.returncode is not None  # stopped on leaving
+    assert "serving" in (tmp_path / "server.log").read_text(encoding="utf-8")
