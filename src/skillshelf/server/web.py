@@ -160,13 +160,14 @@ def web_routes(library: SkillReader, access: WebAccess | None = None, *, catch_a
 def _chips_among_hits(
     library: SkillReader, query: str, category: str | None, shown: list[SkillHit]
 ) -> tuple[list[tuple[str, int]], int]:
-    """A search's category chips: (category, hits) among the search's hits in every category, and
-    that total. A category without hits has no chip; the chosen one counts the hits its page shows."""
+    """A search's category chips: (category, hits) among the search's hits in every category, most
+    first, and that total. A category without hits has no chip; the chosen one counts the hits its page
+    shows."""
     everywhere = shown if category is None else service.search_patterns(library, query, limit=MAX_LIMIT).hits
     among = Counter(hit.category for hit in everywhere)
     if category is not None:
         among[category] = len(shown)
-    return sorted(among.items()), len(everywhere)
+    return sorted(among.items(), key=lambda chip: (-chip[1], chip[0])), len(everywhere)
 
 
 def _html(page: str, status: int = 200) -> HTMLResponse:
