@@ -126,7 +126,8 @@ def column_chart(name: str, title: str, bars: list[Bar], *, unit: str = "", note
 
 
 def _columns(bars: list[Bar], width: int, unit: str) -> tuple[float, str]:
-    height, top, bottom, left, right = 240, 18, 34, 40 if width > NARROW else 34, 8
+    height, top, bottom, right = 240, 18, 34, 8
+    left = 40 if width > NARROW else 34  # room for the value axis's numbers
     plot_w, plot_h = width - left - right, height - top - bottom
     peak = max((b.value for b in bars), default=0)
     step = _nice_step(peak)

@@ -3,6 +3,8 @@
 Raw HTML in the source is escaped (html off), and a link or image whose URL has a scheme other
 than http, https or mailto is left as text, so no script, no event handler and no javascript:
 (or data:, vbscript:, file:) URL reaches the page. Links get rel="nofollow noopener noreferrer".
+Text and inline code go through `breakable` (which the pages use for ids and paths too), so a long
+path or URL wraps at its separators rather than mid-word or not at all.
 """
 
 from __future__ import annotations

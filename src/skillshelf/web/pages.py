@@ -201,9 +201,10 @@ def _source_card(source: SourceInfo | None) -> str:
     becomes a link: a source's URL is untrusted text."""
     if source is None:
         return '<section class="card" id="source"><h2>Source</h2><p class="muted">Written here by hand.</p></section>'
-    url, shown = escape(source.url), breakable(source.url)
-    link = source.url.startswith("https://")
-    where = f'<a href="{url}" rel="noreferrer">{shown}</a>' if link else f"<code>{shown}</code>"
+    url = escape(source.url)  # in a paragraph that wraps anywhere (.wrap): a URL on a phone
+    where = (
+        f'<a href="{url}" rel="noreferrer">{url}</a>' if source.url.startswith("https://") else f"<code>{url}</code>"
+    )
     version = escape(source.commit.removeprefix("sha256:")[:12])
     license = f'<p class="muted">License: {escape(source.license)}</p>' if source.license else ""
     return (
