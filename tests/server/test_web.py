@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,6 +18,10 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app, web_routes
+from skillshelf.web import pages
+from skillshelf.web.charts import COLUMN_MAX, WIDTH, Bar, bar_chart, column_chart, fitted_label
+from skillshelf.web.markdown import breakable, render_markdown
+from skillshelf.web.stats import uses_by_period
 from tests.conftest import agent_skill
 from tests.live_server import skillshelf_http
 from tests.server.team_support import free_port
@@ -227,3 +232,129 @@ async def test_skillshelf_web_serves_the_view_on_loopback(standalone: str) -> No
         page = await http.get(f"{standalone}/skills/database/rls-policy/")
         assert page.status_code == 200 and "Row Level Security Policy" in page.text
         assert (await http.get(f"{standalone}/", headers={"Host": "evil.example"})).status_code == 421
+
+
+# -- chips, findings, charts and long words (issue 24) ----------------------------------------
+
+
+def chips(page: str) -> dict[str, str]:
+    """Each category chip's label and count, the chosen one marked with a '*'."""
+    found = re.findall(r'<a class="chip" href="[^"]*"( aria-current="true")?>([^<]*) <span>([^<]*)</span>', page)
+    return {f"{label}{'*' if current else ''}": count for current, label, count in found}
+
+
+async def test_a_searchs_category_chips_count_its_hits_not_the_library(
+    web: httpx2.AsyncClient, sample_library: SkillLibrary
+) -> None:
+    query = "retry flaky network calls"
+    hits = service.search_patterns(LibraryReader(sample_library), query, limit=50).hits
+    among = Counter(hit.category for hit in hits)
+    assert 0 < len(among) < 3  # the search misses a category, so the library's totals would differ
+    page = (await web.get("/", params={"q": query})).text
+    assert chips(page) == {"All*": str(len(hits)), **{name: str(n) for name, n in among.most_common()}}
+    assert list(chips(page))[1:] == sorted(among, key=lambda name: (-among[name], name))  # most hits first
+    python = (await web.get("/", params={"q": query, "category": "python"})).text
+    assert chips(python) == {"All": str(len(hits)), **{name: str(n) for name, n in among.items() if name != "python"},
+                             "python*": str(len(skill_ids(python)))}  # fmt: skip
+    everything = (await web.get("/")).text  # no query: every skill, so the library's totals
+    assert chips(everything) == {"All*": "4", "database": "1", "git": "1", "python": "2"}
+
+
+async def test_a_chosen_category_without_hits_keeps_its_chip_at_zero(web: httpx2.AsyncClient) -> None:
+    page = (await web.get("/", params={"q": "retry flaky network calls", "category": "git"})).text
+    assert skill_ids(page) == [] and chips(page)["git*"] == "0"
+
+
+async def test_the_library_page_names_its_findings_in_the_words_of_skillshelf_check(tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    for name in ("one", "two"):  # a name that differs from its folder: a warning each
+        agent_skill(root, "misc", name, f"name: other-{name}\ndescription: A skill named {name}.")
+    agent_skill(root, "misc", "three", "name: three\ndescription: A third skill.\nflavour: mint")  # a note
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    library.sync()
+    try:
+        async with client(library, WebAccess()) as web:
+            page = (await web.get("/library")).text
+    finally:
+        library.close()
+    assert "<code>skillshelf check</code>: 2 warnings, 1 note.</p>" in page
+    assert pages.findings_line({"info": 116, "error": 1}) == "1 error, 116 notes"
+    assert pages.findings_line({}) == "none"
+
+
+async def test_uses_over_time_on_one_day_is_one_narrow_column_in_a_week(
+    web: httpx2.AsyncClient, sample_library: SkillLibrary
+) -> None:
+    sample_library.usage.record("python/slugify", "app", None, source="tool")
+    page = (await web.get("/library")).text
+    days = chart_values(page, "uses")
+    assert len(days) == 7 and list(days.values()) == ["0"] * 6 + ["1"]  # the last day has the use
+    assert max(column_widths(page, "uses")) <= COLUMN_MAX
+
+
+def column_widths(page: str, chart: str) -> list[float]:
+    figure = page.split(f'data-chart="{chart}"', 1)[1].split("</figure>", 1)[0]
+    return [float(w) for w in re.findall(r'<rect class="bar" [^>]*width="([\d.]+)"', figure)]
+
+
+@pytest.mark.parametrize(
+    ("daily", "period", "columns"),
+    [
+        ([("2026-11-25", 2)], "day", 7),
+        ([("2026-11-20", 1), ("2026-11-25", 2)], "day", 7),
+        ([("2026-11-01", 1), ("2026-11-25", 2)], "day", 25),
+        ([("2026-06-01", 1), ("2026-11-25", 2)], "week", 26),
+        ([("2024-01-15", 1), ("2026-11-25", 2)], "month", 35),
+    ],
+    ids=["one day", "two days", "many days", "weeks", "months"],
+)
+def test_uses_over_time_span_a_week_at_least_and_columns_stay_narrow(
+    daily: list[tuple[str, int]], period: str, columns: int
+) -> None:
+    buckets, by = uses_by_period(daily)
+    assert (by, len(buckets)) == (period, columns)
+    assert buckets[-1] == ("2026-11-25", 2) if period == "day" else buckets[-1][1] == 2
+    assert sum(n for _, n in buckets) == sum(n for _, n in daily)
+    chart = column_chart("uses", "Uses", [Bar(day, n) for day, n in buckets])
+    widths = column_widths(chart, "uses")
+    assert len(widths) == 2 * columns and max(widths) <= COLUMN_MAX  # drawn wide and narrow
+
+
+@pytest.mark.parametrize(
+    ("label", "room", "shown"),
+    [
+        ("python/slugify", 200, "python/slugify"),
+        ("k-dense-ai-claude-scientific-skills/publication-figures", 200, "k-de…ills/publication-figures"),
+        ("k-dense-ai-claude-scientific-skills/publication-ready-sci-figs", 200, "k…/publication-ready-sci-figs"),
+        ("k-dense/publication-ready-scientific-visualization", 200, "k-dense/public…-visualization"),
+        ("a-category-name-that-goes-on-and-on-and-on", 150, "a-category-…-on-and-on"),
+    ],
+    ids=["fits", "category gives way", "category down to a letter", "name too long: middle", "no id: middle"],
+)  # fmt: skip
+def test_a_long_chart_label_keeps_the_skill_name_and_loses_the_middle_of_its_category(
+    label: str, room: float, shown: str
+) -> None:
+    assert fitted_label(label, room) == shown
+
+
+def test_a_long_id_in_a_bar_chart_is_shortened_there_and_whole_in_its_tooltip() -> None:
+    skill_id = "k-dense-ai-claude-scientific-skills-and-friends/publication-ready-scientific-visualization-figures"
+    chart = bar_chart("tokens", "Tokens", [Bar(skill_id, 900)], width=2 * WIDTH)
+    labels = re.findall(r'<text class="bar-label[^"]*"[^>]*>([^<]*)</text>', chart)
+    assert len(labels) == 3 and all(label.endswith("/publication-ready-scientific-visualization-figures")
+                                    and "…" in label for label in labels)  # fmt: skip
+    assert chart.count(f"<title>{skill_id}: 900</title>") == 3
+
+
+def test_markdown_lets_paths_and_urls_break_at_their_separators_and_words_only_at_spaces() -> None:
+    html = render_markdown(
+        "| File |\n|---|\n| `references/matplotlib_publication_quality_settings.md` |\n\n"
+        "See https://example.org/docs/vector_graphics-checklist.html or a/b and Pneumonoultramicroscopic.\n"
+    )
+    assert "<code>references/<wbr>matplotlib_<wbr>publication_<wbr>quality_<wbr>settings.md</code>" in html
+    assert "https://<wbr>example.org/<wbr>docs/<wbr>vector_<wbr>graphics-checklist.html" in html
+    assert " a/b and Pneumonoultramicroscopic." in html  # short words and prose: untouched
+    assert (
+        breakable("<script>/a_very_long_path_to_somewhere")
+        == "&lt;script&gt;/<wbr>a_<wbr>very_<wbr>long_<wbr>path_<wbr>to_<wbr>somewhere"
+    )

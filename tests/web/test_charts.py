@@ -7,8 +7,12 @@ import re
 from skillshelf.web.charts import Bar, bar_chart, column_chart, donut
 
 
-def marks(svg: str) -> list[tuple[str, str]]:
-    return re.findall(r'<g class="mark" data-label="([^"]*)" data-value="([^"]*)">', svg)
+def marks(figure: str) -> list[tuple[str, str]]:
+    """The marks of the figure's first drawing; every drawing (one per screen width) has the same."""
+    drawings = [re.findall(r'<g class="mark" data-label="([^"]*)" data-value="([^"]*)">', svg)
+                for svg in figure.split("<svg ")[1:]]  # fmt: skip
+    assert len(drawings) >= 2 and all(drawing == drawings[0] for drawing in drawings)
+    return drawings[0]
 
 
 def test_a_column_chart_has_one_mark_per_bar_with_its_value() -> None:

@@ -14,6 +14,7 @@ like unknown ids) and take a `WebAccess`:
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
+from skillshelf.patterns.models import SkillHit
 from skillshelf.patterns.service import MAX_LIMIT
 from skillshelf.server.auth import Tokens, web_authorize, web_refusal
 from skillshelf.server.hosts import transport_security
@@ -104,7 +106,10 @@ def web_routes(library: SkillReader, access: WebAccess | None = None, *, catch_a
             page = pages.search_page(base, query, [], counts, None, f"No category {category!r}. Categories: {known}.")
             return _html(page, 404)
         found = service.search_patterns(library, query, category=category, limit=MAX_LIMIT)
-        return _html(pages.search_page(base, query, found.hits, counts, category))
+        if not query:  # every skill, by quality: the chips count the library
+            return _html(pages.search_page(base, query, found.hits, counts, category))
+        chips, everywhere = _chips_among_hits(library, query, category, found.hits)
+        return _html(pages.search_page(base, query, found.hits, chips, category, everywhere=everywhere))
 
     def skill(request: Request, base: str) -> Response:
         skill_id = f"{request.path_params['category']}/{request.path_params['name']}"
@@ -150,6 +155,19 @@ def web_routes(library: SkillReader, access: WebAccess | None = None, *, catch_a
     if catch_all:
         routes.append(Route("/{path:path}", endpoint(not_found), methods=["GET", "HEAD"]))
     return routes
+
+
+def _chips_among_hits(
+    library: SkillReader, query: str, category: str | None, shown: list[SkillHit]
+) -> tuple[list[tuple[str, int]], int]:
+    """A search's category chips: (category, hits) among the search's hits in every category, most
+    first, and that total. A category without hits has no chip; the chosen one counts the hits its page
+    shows."""
+    everywhere = shown if category is None else service.search_patterns(library, query, limit=MAX_LIMIT).hits
+    among = Counter(hit.category for hit in everywhere)
+    if category is not None:
+        among[category] = len(shown)
+    return sorted(among.items(), key=lambda chip: (-chip[1], chip[0])), len(everywhere)
 
 
 def _html(page: str, status: int = 200) -> HTMLResponse:

@@ -3,16 +3,27 @@
 Colours and fonts come from the page's stylesheet through classes, so a strict Content-Security-
 Policy holds. Every mark carries `data-label` and `data-value` (what tests and scrapers read) and a
 `<title>` (the browser's tooltip); every chart has a caption and an accessible label.
+
+An SVG scales as a whole, text included, and without a script the server cannot know the screen: so
+each chart is drawn at two or three widths (`Drawing`), and the stylesheet shows the one whose
+`for-*` class matches the screen (wide: over 1000 px, middle, narrow: a phone up to 600 px). Its text
+then stays near its own size, and a long label is shortened for the room that drawing has.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
-WIDTH = 560
-MAX_LABELS = 14  # column labels shown along the axis; the rest are in the tooltips
+WIDTH = 560  # a chart in a half-width card on a desktop, or the full width of a middle screen
+NARROW = 340  # a phone: about the width of a 375 px screen's card
+CHAR_EM = 0.56  # an id's average character width, in ems, with room to spare (DejaVu Sans: 0.48)
+LABEL_PX = 12  # bar labels' font size (the stylesheet's .bar-label); a label that does not fit tries:
+TIGHT_PX = 10  # (.bar-label.tight)
+COLUMN_MAX = 40  # widest column: one or a few columns stay columns, not a slab
+LABEL_EVERY = 40  # room each column label along the axis needs; the rest are in the tooltips
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,15 @@ class Bar:
     value: float
     href: str | None = None  # a page this mark links to (already a safe, local URL)
     tip: str = ""  # extra tooltip text
+
+
+@dataclass(frozen=True)
+class Drawing:
+    width: int
+    shown: str  # where the stylesheet shows it: "for-wide", "for-middle", "for-narrow" (space-separated)
+
+
+DRAWINGS = (Drawing(WIDTH, "for-wide for-middle"), Drawing(NARROW, "for-narrow"))
 
 
 def _num(value: float) -> str:
@@ -35,15 +55,45 @@ def _nice_step(top: float, ticks: int = 4) -> float:
     return max(step, 1.0)
 
 
-def _figure(name: str, title: str, svg: str, note: str = "") -> str:
+def fitted_label(label: str, room: float, font_px: float = LABEL_PX) -> str:
+    """`label` shortened to fit `room` units of width at `font_px`. A skill id keeps its last segment (the
+    skill's name) whole while it can, and its category gives way, with an ellipsis in the middle; any
+    other label loses its middle."""
+    fits = int(room / (font_px * CHAR_EM))
+    if len(label) <= fits:
+        return label
+    head, slash, name = label.rpartition("/")
+    if slash and len(name) + 2 <= fits:
+        return f"{_middle(head, fits - len(name) - 1)}/{name}"
+    return _middle(label, fits)
+
+
+def _middle(text: str, fits: int) -> str:
+    if len(text) <= fits:
+        return text
+    keep = max(fits - 1, 0)
+    front = (keep + 1) // 2
+    return text[:front] + "…" + text[len(text) - (keep - front) :]
+
+
+def _bar_label(label: str, room: float) -> tuple[str, str]:
+    """The label's text and class: the normal size, or a smaller one if that keeps more of its name."""
+    shown = fitted_label(label, room)
+    if shown == label or shown.endswith("/" + label.rpartition("/")[2]):
+        return shown, "bar-label"
+    tight = fitted_label(label, room, TIGHT_PX)
+    return (tight, "bar-label tight") if len(tight) > len(shown) else (shown, "bar-label")
+
+
+def _figure(name: str, title: str, svgs: list[str], note: str = "") -> str:
     caption = f"<figcaption>{escape(title)}{f' <small>{escape(note)}</small>' if note else ''}</figcaption>"
-    return f'<figure class="chart" data-chart="{escape(name)}">{caption}{svg}</figure>'
+    return f'<figure class="chart" data-chart="{escape(name)}">{caption}{"".join(svgs)}</figure>'
 
 
-def _svg(name: str, title: str, height: float, body: str, width: int = WIDTH) -> str:
+def _svg(name: str, title: str, height: float, body: str, drawing: Drawing) -> str:
     return (
-        f'<svg viewBox="0 0 {width} {height:g}" role="img" aria-label="{escape(title)}" '
-        f'xmlns="http://www.w3.org/2000/svg" class="chart-svg chart-{escape(name)}">{body}</svg>'
+        f'<svg viewBox="0 0 {drawing.width} {height:g}" role="img" aria-label="{escape(title)}" '
+        f'xmlns="http://www.w3.org/2000/svg" class="chart-svg chart-{escape(name)} {drawing.shown}">{body}</svg>'
     )
 
 
@@ -59,65 +109,118 @@ def _mark(bar: Bar, inner: str, unit: str) -> str:
     )
 
 
+def _drawn(
+    name: str, title: str, drawings: tuple[Drawing, ...], draw: Callable[[Drawing], tuple[float, str]], note: str = ""
+) -> str:
+    svgs = [_svg(name, title, *draw(drawing), drawing) for drawing in drawings]
+    return _figure(name, title, svgs, note)
+
+
 def column_chart(name: str, title: str, bars: list[Bar], *, unit: str = "", note: str = "") -> str:
     """Vertical columns with a value axis: a histogram, or counts over time."""
-    height, top, bottom, left, right = 240, 18, 34, 40, 8
-    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+
+    def draw(drawing: Drawing) -> tuple[float, str]:
+        return _columns(bars, drawing.width, unit)
+
+    return _drawn(name, title, DRAWINGS, draw, note)
+
+
+def _columns(bars: list[Bar], width: int, unit: str) -> tuple[float, str]:
+    height, top, bottom, right = 240, 18, 34, 8
+    left = 40 if width > NARROW else 34  # room for the value axis's numbers
+    plot_w, plot_h = width - left - right, height - top - bottom
     peak = max((b.value for b in bars), default=0)
     step = _nice_step(peak)
     ceiling = max(step, math.ceil(peak / step) * step)
     parts: list[str] = []
     for i in range(int(ceiling / step) + 1):
         y = top + plot_h - plot_h * (i * step) / ceiling
-        parts.append(f'<line class="grid" x1="{left}" x2="{WIDTH - right}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        parts.append(f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>')
         parts.append(f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_num(i * step)}</text>')
     slot = plot_w / max(len(bars), 1)
-    width = max(1.0, slot * (0.72 if len(bars) <= 30 else 0.86))
-    every = max(1, math.ceil(len(bars) / MAX_LABELS))
+    column = min(COLUMN_MAX, max(1.0, slot * (0.72 if len(bars) <= 30 else 0.86)))
+    every = max(1, math.ceil(len(bars) / (plot_w // LABEL_EVERY)))
     for i, bar in enumerate(bars):
-        x = left + i * slot + (slot - width) / 2
+        x = left + i * slot + (slot - column) / 2
         h = plot_h * bar.value / ceiling
         y = top + plot_h - h
-        inner = f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{width:.1f}" height="{h:.1f}" rx="2"/>'
-        if bar.value and len(bars) <= 24:
-            inner += f'<text class="value" x="{x + width / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle">'
+        inner = f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{column:.1f}" height="{h:.1f}" rx="2"/>'
+        if bar.value and len(bars) <= 24 and slot >= 18:  # room for the number over its column
+            inner += f'<text class="value" x="{x + column / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle">'
             inner += f"{_num(bar.value)}</text>"
         parts.append(_mark(bar, inner, unit))
         if i % every == 0:
             parts.append(
-                f'<text class="axis-label" x="{x + width / 2:.1f}" y="{height - bottom + 16}" '
+                f'<text class="axis-label" x="{x + column / 2:.1f}" y="{height - bottom + 16}" '
                 f'text-anchor="middle">{escape(bar.label)}</text>'
             )
-    parts.append(f'<line class="axis" x1="{left}" x2="{WIDTH - right}" y1="{top + plot_h}" y2="{top + plot_h}"/>')
-    return _figure(name, title, _svg(name, title, height, "".join(parts)), note)
+    parts.append(f'<line class="axis" x1="{left}" x2="{width - right}" y1="{top + plot_h}" y2="{top + plot_h}"/>')
+    return height, "".join(parts)
 
 
 def bar_chart(name: str, title: str, bars: list[Bar], *, unit: str = "", note: str = "", width: int = WIDTH) -> str:
-    """Horizontal bars with their labels on the left: counts per category, cost per skill."""
+    """Horizontal bars: counts per category, cost per skill. Labels sit left of their bars where the
+    drawing is wide enough, and over them on narrower ones (the label gets the whole width)."""
+    drawings: tuple[Drawing, ...] = DRAWINGS
+    if width > WIDTH:  # a chart across the page: its own wide drawing, and stacked ones below that
+        drawings = (Drawing(width, "for-wide"), Drawing(WIDTH, "for-middle"), Drawing(NARROW, "for-narrow"))
+
+    def draw(drawing: Drawing) -> tuple[float, str]:
+        stacked = drawing.width < width or drawing.width <= NARROW
+        return _stacked_bars(bars, drawing.width, unit) if stacked else _side_bars(bars, drawing.width, unit)
+
+    return _drawn(name, title, drawings, draw, note)
+
+
+def _side_bars(bars: list[Bar], width: int, unit: str) -> tuple[float, str]:
     row, top, value_w = 24, 6, 64
-    label_w = 200 if width <= WIDTH else 320
-    fits = label_w // 7  # characters of a 12px label that fit
-    height = top * 2 + row * max(len(bars), 1)
+    label_w = 200 if width <= WIDTH else 400
     plot_w = width - label_w - value_w
     peak = max((b.value for b in bars), default=0) or 1
     parts: list[str] = []
     for i, bar in enumerate(bars):
         y = top + i * row
         w = max(2.0, plot_w * bar.value / peak) if bar.value else 0.0
-        label = bar.label if len(bar.label) <= fits else bar.label[: fits - 1] + "…"
+        label, style = _bar_label(bar.label, label_w - 8)
         inner = (
-            f'<text class="bar-label" x="{label_w - 8}" y="{y + 16}" text-anchor="end">{escape(label)}</text>'
+            f'<text class="{style}" x="{label_w - 8}" y="{y + 16}" text-anchor="end">{escape(label)}</text>'
             f'<rect class="bar" x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row - 8}" rx="2"/>'
             f'<text class="value" x="{label_w + w + 6:.1f}" y="{y + 16}">{_num(bar.value)}{escape(unit)}</text>'
         )
         parts.append(_mark(bar, inner, unit))
-    return _figure(name, title, _svg(name, title, height, "".join(parts), width), note)
+    return top * 2 + row * max(len(bars), 1), "".join(parts)
+
+
+def _stacked_bars(bars: list[Bar], width: int, unit: str) -> tuple[float, str]:
+    row, top, value_w = 34, 4, 56
+    plot_w = width - value_w
+    peak = max((b.value for b in bars), default=0) or 1
+    parts: list[str] = []
+    for i, bar in enumerate(bars):
+        y = top + i * row
+        w = max(2.0, plot_w * bar.value / peak) if bar.value else 0.0
+        label, style = _bar_label(bar.label, width - 2)
+        inner = (
+            f'<text class="{style}" x="0" y="{y + 12}">{escape(label)}</text>'
+            f'<rect class="bar" x="0" y="{y + 17}" width="{w:.1f}" height="12" rx="2"/>'
+            f'<text class="value" x="{w + 6:.1f}" y="{y + 27}">{_num(bar.value)}{escape(unit)}</text>'
+        )
+        parts.append(_mark(bar, inner, unit))
+    return top * 2 + row * max(len(bars), 1), "".join(parts)
 
 
 def donut(name: str, title: str, parts: list[Bar], *, centre: str = "") -> str:
     """Shares of a whole as a ring (each part a dashed circle), with a legend."""
+
+    def draw(drawing: Drawing) -> tuple[float, str]:
+        return _ring(parts, centre, narrow=drawing.width <= NARROW)
+
+    return _drawn(name, title, DRAWINGS, draw)
+
+
+def _ring(parts: list[Bar], centre: str, *, narrow: bool) -> tuple[float, str]:
     total = sum(p.value for p in parts)
-    radius, cx, cy = 70, 110, 100
+    radius, cx, cy, legend_x = (56, 72, 90, 150) if narrow else (70, 110, 100, 250)
     circumference = 2 * math.pi * radius
     marks = [f'<circle class="ring" cx="{cx}" cy="{cy}" r="{radius}"/>']
     offset = 0.0
@@ -128,14 +231,15 @@ def donut(name: str, title: str, parts: list[Bar], *, centre: str = "") -> str:
             f'stroke-dasharray="{length:.2f} {circumference - length:.2f}" stroke-dashoffset="{-offset:.2f}" '
             f'transform="rotate(-90 {cx} {cy})"/>'
         )
-        legend_y = 70 + i * 30
+        legend_y = cy - 30 + i * 30
         share = f"{100 * part.value / total:.0f}%" if total else "0%"
         ring += (
-            f'<rect class="swatch s{i}" x="250" y="{legend_y - 12}" width="14" height="14" rx="3"/>'
-            f'<text class="legend" x="272" y="{legend_y}">{escape(part.label)}: {_num(part.value)} ({share})</text>'
+            f'<rect class="swatch s{i}" x="{legend_x}" y="{legend_y - 12}" width="14" height="14" rx="3"/>'
+            f'<text class="legend" x="{legend_x + 22}" y="{legend_y}">'
+            f"{escape(part.label)}: {_num(part.value)} ({share})</text>"
         )
         marks.append(_mark(part, ring, ""))
         offset += length
     if centre:
         marks.append(f'<text class="centre" x="{cx}" y="{cy + 8}" text-anchor="middle">{escape(centre)}</text>')
-    return _figure(name, title, _svg(name, title, 200, "".join(marks)))
+    return 180 if narrow else 200, "".join(marks)

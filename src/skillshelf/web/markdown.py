@@ -3,12 +3,15 @@
 Raw HTML in the source is escaped (html off), and a link or image whose URL has a scheme other
 than http, https or mailto is left as text, so no script, no event handler and no javascript:
 (or data:, vbscript:, file:) URL reaches the page. Links get rel="nofollow noopener noreferrer".
+Text and inline code go through `breakable` (which the pages use for ids and paths too), so a long
+path or URL wraps at its separators rather than mid-word or not at all.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from html import escape
 from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
@@ -19,6 +22,16 @@ from markdown_it.utils import EnvType, OptionsDict
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):")
 _INVISIBLE = re.compile(r"[\x00-\x20\x7f-\x9f\u200b-\u200f\u2028\u2029\ufeff]")
+BREAKABLE_FROM = 20  # characters: a shorter word fits any column the pages have
+_SPACES = re.compile(r"(\s+)")
+_SEPARATOR = re.compile(r"([/_])(?=[^/])")  # after '/' or '_', not inside '//'
+
+
+def breakable(text: str) -> str:
+    """`text` escaped, with a line-break opportunity (<wbr>) after each '/' and '_' of its long words:
+    a path, id or URL then wraps at its separators ('-' already does), and prose only at spaces."""
+    words = _SPACES.split(text)
+    return "".join(_SEPARATOR.sub(r"\1<wbr>", escape(w)) if len(w) > BREAKABLE_FROM else escape(w) for w in words)
 
 
 def is_safe_url(url: str) -> bool:
@@ -38,8 +51,18 @@ def _link_open(renderer: RendererHTML, tokens: Sequence[Token], idx: int, option
     return renderer.renderToken(tokens, idx, options, env)
 
 
+def _text(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    return breakable(tokens[idx].content)
+
+
+def _code_inline(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    return f"<code{renderer.renderAttrs(tokens[idx])}>{breakable(tokens[idx].content)}</code>"
+
+
 _MD = _SafeMarkdown("commonmark", {"html": False}).enable(["table", "strikethrough"])
 _MD.add_render_rule("link_open", _link_open)
+_MD.add_render_rule("text", _text)
+_MD.add_render_rule("code_inline", _code_inline)
 
 
 def render_markdown(text: str) -> str:

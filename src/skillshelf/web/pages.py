@@ -12,9 +12,10 @@ from html import escape
 from urllib.parse import quote, urlencode
 
 from skillshelf import __version__
+from skillshelf.library.skill.models import SEVERITY_WORDS, count_of
 from skillshelf.patterns.models import LoadedSkill, SkillHit, SourceInfo
 from skillshelf.web.charts import WIDTH, Bar, bar_chart, column_chart, donut
-from skillshelf.web.markdown import render_markdown
+from skillshelf.web.markdown import breakable, render_markdown
 from skillshelf.web.stats import LibraryView
 
 TOKENS_SHOWN = 20
@@ -79,13 +80,18 @@ def search_page(
     categories: list[tuple[str, int]],
     category: str | None,
     error: str = "",
+    *,
+    everywhere: int | None = None,
 ) -> str:
-    chips = [_chip(base, query, None, "All", sum(n for _, n in categories), category is None)]
+    """`categories`: (name, count) for the chips, the count of what each would show; `everywhere`: the
+    "All" chip's count (default: their sum)."""
+    total = sum(n for _, n in categories) if everywhere is None else everywhere
+    chips = [_chip(base, query, None, "All", total, category is None)]
     chips += [_chip(base, query, name, name, count, name == category) for name, count in categories]
     if error:
-        heading = f'<p class="notice">{escape(error)}</p>'
+        heading = f'<p class="notice">{breakable(error)}</p>'
     elif query:
-        heading = f"<h1>{len(hits)} result{'s' if len(hits) != 1 else ''} for “{escape(query)}”</h1>"
+        heading = f"<h1>{len(hits)} result{'s' if len(hits) != 1 else ''} for “{breakable(query)}”</h1>"
     else:
         heading = "<h1>Skills by quality</h1>"
     rows = "".join(_hit(base, hit) for hit in hits)
@@ -113,9 +119,9 @@ def _hit(base: str, hit: SkillHit) -> str:
     return f"""<li class="hit" data-skill="{escape(hit.id)}">
 <div class="hit-head"><a class="hit-name" href="{escape(skill_url(base, hit.id))}">{escape(hit.name)}</a>
 {quality_badge(hit.quality, hit.verified)}</div>
-<div class="hit-meta"><span class="id">{escape(hit.id)}</span>{code}
+<div class="hit-meta"><span class="id">{breakable(hit.id)}</span>{code}
 <span class="tokens">~{hit.tokens:,} tokens</span></div>
-<p>{escape(hit.description)}</p>
+<p>{breakable(hit.description)}</p>
 </li>"""
 
 
@@ -135,7 +141,7 @@ def skill_page(base: str, page: SkillPage) -> str:
     reasons = "".join(f"<li>{escape(r)}</li>" for r in meta.quality_reasons)
     reasons_html = f'<ul class="reasons">{reasons}</ul>' if reasons else '<p class="muted">Nothing held back.</p>'
     usage = meta.usage
-    projects = ", ".join(escape(p) for p in usage.projects) or "none recorded"
+    projects = ", ".join(breakable(p) for p in usage.projects) or "none recorded"
     used = (
         f"<p><strong>{usage.uses}</strong> use{'s' if usage.uses != 1 else ''} from {len(usage.projects)} "
         f'project{"s" if len(usage.projects) != 1 else ""}</p><p class="muted">Projects: {projects}</p>'
@@ -144,12 +150,12 @@ def skill_page(base: str, page: SkillPage) -> str:
         else '<p class="muted">Never used yet.</p>'
     )
     files = "".join(
-        f'<li><a href="{escape(skill_url(base, skill.id, path))}">{escape(path)}</a></li>' for path in page.files
+        f'<li><a href="{escape(skill_url(base, skill.id, path))}">{breakable(path)}</a></li>' for path in page.files
     )
     tags = "".join(f'<span class="tag">{escape(t)}</span>' for t in meta.tags)
     findings = "".join(
         f'<li class="finding {escape(f.severity)}"><span class="sev">{escape(f.severity)}</span> '
-        f"<code>{escape(f.path)}{f':{f.line}' if f.line else ''}</code> {escape(f.message)} "
+        f"<code>{breakable(f.path + (f':{f.line}' if f.line else ''))}</code> {breakable(f.message)} "
         f'<span class="muted">[{escape(f.code)}]</span></li>'
         for f in meta.findings
     )
@@ -163,12 +169,13 @@ def skill_page(base: str, page: SkillPage) -> str:
     code = '<span class="tag code">code</span>' if skill.executable else ""
     source = _source_card(meta.source)
     up = f"{base}/?{urlencode({'category': skill.category})}"
-    body = f"""<nav class="crumbs"><a href="{escape(up)}">{escape(skill.category)}</a> / {escape(skill.name)}</nav>
+    crumbs = f'<a href="{escape(up)}">{breakable(skill.category)}</a> / {breakable(skill.name)}'
+    body = f"""<nav class="crumbs">{crumbs}</nav>
 <div class="skill">
 <article class="doc">
 <header class="skill-head"><h1>{escape(skill.name)}</h1>{quality_badge(meta.quality, meta.verified)}</header>
-<p class="lede">{escape(skill.description)}</p>
-<div class="hit-meta"><span class="id">{escape(skill.id)}</span>{code}
+<p class="lede">{breakable(skill.description)}</p>
+<div class="hit-meta"><span class="id">{breakable(skill.id)}</span>{code}
 <span class="tag">{escape(skill.layout)}</span>{tags}</div>
 <div class="markdown">{render_markdown(skill.documentation)}</div>
 </article>
@@ -194,14 +201,14 @@ def _source_card(source: SourceInfo | None) -> str:
     becomes a link: a source's URL is untrusted text."""
     if source is None:
         return '<section class="card" id="source"><h2>Source</h2><p class="muted">Written here by hand.</p></section>'
-    url = escape(source.url)
+    url = escape(source.url)  # in a paragraph that wraps anywhere (.wrap): a URL on a phone
     where = (
         f'<a href="{url}" rel="noreferrer">{url}</a>' if source.url.startswith("https://") else f"<code>{url}</code>"
     )
     version = escape(source.commit.removeprefix("sha256:")[:12])
     license = f'<p class="muted">License: {escape(source.license)}</p>' if source.license else ""
     return (
-        f'<section class="card" id="source"><h2>Source</h2><p><strong>{escape(source.name)}</strong> '
+        f'<section class="card" id="source"><h2>Source</h2><p><strong>{breakable(source.name)}</strong> '
         f'<span class="muted">({escape(source.kind)})</span> at <code>{version}</code></p>'
         f'<p class="wrap">{where}</p>{license}</section>'
     )
@@ -217,9 +224,9 @@ def file_page(base: str, skill_id: str, path: str, content: str, truncated: bool
     else:
         shown = f'<pre class="file"><code>{escape(content)}</code></pre>'
     cut = '<p class="notice">Only the start of this file is shown (it is over the size limit).</p>' if truncated else ""
-    back = f'<a href="{escape(skill_url(base, skill_id))}">{escape(skill_id)}</a>'
-    body = f"""<nav class="crumbs">{back} / {escape(path)}</nav>
-<article class="doc wide"><h1>{escape(path)}</h1>{cut}{shown}</article>"""
+    back = f'<a href="{escape(skill_url(base, skill_id))}">{breakable(skill_id)}</a>'
+    body = f"""<nav class="crumbs">{back} / {breakable(path)}</nav>
+<article class="doc wide"><h1>{breakable(path)}</h1>{cut}{shown}</article>"""
     return layout(base, f"{skill_id}/{path}", body)
 
 
@@ -280,11 +287,11 @@ def library_page(base: str, view: LibraryView) -> str:
         centre=f"{view.skills:,}",
     )
     never_items = "".join(
-        f'<li><a href="{escape(skill_url(base, skill_id))}">{escape(skill_id)}</a> {quality_badge(q, False)}</li>'
+        f'<li><a href="{escape(skill_url(base, skill_id))}">{breakable(skill_id)}</a> {quality_badge(q, False)}</li>'
         for skill_id, q in view.never_used[:NEVER_USED_SHOWN]
     )
     never_more = f'<p class="muted">and {never - NEVER_USED_SHOWN:,} more</p>' if never > NEVER_USED_SHOWN else ""
-    findings = ", ".join(f"{n:,} {escape(sev)}" for sev, n in sorted(view.findings.items())) or "none"
+    findings = findings_line(view.findings)
     duplicates = _near_duplicates(base, view.near_duplicates)
     body = f"""<h1>The library</h1>
 <div class="tiles">{tiles_html}</div>
@@ -307,14 +314,21 @@ def _near_duplicates(base: str, pairs: list[tuple[str, str, str]]) -> str:
     if not pairs:
         return heading + '<p class="empty">None: no two skills share a name or say the same in their descriptions.</p>'
     items = "".join(
-        f'<li><a href="{escape(skill_url(base, other))}">{escape(other)}</a> duplicates '
-        f'<a href="{escape(skill_url(base, first))}">{escape(first)}</a> '
+        f'<li><a href="{escape(skill_url(base, other))}">{breakable(other)}</a> duplicates '
+        f'<a href="{escape(skill_url(base, first))}">{breakable(first)}</a> '
         f'<span class="muted">({escape(why)})</span></li>'
         for first, other, why in pairs[:DUPLICATES_SHOWN]
     )
     more = f'<p class="muted">and {len(pairs) - DUPLICATES_SHOWN:,} more</p>' if len(pairs) > DUPLICATES_SHOWN else ""
     note = '<p class="muted">Keep one of each pair, or rename one and say how it differs.</p>'
     return f'{heading}<ul class="near-duplicates">{items}</ul>{more}{note}'
+
+
+def findings_line(by_severity: dict[str, int]) -> str:
+    """'1 error, 2 warnings, 116 notes': the words of `skillshelf check`'s summary and `stats`."""
+    known = [count_of(sev, by_severity[sev]) for sev in SEVERITY_WORDS if by_severity.get(sev)]
+    others = [count_of(sev, n) for sev, n in sorted(by_severity.items()) if sev not in SEVERITY_WORDS and n]
+    return escape(", ".join(known + others)) or "none"
 
 
 def _short(day: str, period: str) -> str:
@@ -329,10 +343,10 @@ def _short(day: str, period: str) -> str:
 
 
 def not_found_page(base: str, message: str, suggestions: list[str]) -> str:
-    links = "".join(f'<li><a href="{escape(skill_url(base, s))}">{escape(s)}</a></li>' for s in suggestions)
+    links = "".join(f'<li><a href="{escape(skill_url(base, s))}">{breakable(s)}</a></li>' for s in suggestions)
     maybe = f'<h2>Did you mean</h2><ul class="suggestions">{links}</ul>' if links else ""
     body = f"""<section class="error-page"><p class="code">404</p><h1>Not found</h1>
-<p>{escape(message)}</p>{maybe}<p><a href="{escape(base)}/">Search the library</a></p></section>"""
+<p>{breakable(message)}</p>{maybe}<p><a href="{escape(base)}/">Search the library</a></p></section>"""
     return layout(base, "Not found", body)
 
 

@@ -12,6 +12,7 @@ from skillshelf.metrics.library_stats import library_figures, stats_of
 
 DAILY_UP_TO = 45  # days spanned before uses are counted per week, then per month past WEEKLY_UP_TO
 WEEKLY_UP_TO = 400
+AT_LEAST_DAYS = 7  # a chart per day spans a week at least: one day of uses is one column among seven
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,13 @@ def _why(pair: NearDuplicate) -> str:
 
 
 def uses_by_period(daily: list[tuple[str, int]]) -> tuple[list[tuple[str, int]], str]:
-    """Uses per day, week (from Monday) or month, whichever keeps the chart readable; no gaps."""
+    """Uses per day, week (from Monday) or month, whichever keeps the chart readable; no gaps. Days span
+    a week at least, ending on the last day with uses (the days before it show as none)."""
     if not daily:
         return [], "day"
     days = [dt.date.fromisoformat(day) for day, _ in daily]
-    first, last = min(days), max(days)
+    last = max(days)
+    first = min(*days, last - dt.timedelta(days=AT_LEAST_DAYS - 1))
     span = (last - first).days
     period = "day" if span < DAILY_UP_TO else "week" if span < WEEKLY_UP_TO else "month"
     totals: Counter[dt.date] = Counter()
