@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
-from tests.sources.helpers import Repo
+from tests.sources.helpers import Repo, skill_md
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -54,6 +54,35 @@ def test_the_default_root_is_the_first_configured_one(tmp_path: Path) -> None:
     env = {"SKILLSHELF_LIBRARY": f"{first}:{second}"}
     assert run("add", repo.url, "--name", "team", env=env)[0] == 0
     assert (first / "team" / "pdf-fill" / "SKILL.md").is_file() and not (second / "team").exists()
+
+
+def test_add_says_which_skills_another_configured_root_shadows_or_loses(tmp_path: Path) -> None:
+    """The first root wins an id: an added skill another root already serves is not served, and one it
+    now hides in a later root goes; `add` says both instead of leaving it to the next `check`."""
+    repo = Repo(tmp_path / "upstream")
+    repo.skill("pdf-fill", "Fill PDF forms from JSON data.")
+    repo.skill("release-notes", "Draft release notes.")
+    repo.commit("first")
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
+    for root, name in ((first, "pdf-fill"), (third, "release-notes")):
+        (root / "team" / name).mkdir(parents=True)
+        (root / "team" / name / "SKILL.md").write_text(skill_md(name, "Ours, written by hand."), encoding="utf-8")
+    second.mkdir()
+    env = {"SKILLSHELF_LIBRARY": f"{first}:{second}:{third}"}
+    code, _, err = run("add", repo.url, "--name", "team", "--library", str(second), env=env)
+    assert code == 0
+    assert f"1 added skill not served: {first} comes first and holds the same id (team/pdf-fill)" in err
+    hidden = f"1 skill of {third} no longer served: the added one comes first with the same id (team/release-notes)"
+    assert hidden in err
+
+
+def test_add_into_the_only_root_says_nothing_of_collisions(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "upstream")
+    repo.skill("pdf-fill", "Fill PDF forms from JSON data.")
+    repo.commit("first")
+    root = tmp_path / "library"
+    code, _, err = run("add", repo.url, "--name", "team", "--library", str(root), env={"SKILLSHELF_LIBRARY": str(root)})
+    assert code == 0 and "not served" not in err
 
 
 def test_without_a_configured_library_the_commands_ask_for_one(tmp_path: Path) -> None:

@@ -105,8 +105,45 @@ def add(
         click.echo(f"  {skill_id}")
     if len(outcome.skills) > LISTED_SKILLS:
         click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (each has a line in skillshelf.lock)")
-    for warning in outcome.warnings:
+    for warning in [*outcome.warnings, *_collisions_with_other_roots(root, outcome.skills)]:
         click.echo(f"note: {warning}", err=True)
+
+
+def _collisions_with_other_roots(root: Path, added: list[str]) -> list[str]:
+    """What the server will not serve after this add: an added skill whose id another configured root
+    holds (the first root wins an id), or that root's skill the added one now hides."""
+    from skillshelf.library.skill.discovery import discover
+
+    roots = [r.expanduser() for r in command_settings().roots]
+    here = next((i for i, r in enumerate(roots) if _same_folder(r, root)), None)
+    if here is None or len(roots) < 2:
+        return []
+    notes = []
+    for index, other in enumerate(roots):
+        if index == here:
+            continue
+        shared = sorted(set(added) & {source.skill_id for source in discover([other]).sources})
+        if not shared:
+            continue
+        named = ", ".join(shared[:5]) + (f" and {len(shared) - 5} more" if len(shared) > 5 else "")
+        if index < here:
+            notes.append(
+                f"{plural(len(shared), 'added skill')} not served: {display_path(other)} comes first and holds the "
+                f"same id ({named}); rename the source with `--name` or one of the skills"
+            )
+        else:
+            notes.append(
+                f"{plural(len(shared), 'skill')} of {display_path(other)} no longer served: the added one comes "
+                f"first with the same id ({named})"
+            )
+    return notes
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 @click.command(short_help="Make the library hold exactly what skillshelf.lock says.")
