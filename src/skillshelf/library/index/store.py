@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 SCHEMA_VERSION = 6
 # bm25 weights in column order: name, description, tags, headings, body
 FIELD_WEIGHTS = (10.0, 5.0, 4.0, 2.0, 1.0)
+_WEIGHTS = ", ".join(str(w) for w in FIELD_WEIGHTS)  # as bm25() takes them
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sources (
     key TEXT PRIMARY KEY,
@@ -73,6 +74,8 @@ COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weigh
 VISIBLE_FUNCTION = "skillshelf_visible"  # SQL function a view registers (SearchFilters.visible)
 VERIFIED_FUNCTION = "skillshelf_verified"  # verified by quality (the column) or by use (ids given)
 AGENT_DOCS = ("SKILL.md", "skill.md")
+HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: every field but the body
+SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 
 
@@ -346,32 +349,65 @@ class SkillIndex(FtsIndex):
         return informative or [min(fixed, key=lambda c: self._expression_frequency(c.expression()))]
 
     def _rank(self, wanted: list[Concept], conditions: str, params: list[Any], limit: int) -> dict[int, float]:
-        weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
-        join = "" if conditions == "1" else "JOIN skills s ON s.rowid = f.rowid"
-        sql = f"""SELECT f.rowid, bm25(skills_fts, {weights}) AS score FROM skills_fts f {join}
-                  WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
         bm25: dict[int, float] = {}
         if len(wanted) > 1:  # every skill holding all concepts is a candidate
             full = " AND ".join(expressions)
-            bm25.update({row[0]: -row[1] for row in self._conn.execute(sql, [full, *params, pool])})
+            bm25.update({row[0]: -row[1] for row in self._conn.execute(_ranked_sql(conditions), [full, *params, pool])})
+        unscored: list[int] = []
         if len(bm25) < limit:  # fewer than a page hold them all: the best partial matches compete too
-            partial = self._conn.execute(sql, [" OR ".join(expressions), *params, pool])
-            bm25.update({row[0]: -row[1] for row in partial if row[0] not in bm25})
-        if len(wanted) == 1 or not bm25:
+            scored, unscored = self._partial_matches(expressions, bm25, conditions, params, pool)
+            bm25.update(scored)
+        if (len(wanted) == 1 and not unscored) or not (bm25 or unscored):
             return bm25
+        return self._with_coverage(expressions, bm25, unscored)
+
+    def _with_coverage(self, expressions: list[str], bm25: dict[int, float], unscored: list[int]) -> dict[int, float]:
+        """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
+
+        One walk of each concept's matches finds which candidates hold it, and the concept's BM25 part for
+        the `unscored` ones: FTS5's BM25 of an OR of phrases is the sum of each phrase's, to the last bit."""
+        candidates = [*bm25, *unscored]
         total = self._count_documents()
         rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in map(self._expression_frequency, expressions)]
-        held = dict.fromkeys(bm25, 0.0)
-        marks = ",".join("?" * len(bm25))
-        # "+rowid": test the candidates while walking the term's matches, instead of a lookup per candidate
-        member_sql = f"SELECT rowid FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"
+        held = dict.fromkeys(candidates, 0.0)
+        summed = dict.fromkeys(unscored, 0.0)
+        marks = ",".join("?" * len(candidates))
+        # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each
+        member_sql = f"""SELECT rowid, bm25(skills_fts, {_WEIGHTS}) FROM skills_fts
+                         WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
         for expression, weight in zip(expressions, rarity, strict=True):
-            for (rowid,) in self._conn.execute(member_sql, [expression, *bm25]):
+            for rowid, score in self._conn.execute(member_sql, [expression, *candidates]):
                 held[rowid] += weight
+                if rowid in summed:
+                    summed[rowid] -= score
+        scores = {**bm25, **summed}
+        if len(expressions) == 1:
+            return scores
         whole = sum(rarity)
-        return {rowid: score * coverage_factor(held[rowid] / whole) for rowid, score in bm25.items()}
+        return {rowid: score * coverage_factor(held[rowid] / whole) for rowid, score in scores.items()}
+
+    def _partial_matches(
+        self, expressions: list[str], taken: dict[int, float], conditions: str, params: list[Any], pool: int
+    ) -> tuple[dict[int, float], list[int]]:
+        """The best `pool` skills holding some of the query's concepts (not in `taken`): scored by BM25 on
+        every field, or (a large library) left for `_with_coverage` to score.
+
+        Scoring every partial match costs time in proportion to the matches: nothing in a library of a few
+        thousand skills, 6-7 ms at 100,000, where a typical query's words are held by 8,500 skills, most
+        of them only in their long bodies. Past `SCORED_MATCHES` the candidates are the best matches in
+        names, descriptions, tags and headings (the pool is full of those at that size), and only they are
+        scored on every field: a body match of a few words would rarely rank above them anyway."""
+        alternatives = " OR ".join(expressions)
+        ranked_sql = _ranked_sql(conditions)
+        if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
+            in_head = f"{HEAD_COLUMNS} : ({alternatives})"
+            head = [row[0] for row in self._conn.execute(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
+            if len(head) + len(taken) >= pool:
+                return {}, head
+        ranked = self._conn.execute(ranked_sql, [alternatives, *params, pool])
+        return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
 
     def _expression_frequency(self, expression: str) -> int:
         """How many skills match an FTS expression (cached until the next write)."""
@@ -544,6 +580,14 @@ class SkillIndex(FtsIndex):
         with self._guard():
             rows = self._conn.execute("SELECT key, findings FROM sources ORDER BY key").fetchall()
         return [(int(key.split(":", 1)[0]), f) for key, raw in rows for f in json.loads(raw)]
+
+
+def _ranked_sql(conditions: str) -> str:
+    """Matches of an FTS expression (the first parameter) passing `conditions`, best BM25 first, at most
+    the last parameter of them."""
+    join = "" if conditions == "1" else "JOIN skills s ON s.rowid = f.rowid"
+    return f"""SELECT f.rowid, bm25(skills_fts, {_WEIGHTS}) AS score FROM skills_fts f {join}
+               WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
 
 
 def _verified_sql(by_use: frozenset[str]) -> Callable[[str, int], int]:
