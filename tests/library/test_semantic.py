@@ -22,7 +22,14 @@ from skillshelf.library.db import file_lock
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary, fused
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.semantic import encoder as encoder_module
-from skillshelf.library.semantic.encoder import ModelError, SentenceEncoder, WordPiece, _batches, read_safetensors
+from skillshelf.library.semantic.encoder import (
+    ModelError,
+    SentenceEncoder,
+    StoredRows,
+    WordPiece,
+    _batches,
+    read_safetensors,
+)
 from skillshelf.library.semantic.install import MINILM, default_model_dir
 from skillshelf.library.semantic.vectors import Closeness
 from skillshelf.server.app import build_server
@@ -99,9 +106,22 @@ def test_safetensors_reads_float32_and_widens_float16(tmp_path: Path) -> None:
     narrow = np.array([0.5, -2.0], dtype=np.float16)
     write_safetensors(tmp_path / "t.safetensors", {"a": wide, "b": narrow, "ids": np.arange(3, dtype=np.int64)})
     tensors = read_safetensors(tmp_path / "t.safetensors")
-    assert np.array_equal(tensors["a"], wide)
-    assert tensors["b"].dtype == np.float32 and tensors["b"].tolist() == [0.5, -2.0]
+    a, b = tensors["a"], tensors["b"]
+    assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    assert np.array_equal(a, wide)
+    assert b.dtype == np.float32 and b.tolist() == [0.5, -2.0]
     assert "ids" not in tensors  # integer buffers are not weights
+
+
+def test_a_table_left_on_disk_reads_the_rows_asked_for_in_their_order(tmp_path: Path) -> None:
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    write_safetensors(tmp_path / "t.safetensors", {"pad": np.ones(3, np.float16), "table": table})
+    rows = read_safetensors(tmp_path / "t.safetensors", on_disk="table")["table"]
+    assert isinstance(rows, StoredRows) and rows.shape == (10, 4)
+    ids = np.array([[7, 0, 7], [9, 3, 0]], dtype=np.int64)
+    assert np.array_equal(rows[ids], table[ids])  # repeated and unsorted ids, a 2-D batch
+    with pytest.raises(IndexError, match="outside the 10 rows"):
+        rows[np.array([10], dtype=np.int64)]
 
 
 # -- the encoder ------------------------------------------------------------------------------

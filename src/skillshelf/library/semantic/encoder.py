@@ -22,7 +22,7 @@ import math
 import struct
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -31,15 +31,18 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 
 logger = logging.getLogger(__name__)
 Matrix = npt.NDArray[np.float32]
+WORDS = "embeddings.word_embeddings.weight"
 # Longer text is cut here: the length all-MiniLM-L6-v2 was trained on, and half the cost of 256, where
 # sentence-transformers cuts it. Within 128 word pieces the vectors equal sentence-transformers' (below).
 MAX_TOKENS = 128
 _DTYPES = {"F32": np.float32, "F16": np.float16}
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)  # a Python float: a NumPy float64 scalar would promote float32 arrays
-# Padded word pieces per forward pass: matrices of 1,024 rows run BLAS near its peak (2 or 3 times the
-# speed of a 12-piece query's) while a layer's largest temporaries stay near 6 MB.
-BATCH_TOKENS = 1024
+# Padded word pieces per forward pass: matrices of 512 rows run BLAS near its peak (4 or 5 times the speed of a
+# 12-piece query's; 2,048 rows gain 2 %) while a layer's largest temporaries stay near 3 MB (1,024: 24 MB more
+# peak memory in an embedding pass).
+BATCH_TOKENS = 512
 BLAS_THREADS = 1  # see limit_blas_threads
+FEW_ROWS = 64  # see SentenceEncoder._linear
 GELU_ROWS = 128  # 128 x 1536 float32: 768 KB, within a core's cache
 
 
@@ -53,21 +56,27 @@ class ModelError(SkillshelfError):
         )
 
 
-def read_safetensors(path: Path) -> dict[str, Matrix]:
-    """The floating-point tensors of a .safetensors file as float32 arrays."""
+def _safetensors_header(handle: BinaryIO, size: int) -> tuple[dict[str, Any], int]:
+    """The header of an open .safetensors file and where its data starts."""
+    start = handle.read(8)
+    if len(start) < 8:
+        raise ValueError("the file is too short for a safetensors header")
+    (header_size,) = struct.unpack("<Q", start)
+    if header_size > min(size - 8, 100_000_000):
+        raise ValueError("the header size is larger than the file")
+    header: Any = json.loads(handle.read(header_size))
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    return header, 8 + header_size
+
+
+def read_safetensors(path: Path, on_disk: str | None = None) -> dict[str, Matrix | StoredRows]:
+    """The floating-point tensors of a .safetensors file as float32 arrays; a float32 tensor named `on_disk`
+    stays in the file, its rows read when asked (StoredRows)."""
     size = path.stat().st_size
     with path.open("rb") as handle:
-        start = handle.read(8)
-        if len(start) < 8:
-            raise ValueError("the file is too short for a safetensors header")
-        (header_size,) = struct.unpack("<Q", start)
-        if header_size > min(size - 8, 100_000_000):
-            raise ValueError("the header size is larger than the file")
-        header: Any = json.loads(handle.read(header_size))
-        if not isinstance(header, dict):
-            raise ValueError("the header is not a JSON object")
-        base = 8 + header_size
-        tensors: dict[str, Matrix] = {}
+        header, base = _safetensors_header(handle, size)
+        tensors: dict[str, Matrix | StoredRows] = {}
         for name, info in header.items():
             if name == "__metadata__" or info["dtype"] not in _DTYPES:
                 continue  # e.g. int64 position ids, which the forward pass does not need
@@ -75,10 +84,8 @@ def read_safetensors(path: Path) -> dict[str, Matrix]:
             if not 0 <= first <= end <= size - base:
                 raise ValueError(f"tensor {name!r} lies outside the file")
             dtype = np.dtype(_DTYPES[info["dtype"]])
-            if name.endswith("word_embeddings.weight") and dtype == np.float32:
-                # a few rows are read per text: left mapped, it costs memory only for the rows used
-                mapped = np.memmap(path, dtype=np.uint8, mode="r", offset=base + first, shape=(end - first,))
-                tensors[name] = np.asarray(mapped).view(np.float32).reshape(info["shape"])
+            if name == on_disk and dtype == np.float32 and len(info["shape"]) == 2:
+                tensors[name] = StoredRows(path, base + first, (int(info["shape"][0]), int(info["shape"][1])))
                 continue
             # read into aligned memory: offsets in the file need not be 4-byte aligned, and BLAS would
             # copy an unaligned matrix on every multiplication (4x slower per query)
@@ -86,6 +93,29 @@ def read_safetensors(path: Path) -> dict[str, Matrix]:
             raw = np.fromfile(handle, dtype=dtype, count=(end - first) // dtype.itemsize)
             tensors[name] = raw.astype(np.float32, copy=False).reshape(info["shape"])
     return tensors
+
+
+class StoredRows:
+    """A float32 matrix left in its file, rows read when asked: the word embeddings (30,522 x 384, 47 MB), of
+    which a text needs a few dozen rows. Mapped instead, the rows a library's texts touch stayed resident:
+    40 MB more after one embedding pass."""
+
+    def __init__(self, path: Path, offset: int, shape: tuple[int, int]) -> None:
+        self.path, self.offset, self.shape = path, offset, shape
+
+    def __getitem__(self, ids: npt.NDArray[np.int64]) -> Matrix:
+        unique, inverse = np.unique(ids, return_inverse=True)
+        row_bytes = self.shape[1] * 4
+        chunks = []
+        with self.path.open("rb") as handle:
+            for row in unique.tolist():
+                if not 0 <= row < self.shape[0]:
+                    raise IndexError(f"row {row} is outside the {self.shape[0]} rows of the table")
+                handle.seek(self.offset + row * row_bytes)
+                chunks.append(handle.read(row_bytes))
+        rows = np.frombuffer(b"".join(chunks), dtype=np.float32).reshape(len(unique), self.shape[1])
+        found: Matrix = rows[inverse.reshape(ids.shape)]
+        return found
 
 
 class WordPiece:
@@ -187,22 +217,22 @@ class SentenceEncoder:
         except (OSError, UnicodeDecodeError, KeyError) as exc:
             raise ModelError(folder, f"vocab.txt is missing or not a BERT vocabulary ({exc})") from exc
         try:
-            tensors = read_safetensors(folder / "model.safetensors")
+            tensors = _read_bert(folder / "model.safetensors")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ModelError(folder, f"model.safetensors is missing or unreadable ({exc})") from exc
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-        self._weights = {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
+        self._words = tensors.pop(WORDS, None)
+        self._weights: dict[str, Matrix] = {k: v for k, v in tensors.items() if isinstance(v, np.ndarray)}
         self._check_weights()
         self.fingerprint = _fingerprint(folder)
         limit_blas_threads()
 
     def _check_weights(self) -> None:
-        needed = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight"]
+        needed = ["embeddings.position_embeddings.weight"]
         needed += [f"encoder.layer.{n}.output.dense.weight" for n in range(self.layers)]
         missing = [name for name in needed if name not in self._weights]
-        if missing:
-            raise ModelError(self.folder, f"model.safetensors lacks BERT weights such as {missing[0]!r}")
-        width = self._weights["embeddings.word_embeddings.weight"].shape[1]
+        if self._words is None or missing:
+            raise ModelError(self.folder, f"model.safetensors lacks BERT weights such as {(missing or [WORDS])[0]!r}")
+        width = self._words.shape[1]
         if width != self.dimensions or self.dimensions % self.heads:
             raise ModelError(self.folder, f"hidden_size {self.dimensions} does not match the weights ({width})")
 
@@ -236,8 +266,9 @@ class SentenceEncoder:
     def _forward(self, ids: npt.NDArray[np.int64], mask: Matrix) -> Matrix:
         w = self._weights
         batch, length = ids.shape
+        assert self._words is not None  # _check_weights
         x = (
-            w["embeddings.word_embeddings.weight"][ids]
+            self._words[ids]
             + w["embeddings.position_embeddings.weight"][:length][None]
             + w["embeddings.token_type_embeddings.weight"][0]
         )
@@ -267,7 +298,9 @@ class SentenceEncoder:
     def _linear(self, x: Matrix, name: str) -> Matrix:
         # 2-D operands so NumPy calls BLAS (a batched 3-D matmul with a transposed operand does not)
         weight, bias = self._weights[name + ".weight"], self._weights[name + ".bias"]
-        flat = x.reshape(-1, x.shape[-1]) @ weight.T
+        rows = x.reshape(-1, x.shape[-1])
+        # a query's few rows: OpenBLAS is about a third faster with the weights as the left operand
+        flat = (weight @ rows.T).T if len(rows) <= FEW_ROWS else rows @ weight.T
         return (flat + bias).reshape(*x.shape[:-1], weight.shape[0])
 
     def _norm(self, x: Matrix, name: str) -> Matrix:
@@ -325,6 +358,19 @@ def limit_blas_threads() -> None:
         logger.warning("threadpoolctl is missing: searches by meaning may be slow on a busy machine")
         return
     threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+
+
+def _read_bert(path: Path) -> dict[str, Matrix | StoredRows]:
+    """A BERT checkpoint's tensors without the `bert.` prefix some carry; the word embeddings stay on disk."""
+    prefix = "bert." if _has_tensor(path, "bert." + WORDS) else ""
+    tensors = read_safetensors(path, on_disk=prefix + WORDS)
+    return {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
+
+
+def _has_tensor(path: Path, name: str) -> bool:
+    with path.open("rb") as handle:
+        header, _ = _safetensors_header(handle, path.stat().st_size)
+    return name in header
 
 
 def _read_config(folder: Path) -> dict[str, Any]:
