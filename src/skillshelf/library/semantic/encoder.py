@@ -37,10 +37,10 @@ WORDS = "embeddings.word_embeddings.weight"
 MAX_TOKENS = 128
 _DTYPES = {"F32": np.float32, "F16": np.float16}
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)  # a Python float: a NumPy float64 scalar would promote float32 arrays
-# Padded word pieces per forward pass: matrices of 512 rows run BLAS near its peak (4 or 5 times the speed of a
-# 12-piece query's; 2,048 rows gain 2 %) while a layer's largest temporaries stay near 3 MB (1,024: 24 MB more
-# peak memory in an embedding pass).
-BATCH_TOKENS = 512
+# Padded word pieces per forward pass. Larger batches run BLAS faster per piece (a 12-piece query's products
+# run at a fifth of the speed of 512 pieces'), but every layer's temporaries grow with them: 1,024 pieces peaked
+# 36 MB higher in an embedding pass than 256, and 256 embed as fast as 512 within the noise of the 2-core machine.
+BATCH_TOKENS = 256
 BLAS_THREADS = 1  # see limit_blas_threads
 FEW_ROWS = 64  # see SentenceEncoder._linear
 GELU_ROWS = 128  # 128 x 1536 float32: 768 KB, within a core's cache
