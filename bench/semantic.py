@@ -1,6 +1,9 @@
 """Search by meaning against words alone, side by side in one run (issue 25), over stdio with the official client.
 
-    python bench/semantic.py [--model DIR] [--corpora DIR] [--queries 400] [--out FILE.json]
+    python bench/semantic.py [--model DIR] [--corpora DIR] [--queries 400] [--out FILE.json] [--before SRC]
+
+    # against another commit, in the same run:
+    git archive 89d4ffd src | tar -x -C /tmp/before && python bench/semantic.py --before /tmp/before/src
 
 Starts two `skillshelf serve` processes on the same roots (every collection of ../shared/corpora, 972 skills):
 one by words alone, one with `SKILLSHELF_SEMANTIC_MODEL` (default: .cache/test-model/all-MiniLM-L6-v2), each with
@@ -12,6 +15,9 @@ its own empty cache folder, HOME and config, so the meaning server embeds the wh
    both servers, sent to one then the other (the order alternates, so neither always goes first on a busy
    machine); p50 and p95 of each and their ratios.
 3. Memory: each server's peak RSS (VmHWM) and its RSS at the end.
+
+With --before, a third server runs the same model from another checkout's src/ (first on PYTHONPATH): it
+embeds the library first, alone, then the three take the queries in turn.
 
 Prints a markdown table and writes the figures as JSON (--out). The machine may be busy: only the ratios within
 one run compare; nothing here asserts on time.
@@ -172,10 +178,11 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-async def side_by_side(words: Server, meaning: Server, queries: list[str]) -> None:
+async def side_by_side(servers: list[Server], queries: list[str]) -> None:
+    """Each query to every server, in an order that rotates (none is always first on a busy machine)."""
     for number, query in enumerate(queries):
-        order = (words, meaning) if number % 2 == 0 else (meaning, words)
-        for server in order:
+        shift = number % len(servers)
+        for server in servers[shift:] + servers[:shift]:
             server.ms.append(await server.search(query))
 
 
@@ -183,47 +190,45 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     roots = sorted(p for p in args.corpora.iterdir() if p.is_dir())
     queries = query_texts(args.queries + args.during)
     timed, spare = queries[: args.queries], queries[args.queries :]
+    variants = {"meaning": {"SKILLSHELF_SEMANTIC_MODEL": str(args.model)}}
+    if args.before:  # another checkout's src/ first on the import path (e.g. `git archive main src`)
+        variants = {"meaning-before": {**variants["meaning"], "PYTHONPATH": str(args.before)}, **variants}
+    embedding: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="skillshelf-semantic-") as scratch:
         work = Path(scratch)
         async with AsyncExitStack() as stack:
             words = await stack.enter_async_context(serve("words", roots, work, {}))
-            meaning_env = {"SKILLSHELF_SEMANTIC_MODEL": str(args.model)}
-            meaning = await stack.enter_async_context(serve("meaning", roots, work, meaning_env))
-            total = await skill_count(meaning)
+            servers = [words]
+            for name, env in variants.items():  # one at a time: each embeds the library alone
+                server = await stack.enter_async_context(serve(name, roots, work, env))
+                total = await skill_count(server)
+                log(f"{name}: {total} skills; waiting for its vectors")
+                embedding[name] = await embed(server, total, list(spare))
+                servers.append(server)
             await skill_count(words)
-            log(f"{total} skills; waiting for the meaning server's vectors")
-            embedding = await embed(meaning, total, list(spare))
-            await side_by_side(words, meaning, [f"how to {q}" for q in spare[:20]])  # warm-up: new to both
-            words.ms.clear()
-            meaning.ms.clear()
+            await side_by_side(servers, [f"how to {q}" for q in spare[:20]])  # warm-up: new to all
+            for server in servers:
+                server.ms.clear()
             log(f"{len(timed)} new queries, interleaved")
-            await side_by_side(words, meaning, timed)
-            rss = {
-                s.name: {"peak_mb": _mb(s.status_kb("VmHWM")), "now_mb": _mb(s.status_kb("VmRSS"))}
-                for s in (words, meaning)
-            }
-            figures = {
-                s.name: {"p50_ms": round(pct(s.ms, 50), 1), "p95_ms": round(pct(s.ms, 95), 1)} for s in (words, meaning)
-            }
-    during = embedding.pop("during_ms")
+            await side_by_side(servers, timed)
+            rss = {s.name: {"peak_mb": _mb(s.status_kb("VmHWM")), "now_mb": _mb(s.status_kb("VmRSS"))} for s in servers}
+            figures = {s.name: {"p50_ms": round(pct(s.ms, 50), 1), "p95_ms": round(pct(s.ms, 95), 1)} for s in servers}
+    during = {name: found.pop("during_ms") for name, found in embedding.items()}
+    ratio = {k: {p: round(figures[k][p] / figures["words"][p], 2) for p in ("p50_ms", "p95_ms")} for k in variants}
     return {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
         "env": {k: v for k, v in os.environ.items() if k.endswith("_NUM_THREADS")},
         "skills": total,
         "queries": len(timed),
         "latency": figures,
-        "ratio": {
-            "p50": round(figures["meaning"]["p50_ms"] / figures["words"]["p50_ms"], 2),
-            "p95": round(figures["meaning"]["p95_ms"] / figures["words"]["p95_ms"], 2),
-        },
+        "ratio": ratio,
         "while_embedding": {
-            "searches": len(during),
-            "p50_ms": round(pct(during, 50), 1),
-            "p95_ms": round(pct(during, 95), 1),
+            name: {"searches": len(ms), "p50_ms": round(pct(ms, 50), 1), "p95_ms": round(pct(ms, 95), 1)}
+            for name, ms in during.items()
         },
         "embedding": embedding,
         "rss": rss,
-        "rss_ratio": {k: round(rss["meaning"][k] / rss["words"][k], 2) for k in ("peak_mb", "now_mb")},
+        "rss_ratio": {k: {m: round(rss[k][m] / rss["words"][m], 2) for m in ("peak_mb", "now_mb")} for k in variants},
     }
 
 
@@ -232,25 +237,34 @@ def _mb(kb: int | None) -> float:
 
 
 def table(found: dict[str, Any]) -> str:
-    words, meaning = found["latency"]["words"], found["latency"]["meaning"]
-    rss, ratio = found["rss"], found["rss_ratio"]
-    during, embedding = found["while_embedding"], found["embedding"]
-    return "\n".join(
-        [
-            f"{found['skills']} skills, {found['queries']} new queries each, interleaved; "
-            f"load {found['machine']['load'][0]:.1f}",
-            "",
-            "| | words | meaning | meaning / words |",
-            "|---|---|---|---|",
-            f"| new query p50 (ms) | {words['p50_ms']} | {meaning['p50_ms']} | {found['ratio']['p50']}x |",
-            f"| new query p95 (ms) | {words['p95_ms']} | {meaning['p95_ms']} | {found['ratio']['p95']}x |",
-            f"| peak RSS (MB) | {rss['words']['peak_mb']} | {rss['meaning']['peak_mb']} | {ratio['peak_mb']}x |",
-            f"| RSS at the end (MB) | {rss['words']['now_mb']} | {rss['meaning']['now_mb']} | {ratio['now_mb']}x |",
-            f"| embedding | | {embedding['skills_per_s']} skills/s ({embedding['seconds']} s) | |",
-            f"| search while embedding p50 / p95 (ms), {during['searches']} searches | "
-            f"| {during['p50_ms']} / {during['p95_ms']} | |",
-        ]
+    names = list(found["latency"])
+    meanings = names[1:]
+    lines = [
+        f"{found['skills']} skills, {found['queries']} new queries each, interleaved; "
+        f"load {found['machine']['load'][0]:.1f}",
+        "",
+        "| | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+
+    def row(label: str, cells: list[str]) -> None:
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    latency, ratio, rss, rss_ratio = found["latency"], found["ratio"], found["rss"], found["rss_ratio"]
+    for key, label in (("p50_ms", "new query p50 (ms)"), ("p95_ms", "new query p95 (ms)")):
+        row(label, [str(latency["words"][key])] + [f"{latency[m][key]} ({ratio[m][key]}x)" for m in meanings])
+    for key, label in (("peak_mb", "peak RSS (MB)"), ("now_mb", "RSS at the end (MB)")):
+        row(label, [str(rss["words"][key])] + [f"{rss[m][key]} ({rss_ratio[m][key]}x)" for m in meanings])
+    embedding, during = found["embedding"], found["while_embedding"]
+    row(
+        "embedding, skills/s",
+        [""] + [f"{embedding[m]['skills_per_s']} ({embedding[m]['seconds']} s)" for m in meanings],
     )
+    row(
+        "search while embedding p50 / p95 (ms)",
+        [""] + [f"{during[m]['p50_ms']} / {during[m]['p95_ms']}" for m in meanings],
+    )
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -260,6 +274,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=400, help="new queries timed on each server")
     parser.add_argument("--during", type=int, default=80, help="more queries, for warm-up and while embedding")
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
+    parser.add_argument(
+        "--before", type=Path, help="also a meaning server running this src/ folder (another commit's), for A/B"
+    )
     args = parser.parse_args()
     found = anyio.run(run, args)
     print(table(found))
