@@ -158,6 +158,16 @@ def test_encoding_in_batches_keeps_each_texts_vector_and_the_order(model: Path) 
     assert np.abs(together - alone).max() < 1e-5
 
 
+def test_a_model_folder_replaced_while_running_keeps_giving_the_loaded_models_vectors(tmp_path: Path) -> None:
+    folder = tiny_model(tmp_path / "m")
+    encoder = SentenceEncoder(folder)
+    before = encoder.encode(["retry flaky http calls"])
+    other = tiny_model(tmp_path / "other", seed=5)
+    (other / "model.safetensors").replace(folder / "model.safetensors")  # as `model fetch` moves files in
+    assert np.allclose(encoder.encode(["retry flaky http calls"]), before, atol=1e-6)
+    assert not np.allclose(SentenceEncoder(folder).encode(["retry flaky http calls"]), before, atol=1e-3)
+
+
 def test_encoder_reads_weights_under_the_bert_prefix_too(tmp_path: Path) -> None:
     plain = SentenceEncoder(tiny_model(tmp_path / "plain")).encode(["write tests"])
     prefixed = SentenceEncoder(tiny_model(tmp_path / "prefixed", prefix="bert.")).encode(["write tests"])

@@ -19,8 +19,11 @@ import hashlib
 import json
 import logging
 import math
+import os
 import struct
+import threading
 import unicodedata
+import weakref
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -98,24 +101,33 @@ def read_safetensors(path: Path, on_disk: str | None = None) -> dict[str, Matrix
 class StoredRows:
     """A float32 matrix left in its file, rows read when asked: the word embeddings (30,522 x 384, 47 MB), of
     which a text needs a few dozen rows. Mapped instead, the rows a library's texts touch stayed resident:
-    40 MB more after one embedding pass."""
+    40 MB more after one embedding pass. The file stays open, so a model folder replaced while the process
+    runs (`model fetch` moves the new files in) goes on giving the rows of the model that was loaded."""
 
     def __init__(self, path: Path, offset: int, shape: tuple[int, int]) -> None:
         self.path, self.offset, self.shape = path, offset, shape
+        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        weakref.finalize(self, os.close, self._fd)
+        self._lock = threading.Lock()  # where os.pread is missing (Windows), a seek and a read go together
 
     def __getitem__(self, ids: npt.NDArray[np.int64]) -> Matrix:
         unique, inverse = np.unique(ids, return_inverse=True)
         row_bytes = self.shape[1] * 4
         chunks = []
-        with self.path.open("rb") as handle:
-            for row in unique.tolist():
-                if not 0 <= row < self.shape[0]:
-                    raise IndexError(f"row {row} is outside the {self.shape[0]} rows of the table")
-                handle.seek(self.offset + row * row_bytes)
-                chunks.append(handle.read(row_bytes))
+        for row in unique.tolist():
+            if not 0 <= row < self.shape[0]:
+                raise IndexError(f"row {row} is outside the {self.shape[0]} rows of the table")
+            chunks.append(self._read(self.offset + row * row_bytes, row_bytes))
         rows = np.frombuffer(b"".join(chunks), dtype=np.float32).reshape(len(unique), self.shape[1])
         found: Matrix = rows[inverse.reshape(ids.shape)]
         return found
+
+    def _read(self, offset: int, size: int) -> bytes:
+        if hasattr(os, "pread"):
+            return os.pread(self._fd, size, offset)
+        with self._lock:
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            return os.read(self._fd, size)
 
 
 class WordPiece:
