@@ -113,7 +113,7 @@ class UserSettings(BaseModel):
         description="Project roots, for artifacts and memory",
     )
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, description="Largest file read, in bytes")
-    semantic_model: Path | Literal["off"] | None = Field(
+    semantic_model: Literal["off"] | Path | None = Field(
         default=None,
         description="A sentence-transformers BERT model folder: search by meaning too (default: the model "
         '`skillshelf model fetch` installed, if any; "off": words alone)',

@@ -33,7 +33,7 @@ from skillshelf.library.semantic.encoder import (
 from skillshelf.library.semantic.install import MINILM, default_model_dir
 from skillshelf.library.semantic.vectors import Closeness
 from skillshelf.server.app import build_server
-from skillshelf.settings import resolve_settings
+from skillshelf.settings import Settings, resolve_settings
 from tests.conftest import agent_skill, call, deadline
 from tests.library.tiny_model import VOCAB, tiny_model, write_safetensors
 
@@ -576,6 +576,14 @@ def test_semantic_model_off_keeps_words_alone_and_a_set_folder_wins(model: Path,
         assert settings.semantic_model == "off" and settings.library_config().semantic_model is None
     chosen = resolve_settings(env={**env, "SKILLSHELF_SEMANTIC_MODEL": str(tmp_path / "other")})
     assert chosen.library_config().semantic_model == tmp_path / "other"
+
+
+def test_semantic_model_off_survives_the_json_http_workers_receive(model: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    install_at_default(model, data)
+    env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data), "SKILLSHELF_SEMANTIC_MODEL": "off"}
+    received = Settings.model_validate_json(resolve_settings(env=env).model_dump_json())
+    assert received.semantic_model == "off" and received.library_config().semantic_model is None
 
 
 def test_a_half_installed_model_does_not_turn_meaning_on(model: Path, tmp_path: Path) -> None:
