@@ -559,7 +559,7 @@ def install_at_default(model: Path, data_dir: Path) -> Path:
     return Path(shutil.copytree(model, default_model_dir(MINILM, data_dir)))
 
 
-def test_the_model_model_fetch_installed_turns_meaning_on_without_a_setting(model: Path, tmp_path: Path) -> None:
+def test_the_model_that_model_fetch_installed_turns_meaning_on_without_a_setting(model: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data)}
     assert resolve_settings(env=env).library_config().semantic_model is None  # nothing installed: words alone
