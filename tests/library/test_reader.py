@@ -83,6 +83,7 @@ CHECKS: dict[str, Callable[[ViewReader, IndexedSkill], None]] = {
     "ensure_fresh": lambda r, _s: r.ensure_fresh(),
     "mark_changed": lambda r, _s: r.mark_changed(),
     "index_warning": lambda r, _s: no_hidden(r.index_warning()),
+    "semantic_note": lambda r, _s: no_hidden(r.semantic_note()),
     "status": lambda r, _s: no_hidden(r.status()),
     "searches_by_meaning": lambda r, _s: no_hidden(r.searches_by_meaning),
     "max_file_bytes": lambda r, _s: no_hidden(r.max_file_bytes),

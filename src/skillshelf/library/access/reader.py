@@ -47,6 +47,7 @@ class SkillReader(Protocol):
     def ensure_fresh(self) -> None: ...
     def mark_changed(self) -> None: ...
     def index_warning(self) -> str | None: ...
+    def semantic_note(self) -> str | None: ...
     def status(self) -> dict[str, object]: ...
     @property
     def searches_by_meaning(self) -> bool: ...
@@ -107,6 +108,11 @@ class LibraryReader:
 
     def index_warning(self) -> str | None:
         return self.library.index_warning()
+
+    def semantic_note(self) -> str | None:
+        """Said with a search while semantic search is configured but not ranking every skill by meaning."""
+        semantic = self.library.semantic
+        return semantic.note() if semantic is not None else None
 
     def status(self) -> dict[str, object]:
         return self.library.status()
@@ -327,6 +333,9 @@ class ViewReader:
 
     def index_warning(self) -> str | None:
         return self._all.index_warning()
+
+    def semantic_note(self) -> str | None:
+        return self._all.semantic_note()
 
     def status(self) -> dict[str, object]:
         return self._all.status()

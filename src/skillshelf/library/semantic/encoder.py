@@ -9,31 +9,48 @@ model's `modules.json` declares; the tokenizer is BERT's uncased WordPiece.
 Checked once against sentence-transformers 6.2.0 on PyTorch 2.13 (CPU) with all-MiniLM-L6-v2: on 181
 corpus descriptions within 128 word pieces the vectors differ by at most 1.2e-7.
 
-Only NumPy is needed (`pip install 'skillshelf[semantic]'`); this module imports it, so nothing
-imports this module unless semantic search is configured.
+Only NumPy is needed (`pip install 'skillshelf[semantic]'`, which adds threadpoolctl to keep NumPy's BLAS to
+one thread); this module imports it, so nothing imports this module unless semantic search is on.
+
+Speed and memory (docs/search.md, issue 25): one BLAS thread, texts batched by length, the word-embedding
+table read by row from the file. ONNX Runtime was measured against this (bench/semantic_runtimes.py): twice as
+fast a query, 200 MB more memory; NumPy stays.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
+import os
 import struct
+import threading
 import unicodedata
+import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 
+logger = logging.getLogger(__name__)
 Matrix = npt.NDArray[np.float32]
+WORDS = "embeddings.word_embeddings.weight"
 # Longer text is cut here: the length all-MiniLM-L6-v2 was trained on, and half the cost of 256, where
 # sentence-transformers cuts it. Within 128 word pieces the vectors equal sentence-transformers' (below).
 MAX_TOKENS = 128
 _DTYPES = {"F32": np.float32, "F16": np.float16}
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)  # a Python float: a NumPy float64 scalar would promote float32 arrays
+# Padded word pieces per forward pass. Larger batches run BLAS faster per piece (a 12-piece query's products
+# run at a fifth of the speed of 512 pieces'), but every layer's temporaries grow with them: 1,024 pieces peaked
+# 36 MB higher in an embedding pass than 256, and 256 embed as fast as 512 within the noise of the 2-core machine.
+BATCH_TOKENS = 256
+BLAS_THREADS = 1  # see limit_blas_threads
+FEW_ROWS = 64  # see SentenceEncoder._linear
+GELU_ROWS = 128  # 128 x 1536 float32: 768 KB, within a core's cache
 
 
 class ModelError(SkillshelfError):
@@ -46,21 +63,27 @@ class ModelError(SkillshelfError):
         )
 
 
-def read_safetensors(path: Path) -> dict[str, Matrix]:
-    """The floating-point tensors of a .safetensors file as float32 arrays."""
+def _safetensors_header(handle: BinaryIO, size: int) -> tuple[dict[str, Any], int]:
+    """The header of an open .safetensors file and where its data starts."""
+    start = handle.read(8)
+    if len(start) < 8:
+        raise ValueError("the file is too short for a safetensors header")
+    (header_size,) = struct.unpack("<Q", start)
+    if header_size > min(size - 8, 100_000_000):
+        raise ValueError("the header size is larger than the file")
+    header: Any = json.loads(handle.read(header_size))
+    if not isinstance(header, dict):
+        raise ValueError("the header is not a JSON object")
+    return header, 8 + header_size
+
+
+def read_safetensors(path: Path, on_disk: str | None = None) -> dict[str, Matrix | StoredRows]:
+    """The floating-point tensors of a .safetensors file as float32 arrays; a float32 tensor named `on_disk`
+    stays in the file, its rows read when asked (StoredRows)."""
     size = path.stat().st_size
     with path.open("rb") as handle:
-        start = handle.read(8)
-        if len(start) < 8:
-            raise ValueError("the file is too short for a safetensors header")
-        (header_size,) = struct.unpack("<Q", start)
-        if header_size > min(size - 8, 100_000_000):
-            raise ValueError("the header size is larger than the file")
-        header: Any = json.loads(handle.read(header_size))
-        if not isinstance(header, dict):
-            raise ValueError("the header is not a JSON object")
-        base = 8 + header_size
-        tensors: dict[str, Matrix] = {}
+        header, base = _safetensors_header(handle, size)
+        tensors: dict[str, Matrix | StoredRows] = {}
         for name, info in header.items():
             if name == "__metadata__" or info["dtype"] not in _DTYPES:
                 continue  # e.g. int64 position ids, which the forward pass does not need
@@ -68,10 +91,8 @@ def read_safetensors(path: Path) -> dict[str, Matrix]:
             if not 0 <= first <= end <= size - base:
                 raise ValueError(f"tensor {name!r} lies outside the file")
             dtype = np.dtype(_DTYPES[info["dtype"]])
-            if name.endswith("word_embeddings.weight") and dtype == np.float32:
-                # a few rows are read per text: left mapped, it costs memory only for the rows used
-                mapped = np.memmap(path, dtype=np.uint8, mode="r", offset=base + first, shape=(end - first,))
-                tensors[name] = np.asarray(mapped).view(np.float32).reshape(info["shape"])
+            if name == on_disk and dtype == np.float32 and len(info["shape"]) == 2:
+                tensors[name] = StoredRows(path, base + first, (int(info["shape"][0]), int(info["shape"][1])))
                 continue
             # read into aligned memory: offsets in the file need not be 4-byte aligned, and BLAS would
             # copy an unaligned matrix on every multiplication (4x slower per query)
@@ -79,6 +100,38 @@ def read_safetensors(path: Path) -> dict[str, Matrix]:
             raw = np.fromfile(handle, dtype=dtype, count=(end - first) // dtype.itemsize)
             tensors[name] = raw.astype(np.float32, copy=False).reshape(info["shape"])
     return tensors
+
+
+class StoredRows:
+    """A float32 matrix left in its file, rows read when asked: the word embeddings (30,522 x 384, 47 MB), of
+    which a text needs a few dozen rows. Mapped instead, the rows a library's texts touch stayed resident:
+    40 MB more after one embedding pass. The file stays open, so a model folder replaced while the process
+    runs (`model fetch` moves the new files in) goes on giving the rows of the model that was loaded."""
+
+    def __init__(self, path: Path, offset: int, shape: tuple[int, int]) -> None:
+        self.path, self.offset, self.shape = path, offset, shape
+        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        weakref.finalize(self, os.close, self._fd)
+        self._lock = threading.Lock()  # where os.pread is missing (Windows), a seek and a read go together
+
+    def __getitem__(self, ids: npt.NDArray[np.int64]) -> Matrix:
+        unique, inverse = np.unique(ids, return_inverse=True)
+        row_bytes = self.shape[1] * 4
+        chunks = []
+        for row in unique.tolist():
+            if not 0 <= row < self.shape[0]:
+                raise IndexError(f"row {row} is outside the {self.shape[0]} rows of the table")
+            chunks.append(self._read(self.offset + row * row_bytes, row_bytes))
+        rows = np.frombuffer(b"".join(chunks), dtype=np.float32).reshape(len(unique), self.shape[1])
+        found: Matrix = rows[inverse.reshape(ids.shape)]
+        return found
+
+    def _read(self, offset: int, size: int) -> bytes:
+        if hasattr(os, "pread"):
+            return os.pread(self._fd, size, offset)
+        with self._lock:
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            return os.read(self._fd, size)
 
 
 class WordPiece:
@@ -138,6 +191,20 @@ class WordPiece:
         return found
 
 
+def _batches(encoded: list[list[int]], budget: int) -> list[list[int]]:
+    """Row numbers of `encoded` grouped by length, each group at most `budget` padded pieces (one long
+    text alone may exceed it)."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for row in sorted(range(len(encoded)), key=lambda r: len(encoded[r])):
+        # sorted by length: this row is the longest so far, so it sets the padded width
+        if current and (len(current) + 1) * len(encoded[row]) > budget:
+            batches.append(current)
+            current = []
+        current.append(row)
+    return [*batches, current] if current else batches
+
+
 def _is_punctuation(char: str) -> bool:
     code = ord(char)
     if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
@@ -166,33 +233,43 @@ class SentenceEncoder:
         except (OSError, UnicodeDecodeError, KeyError) as exc:
             raise ModelError(folder, f"vocab.txt is missing or not a BERT vocabulary ({exc})") from exc
         try:
-            tensors = read_safetensors(folder / "model.safetensors")
+            tensors = _read_bert(folder / "model.safetensors")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ModelError(folder, f"model.safetensors is missing or unreadable ({exc})") from exc
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-        self._weights = {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
+        self._words = tensors.pop(WORDS, None)
+        self._weights: dict[str, Matrix] = {k: v for k, v in tensors.items() if isinstance(v, np.ndarray)}
         self._check_weights()
         self.fingerprint = _fingerprint(folder)
+        limit_blas_threads()
 
     def _check_weights(self) -> None:
-        needed = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight"]
+        needed = ["embeddings.position_embeddings.weight"]
         needed += [f"encoder.layer.{n}.output.dense.weight" for n in range(self.layers)]
         missing = [name for name in needed if name not in self._weights]
-        if missing:
-            raise ModelError(self.folder, f"model.safetensors lacks BERT weights such as {missing[0]!r}")
-        width = self._weights["embeddings.word_embeddings.weight"].shape[1]
+        if self._words is None or missing:
+            raise ModelError(self.folder, f"model.safetensors lacks BERT weights such as {(missing or [WORDS])[0]!r}")
+        width = self._words.shape[1]
         if width != self.dimensions or self.dimensions % self.heads:
             raise ModelError(self.folder, f"hidden_size {self.dimensions} does not match the weights ({width})")
 
     def encode(self, texts: list[str]) -> Matrix:
-        """One unit vector per text (float32, shape (len(texts), dimensions))."""
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
+        """One unit vector per text (float32, shape (len(texts), dimensions)), in the order given.
+
+        Texts are encoded in batches of similar length (sorted by word pieces, each batch padded to its
+        longest, the padding masked out), at most BATCH_TOKENS padded pieces a batch: the matrices stay
+        big enough for BLAS to run near its peak and small enough to keep the memory flat. A text's
+        vector does not depend on its batch (tests/library/test_semantic.py)."""
         limit = min(MAX_TOKENS, self.max_positions)
         encoded = [self.tokenizer.encode(text, limit) for text in texts]
+        unit: Matrix = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for rows in _batches(encoded, BATCH_TOKENS):
+            unit[rows] = self._encode_batch([encoded[row] for row in rows])
+        return unit
+
+    def _encode_batch(self, encoded: list[list[int]]) -> Matrix:
         length = max(len(ids) for ids in encoded)
-        ids = np.zeros((len(texts), length), dtype=np.int64)
-        mask = np.zeros((len(texts), length), dtype=np.float32)
+        ids = np.zeros((len(encoded), length), dtype=np.int64)
+        mask = np.zeros((len(encoded), length), dtype=np.float32)
         for row, token_ids in enumerate(encoded):
             ids[row, : len(token_ids)] = token_ids
             mask[row, : len(token_ids)] = 1.0
@@ -205,8 +282,9 @@ class SentenceEncoder:
     def _forward(self, ids: npt.NDArray[np.int64], mask: Matrix) -> Matrix:
         w = self._weights
         batch, length = ids.shape
+        assert self._words is not None  # _check_weights
         x = (
-            w["embeddings.word_embeddings.weight"][ids]
+            self._words[ids]
             + w["embeddings.position_embeddings.weight"][:length][None]
             + w["embeddings.token_type_embeddings.weight"][0]
         )
@@ -229,14 +307,16 @@ class SentenceEncoder:
             context = (scores @ value).transpose(0, 2, 1, 3).reshape(batch, length, self.dimensions)
             attended = self._linear(context, layer + "attention.output.dense") + x
             x = self._norm(attended, layer + "attention.output.LayerNorm")
-            inner = _gelu(self._linear(x, layer + "intermediate.dense"))
+            inner = _gelu(self._linear(x, layer + "intermediate.dense"))  # a new array, changed in place
             x = self._norm(self._linear(inner, layer + "output.dense") + x, layer + "output.LayerNorm")
         return x
 
     def _linear(self, x: Matrix, name: str) -> Matrix:
         # 2-D operands so NumPy calls BLAS (a batched 3-D matmul with a transposed operand does not)
         weight, bias = self._weights[name + ".weight"], self._weights[name + ".bias"]
-        flat = x.reshape(-1, x.shape[-1]) @ weight.T
+        rows = x.reshape(-1, x.shape[-1])
+        # a query's few rows: OpenBLAS takes about a fifth less time with the weights as the left operand
+        flat = (weight @ rows.T).T if len(rows) <= FEW_ROWS else rows @ weight.T
         return (flat + bias).reshape(*x.shape[:-1], weight.shape[0])
 
     def _norm(self, x: Matrix, name: str) -> Matrix:
@@ -248,14 +328,65 @@ class SentenceEncoder:
 
 
 def _gelu(x: Matrix) -> Matrix:
-    """BERT's exact (erf) GELU; erf by Abramowitz and Stegun 7.1.26 (error under 1.5e-7)."""
-    z = np.abs(x) * np.float32(_INV_SQRT2)
-    t = 1.0 / (1.0 + np.float32(0.3275911) * z)
-    poly = ((((np.float32(1.061405429) * t - np.float32(1.453152027)) * t + np.float32(1.421413741)) * t
-             - np.float32(0.284496736)) * t + np.float32(0.254829592)) * t  # fmt: skip
-    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
-    activated: Matrix = np.float32(0.5) * x * (1.0 + erf)
-    return activated
+    """BERT's exact (erf) GELU, in place, a block of rows at a time (a block stays in the CPU's cache
+    through the formula's dozen passes; the whole (tokens, 1536) matrix would go to memory and back on
+    each). erf by Abramowitz and Stegun 7.1.26 (error under 1.5e-7)."""
+    flat = x.reshape(-1, x.shape[-1])  # a view, or a copy when x's layout needs one: either way, returned
+    for start in range(0, flat.shape[0], GELU_ROWS):
+        _gelu_block(flat[start : start + GELU_ROWS])
+    return flat.reshape(x.shape)
+
+
+def _gelu_block(x: Matrix) -> None:
+    z = np.abs(x)
+    z *= np.float32(_INV_SQRT2)
+    t = z * np.float32(0.3275911)
+    t += np.float32(1.0)
+    np.reciprocal(t, out=t)
+    poly = t * np.float32(1.061405429)
+    for coefficient in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += np.float32(coefficient)
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # 1 - erf(|x| / sqrt 2)
+    np.subtract(np.float32(1.0), poly, out=poly)
+    np.copysign(poly, x, out=poly)  # erf(x / sqrt 2)
+    poly += np.float32(1.0)
+    x *= poly
+    x *= np.float32(0.5)
+
+
+def limit_blas_threads() -> None:
+    """Let BLAS use BLAS_THREADS threads in this process (threadpoolctl, the documented control).
+
+    NumPy's OpenBLAS starts a thread per core for every matrix product. In a server that answers calls on
+    threads of its own and embeds in the background, those threads fight over the cores: on a busy 2-core
+    machine one query took p50 76 ms / p95 730 ms with 2 BLAS threads and 17 / 81 ms with one
+    (docs/search.md). OpenBLAS's thread count is one for the whole process (a per-call limit would race
+    between a query and the embedding pass, each restoring the other's), so it is set once, when a model
+    loads: one thread, for queries and for the embedding pass alike, which leaves the other cores to
+    answer calls while a library is embedded."""
+    try:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:  # an install without the extra's threadpoolctl: BLAS keeps its own default
+        logger.warning("threadpoolctl is missing: searches by meaning may be slow on a busy machine")
+        return
+    threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+
+
+def _read_bert(path: Path) -> dict[str, Matrix | StoredRows]:
+    """A BERT checkpoint's tensors without the `bert.` prefix some carry; the word embeddings stay on disk."""
+    prefix = "bert." if _has_tensor(path, "bert." + WORDS) else ""
+    tensors = read_safetensors(path, on_disk=prefix + WORDS)
+    return {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
+
+
+def _has_tensor(path: Path, name: str) -> bool:
+    with path.open("rb") as handle:
+        header, _ = _safetensors_header(handle, path.stat().st_size)
+    return name in header
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

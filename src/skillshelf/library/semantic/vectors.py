@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-BATCH = 16  # texts per forward pass: larger batches pad more and hold the GIL between matmuls longer
+# Texts per encoder call, shortest first: the encoder batches them by length (SentenceEncoder.encode); between
+# calls the pass stores what it made, reports progress and sees a stop.
+BATCH = 64
 # Vectors stored between refreshes of the in-memory matrix during a long pass: at least this many, and at
 # least half as many as it holds, so a first pass over 100,000 skills reloads the matrix ~20 times, not 400.
 PUBLISH_EVERY = 256
@@ -127,6 +129,20 @@ class SemanticIndex:
         if self.error:
             found["error"] = self.error
         return found
+
+    def note(self) -> str | None:
+        """What a search answer says while it does not rank every skill by meaning: vectors still being
+        computed, or semantic search off (with why). None once every skill has its vector."""
+        if self.error:
+            return f"semantic search is off ({self.error}); these hits rank by words only"
+        if self._idle.is_set():
+            return None
+        done, total = self.progress
+        counted = f" ({done} of {total} skills)" if total else ""
+        return (
+            f"semantic search is still embedding the library{counted}; skills not yet embedded rank by words "
+            "only. Search again in a minute."
+        )
 
     def _run(self) -> None:
         while True:
