@@ -101,7 +101,7 @@ def serve(
     from skillshelf.config.views import all_views, resolve_view
     from skillshelf.library.index.library import SkillLibrary
     from skillshelf.server.app import build_server, build_view_servers
-    from skillshelf.server.calllog import CallLog
+    from skillshelf.server.calllog import open_call_log
 
     load = settings_loader(libraries)
     rules = click.get_current_context().meta.get("tool_rules", [])
@@ -158,7 +158,7 @@ def serve(
                 tokens=http_reload.tokens,
             )
         else:
-            call_log = CallLog.from_settings(settings.call_log)
+            call_log = open_call_log(settings)
             server = build_server(
                 settings, library, archive, access, view=settings.view, reload=reload, call_log=call_log
             )
