@@ -3,6 +3,8 @@ its root: every replica serving the same project roots reads and writes the same
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from skillshelf.memory import store
@@ -71,3 +73,43 @@ def _stored(
         haystack="\n".join((content, *tags)).lower(),
         author=author,
     )
+
+
+@dataclass(frozen=True)
+class ImportedNotes:
+    project: str
+    read: int  # notes read from the file
+    added: int  # notes new to the database (the others were imported before)
+    skipped_lines: list[int]  # unreadable lines of the file, left out
+
+
+def import_notes(url: str, project: str, path: Path) -> ImportedNotes:
+    """Copy the notes of one project's notes file into the database. Idempotent: a note is one row per
+    (project, id), so a second run adds only notes written since; one transaction adds all or nothing."""
+    view = store.read_notes(path, f"{project}/{path.name}")
+    rows = [note_row(project, _record(note)) for note in view.notes]
+    with database(url).connection(f"importing the notes of {project}") as conn, conn.transaction():
+        before = _count(conn, project)
+        conn.cursor().executemany(
+            """INSERT INTO memory_notes (project, id, type, content, tags, stamp, at_epoch, author)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (project, id) DO NOTHING""",
+            rows[::-1],  # oldest first: rows keep the file's order
+        )
+        added = _count(conn, project) - before
+    return ImportedNotes(project, len(rows), added, view.skipped)
+
+
+def _record(note: store.StoredNote) -> dict[str, Any]:
+    return {
+        "id": note.id,
+        "type": note.type,
+        "content": note.content,
+        "tags": list(note.tags),
+        "timestamp": note.timestamp,
+        "author": note.author,
+    }
+
+
+def _count(conn: Any, project: str) -> int:
+    row = conn.execute("SELECT count(*) FROM memory_notes WHERE project = %s", (project,)).fetchone()
+    return int(row[0]) if row else 0

@@ -43,12 +43,15 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.server.calllog_store import CallLogStore, RetryLater
+
+__all__ = ["CallLog", "CallLogStore", "CallRecord", "JsonlCallLogStore", "RetryLater", "open_call_log", "summarise"]
 
 if TYPE_CHECKING:
     from skillshelf.settings import Settings
@@ -110,24 +113,6 @@ class CallRecord:
         if suppressed:
             record["suppressed"] = suppressed
         return json.dumps(record, separators=(",", ":")) + "\n"
-
-
-class RetryLater(Exception):
-    """A store could not take these lines now but may later (its database is restarting): keep them."""
-
-
-class CallLogStore(Protocol):
-    """Where call log lines go and are read back from."""
-
-    @property
-    def where(self) -> str:
-        """What to name in messages: the file, or the database (its URL without a password)."""
-
-    def append(self, lines: list[bytes]) -> None:
-        """Store these JSON lines, oldest first; `RetryLater` to have them offered again."""
-
-    def records(self) -> Iterator[dict[str, Any]]:
-        """Every record stored, oldest first."""
 
 
 @dataclass
@@ -470,7 +455,7 @@ def percentile(values: list[float], q: float) -> float:
     return round(ordered[rank - 1], 3)
 
 
-def summarise(records: Iterable[dict[str, Any]], path: Path, top: int = 10) -> LogSummary:
+def summarise(records: Iterable[dict[str, Any]], path: Path | str, top: int = 10) -> LogSummary:
     durations: dict[str, list[float]] = defaultdict(list)
     errors: Counter[str] = Counter()
     codes: Counter[str] = Counter()

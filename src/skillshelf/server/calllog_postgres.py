@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from skillshelf.server.calllog import RetryLater
+from skillshelf.server.calllog_store import RetryLater
 from skillshelf.state.database import StateUnavailable, database
 from skillshelf.state.url import redacted
 

@@ -7,15 +7,24 @@ was not recorded), and a read leaves usage out of an answer with a warning, as f
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import psycopg
 
 from skillshelf.caller import current_caller
-from skillshelf.errors import ErrorCode
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.db import describe_sqlite_error
+from skillshelf.library.skill.paths import display_path
 from skillshelf.library.usage.store import VERIFIED_PROJECTS, PatternUsage, UsageUnavailable, utc_now
 from skillshelf.state.database import StateUnavailable, database
 from skillshelf.state.url import redacted
@@ -117,3 +126,58 @@ class PostgresUsage:
     def close(self) -> None:
         """Final for this store; the pool is the process's, closed at exit."""
         self._closed = True
+
+
+@dataclass(frozen=True)
+class Imported:
+    read: int  # rows read from the embedded history
+    added: int  # rows new to the database (the others were imported before)
+
+
+def import_events(url: str, embedded: Path) -> Imported:
+    """Copy every event of the embedded SQLite history at `embedded` into the database. Idempotent:
+    each event carries a key made of its row id and fields, so a second run (or a run interrupted
+    and started again) adds only what is missing, and one transaction adds all or nothing."""
+    rows = _embedded_events(embedded)
+    keyed = [(*row[1:], _import_key(row)) for row in rows]
+    with database(url).connection(f"importing {len(rows)} usage events") as conn, conn.transaction():
+        before = _imported_count(conn)
+        conn.cursor().executemany(
+            """INSERT INTO usage_events (pattern_id, project, note, source, at, author, import_key)
+               VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (import_key) DO NOTHING""",
+            keyed,
+        )
+        added = _imported_count(conn) - before
+    return Imported(read=len(rows), added=added)
+
+
+def _embedded_events(path: Path) -> list[tuple[Any, ...]]:
+    """(id, pattern_id, project, note, source, at, author) of every event, read-only (the file is
+    left exactly as it is); a version 1 file has no author column."""
+    if not path.is_file():
+        raise SkillshelfError(
+            ErrorCode.VALIDATION_ERROR, f"No usage history at {display_path(path)}: nothing to import."
+        )
+    conn = sqlite3.connect(f"file:{quote(os.fsencode(path))}?mode=ro", uri=True)
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+        author = "author" if "author" in columns else "NULL"
+        return conn.execute(
+            f"SELECT id, pattern_id, project, note, source, at, {author} FROM events ORDER BY id"
+        ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise SkillshelfError(
+            ErrorCode.FILESYSTEM_ERROR,
+            f"Usage history {display_path(path)} cannot be read: {describe_sqlite_error(exc)}.",
+        ) from exc
+    finally:
+        conn.close()
+
+
+def _import_key(row: tuple[Any, ...]) -> str:
+    return "sqlite:" + hashlib.sha256(json.dumps(list(row), ensure_ascii=False).encode()).hexdigest()
+
+
+def _imported_count(conn: Connection) -> int:
+    row = conn.execute("SELECT count(*) FROM usage_events WHERE import_key IS NOT NULL").fetchone()
+    return int(row[0]) if row else 0
