@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 POOL_MAX = 8  # connections per process: calls run in worker threads, a few at a time
 CONNECT_TIMEOUT_S = 5  # a host that does not answer fails a call after this, not after minutes
-WAIT_S = 10.0  # the longest a call waits for a connection of the pool
+WAIT_S = 5.0  # the longest a call waits for a connection of the pool (PostgreSQL down: the call fails then)
 
 
 class StateUnavailable(SkillshelfError):
@@ -54,6 +54,7 @@ class Database:
         self.shown = redacted(url)
         self.pid = os.getpid()  # a forked child opens its own: a pool's threads do not survive fork
         self._password = _password_of(url)
+        self._down = False  # the last call could not reach the database
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url,
             min_size=1,
@@ -84,7 +85,7 @@ class Database:
         """A pooled connection for `doing` (e.g. "recording this use"): a lost server becomes
         StateUnavailable saying what was not done; a value PostgreSQL cannot hold, VALIDATION_ERROR."""
         try:
-            with self._pool.connection() as conn:
+            with self._lend() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
             raise StateUnavailable(
@@ -95,6 +96,24 @@ class Database:
             raise SkillshelfError(
                 ErrorCode.VALIDATION_ERROR, f"PostgreSQL cannot store this: {self.reason(exc)}; {doing} was not done."
             ) from exc
+
+    @contextmanager
+    def _lend(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool; after a call found the database down, a direct one instead, until one
+        connects: while it is down each call fails at once with the server's own reason (not after WAIT_S
+        in the pool's queue), and the first call after it is back succeeds even while the pool's own
+        reconnection is still backing off."""
+        if self._down:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                self._down = False
+                yield conn
+            return
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError:
+            self._down = True
+            raise
 
     def reason(self, exc: Exception) -> str:
         """The driver's message, first line, with the password masked should a message ever hold it."""
