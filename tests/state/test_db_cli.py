@@ -31,6 +31,8 @@ def with_password(url: str) -> str:
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args), env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return result.exit_code, f"{result.output}{result.exception!r}"  # shown by a failing assertion
     return result.exit_code, result.output
 
 
@@ -47,6 +49,7 @@ def test_migrate_creates_the_schema_once_and_says_so_without_the_password(postgr
 def test_status_gives_the_redacted_url_reachability_and_schema_version(postgres_url: str) -> None:
     url = with_password(postgres_url)
     code, output = run("db", "status", "--json", env={"SKILLSHELF_DATABASE_URL": url})
+    assert output.startswith("{"), output
     status = json.loads(output)
     assert code == 1 and status["reachable"] and status["schemaVersion"] == 0  # not migrated yet
     run("db", "migrate", "--database-url", url)
@@ -159,3 +162,18 @@ def test_the_log_and_notes_commands_read_the_database_when_it_is_set(postgres_ur
     code, output = run("notes", "app", "--projects-root", str(tmp_path / "dev"), env=env)
     assert code == 0 and "Kept in the database" in output, output
     assert not (tmp_path / "dev" / "app" / ".agent-memory").exists()
+
+
+def test_import_without_a_local_usage_history_imports_the_notes_and_a_missing_usage_file_is_an_error(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    embedded_state(tmp_path)
+    library = tmp_path / "library"
+    library.mkdir()
+    args = ["db", "import", "--json", "--database-url", postgres_url, "--library", str(library)]
+    code, output = run(*args, "--projects-root", str(tmp_path / "dev"))
+    assert code == 0, output
+    report = json.loads(output)
+    assert report["usage"]["read"] == 0 and [n["added"] for n in report["notes"]] == [2, 1]
+    code, output = run(*args, "--usage-file", str(tmp_path / "nowhere.sqlite3"), "--no-notes")
+    assert code != 0 and "No usage history at" in output

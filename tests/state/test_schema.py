@@ -55,7 +55,7 @@ def test_threads_migrating_at_the_same_moment_all_succeed_and_apply_each_migrati
 
 
 def test_servers_starting_at_once_in_separate_processes_migrate_once(postgres_url: str) -> None:
-    script = "import sys; from skillshelf.state.database import database; print(database(sys.argv[1]).open())"
+    script = "import sys; from skillshelf.state.database import database; database(sys.argv[1])"
     processes = [
         subprocess.Popen([sys.executable, "-c", script, postgres_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(4)

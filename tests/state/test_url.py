@@ -45,3 +45,11 @@ def test_other_urls_are_refused_naming_the_fix_and_never_the_password(url: str, 
     with pytest.raises(ValueError, match=says) as refused:
         check_database_url(url)
     assert "s3cret" not in str(refused.value)
+
+
+def test_a_driver_message_holding_the_password_is_masked() -> None:
+    from skillshelf.state.database import reason_of
+
+    url = "postgresql://app:s3cret@db/shelf"
+    said = reason_of(RuntimeError('connection failed: password "s3cret" was refused\nmore detail'), url)
+    assert said == 'connection failed: password "***" was refused'

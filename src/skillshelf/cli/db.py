@@ -37,26 +37,16 @@ def _url(settings: Settings) -> str:
 @json_option
 def migrate_command(as_json: bool) -> None:
     """Create or upgrade the database's schema (servers do this on start too; safe to run any time)."""
-    import psycopg
+    from skillshelf.state.status import migrate_now
 
-    from skillshelf.state.database import CONNECT_TIMEOUT_S, Database
-    from skillshelf.state.schema import schema_version
-
-    url = _url(command_settings())
-    target = Database(url)
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
-            before = schema_version(conn)
-    except psycopg.OperationalError:
-        before = None  # open() below says why, naming the URL
-    version = target.open()
-    target.close()
+    done = migrate_now(_url(command_settings()))
+    shown, before, version = done["database"], done["before"], done["schemaVersion"]
     if as_json:
-        print_json({"database": target.shown, "schemaVersion": version, "before": before})
+        print_json(done)
     elif before == version:
-        click.echo(f"{target.shown}: schema already at version {version}")
+        click.echo(f"{shown}: schema already at version {version}")
     else:
-        click.echo(f"{target.shown}: schema at version {version} (was {before or 'empty'})")
+        click.echo(f"{shown}: schema at version {version} (was {before or 'empty'})")
 
 
 @db.command("status")
@@ -106,8 +96,11 @@ def import_command(
     report: dict[str, Any] = {"database": shown}
     if not no_usage:
         path = usage_file or embedded_usage_path(settings)
-        events = import_events(url, path)
-        report["usage"] = {"file": str(path), "read": events.read, "added": events.added}
+        if usage_file is None and not path.is_file():  # a library never used: only its notes to import
+            report["usage"] = {"file": str(path), "read": 0, "added": 0}
+        else:
+            events = import_events(url, path)  # a --usage-file that does not exist is an error
+            report["usage"] = {"file": str(path), "read": events.read, "added": events.added}
     if not no_notes:
         report["notes"] = []
         for project, notes_file in notes_files(settings):

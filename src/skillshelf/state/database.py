@@ -53,20 +53,10 @@ class Database:
         self.url = url
         self.shown = redacted(url)
         self.pid = os.getpid()  # a forked child opens its own: a pool's threads do not survive fork
-        self._password = _password_of(url)
         self._down = False  # the last call could not reach the database
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=POOL_MAX,
-            open=False,
-            timeout=WAIT_S,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
-            check=ConnectionPool.check_connection,
-            name="skillshelf",
-        )
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None  # made by start()
 
-    def open(self) -> int:
+    def start(self) -> int:
         """Connect once (a clear error now rather than a pool retrying quietly), migrate the schema, then
         open the pool. The schema version; StateUnavailable naming the URL when PostgreSQL is unreachable."""
         try:
@@ -77,7 +67,16 @@ class Database:
                 f"PostgreSQL at {self.shown} is unreachable: {self.reason(exc)}. Start it, or correct "
                 "database_url (SKILLSHELF_DATABASE_URL, --database-url); unset it to use the embedded files."
             ) from exc
-        self._pool.open(wait=False)
+        self._pool = ConnectionPool(
+            self.url,
+            min_size=1,
+            max_size=POOL_MAX,
+            timeout=WAIT_S,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+            check=ConnectionPool.check_connection,
+            name="skillshelf",
+            open=True,  # now, filling itself in the background
+        )
         return version
 
     @contextmanager
@@ -103,7 +102,7 @@ class Database:
         connects: while it is down each call fails at once with the server's own reason (not after WAIT_S
         in the pool's queue), and the first call after it is back succeeds even while the pool's own
         reconnection is still backing off."""
-        if self._down:
+        if self._down or self._pool is None:
             with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
                 self._down = False
                 yield conn
@@ -116,12 +115,18 @@ class Database:
             raise
 
     def reason(self, exc: Exception) -> str:
-        """The driver's message, first line, with the password masked should a message ever hold it."""
-        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return text.replace(self._password, MASK) if self._password else text
+        return reason_of(exc, self.url)
 
     def close(self) -> None:
-        self._pool.close()
+        if self._pool is not None:
+            self._pool.close()
+
+
+def reason_of(exc: Exception, url: str) -> str:
+    """The driver's message, first line, with the password masked should a message ever hold it."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    password = _password_of(url)
+    return text.replace(password, MASK) if password else text
 
 
 def _password_of(url: str) -> str | None:
@@ -143,7 +148,7 @@ def database(url: str) -> Database:
         found = _databases.get(url)
         if found is None or found.pid != os.getpid():
             found = Database(url)
-            found.open()
+            found.start()
             _databases[url] = found
         return found
 
