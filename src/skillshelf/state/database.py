@@ -98,21 +98,28 @@ class Database:
 
     @contextmanager
     def _lend(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool; after a call found the database down, a direct one instead, until one
-        connects: while it is down each call fails at once with the server's own reason (not after WAIT_S
-        in the pool's queue), and the first call after it is back succeeds even while the pool's own
-        reconnection is still backing off."""
-        if self._down or self._pool is None:
-            with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
-                self._down = False
-                yield conn
-            return
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except psycopg.OperationalError:
-            self._down = True
-            raise
+        """A connection of the pool, or a direct one while the pool has none to give after the database was
+        found down: then each call fails at once with the server's own reason (not after WAIT_S in the
+        pool's queue), and once it is back calls succeed at once, while the pool refills in the background
+        at its own (backing off) pace."""
+        pool = self._pool
+        if pool is not None and (not self._down or pool.get_stats().get("pool_available", 0) > 0):
+            try:
+                conn = pool.getconn()
+            except psycopg.OperationalError:  # PoolTimeout: none within WAIT_S
+                self._down = True
+            else:
+                try:
+                    yield conn
+                    self._down = False
+                except psycopg.OperationalError:
+                    self._down = True  # lost mid-call: the next call asks the server directly
+                    raise
+                finally:
+                    pool.putconn(conn)  # a broken one is discarded and replaced by the pool
+                return
+        with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            yield conn
 
     def reason(self, exc: Exception) -> str:
         return reason_of(exc, self.url)
