@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf.caller import current_caller
+from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.usage.events import UsageEvents, open_usage_events
 from skillshelf.library.usage.store import USAGE_FILE, UsageUnavailable
 from skillshelf.memory import store as notes_file
@@ -212,3 +213,16 @@ def test_logged_calls_are_read_back_in_order_and_summarised(backend: Backend) ->
     summary = summarise(records, reader.where)
     assert summary.calls == 3 and summary.errors == 1 and summary.busiest_skills == [("python/slugify", 2)]
     assert summary.callers == {"alice": 2, "anonymous": 1}
+
+
+def test_a_note_postgresql_cannot_hold_is_refused_as_invalid_and_the_embedded_file_keeps_it(backend: Backend) -> None:
+    """Text with a NUL character: JSON escapes it in the file, PostgreSQL's text cannot hold it."""
+    notes = backend.notes()
+    if backend.database_url is None:
+        add_note(backend.roots, "app", "general", "before\x00after", None, notes)
+        assert get_notes(backend.roots, "app", notes=notes).notes[0].content == "before\x00after"
+        return
+    with pytest.raises(SkillshelfError) as refused:
+        add_note(backend.roots, "app", "general", "before\x00after", None, notes)
+    assert refused.value.code is ErrorCode.VALIDATION_ERROR and "NUL" in refused.value.message
+    assert get_notes(backend.roots, "app", notes=notes).total == 0
