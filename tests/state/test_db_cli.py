@@ -177,3 +177,16 @@ def test_import_without_a_local_usage_history_imports_the_notes_and_a_missing_us
     assert report["usage"]["read"] == 0 and [n["added"] for n in report["notes"]] == [2, 1]
     code, output = run(*args, "--usage-file", str(tmp_path / "nowhere.sqlite3"), "--no-notes")
     assert code != 0 and "No usage history at" in output
+
+
+def test_a_database_url_without_psycopg_installed_says_which_extra_to_install(tmp_path: Path) -> None:
+    blocked = (
+        "import sys; sys.modules['psycopg'] = None; from skillshelf.cli import main; "
+        "sys.argv = ['skillshelf', 'db', 'status', '--database-url', 'postgresql://app:pw@127.0.0.1/shelf']; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=deadline(), check=False, cwd=tmp_path
+    )
+    assert done.returncode != 0
+    assert "psycopg is not installed" in done.stderr and "skillshelf[postgres]" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

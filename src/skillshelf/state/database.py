@@ -18,17 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-
-try:
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict
-    from psycopg_pool import ConnectionPool
-except ImportError as missing:  # the optional `postgres` extra
-    raise SkillshelfError(
-        ErrorCode.VALIDATION_ERROR,
-        f"database_url names a PostgreSQL database, but {missing.name} is not installed: install "
-        "skillshelf[postgres] (pip install 'skillshelf[postgres]'), or unset database_url for the embedded files.",
-    ) from missing
+from skillshelf.state.driver import ConnectionPool, conninfo_to_dict, psycopg
 from skillshelf.state.schema import migrate
 from skillshelf.state.url import MASK, redacted
 

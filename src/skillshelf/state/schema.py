@@ -8,11 +8,12 @@ A database migrated by a newer skillshelf is refused, never written with an olde
 
 from __future__ import annotations
 
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+
+if TYPE_CHECKING:
+    import psycopg
 
 LOCK_KEY = 0x736B696C6C736866  # "skillshf": the advisory lock every skillshelf migration takes
 VERSION_TABLE = "skillshelf_schema"

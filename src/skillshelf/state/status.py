@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
-
 from skillshelf.state.database import CONNECT_TIMEOUT_S, Database, reason_of
+from skillshelf.state.driver import psycopg
 from skillshelf.state.schema import LATEST, schema_version
 from skillshelf.state.url import redacted
 

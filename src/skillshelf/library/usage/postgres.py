@@ -16,10 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
-
-import psycopg
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
@@ -29,8 +27,12 @@ from skillshelf.library.usage.store import VERIFIED_PROJECTS, PatternUsage, Usag
 from skillshelf.state.database import StateUnavailable, database
 from skillshelf.state.url import redacted
 
+if TYPE_CHECKING:
+    import psycopg
+
+    Connection = psycopg.Connection[Any]
+
 T = TypeVar("T")
-Connection = psycopg.Connection[Any]
 
 
 class PostgresUsage:
