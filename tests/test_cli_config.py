@@ -96,6 +96,24 @@ def test_show_gives_each_value_with_the_flag_variable_or_file_it_came_from(tmp_p
     assert result.output.splitlines()[0] == f"# config file: {config} (--config)"
 
 
+def test_show_gives_the_database_url_without_its_password() -> None:
+    url = "postgresql://skillshelf:s3cret-pw@db.example:5432/shelf?sslmode=require&password=other-pw"
+    result = CliRunner().invoke(cli, ["config", "show", "--json"], env={"SKILLSHELF_DATABASE_URL": url})
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)["settings"]["database_url"]
+    assert shown == "postgresql://skillshelf:***@db.example:5432/shelf?sslmode=require&password=***"
+    assert "s3cret-pw" not in result.output and "other-pw" not in result.output
+
+
+def test_a_database_url_that_is_not_postgresql_is_refused_without_showing_its_password() -> None:
+    result = CliRunner().invoke(
+        cli, ["config", "show"], env={"SKILLSHELF_DATABASE_URL": "mysql://root:s3cret-pw@db.example/shelf"}
+    )
+    assert result.exit_code != 0
+    assert "only postgresql://" in result.output and "SKILLSHELF_DATABASE_URL" in result.output
+    assert "s3cret-pw" not in result.output
+
+
 def test_show_json_holds_the_settings_and_their_origins(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli, ["config", "show", "--json", "--view", "full"], env={"SKILLSHELF_TOKENS": "ci=0123456789abcdef"}
@@ -126,6 +144,8 @@ def example_arguments(flag: SettingFlag, folder: Path) -> list[str]:
     value = defaults[tuple(flag.key.split("."))]
     if isinstance(value, list):
         value = value[0] if value else str(folder)
+    if value is None:  # the one setting unset by default that takes a flag
+        value = "postgresql://skillshelf@db.example/skillshelf"
     return [flag.declaration, str(value)]
 
 

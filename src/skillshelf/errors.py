@@ -29,6 +29,7 @@ class ErrorCode(StrEnum):
     HOOK_FAILED = "HOOK_FAILED"
     CALL_ABORTED = "CALL_ABORTED"
     RATE_LIMITED = "RATE_LIMITED"  # a caller over its rate (an inner call; the HTTP request itself gets 429)
+    STATE_UNAVAILABLE = "STATE_UNAVAILABLE"  # the shared database (database_url) did not answer: retry later
 
 
 class SkillshelfError(Exception):

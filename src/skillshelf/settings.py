@@ -52,6 +52,7 @@ from skillshelf.library.semantic.install import installed_model, user_data_dir
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.projects import DEFAULT_PROJECTS_ROOT, ProjectRoots
+from skillshelf.state.url import check_database_url
 
 APP = "skillshelf"
 DEFAULT_LIBRARY = Path("~/.shared-patterns")
@@ -133,6 +134,11 @@ class UserSettings(BaseModel):
     data_dir: Path = Field(
         default_factory=user_data_dir, description="Downloaded data: where `skillshelf model fetch` installs"
     )
+    database_url: str | None = Field(
+        default=None,
+        description="A postgresql:// URL: usage events, memory notes and the call log live there, shared by "
+        "every server using it (docs/deploy.md); unset: the embedded SQLite and JSONL files",
+    )
 
     @field_validator("roots", "project_roots", mode="before")
     @classmethod
@@ -155,6 +161,11 @@ class UserSettings(BaseModel):
     @classmethod
     def _expand(cls, path: Path | str | None) -> Path | str | None:
         return path.expanduser() if isinstance(path, Path) else path
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, url: str | None) -> str | None:
+        return check_database_url(url) if url is not None and url.strip() else None
 
     @field_validator("views")
     @classmethod
@@ -193,6 +204,7 @@ class Settings(UserSettings):
             watch=self.watch,
             semantic_model=self.semantic_model_folder(),
             cache_dir=self.cache_dir,
+            database_url=self.database_url,
         )
 
 

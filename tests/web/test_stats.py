@@ -7,13 +7,14 @@ from contextlib import closing
 
 from skillshelf.library.access.reader import LibraryReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.usage.store import USAGE_FILE
 from skillshelf.metrics.library_stats import library_stats
 from skillshelf.web.stats import library_view, uses_by_period
 
 
 def set_times(library: SkillLibrary, stamps: list[str]) -> None:
     """Move the recorded events (in insertion order) to the given times."""
-    with closing(sqlite3.connect(library.usage.path)) as conn, conn:
+    with closing(sqlite3.connect(library.state_dir / USAGE_FILE)) as conn, conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM events ORDER BY id")]
         for event, at in zip(ids, stamps, strict=True):
             conn.execute("UPDATE events SET at = ? WHERE id = ?", (at, event))

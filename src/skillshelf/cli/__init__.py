@@ -4,6 +4,7 @@ server, `common.py` what every command shares; the other modules add their comma
 from skillshelf.cli.authoring import doc, new
 from skillshelf.cli.call_log import call_log
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
+from skillshelf.cli.db import db
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
 from skillshelf.cli.serve import serve
@@ -16,6 +17,7 @@ cli.add_command(call_log)
 cli.add_command(model)
 cli.add_command(new)
 cli.add_command(doc)
+cli.add_command(db)
 
 for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
     cli.add_command(_command)

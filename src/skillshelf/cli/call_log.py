@@ -8,27 +8,36 @@ import click
 
 from skillshelf.cli.common import command_settings, json_option
 from skillshelf.cli.output import plural, print_json
+from skillshelf.cli.setting_flags import setting_flags
 from skillshelf.library.skill.paths import display_path
 
 
 @click.command("log")
 @json_option
-@click.option("--path", "log_file", type=click.Path(path_type=Path, dir_okay=False), help="Call log to read.")
+@click.option(
+    "--path",
+    "log_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Call log file to read. Default: the database with database_url set, else the log file.",
+)
+@setting_flags("database_url")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="Busiest skills shown.")
 def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
-    """Summarise the local call log per tool."""
-    from skillshelf.server.calllog import log_path, read_records, summarise
+    """Summarise the call log per tool."""
+    from skillshelf.server.calllog import call_log_store, summarise
 
-    if log_file is None:
-        log_file = log_path(command_settings().call_log)
-    summary = summarise(read_records(log_file), log_file, top)
+    settings = command_settings()
+    store = call_log_store(settings, log_file)
+    in_file = log_file is not None or settings.database_url is None
+    shown = display_path(Path(store.where)) if in_file else store.where
+    summary = summarise(store.records(), store.where, top)
     if as_json:
         print_json(summary.model_dump(mode="json"))
         return
     if not summary.calls and not summary.unknown_tools:
-        click.echo(f"No calls logged in {display_path(log_file)} yet (serve --http or stdio writes it).")
+        click.echo(f"No calls logged in {shown} yet (serve --http or stdio writes it).")
         return
-    click.echo(f"{plural(summary.calls, 'call')}, {plural(summary.errors, 'error')} ({display_path(log_file)})")
+    click.echo(f"{plural(summary.calls, 'call')}, {plural(summary.errors, 'error')} ({shown})")
     click.echo(f"{'tool':<24} {'calls':>7} {'errors':>7} {'err%':>6} {'p50 ms':>8} {'p95 ms':>8}")
     for tool in summary.tools:
         click.echo(

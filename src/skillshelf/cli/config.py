@@ -17,6 +17,7 @@ from skillshelf.cli.setting_flags import flag_name, given_flags, setting_flags
 from skillshelf.config.variables import KeyPath, leaves
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
+from skillshelf.state.url import redacted
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools.base import Tool
@@ -61,6 +62,8 @@ def tool_catalogue(settings: Settings) -> Iterator[list[Tool]]:
 
 def mask(value: Any, key: str = "") -> Any:
     """Secrets (any key naming a token, secret, password or hash) replaced by a mask."""
+    if key == "database_url" and isinstance(value, str):
+        return redacted(value)  # the URL shows where the database is; only its password is secret
     if isinstance(value, dict):
         return {k: mask(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):

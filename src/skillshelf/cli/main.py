@@ -325,9 +325,13 @@ def notes(
     """A project's memory notes, newest first."""
     from skillshelf.memory import service as memory
     from skillshelf.memory.models import NoteList
+    from skillshelf.memory.notes import open_notes
 
-    projects = command_settings().projects()
-    result = memory.get_notes(projects, project, note_type=note_type, query=query, since=since, limit=limit)
+    settings = command_settings()
+    notes = open_notes(settings.database_url)
+    result = memory.get_notes(
+        settings.projects(), project, note_type=note_type, query=query, since=since, limit=limit, notes=notes
+    )
 
     def render(r: NoteList) -> None:
         for note in r.notes:

@@ -98,17 +98,16 @@ def serve(
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
     from skillshelf.artifacts.archive import SessionArchive
-    from skillshelf.config.views import all_views, resolve_view
+    from skillshelf.config.views import all_views
     from skillshelf.library.index.library import SkillLibrary
     from skillshelf.server.app import build_server, build_view_servers
-    from skillshelf.server.calllog import CallLog
+    from skillshelf.server.calllog import open_call_log
 
     load = settings_loader(libraries)
     rules = click.get_current_context().meta.get("tool_rules", [])
     settings = with_flag_rules(load(), rules)
     reload = config_reloader(load, rules) if settings.watch else None
-    resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
-    _check_stream_responses(stream_responses, http, workers)
+    _check_before_start(settings, stream_responses, http, workers)
     host = settings.http_host
     if http:
         from skillshelf.cli.http import prepare_http
@@ -158,7 +157,7 @@ def serve(
                 tokens=http_reload.tokens,
             )
         else:
-            call_log = CallLog.from_settings(settings.call_log)
+            call_log = open_call_log(settings)
             server = build_server(
                 settings, library, archive, access, view=settings.view, reload=reload, call_log=call_log
             )
@@ -170,6 +169,24 @@ def serve(
     finally:
         library.close()
         archive.close()
+
+
+def _check_before_start(settings: Settings, stream_responses: bool, http: bool, workers: int) -> None:
+    """What fails a start before anything is served or any worker starts."""
+    from skillshelf.config.views import resolve_view
+
+    resolve_view(settings.view, settings.views, settings.execution.enabled)  # an unknown view fails here
+    _check_stream_responses(stream_responses, http, workers)
+    _open_shared_state(settings)
+
+
+def _open_shared_state(settings: Settings) -> None:
+    """With database_url: connect and migrate now, so an unreachable database is one clear error at start
+    (naming its URL without the password) rather than a failure at each call."""
+    if settings.database_url is not None:
+        from skillshelf.state.database import database
+
+        start_log.info("shared state: PostgreSQL at %s", database(settings.database_url).shown)
 
 
 def _bind(host: str, port: int) -> Any:

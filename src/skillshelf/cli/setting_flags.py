@@ -62,6 +62,13 @@ FLAGS = (
         "Longest a skill may run, in seconds.",
         {"type": click.FloatRange(min=0.1)},
     ),
+    SettingFlag(
+        "database_url",
+        "--database-url",
+        "A postgresql:// URL: usage events, memory notes and the call log live there (docs/deploy.md). "
+        "Default: $SKILLSHELF_DATABASE_URL, then `database_url` in the config file, else the embedded files.",
+        {"metavar": "URL"},
+    ),
     SettingFlag("view", "--view", "The view to serve (docs/views.md). Default: `view` in the config, else `default`."),
     SettingFlag(
         "watch",

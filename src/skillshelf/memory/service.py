@@ -1,29 +1,27 @@
 """Add and read a project's notes: the functions behind both the MCP tools and the CLI.
 
-Notes live in `<project>/.agent-memory/session-notes.jsonl`, one JSON object a line, in the seed's
-format (`type`, `content`, `timestamp`) plus `id` and `tags`; store.py owns the file itself.
+Notes are records in the seed's format (`type`, `content`, `timestamp`) plus `id`, `tags` and `author`,
+kept by a `NotesStore` (notes.py): by default `<project>/.agent-memory/session-notes.jsonl`, one JSON
+object a line (store.py owns the file), or the shared PostgreSQL database when `database_url` is set.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-import os
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.memory import store
 from skillshelf.memory.models import Note, NoteAdded, NoteList
-from skillshelf.projects import Project, ProjectRoots
+from skillshelf.memory.notes import NOTES_DIR, NOTES_FILE, NOTES_RELATIVE, FileNotes, NotesStore
+from skillshelf.projects import ProjectRoots
 
 logger = logging.getLogger(__name__)
 
-NOTES_DIR = ".agent-memory"
-NOTES_FILE = "session-notes.jsonl"
-NOTES_RELATIVE = f"{NOTES_DIR}/{NOTES_FILE}"
+__all__ = ["NOTES_DIR", "NOTES_FILE", "NOTES_RELATIVE", "add_note", "get_notes", "parse_since"]
 NOTE_TYPES = ("decision", "hypothesis", "blocker", "general")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -34,9 +32,14 @@ MAX_REPORTED_SKIPS = 100
 
 
 def add_note(
-    projects: ProjectRoots, project: str, note_type: str, content: str, tags: list[str] | None = None
+    projects: ProjectRoots,
+    project: str,
+    note_type: str,
+    content: str,
+    tags: list[str] | None = None,
+    notes: NotesStore | None = None,
 ) -> NoteAdded:
-    """Append one note to the project's notes file, creating the file and its folder on first use."""
+    """Store one note of the project in `notes` (default: its notes file, made on first use)."""
     if note_type not in NOTE_TYPES:
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR, f"type {note_type!r} is not a note type; use one of {', '.join(NOTE_TYPES)}."
@@ -44,7 +47,7 @@ def add_note(
     _check_content(content)
     clean_tags = _clean_tags(tags or [])
     found = projects.resolve(project)
-    path = _notes_path(found)
+    notes = notes or FileNotes()
     # The seed's fields and timestamp format (JavaScript's toISOString) first, then ours.
     note = Note(
         id=uuid.uuid4().hex[:12],
@@ -59,20 +62,11 @@ def add_note(
         record["tags"] = clean_tags
     if note.author:
         record["author"] = note.author
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        repaired = store.append_line(path, store.encode_line(record))
-    except OSError as exc:
-        raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR,
-            f"Could not write {found.name}/{NOTES_RELATIVE}: {exc.strerror or type(exc).__name__}. "
-            "Check that the project folder is writable, then add the note again.",
-        ) from exc
-    if repaired:
+    if notes.append(found, record):
         logger.warning(
             "%s/%s ended in a torn line; the new note starts on a line of its own", found.name, NOTES_RELATIVE
         )
-    return NoteAdded(project=found.name, file=NOTES_RELATIVE, note=note)
+    return NoteAdded(project=found.name, file=notes.location, note=note)
 
 
 def get_notes(
@@ -83,6 +77,7 @@ def get_notes(
     query: str | None = None,
     since: str | None = None,
     limit: int = DEFAULT_LIMIT,
+    notes: NotesStore | None = None,
 ) -> NoteList:
     """The project's notes, newest first, filtered by type, words (all must appear) and time."""
     if not 1 <= limit <= MAX_LIMIT:
@@ -90,15 +85,7 @@ def get_notes(
     since_epoch = parse_since(since) if since else None
     words = query.lower().split() if query else []
     found = projects.resolve(project)
-    path = _notes_path(found)
-    try:
-        view = store.read_notes(path, f"{found.name}/{NOTES_RELATIVE}")
-    except OSError as exc:
-        raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR,
-            f"Could not read {found.name}/{NOTES_RELATIVE}: {exc.strerror or type(exc).__name__}. "
-            "Check that it is a readable regular file (not a FIFO or device).",
-        ) from exc
+    view = (notes or FileNotes()).read(found)
     matching = _matching(view.notes, note_type, since_epoch, words)
     return NoteList(
         project=found.name,
@@ -151,18 +138,6 @@ def _wire(note: store.StoredNote) -> Note:
         timestamp=note.timestamp,
         author=note.author,
     )
-
-
-def _notes_path(project: Project) -> Path:
-    """The notes file's real path; ACCESS_DENIED when `.agent-memory` or the file links out of the project."""
-    real = Path(os.path.realpath(project.path / NOTES_DIR / NOTES_FILE))
-    if not real.is_relative_to(project.path):
-        raise SkillshelfError(
-            ErrorCode.ACCESS_DENIED,
-            f"{project.name}/{NOTES_RELATIVE} links outside the project, so skillshelf will neither read nor "
-            "write it. Replace the link with a real folder inside the project.",
-        )
-    return real
 
 
 def _check_content(content: str) -> None:

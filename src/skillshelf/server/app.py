@@ -24,8 +24,9 @@ from skillshelf.config.views import DEFAULT_VIEW, ViewSettings, all_views, resol
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
+from skillshelf.memory.notes import open_notes
 from skillshelf.patterns import service
-from skillshelf.server.calllog import CallLog
+from skillshelf.server.calllog import CallLog, open_call_log
 from skillshelf.server.composite import install_composites
 from skillshelf.server.hooks import Hooks
 from skillshelf.server.hosts import transport_security
@@ -62,7 +63,7 @@ def every_tool(settings: Settings, library: SkillReader, sessions: SessionArchiv
         *patterns_tools(library, projects),
         *execution_tools(library, settings.execution),
         *artifacts_tools(sessions),
-        *memory_tools(projects),
+        *memory_tools(projects, open_notes(settings.database_url)),
         *metrics_tools(library, sessions),
     ]
 
@@ -281,7 +282,7 @@ def build_view_servers(
     Each passes its view's call pipeline (composites, hooks, pins) and writes one call log. `default`
     (what `/mcp` serves) is the view `serve --view` names, so a plain `/mcp` gives what stdio would.
     """
-    call_log = CallLog.from_settings(settings.call_log)
+    call_log = open_call_log(settings)
     views = all_views(settings.views, settings.execution.enabled)
     servers = {
         name: build_server(settings, library, archive, web, view=name, reload=reload, call_log=call_log)

@@ -18,6 +18,12 @@ makes with made-up (or megabyte-long) names, they add a few kilobytes an hour an
 anyone's earlier records out of the log. A FIFO, socket or device at the log's path is refused
 with one warning, never opened for a blocking write.
 
+Where the lines go is a `CallLogStore`: `JsonlCallLogStore`, the file above (the default), or the
+shared PostgreSQL database when `database_url` is set (state/calllog.py); `open_call_log` picks one.
+A store that cannot take lines for now (the database restarting) raises `RetryLater`: the writer
+keeps them queued and tries again, so a restart costs no record unless the queue overflows (counted
+in `dropped`, and logged) or the server stops first (logged with the count).
+
 `summarise` reads it back for `skillshelf log`: calls per tool, error rates, p50/p95 durations, the
 busiest skills, and how many calls named unknown tools.
 """
@@ -37,12 +43,18 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.server.calllog_store import CallLogStore, RetryLater
+
+__all__ = ["CallLog", "CallLogStore", "CallRecord", "JsonlCallLogStore", "RetryLater", "open_call_log", "summarise"]
+
+if TYPE_CHECKING:
+    from skillshelf.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +65,7 @@ UNKNOWN_QUOTA = 60  # lines per caller and window for calls to unknown tools
 UNKNOWN_WINDOW_S = 3600.0
 MAX_PENDING = 10_000  # lines queued for the writer thread; past it (a disk that hangs) records are dropped
 CLOSE_TIMEOUT_S = 30.0
+RETRY_S = 1.0  # between attempts to hand queued lines to a store that said RetryLater
 NOT_A_FILE = "not a regular file"
 
 
@@ -151,10 +164,17 @@ class CallLog:
     again after `close` (a new thread starts).
     """
 
-    def __init__(self, path: Path, max_bytes: int, clock: Callable[[], float] = time.time) -> None:
-        self.path = path
+    def __init__(
+        self,
+        path: Path,
+        max_bytes: int,
+        clock: Callable[[], float] = time.time,
+        store: CallLogStore | None = None,
+    ) -> None:
+        self.path = path  # the file of the default store
         self.max_bytes = max_bytes
         self.clock = clock
+        self.store: CallLogStore = store or JsonlCallLogStore(path, max_bytes)
         self.dropped = 0  # records lost because the writer fell MAX_PENDING lines behind
         self._unknown = UnknownQuota()
         self._pending: deque[bytes] = deque()
@@ -166,6 +186,7 @@ class CallLog:
 
     @classmethod
     def from_settings(cls, settings: CallLogSettings) -> CallLog | None:
+        """The file log of these settings (None: the log is off); `open_call_log` also picks the store."""
         return cls(log_path(settings), settings.max_bytes) if settings.enabled else None
 
     def write(self, record: CallRecord) -> None:
@@ -191,7 +212,7 @@ class CallLog:
         if thread is not None:
             thread.join(timeout)
             if thread.is_alive():
-                self._warn("slow", "call log %s: the disk did not take the last records within %gs", timeout)
+                self._warn("slow", "call log %s did not take the last records within %gs", timeout)
         with self._changed:
             self._thread, self._stopping = None, False
         atexit.unregister(self.close)
@@ -219,13 +240,62 @@ class CallLog:
                 self._writing = True
             try:
                 self._append(batch)
+            except RetryLater as exc:
+                self._keep_for_later(batch, exc)
             finally:
                 with self._changed:
                     self._writing = False
                     self._changed.notify_all()
 
     def _append(self, lines: list[bytes]) -> None:
-        """On the writer thread: append `lines`, rotating to `.1` whenever the next would pass `max_bytes`."""
+        """On the writer thread: hand `lines` to the store."""
+        self.store.append(lines)
+
+    def _keep_for_later(self, batch: list[bytes], why: RetryLater) -> None:
+        """A store that cannot take lines now: put them back first in the queue and wait a moment; when
+        stopping, or past MAX_PENDING, what cannot wait is counted in `dropped` and logged."""
+        with self._changed:
+            if self._stopping:
+                self.dropped += len(batch) + len(self._pending)
+                logger.error(
+                    "call log %s: %d call records were not written (%s): the server stopped before it came back",
+                    self.store.where,
+                    len(batch) + len(self._pending),
+                    why,
+                )
+                self._pending.clear()
+                return
+            self._warn("retry", "call log %s cannot take records now (%s); they are kept and retried", why)
+            self._pending.extendleft(reversed(batch))
+            while len(self._pending) > MAX_PENDING:
+                self._pending.pop()
+                self.dropped += 1
+            self._changed.wait_for(lambda: self._stopping, RETRY_S)
+
+    def _warn(self, kind: str, message: str, *args: object) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            logger.warning(message, self.store.where, *args)
+
+
+class JsonlCallLogStore:
+    """The default store: one JSON line per call in a file that rotates to `.1` past `max_bytes`. A disk
+    that fails is logged once; its lines are lost and calls go on (never a failed call)."""
+
+    def __init__(self, path: Path, max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self._warned: set[str] = set()
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        return read_records(self.path)
+
+    def append(self, lines: list[bytes]) -> None:
+        """Append `lines`, rotating to `.1` whenever the next would pass `max_bytes`."""
         fd = -1
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -280,6 +350,25 @@ class CallLog:
         if kind not in self._warned:
             self._warned.add(kind)
             logger.warning(message, self.path, *args)
+
+
+def open_call_log(settings: Settings) -> CallLog | None:
+    """The call log `settings` choose (None: off): the file, or PostgreSQL when `database_url` is set."""
+    if settings.database_url is None or not settings.call_log.enabled:
+        return CallLog.from_settings(settings.call_log)
+    from skillshelf.server.calllog_postgres import PostgresCallLogStore
+
+    store = PostgresCallLogStore(settings.database_url)
+    return CallLog(log_path(settings.call_log), settings.call_log.max_bytes, store=store)
+
+
+def call_log_store(settings: Settings, path: Path | None = None) -> CallLogStore:
+    """Where `skillshelf log` reads: `path` when given, else the database when set, else the file."""
+    if path is None and settings.database_url is not None:
+        from skillshelf.server.calllog_postgres import PostgresCallLogStore
+
+        return PostgresCallLogStore(settings.database_url)
+    return JsonlCallLogStore(path or log_path(settings.call_log), settings.call_log.max_bytes)
 
 
 class _NotAFile(OSError):
@@ -366,7 +455,7 @@ def percentile(values: list[float], q: float) -> float:
     return round(ordered[rank - 1], 3)
 
 
-def summarise(records: Iterable[dict[str, Any]], path: Path, top: int = 10) -> LogSummary:
+def summarise(records: Iterable[dict[str, Any]], path: Path | str, top: int = 10) -> LogSummary:
     durations: dict[str, list[float]] = defaultdict(list)
     errors: Counter[str] = Counter()
     codes: Counter[str] = Counter()

@@ -37,7 +37,8 @@ from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
-from skillshelf.library.usage.store import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
+from skillshelf.library.usage.events import UsageEvents, open_usage_events
+from skillshelf.library.usage.store import BUSY_TIMEOUT_S, USAGE_FILE, UsageUnavailable
 
 logger = logging.getLogger(__name__)
 ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
@@ -66,6 +67,7 @@ class LibraryConfig:
     usage_busy_timeout: float = BUSY_TIMEOUT_S  # seconds to wait for another process's lock on usage
     semantic_model: Path | None = None  # a sentence-transformers BERT folder: search by meaning too
     cache_dir: Path | None = None  # the cache_dir setting; None: the platform's user cache folder
+    database_url: str | None = None  # a PostgreSQL URL: usage events live there (library/usage/events.py)
 
 
 def user_cache_dir(cache_dir: Path | None = None) -> Path:
@@ -158,7 +160,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self.progress: tuple[int, int] = (0, 0)  # (parsed, to parse) of the sync under way
         self.files = FileCache()  # parsed documents and code for loadSkill, by file signature
         self._closed = False
-        self._usage: UsageStore | None = None
+        self._usage: UsageEvents | None = None
         self._usage_lock = threading.Lock()
         self.semantic: SemanticIndex | None = None
         # whether the next sync's end asks for an embedding pass: the first does (stored vectors load),
@@ -281,7 +283,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             self._watcher = None
 
     @property
-    def usage(self) -> UsageStore:
+    def usage(self) -> UsageEvents:
         """Usage events, opened on first use (most CLI commands never need them).
 
         Under a lock: since Python 3.12 `cached_property` has none, and two threads' first uses would
@@ -289,12 +291,14 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         """
         with self._usage_lock:
             if self._usage is None:
-                self._usage = UsageStore(self.state_dir / USAGE_FILE, busy_timeout=self.config.usage_busy_timeout)
+                self._usage = open_usage_events(
+                    self.config.database_url, self.state_dir / USAGE_FILE, busy_timeout=self.config.usage_busy_timeout
+                )
                 if self._closed:  # a late call after close: answer "unavailable", keep no connection open
                     self._usage.close()
             return self._usage
 
-    def read_usage(self, read: Callable[[UsageStore], T], warnings: list[str]) -> T | None:
+    def read_usage(self, read: Callable[[UsageEvents], T], warnings: list[str]) -> T | None:
         """A usage read, or None with a warning when usage cannot be read: usage annotates
         search, load and statistics, so its absence must never take them down."""
         try:

@@ -97,10 +97,11 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 
 class UsageUnavailable(SkillshelfError):
-    """The usage file cannot be used for this call right now; it is left as it is."""
+    """The usage history cannot be used for this call right now; it is left as it is. FILESYSTEM_ERROR
+    for the file; STATE_UNAVAILABLE (retryable) for a shared database that did not answer."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(ErrorCode.FILESYSTEM_ERROR, message)
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.FILESYSTEM_ERROR) -> None:
+        super().__init__(code, message, details={"retryable": True} if code is ErrorCode.STATE_UNAVAILABLE else None)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver.tools.base import Tool
@@ -11,6 +12,7 @@ from pydantic import Field
 from skillshelf.envelope import Envelope
 from skillshelf.memory import service
 from skillshelf.memory.models import NoteAdded, NoteList
+from skillshelf.memory.notes import FileNotes, NotesStore
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.tooling import make_tool, run_work
 
@@ -43,7 +45,10 @@ def _count(result: NoteList) -> int:
     return len(result.notes)
 
 
-def memory_tools(projects: ProjectRoots) -> list[Tool]:
+def memory_tools(projects: ProjectRoots, notes: NotesStore | None = None) -> list[Tool]:
+    store = notes or FileNotes()
+    read = partial(service.get_notes, projects, notes=store)
+
     async def add_note(
         projectPath: ProjectPath,
         type: Annotated[
@@ -63,7 +68,7 @@ def memory_tools(projects: ProjectRoots) -> list[Tool]:
         ] = None,
     ) -> Annotated[CallToolResult, Envelope[NoteAdded]]:
         """Add a note (decision, hypothesis, blocker or general) to a project's running memory, stored in <project>/.agent-memory/session-notes.jsonl. Returns the stored note with its id and timestamp. Record decisions with their reasons as you make them, so later sessions need not rediscover them."""  # noqa: E501
-        return await run_work(lambda: service.add_note(projects, projectPath, type, content, tags))
+        return await run_work(lambda: service.add_note(projects, projectPath, type, content, tags, store))
 
     async def get_notes(
         projectPath: ProjectPath,
@@ -79,7 +84,7 @@ def memory_tools(projects: ProjectRoots) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """Read a project's notes, newest first, optionally filtered by type, words and time. Returns each note's id, type, content, tags and timestamp, the total matching before the limit, and skippedLines (unreadable lines left in the file)."""  # noqa: E501
         return await run_work(
-            lambda: service.get_notes(projects, projectPath, note_type=type, query=query, since=since, limit=limit),
+            lambda: read(projectPath, note_type=type, query=query, since=since, limit=limit),
             _count,
         )
 
@@ -88,7 +93,8 @@ def memory_tools(projects: ProjectRoots) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """List the decisions recorded for a project, newest first. Returns each note's id, content, tags and timestamp, and the total before the limit. Read them at the start of a session before changing direction."""  # noqa: E501
         return await run_work(
-            lambda: service.get_notes(projects, projectPath, note_type="decision", since=since, limit=limit), _count
+            lambda: read(projectPath, note_type="decision", since=since, limit=limit),
+            _count,
         )
 
     async def get_hypotheses(
@@ -96,7 +102,8 @@ def memory_tools(projects: ProjectRoots) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """List the hypotheses recorded for a project (beliefs still to verify), newest first. Returns each note's id, content, tags and timestamp, and the total before the limit."""  # noqa: E501
         return await run_work(
-            lambda: service.get_notes(projects, projectPath, note_type="hypothesis", since=since, limit=limit), _count
+            lambda: read(projectPath, note_type="hypothesis", since=since, limit=limit),
+            _count,
         )
 
     async def get_blockers(
@@ -104,7 +111,8 @@ def memory_tools(projects: ProjectRoots) -> list[Tool]:
     ) -> Annotated[CallToolResult, Envelope[NoteList]]:
         """List the blockers recorded for a project, newest first. Returns each note's id, content, tags and timestamp, and the total before the limit."""  # noqa: E501
         return await run_work(
-            lambda: service.get_notes(projects, projectPath, note_type="blocker", since=since, limit=limit), _count
+            lambda: read(projectPath, note_type="blocker", since=since, limit=limit),
+            _count,
         )
 
     return [

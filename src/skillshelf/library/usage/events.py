@@ -1,0 +1,47 @@
+"""The `UsageEvents` interface every usage store implements, and the factory that picks one.
+
+The embedded store (store.py: SQLite beside the index) is the default, for a personal library; with
+`database_url` set to a PostgreSQL URL the events live in the shared database (postgres.py), where
+every replica records to and counts from the same history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from skillshelf.library.usage.store import BUSY_TIMEOUT_S, PatternUsage, UsageStore
+
+
+class UsageEvents(Protocol):
+    """Usage events: recorded one at a time, read as totals. Every failure is `UsageUnavailable`."""
+
+    @property
+    def warning(self) -> str | None:
+        """Said with every answer while the history can only be read in part (None: it is whole)."""
+
+    def record(self, pattern_id: str, project: str | None, note: str | None, source: str) -> str:
+        """Record one use (its author: the current caller); the time recorded, ISO 8601 UTC."""
+
+    def usage(self, pattern_id: str | None = None) -> list[PatternUsage]:
+        """Uses per skill (of one skill, or of all)."""
+
+    def daily_uses(self) -> list[tuple[str, str, int]]:
+        """(UTC day 'YYYY-MM-DD', skill id, uses that day), oldest day first."""
+
+    def verified_by_use(self) -> frozenset[str]:
+        """Skills used from at least three distinct projects."""
+
+    def close(self) -> None:
+        """Final: later calls fail with UsageUnavailable."""
+
+
+def open_usage_events(
+    database_url: str | None, embedded_path: Path, busy_timeout: float = BUSY_TIMEOUT_S
+) -> UsageEvents:
+    """The usage store `database_url` chooses: PostgreSQL when set, else SQLite at `embedded_path`."""
+    if database_url is None:
+        return UsageStore(embedded_path, busy_timeout=busy_timeout)
+    from skillshelf.library.usage.postgres import PostgresUsage
+
+    return PostgresUsage(database_url)
