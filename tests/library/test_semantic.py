@@ -591,3 +591,21 @@ def test_a_half_installed_model_does_not_turn_meaning_on(model: Path, tmp_path: 
     (install_at_default(model, data) / "model.safetensors").unlink()
     env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data)}
     assert resolve_settings(env=env).library_config().semantic_model is None
+
+
+def test_config_show_names_the_installed_model_that_turned_meaning_on(model: Path, tmp_path: Path) -> None:
+    """With no setting, `config show` said `semantic_model = null` while the fetched model searched by meaning."""
+    from click.testing import CliRunner
+
+    from skillshelf.cli import cli
+
+    data = tmp_path / "data"
+    env = {"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_DATA_DIR": str(data)}
+    before = CliRunner().invoke(cli, ["config", "show", "--json"], env=env)
+    assert json.loads(before.stdout)["settings"]["semantic_model"] is None
+    installed = install_at_default(model, data)
+    shown = CliRunner().invoke(cli, ["config", "show"], env=env)
+    line = next(line for line in shown.stdout.splitlines() if line.startswith("semantic_model"))
+    assert str(installed) in line and "model fetch` installed" in line
+    as_json = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"], env=env).stdout)
+    assert as_json["settings"]["semantic_model"] == str(installed)

@@ -120,8 +120,17 @@ def show(libraries: tuple[Path, ...], config_path: Path | None, as_json: bool) -
 
     context = click.get_current_context()
     resolution = resolve(libraries, config_path=_config_path(config_path), **given_flags(context))
-    shown = mask(resolution.settings.model_dump(mode="json", by_alias=True))
+    settings = resolution.settings
+    shown = mask(settings.model_dump(mode="json", by_alias=True))
+    installed = settings.semantic_model_folder() if settings.semantic_model is None else None
+    if installed is not None:  # meaning is on with no setting: say which model, not `null`
+        shown["semantic_model"] = str(installed)
     rows = [(path, value, _origin_label(resolution.origin(path), path)) for path, value in leaves(shown)]
+    if installed is not None:
+        rows = [
+            (p, v, "default: the model `skillshelf model fetch` installed" if p == ("semantic_model",) else o)
+            for p, v, o in rows
+        ]
     if as_json:
         print_json({"settings": shown, "origins": {_dotted(path): origin for path, _, origin in rows}})
         return
