@@ -132,3 +132,39 @@ async def test_tools_answer_with_a_retryable_error_while_postgresql_is_down_and_
             assert not is_error, body
     finally:
         library.close()
+
+
+@pytest.mark.anyio
+async def test_health_says_whether_postgresql_answers_and_which_schema_it_holds(
+    own_cluster: PostgresCluster, sample_root: Path
+) -> None:
+    """What a proxy's health check or an operator reads: a replica that lost its database shows it."""
+    import httpx2
+
+    from skillshelf.state.schema import LATEST
+
+    settings = resolve_settings([sample_root], env={"SKILLSHELF_DATABASE_URL": shared_url(own_cluster)})
+    library = SkillLibrary(settings.library_config())
+
+    async def health() -> dict[str, Any]:
+        app = build_server(settings, library).streamable_http_app()
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+            found: dict[str, Any] = (await http.get("/health")).json()
+        assert PASSWORD not in str(found)
+        return found
+
+    try:
+        up = (await health())["database"]
+        assert up["state"] == "ok" and up["schemaVersion"] == up["schemaLatest"] == LATEST
+        assert up["url"].startswith("postgresql://skillshelf:***@127.0.0.1:")
+        own_cluster.stop()
+        down = (await health())["database"]
+        assert down["state"] == "unreachable" and down["schemaVersion"] is None and down["error"]
+        own_cluster.start()
+        assert (await health())["database"]["state"] == "ok"
+        embedded = resolve_settings([sample_root], env={})
+        app = build_server(embedded, library).streamable_http_app()
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+            assert "database" not in (await http.get("/health")).json()  # the embedded files: nothing to report
+    finally:
+        library.close()

@@ -42,6 +42,7 @@ from skillshelf.server.tools.patterns import ARGUMENT_PLACES, patterns_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
+from skillshelf.state.health import database_health
 
 logger = logging.getLogger(__name__)
 
@@ -264,7 +265,10 @@ def _add_routes(
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(_request: Request) -> JSONResponse:
         counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
-        return JSONResponse({**reader.status(), "version": __version__, **counts})
+        found = {**reader.status(), "version": __version__, **counts}
+        if (url := settings.database_url) is not None:
+            found["database"] = await anyio.to_thread.run_sync(database_health, url)
+        return JSONResponse(found)
 
     for route in web_routes(reader, web or WebAccess(security=transport_security(settings.http_host))):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)

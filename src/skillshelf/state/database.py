@@ -19,7 +19,7 @@ from typing import Any
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.state.driver import ConnectionPool, conninfo_to_dict, psycopg
-from skillshelf.state.schema import migrate
+from skillshelf.state.schema import LATEST, migrate, schema_version
 from skillshelf.state.url import MASK, redacted
 
 logger = logging.getLogger(__name__)
@@ -113,6 +113,24 @@ class Database:
 
     def reason(self, exc: Exception) -> str:
         return reason_of(exc, self.url)
+
+    def health(self) -> dict[str, Any]:
+        """For /health: whether PostgreSQL answers now and the schema version it holds against the one this
+        skillshelf runs, so an operator or a proxy sees a replica that lost its database or drifted."""
+        found: dict[str, Any] = {
+            "url": self.shown,
+            "state": "unreachable",
+            "schemaVersion": None,
+            "schemaLatest": LATEST,
+        }
+        try:
+            with self._lend() as conn:
+                found["schemaVersion"] = schema_version(conn)
+        except psycopg.Error as exc:
+            found["error"] = self.reason(exc)
+            return found
+        found["state"] = "ok" if found["schemaVersion"] == LATEST else "schema-differs"
+        return found
 
     def close(self) -> None:
         if self._pool is not None:
