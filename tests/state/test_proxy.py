@@ -1,0 +1,206 @@
+"""Replicas behind the real proxy: deploy/haproxy.cfg in front of two `serve --http` processes sharing one
+PostgreSQL database, TLS at the proxy. Eight clients write notes and record uses through it while one
+replica is killed with SIGKILL and started again: every write a client saw acknowledged is in the
+database exactly once, and nothing is lost with the replica that died."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import httpx2
+import psycopg
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import deadline, wait_until
+from tests.live_server import LiveServer, skillshelf_http
+from tests.server.team_support import free_port
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # processes, a proxy and a kill: seconds, not milliseconds
+CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "haproxy.cfg"
+CLIENTS = 8
+
+
+def proxy_missing() -> str | None:
+    for tool in ("haproxy", "openssl"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (Debian: apt-get install {tool}); .ci/run installs it"
+    return None
+
+
+def certificate(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1: the PEM HAProxy serves, and a client context trusting it."""
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-days", "2",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=deadline(60),
+    )  # fmt: skip
+    both = folder / "proxy.pem"
+    both.write_bytes(cert.read_bytes() + key.read_bytes())
+    return both, ssl.create_default_context(cafile=str(cert))
+
+
+@contextmanager
+def haproxy(bind: str, pem: Path, replicas: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    env = {
+        **os.environ,
+        "SKILLSHELF_PROXY_BIND": bind,
+        "SKILLSHELF_PROXY_CERT": str(pem),
+        "SKILLSHELF_REPLICA_1": replicas[0],
+        "SKILLSHELF_REPLICA_2": replicas[1],
+        "SKILLSHELF_REPLICA_HOST": "127.0.0.1",
+    }
+    with log.open("wb") as sink:
+        process = subprocess.Popen(["haproxy", "-db", "-f", str(CONFIG)], env=env, stdout=sink, stderr=sink)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(deadline(30))
+
+
+class Writes:
+    """What the clients were told: the acknowledged writes, and how many attempts failed."""
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.uses: list[str] = []
+        self.failed = 0
+        self.lock = threading.Lock()
+
+
+async def writer(number: int, base: str, context: ssl.SSLContext, writes: Writes, stop: anyio.Event) -> None:
+    """One client writing through the proxy until told to stop; every attempt has content of its own, so a
+    failed one is never sent again under the same content (the proxy itself never resends a request a
+    replica may have started)."""
+    attempt = 0
+    async with httpx2.AsyncClient(verify=context, timeout=deadline(30)) as http:
+        while not stop.is_set():
+            attempt += 1
+            content = f"client {number} note {attempt}"
+            try:
+                async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+                    note = await client.call_tool(
+                        "addNote", {"projectPath": "app", "type": "decision", "content": content}
+                    )
+                    use = await client.call_tool(
+                        "trackPatternUsage", {"patternId": "python/slugify", "projectPath": "app", "note": content}
+                    )
+            except Exception:  # the replica died under it, or the proxy had none to give: not acknowledged
+                with writes.lock:
+                    writes.failed += 1
+                continue
+            with writes.lock:
+                if not note.is_error:
+                    writes.notes.append(content)
+                if not use.is_error:
+                    writes.uses.append(content)
+
+
+def acknowledged(writes: Writes) -> int:
+    with writes.lock:
+        return len(writes.notes)
+
+
+@dataclass
+class Proxied:
+    base: str  # the proxy, https
+    context: ssl.SSLContext  # trusts the proxy's certificate
+    replicas: list[LiveServer]
+    start_replica: Callable[[int], LiveServer]
+
+
+@pytest.fixture
+def proxied(postgres_url: str, sample_root: Path, tmp_path: Path) -> Iterator[Proxied]:
+    """deploy/haproxy.cfg in front of two replicas sharing `postgres_url`."""
+    missing = proxy_missing()
+    if missing:
+        pytest.skip(missing)
+    (tmp_path / "projects" / "app").mkdir(parents=True)
+    arguments = ["serve", "--http", "-l", str(sample_root), "--projects-root", str(tmp_path / "projects")]
+    arguments += ["--view", "full", "--database-url", postgres_url]
+    ports = [free_port(), free_port()]
+    starts = iter(range(100))
+    pem, context = certificate(tmp_path)
+    proxy_port = free_port()
+    with ExitStack() as stack:
+
+        def start_replica(index: int) -> LiveServer:
+            env = {**os.environ, "SKILLSHELF_STATE_DIR": str(tmp_path / f"state-{index}")}
+            log = tmp_path / f"replica-{index}-start-{next(starts)}.log"
+            return stack.enter_context(skillshelf_http(arguments, log, env=env, port=ports[index]))
+
+        replicas = [start_replica(0), start_replica(1)]
+        backends = [f"127.0.0.1:{port}" for port in ports]
+        stack.enter_context(haproxy(f"127.0.0.1:{proxy_port}", pem, backends, tmp_path / "haproxy.log"))
+        base = f"https://127.0.0.1:{proxy_port}"
+        wait_until(lambda: _answers(f"{base}/health", context), "the proxy never answered /health", 60)
+        yield Proxied(base, context, replicas, start_replica)
+
+
+async def test_a_replica_killed_under_load_loses_no_acknowledged_write_and_duplicates_none(
+    proxied: Proxied, postgres_url: str
+) -> None:
+    writes, stop = Writes(), anyio.Event()
+    async with anyio.create_task_group() as clients:
+        for number in range(CLIENTS):
+            clients.start_soon(writer, number, proxied.base, proxied.context, writes, stop)
+        await _until(lambda: acknowledged(writes) >= 40, "40 acknowledged writes before the kill")
+        killed = proxied.replicas[0].process
+        killed.send_signal(signal.SIGKILL)  # mid-write: no goodbye, no flush
+        killed.wait(deadline(30))
+        before_restart = acknowledged(writes)
+        await _until(lambda: acknowledged(writes) >= before_restart + 40, "writes going on through replica 2")
+        proxied.start_replica(0)  # the same port: the proxy's health check takes it back
+        after_restart = acknowledged(writes)
+        await _until(lambda: acknowledged(writes) >= after_restart + 40, "writes going on after the restart")
+        stop.set()
+
+    with psycopg.connect(postgres_url) as conn:
+        stored_notes = [row[0] for row in conn.execute("SELECT content FROM memory_notes")]
+        stored_uses = [row[0] for row in conn.execute("SELECT note FROM usage_events")]
+    for acknowledged_write, stored in ((writes.notes, stored_notes), (writes.uses, stored_uses)):
+        assert len(set(acknowledged_write)) == len(acknowledged_write)
+        missing_writes = [w for w in acknowledged_write if stored.count(w) != 1]
+        assert not missing_writes, f"acknowledged but stored {[stored.count(w) for w in missing_writes[:5]]} times"
+        assert len(stored) == len(set(stored))  # nothing at all stored twice, acknowledged or not
+    assert len(writes.notes) >= 120
+
+
+async def test_a_legacy_session_sticks_to_the_replica_that_made_it(proxied: Proxied) -> None:
+    """A legacy client's session lives in one replica (the other answers 404 to its Mcp-Session-Id): the
+    proxy keeps its requests there, by that header; a 2026-07-28 client needs nothing of the kind."""
+    async with httpx2.AsyncClient(verify=proxied.context, timeout=deadline(30)) as http:
+        for mode in ("legacy", "auto"):
+            transport = streamable_http_client(f"{proxied.base}/mcp", http_client=http)
+            async with Client(transport, mode=mode, raise_exceptions=True) as client:
+                for _ in range(6):  # round robin alone would send every other one to the other replica
+                    result = await client.call_tool("searchPatterns", {"query": "slugify"})
+                    assert not result.is_error, result
+
+
+def _answers(url: str, context: ssl.SSLContext) -> bool:
+    try:
+        return httpx2.get(url, verify=context, timeout=deadline(5)).status_code == 200
+    except httpx2.TransportError:
+        return False
+
+
+async def _until(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:
+    """Return once `condition()` holds (the clients run meanwhile); fail naming `what` past the deadline."""
+    end = anyio.current_time() + deadline(seconds)
+    while not condition():
+        assert anyio.current_time() < end, f"no {what} within {deadline(seconds):.0f} s"
+        await anyio.sleep(0.05)
