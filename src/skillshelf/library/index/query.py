@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from skillshelf.library.index.synonyms import SYNONYM_GROUPS
+from skillshelf.library.index.synonyms import ONE_WAY, SYNONYM_GROUPS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -43,16 +43,20 @@ class Concept:
         return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
 
-def _build_synonyms(groups: Iterable[tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+def _build_synonyms(
+    groups: Iterable[tuple[str, ...]], one_way: dict[str, tuple[str, ...]]
+) -> dict[str, tuple[str, ...]]:
     table: dict[str, list[str]] = defaultdict(list)
     for group in groups:
         for term in group:
             if " " not in term:
                 table[term].extend(t for t in group if t != term and t not in table[term])
+    for word, terms in one_way.items():
+        table[word].extend(t for t in terms if t != word and t not in table[word])
     return {term: tuple(alts) for term, alts in table.items()}
 
 
-SYNONYMS = _build_synonyms(SYNONYM_GROUPS)
+SYNONYMS = _build_synonyms(SYNONYM_GROUPS, ONE_WAY)
 
 
 def split_word(raw: str) -> list[str]:

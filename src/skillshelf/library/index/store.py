@@ -69,8 +69,17 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _CAMEL_WORD = re.compile(r"\b[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
 VOCABULARY_SQL = "SELECT name, description, tags, headings FROM skills_fts"
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
-COVERAGE_WEIGHT = 1.0  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
+COVERAGE_WEIGHT = 1.5  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
 COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weighted by rarity) go missing
+# How much of a concept a skill holds, by where it holds it. BM25 cannot say it: FTS5 weights a field's term
+# count before saturating it, so one word in a name (weight 10) scores barely more than in a description (5)
+# or three times in a long body; coverage then rewarded a body holding most of the query's everyday words as
+# much as a name or description holding them (issue 25).
+NAME_CREDIT = 1.0
+HEAD_CREDIT = 0.8  # description, tags, headings
+BODY_CREDIT = 0.1
+_NAME_ONLY = "1.0, 0.0, 0.0, 0.0, 0.0"  # bm25() weights that score a match in that field alone (0: not there)
+_HEAD_ONLY = "0.0, 1.0, 1.0, 1.0, 0.0"
 VISIBLE_FUNCTION = "skillshelf_visible"  # SQL function a view registers (SearchFilters.visible)
 VERIFIED_FUNCTION = "skillshelf_verified"  # verified by quality (the column) or by use (ids given)
 AGENT_DOCS = ("SKILL.md", "skill.md")
@@ -375,11 +384,12 @@ class SkillIndex(FtsIndex):
         summed = dict.fromkeys(unscored, 0.0)
         marks = ",".join("?" * len(candidates))
         # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each
-        member_sql = f"""SELECT rowid, bm25(skills_fts, {_WEIGHTS}) FROM skills_fts
+        member_sql = f"""SELECT rowid, bm25(skills_fts, {_WEIGHTS}), bm25(skills_fts, {_NAME_ONLY}),
+                                bm25(skills_fts, {_HEAD_ONLY}) FROM skills_fts
                          WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
         for expression, weight in zip(expressions, rarity, strict=True):
-            for rowid, score in self._conn.execute(member_sql, [expression, *candidates]):
-                held[rowid] += weight
+            for rowid, score, in_name, in_head in self._conn.execute(member_sql, [expression, *candidates]):
+                held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else BODY_CREDIT)
                 if rowid in summed:
                     summed[rowid] -= score
         scores = {**bm25, **summed}

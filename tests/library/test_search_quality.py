@@ -1,0 +1,150 @@
+"""Where search by words lost (issue 25): each kind of miss, rebuilt in a small library of its own.
+
+Every library here has unrelated filler skills, so a word's rarity means what it means in a real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.query import concepts
+from skillshelf.library.index.store import SearchFilters
+from tests.conftest import agent_skill
+
+FILLER_TOPICS = ("gardening", "baking", "knitting", "birdwatching", "pottery", "chess", "sailing", "origami")
+
+
+def skill(root: Path, name: str, description: str, body: str = "# Steps\n\nFollow the steps.\n") -> None:
+    agent_skill(root, "lib", name, f"name: {name}\ndescription: {description}", body)
+
+
+def fillers(root: Path) -> None:
+    for topic in FILLER_TOPICS:
+        skill(root, f"{topic}-guide", f"A guide to {topic} for beginners.", f"# {topic.title()}\n\nPractice {topic}.\n")
+
+
+@pytest.fixture
+def library_of(tmp_path: Path) -> Iterator[object]:
+    opened: list[SkillLibrary] = []
+
+    def build(add: object) -> SkillLibrary:
+        root = tmp_path / f"lib{len(opened)}"
+        fillers(root)
+        add(root)  # type: ignore[operator]
+        shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / f"idx{len(opened)}", watch=False))
+        shelf.sync()
+        opened.append(shelf)
+        return shelf
+
+    yield build
+    for shelf in opened:
+        shelf.close()
+
+
+def top(library: SkillLibrary, query: str, n: int = 1) -> list[str]:
+    return [s.id.split("/")[-1] for s in library.search(query, SearchFilters(), 10)][:n]
+
+
+HANDBOOK = "\n\n".join(
+    [
+        "# Engineering handbook",
+        "Welcome to the team. This handbook covers how we work, from the first day to the last.",
+        "## Your machine",
+        "You will get a laptop on your first day; if it gets hot or the fan is loud, tell IT.",
+        "## Meetings",
+        "We keep meetings short. Write an agenda, share notes afterwards, and keep decisions in the wiki.",
+        "## Reviews",
+        "Every change gets a review. Reviewers look at tests, naming and the size of the change.",
+        "## Holidays",
+        "Book holidays in the calendar two weeks ahead and tell your team.",
+    ]
+)
+
+
+def test_a_long_body_holding_the_query_words_does_not_outrank_a_name_and_description_match(library_of: object) -> None:
+    def add(root: Path) -> None:
+        skill(root, "engineering-handbook", "How our engineering team works.", HANDBOOK)
+        skill(
+            root,
+            "laptop-overheating",
+            "Diagnose a laptop that overheats and a loud fan: dust, throttling, background processes.",
+        )
+
+    library = library_of(add)  # type: ignore[operator]
+    assert top(library, "my laptop gets hot and the fan is loud") == ["laptop-overheating"]
+
+
+def test_a_name_holding_two_query_words_beats_a_rare_word_in_another_description(library_of: object) -> None:
+    def add(root: Path) -> None:
+        skill(root, "invoice-reminders", "Send polite reminders for unpaid invoices on a schedule.")
+        skill(root, "invoice-archive", "Archive invoices by year.")
+        skill(root, "reminder-templates", "Templates for reminders.")
+        skill(root, "dunning-letters", "Write dunning letters for overdue accounts, escalating in tone.")
+        skill(root, "email-scheduling", "Schedule emails. Works with any overdue task list too.")
+
+    library = library_of(add)  # type: ignore[operator]
+    # "overdue" is rare (two skills hold it), "invoice" and "reminders" are common; the name holds both
+    assert top(library, "overdue invoice reminders") == ["invoice-reminders"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("our cloud bill is too high, spend less", "cloud-cost-optimization"),
+        ("make the cloud setup cheaper", "cloud-cost-optimization"),
+        ("move the database from mysql to postgres", "database-migration"),
+        ("port the database to a new engine", "database-migration"),
+        ("undo a bad release", "release-rollback"),
+        ("revert the deploy to the previous version", "release-rollback"),
+        ("tweak the wording of a document", "document-editing"),
+        ("proofread and revise my report", "document-editing"),
+    ],
+)
+def test_cost_migration_rollback_and_editing_words_find_their_synonyms(
+    library_of: object, query: str, expected: str
+) -> None:
+    def add(root: Path) -> None:
+        skill(root, "cloud-cost-optimization", "Reduce cloud costs: rightsizing, reserved instances, idle resources.")
+        skill(root, "database-migration", "Migrate a database to another engine with zero downtime.")
+        skill(root, "release-rollback", "Roll back a release safely when a deployment fails.")
+        skill(root, "document-editing", "Edit documents: fix wording, grammar and structure.")
+        skill(root, "cloud-setup", "Set up cloud accounts and networks.")
+        skill(root, "release-notes", "Write release notes and wording for a changelog.")
+
+    library = library_of(add)  # type: ignore[operator]
+    assert top(library, query) == [expected]
+
+
+def test_everyday_words_find_the_skills_term_but_the_term_does_not_find_every_everyday_use() -> None:
+    [bill] = concepts("bill")
+    assert "cost" in bill.alternatives  # "the cloud bill is too high" is about cost ...
+    [cost] = concepts("cost")
+    assert {"spend", "expense"} <= set(cost.alternatives)
+    assert not {"bill", "price"} & set(cost.alternatives)  # ... but a search for cost is not about billing
+    [move] = concepts("move")
+    assert "migrate" in move.alternatives
+    [migrate] = concepts("migrate")
+    assert "move" not in migrate.alternatives
+    [revise] = concepts("revise")
+    assert "edit" in revise.alternatives and "write" not in revise.alternatives
+
+
+def test_an_abbreviation_finds_the_skill_that_spells_it_out_over_skills_using_the_short_form(
+    library_of: object,
+) -> None:
+    def add(root: Path) -> None:
+        skill(
+            root,
+            "service-level-objectives",
+            "Define Service Level Objectives and error budgets, and alert when a budget burns fast.",
+        )
+        skill(root, "uptime-dashboard", "Dashboards of uptime; link each panel to its SLO page.")
+        skill(root, "status-page", "Publish a status page; mention the SLO in incident updates.")
+
+    library = library_of(add)  # type: ignore[operator]
+    assert top(library, "define slos with error budgets and alerts") == ["service-level-objectives"]
+    assert top(library, "slo alerting on budget burn") == ["service-level-objectives"]
