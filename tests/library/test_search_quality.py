@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.library.index.query import concepts
+from skillshelf.library.index.query import Vocabulary, concepts
 from skillshelf.library.index.store import SearchFilters
-from tests.conftest import agent_skill
+from tests.conftest import agent_skill, wait_until
 
 FILLER_TOPICS = ("gardening", "baking", "knitting", "birdwatching", "pottery", "chess", "sailing", "origami")
 
@@ -144,7 +144,25 @@ def test_an_abbreviation_finds_the_skill_that_spells_it_out_over_skills_using_th
         )
         skill(root, "uptime-dashboard", "Dashboards of uptime; link each panel to its SLO page.")
         skill(root, "status-page", "Publish a status page; mention the SLO in incident updates.")
+        skill(root, "decision-records", "Write Architecture Decision Records that explain why a choice was made.")
+        skill(root, "adr-linter", "Lint the markdown of ADR files.")
 
     library = library_of(add)  # type: ignore[operator]
-    assert top(library, "define slos with error budgets and alerts") == ["service-level-objectives"]
-    assert top(library, "slo alerting on budget burn") == ["service-level-objectives"]
+    top(library, "checkout")  # the first search reads the library's words in the background ...
+    wait_until(lambda: library.index._vocabulary is not None, "the vocabulary was never built", poll_s=0.01)
+    # ... and from then on a short form also finds the skills that spell it out
+    assert top(library, "slo for the checkout") == ["service-level-objectives"]
+    assert top(library, "slos for the checkout") == ["service-level-objectives"]
+    assert top(library, "write an adr") == ["decision-records"]
+    assert set(top(library, "slo", n=3)) == {"service-level-objectives", "uptime-dashboard", "status-page"}
+
+
+def test_initials_come_only_from_runs_of_three_to_five_capitalised_words() -> None:
+    vocabulary = Vocabulary.from_texts(
+        ["Define Service Level Objectives (SLOs).", "Use Service Level Objectives.", "Read the Quick Start."]
+    )
+    assert vocabulary.expansions("slo") == ["service level objectives"]
+    assert vocabulary.expansions("slos") == ["service level objectives"]
+    assert vocabulary.expansions("dslo") == ["define service level objectives"]
+    assert vocabulary.expansions("qs") == []  # two letters: too often some other phrase's initials
+    assert vocabulary.expansions("rtq") == []  # "the" is not capitalised: no run

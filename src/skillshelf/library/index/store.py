@@ -341,15 +341,21 @@ class SkillIndex(FtsIndex):
             return self._fetch(ranked, exact, limit)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
-        """The concepts worth matching: spelling corrections added to unknown words; concepts that
-        match nothing dropped; concepts in over half the skills dropped unless nothing else is left."""
+        """The concepts worth matching: abbreviations the library spells out and spelling corrections of
+        unknown words added; concepts that match nothing dropped; concepts in over half the skills dropped
+        unless nothing else is left."""
         fixed = []
-        for concept in wanted:
-            if self._expression_frequency(concept.expression()) > 0:
+        for asked in wanted:
+            known = self._expression_frequency(asked.expression()) > 0
+            # a known word needs no vocabulary: use the one in hand rather than build it inside a search
+            vocabulary = self._vocabulary if known else self._current_vocabulary()
+            concept = asked if vocabulary is None else with_alternatives(asked, vocabulary.expansions(asked.word))
+            if known:
                 fixed.append(concept)
                 continue
-            corrected = with_alternatives(concept, self._current_vocabulary().corrections(concept.word))
-            if corrected is not concept and self._expression_frequency(corrected.expression()) > 0:
+            assert vocabulary is not None
+            corrected = with_alternatives(concept, vocabulary.corrections(concept.word))
+            if self._expression_frequency(corrected.expression()) > 0:
                 fixed.append(corrected)
         if len(fixed) < 2:
             return fixed
