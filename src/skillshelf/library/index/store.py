@@ -149,6 +149,9 @@ class IndexedSkill:
     tokens: int
     payload_json: str
     score: float = 0.0  # relevance relative to the best hit of the search (1.0); 0.0 outside a search
+    # of what the skill holds of the query's concepts (rarity-weighted), the share held in its body alone:
+    # what a vector of its name and description cannot see (issue 25); 0.0 outside a search
+    body_share: float = 0.0
 
     @cached_property
     def details(self) -> SkillDetails:
@@ -334,11 +337,12 @@ class SkillIndex(FtsIndex):
                 return self._fetch(ranked, set(), limit)
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
-            ranked = self._rank(wanted, conditions, params, limit) if wanted else {}
+            body_share: dict[int, float] = {}
+            ranked = self._rank(wanted, conditions, params, limit, body_share) if wanted else {}
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             if self._vocabulary is None:
                 self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
-            return self._fetch(ranked, exact, limit)
+            return self._fetch(ranked, exact, limit, body_share)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
         """The concepts worth matching: abbreviations the library spells out and spelling corrections of
@@ -363,7 +367,16 @@ class SkillIndex(FtsIndex):
         informative = [c for c in fixed if self._expression_frequency(c.expression()) <= total / 2]
         return informative or [min(fixed, key=lambda c: self._expression_frequency(c.expression()))]
 
-    def _rank(self, wanted: list[Concept], conditions: str, params: list[Any], limit: int) -> dict[int, float]:
+    def _rank(
+        self,
+        wanted: list[Concept],
+        conditions: str,
+        params: list[Any],
+        limit: int,
+        body_share: dict[int, float] | None = None,
+    ) -> dict[int, float]:
+        """Candidates' scores by rowid; `body_share`, if given, receives the share of each one's concepts
+        held in its body alone."""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
         bm25: dict[int, float] = {}
@@ -376,9 +389,11 @@ class SkillIndex(FtsIndex):
             bm25.update(scored)
         if (len(wanted) == 1 and not unscored) or not (bm25 or unscored):
             return bm25
-        return self._with_coverage(expressions, bm25, unscored)
+        return self._with_coverage(expressions, bm25, unscored, {} if body_share is None else body_share)
 
-    def _with_coverage(self, expressions: list[str], bm25: dict[int, float], unscored: list[int]) -> dict[int, float]:
+    def _with_coverage(
+        self, expressions: list[str], bm25: dict[int, float], unscored: list[int], body_share: dict[int, float]
+    ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
 
         One walk of each concept's matches finds which candidates hold it, and the concept's BM25 part for
@@ -387,6 +402,8 @@ class SkillIndex(FtsIndex):
         total = self._count_documents()
         rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in map(self._expression_frequency, expressions)]
         held = dict.fromkeys(candidates, 0.0)
+        anywhere = dict.fromkeys(candidates, 0.0)
+        in_body = dict.fromkeys(candidates, 0.0)
         summed = dict.fromkeys(unscored, 0.0)
         marks = ",".join("?" * len(candidates))
         # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each
@@ -396,9 +413,12 @@ class SkillIndex(FtsIndex):
         for expression, weight in zip(expressions, rarity, strict=True):
             for rowid, score, in_name, in_head in self._conn.execute(member_sql, [expression, *candidates]):
                 held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else BODY_CREDIT)
+                anywhere[rowid] += weight
+                in_body[rowid] += 0.0 if in_name or in_head else weight
                 if rowid in summed:
                     summed[rowid] -= score
         scores = {**bm25, **summed}
+        body_share.update({rowid: in_body[rowid] / anywhere[rowid] for rowid in candidates if anywhere[rowid] > 0})
         if len(expressions) == 1:
             return scores
         whole = sum(rarity)
@@ -479,7 +499,9 @@ class SkillIndex(FtsIndex):
         finally:
             self._refreshing = None
 
-    def _fetch(self, ranked: dict[int, float], exact: set[int], limit: int) -> list[IndexedSkill]:
+    def _fetch(
+        self, ranked: dict[int, float], exact: set[int], limit: int, body_share: dict[int, float] | None = None
+    ) -> list[IndexedSkill]:
         """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
         (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
         if not ranked:
@@ -501,7 +523,11 @@ class SkillIndex(FtsIndex):
         winners = sorted(
             (r for r in contenders if r in rows), key=lambda r: (*coarse(r), -rows[r]["quality"], rows[r]["id"])
         )
-        return [replace(IndexedSkill.from_row(rows[r]), score=round(relative[r], 3)) for r in winners[:limit]]
+        shares = body_share or {}
+        return [
+            replace(IndexedSkill.from_row(rows[r]), score=round(relative[r], 3), body_share=shares.get(r, 0.0))
+            for r in winners[:limit]
+        ]
 
     def _rows(self, rowids: list[int]) -> dict[int, sqlite3.Row]:
         if not rowids:
