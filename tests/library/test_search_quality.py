@@ -71,7 +71,7 @@ def test_a_long_body_holding_the_query_words_does_not_outrank_a_name_and_descrip
         skill(
             root,
             "laptop-overheating",
-            "Diagnose a laptop that overheats and a loud fan: dust, throttling, background processes.",
+            "Diagnose a laptop whose fan never stops: dust, throttling, background processes.",
         )
 
     library = library_of(add)  # type: ignore[operator]
@@ -80,14 +80,22 @@ def test_a_long_body_holding_the_query_words_does_not_outrank_a_name_and_descrip
 
 def test_a_name_holding_two_query_words_beats_a_rare_word_in_another_description(library_of: object) -> None:
     def add(root: Path) -> None:
-        skill(root, "invoice-reminders", "Send polite reminders for unpaid invoices on a schedule.")
-        skill(root, "invoice-archive", "Archive invoices by year.")
-        skill(root, "reminder-templates", "Templates for reminders.")
-        skill(root, "dunning-letters", "Write dunning letters for overdue accounts, escalating in tone.")
-        skill(root, "email-scheduling", "Schedule emails. Works with any overdue task list too.")
+        skill(root, "invoice-reminders", "Nudge customers by email on a schedule until they pay.")
+        skill(root, "dunning-letters", "Letters for overdue accounts, escalating in tone.")
+        for n, text in enumerate(
+            [
+                "Create an invoice from a template.",
+                "Export each invoice as PDF.",
+                "Match an invoice to a payment.",
+                "Set calendar reminders for meetings.",
+                "Reminders for tax deadlines.",
+                "Daily reminders to drink water.",
+            ]
+        ):
+            skill(root, f"misc-{n}", text)
 
     library = library_of(add)  # type: ignore[operator]
-    # "overdue" is rare (two skills hold it), "invoice" and "reminders" are common; the name holds both
+    # "overdue" is in one skill, "invoice" and "reminders" in four each: rarity alone made the one word win
     assert top(library, "overdue invoice reminders") == ["invoice-reminders"]
 
 
