@@ -176,7 +176,7 @@ def test_initials_come_only_from_runs_of_three_to_five_capitalised_words() -> No
     assert vocabulary.expansions("rtq") == []  # "the" is not capitalised: no run
 
 
-def test_each_hit_says_how_much_of_what_it_matched_only_its_body_holds(library_of: object) -> None:
+def test_each_hit_says_what_it_holds_of_the_query_and_how_much_only_in_its_body(library_of: object) -> None:
     def add(root: Path) -> None:
         skill(root, "engineering-handbook", "How our engineering team works.", HANDBOOK)
         skill(root, "laptop-overheating", "Diagnose a laptop whose fan never stops.", "# Steps\n\nIt gets hot.\n")
@@ -186,3 +186,5 @@ def test_each_hit_says_how_much_of_what_it_matched_only_its_body_holds(library_o
     shares = {s.id.split("/")[-1]: s.body_share for s in hits}
     assert shares["engineering-handbook"] == 1.0  # every word in its body alone
     assert 0.0 < shares["laptop-overheating"] < 1.0  # "gets hot" in its body, "laptop" and "fan" above it
+    coverage = {s.id.split("/")[-1]: s.coverage for s in hits}
+    assert 0.0 < coverage["engineering-handbook"] < coverage["laptop-overheating"] < 1.0  # a body counts 0.1

@@ -324,10 +324,9 @@ def test_fusion_lets_a_close_meaning_outrank_a_skill_that_only_shares_words() ->
         nearest=[("ops/on-topic", 0.8), ("ops/meaning-only", 0.6)], of={"misc/shares-words": 0.1, "ops/on-topic": 0.8}
     )
     hits = fused("a query", by_words, closeness, rows, 10)
-    # on-topic: .75 x 1 + .25 x .2 = .8; meaning-only: .75 x .75, tempered x .9 (it shares no word while others
-    # do) = .50625; shares-words: .75 x .125 + .25 = .34375
+    # on-topic: .75 x 1 + .25 x .2 = .8; meaning-only: .75 x .75 = .5625; shares-words: .75 x .125 + .25 = .34375
     assert [h.id for h in hits] == ["ops/on-topic", "ops/meaning-only", "misc/shares-words"]
-    assert [h.score for h in hits] == [1.0, round(0.50625 / 0.8, 3), round(0.34375 / 0.8, 3)]
+    assert [h.score for h in hits] == [1.0, round(0.5625 / 0.8, 3), round(0.34375 / 0.8, 3)]
     assert [h.id for h in fused("a query", by_words, closeness, rows, 2)] == ["ops/on-topic", "ops/meaning-only"]
 
 
@@ -347,16 +346,23 @@ def test_fusion_weighs_meaning_less_for_the_query_words_a_skill_holds_only_in_it
     assert order(found_in_body=0.0) == ["ops/head", "ops/found"]
 
 
-def test_fusion_tempers_meaning_neighbours_that_share_no_word_with_the_query() -> None:
-    by_words = [skill_row("misc/unrelated", score=1.0), skill_row("ops/on-topic", score=0.4)]
-    rows = {s.id: s for s in by_words} | {"ops/no-shared-word": skill_row("ops/no-shared-word")}
-    closeness = Closeness(
-        nearest=[("ops/no-shared-word", 0.8), ("ops/on-topic", 0.65)], of={"misc/unrelated": 0.1, "ops/on-topic": 0.65}
-    )
-    # on-topic: .75 x .8125 + .25 x .4 = .709; no-shared-word: .75 x 1 x .9 = .675 (untempered, .75 won)
-    hits = fused("a query", by_words, closeness, rows, 10)
-    assert [h.id for h in hits][:2] == ["ops/on-topic", "ops/no-shared-word"]
+def test_fusion_tempers_meaning_neighbours_that_share_no_word_as_far_as_a_word_hit_holds_the_query() -> None:
+    closeness = Closeness(nearest=[("ops/no-shared-word", 0.8), ("ops/on-topic", 0.65)], of={"misc/words": 0.1})
+
+    def order(words_held: float) -> list[str]:
+        by_words = [
+            replace(skill_row("misc/words", score=1.0), coverage=words_held),
+            skill_row("ops/on-topic", score=0.4),
+        ]
+        rows = {s.id: s for s in by_words} | {"ops/no-shared-word": skill_row("ops/no-shared-word")}
+        return [h.id for h in fused("a query", by_words, closeness, rows, 10)][:2]
+
+    # a word hit holds every concept: no-shared-word keeps .8 of .75 = .6 < on-topic's .75 x .8125 + .25 x .4 = .709
+    assert order(words_held=1.0) == ["ops/on-topic", "ops/no-shared-word"]
+    # the word hits hold little of the query: meaning's neighbour is not tempered (.75 > .709)
+    assert order(words_held=0.0) == ["ops/no-shared-word", "ops/on-topic"]
     # when no skill shares a word with the query, meaning alone ranks, untempered
+    rows = {i: skill_row(i) for i in ("ops/no-shared-word", "ops/on-topic")}
     alone = fused("a query", [], closeness, rows, 10)
     assert [(h.id, h.score) for h in alone] == [("ops/no-shared-word", 1.0), ("ops/on-topic", round(0.65 / 0.8, 3))]
 

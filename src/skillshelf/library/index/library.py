@@ -58,7 +58,7 @@ MIN_SIMILARITY = 0.3  # a skill found by meaning alone must be at least this clo
 # body alone: for those, meaning's weight shrinks by this share of them (a skill holding every word of the query
 # in its body only weighs meaning 0.75 x (1 - 0.25)). Otherwise a fixed 0.75 buried such skills (issue 25).
 BODY_BLIND = 0.25
-UNSHARED_MEANING = 0.9  # what a skill that shares no word with the query keeps of its score, when others do
+UNSHARED_MEANING = 0.8  # what a skill sharing no word with the query keeps when a word hit holds them all
 
 
 @dataclass
@@ -500,10 +500,12 @@ def fused(
         return max(0.0, similarity[skill_id]) / closest
 
     body_share = {s.id: s.body_share for s in by_words}
+    # found by meaning alone: tempered as far as a word hit holds the query's words (a confident word ranking)
+    temper = 1 - (1 - UNSHARED_MEANING) * max((s.coverage for s in by_words), default=0.0)
 
     def fuse(skill_id: str) -> float:
-        if skill_id not in words:  # found by meaning alone: tempered when other skills share the query's words
-            return MEANING_WEIGHT * meaning(skill_id) * (UNSHARED_MEANING if words else 1.0)
+        if skill_id not in words:
+            return MEANING_WEIGHT * meaning(skill_id) * temper
         weight = MEANING_WEIGHT * (1 - BODY_BLIND * body_share[skill_id])
         return weight * meaning(skill_id) + (1 - weight) * words[skill_id]
 

@@ -152,6 +152,7 @@ class IndexedSkill:
     # of what the skill holds of the query's concepts (rarity-weighted), the share held in its body alone:
     # what a vector of its name and description cannot see (issue 25); 0.0 outside a search
     body_share: float = 0.0
+    coverage: float = 0.0  # the rarity-weighted share of the query's concepts it holds, credited by field
 
     @cached_property
     def details(self) -> SkillDetails:
@@ -338,11 +339,12 @@ class SkillIndex(FtsIndex):
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
             body_share: dict[int, float] = {}
-            ranked = self._rank(wanted, conditions, params, limit, body_share) if wanted else {}
+            coverage: dict[int, float] = {}
+            ranked = self._rank(wanted, conditions, params, limit, body_share, coverage) if wanted else {}
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             if self._vocabulary is None:
                 self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
-            return self._fetch(ranked, exact, limit, body_share)
+            return self._fetch(ranked, exact, limit, body_share, coverage)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
         """The concepts worth matching: abbreviations the library spells out and spelling corrections of
@@ -374,9 +376,10 @@ class SkillIndex(FtsIndex):
         params: list[Any],
         limit: int,
         body_share: dict[int, float] | None = None,
+        coverage: dict[int, float] | None = None,
     ) -> dict[int, float]:
-        """Candidates' scores by rowid; `body_share`, if given, receives the share of each one's concepts
-        held in its body alone."""
+        """Candidates' scores by rowid; `body_share` and `coverage`, if given, receive the share of each
+        one's concepts held in its body alone and its coverage."""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
         bm25: dict[int, float] = {}
@@ -389,10 +392,17 @@ class SkillIndex(FtsIndex):
             bm25.update(scored)
         if (len(wanted) == 1 and not unscored) or not (bm25 or unscored):
             return bm25
-        return self._with_coverage(expressions, bm25, unscored, {} if body_share is None else body_share)
+        return self._with_coverage(
+            expressions, bm25, unscored, {} if body_share is None else body_share, {} if coverage is None else coverage
+        )
 
     def _with_coverage(
-        self, expressions: list[str], bm25: dict[int, float], unscored: list[int], body_share: dict[int, float]
+        self,
+        expressions: list[str],
+        bm25: dict[int, float],
+        unscored: list[int],
+        body_share: dict[int, float],
+        coverage: dict[int, float],
     ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
 
@@ -419,9 +429,10 @@ class SkillIndex(FtsIndex):
                     summed[rowid] -= score
         scores = {**bm25, **summed}
         body_share.update({rowid: in_body[rowid] / anywhere[rowid] for rowid in candidates if anywhere[rowid] > 0})
+        whole = sum(rarity)
+        coverage.update({rowid: held[rowid] / whole for rowid in candidates})
         if len(expressions) == 1:
             return scores
-        whole = sum(rarity)
         return {rowid: score * coverage_factor(held[rowid] / whole) for rowid, score in scores.items()}
 
     def _partial_matches(
@@ -500,7 +511,12 @@ class SkillIndex(FtsIndex):
             self._refreshing = None
 
     def _fetch(
-        self, ranked: dict[int, float], exact: set[int], limit: int, body_share: dict[int, float] | None = None
+        self,
+        ranked: dict[int, float],
+        exact: set[int],
+        limit: int,
+        body_share: dict[int, float] | None = None,
+        coverage: dict[int, float] | None = None,
     ) -> list[IndexedSkill]:
         """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
         (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
@@ -523,9 +539,14 @@ class SkillIndex(FtsIndex):
         winners = sorted(
             (r for r in contenders if r in rows), key=lambda r: (*coarse(r), -rows[r]["quality"], rows[r]["id"])
         )
-        shares = body_share or {}
+        shares, held = body_share or {}, coverage or {}
         return [
-            replace(IndexedSkill.from_row(rows[r]), score=round(relative[r], 3), body_share=shares.get(r, 0.0))
+            replace(
+                IndexedSkill.from_row(rows[r]),
+                score=round(relative[r], 3),
+                body_share=shares.get(r, 0.0),
+                coverage=held.get(r, 0.0),
+            )
             for r in winners[:limit]
         ]
 
