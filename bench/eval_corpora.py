@@ -5,6 +5,11 @@
     python bench/eval_corpora.py --misses        # also print each miss with what ranked instead
     python bench/eval_corpora.py --semantic-model DIR   # with semantic search (docs/search.md)
     python bench/eval_corpora.py --queries bench/queries/corpora-heldout2.txt   # a file of held-out queries only
+    python bench/eval_corpora.py --semantic-model DIR --compare   # also words alone, and what meaning lost
+    python bench/eval_corpora.py --semantic-model DIR --index-dir /tmp/idx   # keep the vectors between runs
+
+With --compare, "lost" counts the queries words alone answer in the top 5 that words + meaning do
+not (the issue 25 target: at most 1 % of the queries), "gained" the reverse.
 
 The queries were written from a user's task (a person describing a problem, with typos,
 abbreviations and synonyms) without looking at the ranking. Every third query is held out: it is
@@ -108,12 +113,49 @@ def evaluate(library: SkillLibrary, queries: list[Query]) -> dict[str, Any]:
         "all": scores([ranks[q.number] for q in queries]),
         "searchP50Ms": round(statistics.median(took), 2) if took else None,
         "byKind": {kind: scores(r) for kind, r in sorted(by_kind.items())},
+        "ranks": [{"query": q.text, "rank": ranks[q.number]} for q in queries],
         "misses": [
             {"query": q.text, "answers": list(q.answers), "rank": ranks[q.number], "top": returned[q.number][:5]}
             for q in queries
             if ranks[q.number] is None or ranks[q.number] > 5  # type: ignore[operator]
         ],
     }
+
+
+def compared(words: dict[str, Any], both: dict[str, Any]) -> dict[str, Any]:
+    """What adding meaning changed: the queries words alone found in the top 5 and the fusion lost, and the reverse."""
+    top5 = {name: {q["query"]: q["rank"] for q in result["ranks"]} for name, result in (("w", words), ("b", both))}
+
+    def within(rank: int | None) -> bool:
+        return rank is not None and rank <= 5
+
+    lost = [q for q, r in top5["w"].items() if within(r) and not within(top5["b"][q])]
+    gained = [q for q, r in top5["w"].items() if not within(r) and within(top5["b"][q])]
+    return {"queries": len(top5["w"]), "lost": lost, "gained": gained}
+
+
+def _library(tmp: Path, index_dir: Path | None, model: Path | None) -> SkillLibrary:
+    config = LibraryConfig(roots=[CORPORA], index_dir=index_dir or tmp, watch=False, semantic_model=model)
+    library = SkillLibrary(config)
+    library.sync()
+    if library.semantic is not None:  # every skill embedded before the first query
+        started = time.perf_counter()
+        library.semantic.wait_idle()
+        print(f"embedded {len(library.overview())} skills in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        if library.semantic.error:
+            raise SystemExit(f"semantic search failed: {library.semantic.error}")
+    return library
+
+
+def _print(name: str, result: dict[str, Any], misses: bool) -> None:
+    a = result["all"]
+    head = f"{name}: {a['queries']} queries  hit@1 {a['hit@1']:.3f}"
+    print(f"{head}  hit@5 {a['hit@5']:.3f}  MRR@10 {a['mrr@10']:.3f}  search p50 {result['searchP50Ms']} ms")
+    for kind, s in result["byKind"].items():
+        print(f"  {kind:5} {s['queries']:3}  hit@5 {s['hit@5']:.3f}  MRR@10 {s['mrr@10']:.3f}")
+    if misses:
+        for miss in result["misses"]:
+            print(f"  miss: {miss['query']!r} rank {miss['rank']} want {miss['answers'][0]} got {miss['top'][:3]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--queries", type=Path, help="evaluate this file's queries, every one held out (e.g. corpora-heldout2.txt)"
     )
+    ap.add_argument("--compare", action="store_true", help="with --semantic-model: also words alone, and what changed")
+    ap.add_argument("--index-dir", type=Path, help="keep the index and vectors here (default: a temporary folder)")
     args = ap.parse_args(argv)
     if not CORPORA.is_dir():
         print(f"corpora not found at {CORPORA}", file=sys.stderr)
@@ -135,35 +179,38 @@ def main(argv: list[str] | None = None) -> int:
         parts["heldout"] = [q for q in queries if q.heldout]
     if args.queries:
         parts = {args.queries.stem: load_queries(args.queries)}
+    compare = bool(args.compare and args.semantic_model)
     with tempfile.TemporaryDirectory() as tmp:
-        config = LibraryConfig(roots=[CORPORA], index_dir=Path(tmp), watch=False, semantic_model=args.semantic_model)
-        library = SkillLibrary(config)
+        library = _library(Path(tmp) / "both", args.index_dir, args.semantic_model)
         try:
-            library.sync()
-            if library.semantic is not None:  # every skill embedded before the first query
-                started = time.perf_counter()
-                library.semantic.wait_idle()
-                print(
-                    f"embedded {len(library.overview())} skills in {time.perf_counter() - started:.1f} s",
-                    file=sys.stderr,
-                )
-                if library.semantic.error:
-                    raise SystemExit(f"semantic search failed: {library.semantic.error}")
             report = {name: evaluate(library, part) for name, part in parts.items()}
         finally:
             library.close()
+        if compare:
+            words_dir = args.index_dir / "words" if args.index_dir else None
+            library = _library(Path(tmp) / "words", words_dir, None)
+            try:
+                words = {name: evaluate(library, part) for name, part in parts.items()}
+            finally:
+                library.close()
+    if compare:
+        report = {
+            name: {**result, "wordsAlone": words[name], "meaningChanged": compared(words[name], result)}
+            for name, result in report.items()
+        }
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
     for name, result in report.items():
-        a = result["all"]
-        head = f"{name}: {a['queries']} queries  hit@1 {a['hit@1']:.3f}"
-        print(f"{head}  hit@5 {a['hit@5']:.3f}  MRR@10 {a['mrr@10']:.3f}  search p50 {result['searchP50Ms']} ms")
-        for kind, s in result["byKind"].items():
-            print(f"  {kind:5} {s['queries']:3}  hit@5 {s['hit@5']:.3f}  MRR@10 {s['mrr@10']:.3f}")
-        if args.misses:
-            for miss in result["misses"]:
-                print(f"  miss: {miss['query']!r} rank {miss['rank']} want {miss['answers'][0]} got {miss['top'][:3]}")
+        _print(name, result, args.misses)
+        if compare:
+            _print(f"{name}, words alone", result["wordsAlone"], args.misses)
+            changed = result["meaningChanged"]
+            lost, n = len(changed["lost"]), changed["queries"]
+            print(f"  lost by adding meaning: {lost} of {n} ({lost / (n or 1):.1%})")
+            print(f"  gained by adding meaning: {len(changed['gained'])}")
+            for query in changed["lost"]:
+                print(f"  lost: {query!r}")
     return 0
 
 

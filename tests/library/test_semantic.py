@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 from contextlib import ExitStack, closing
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -327,6 +328,43 @@ def test_fusion_lets_a_close_meaning_outrank_a_skill_that_only_shares_words() ->
     assert [h.id for h in hits] == ["ops/on-topic", "ops/meaning-only", "misc/shares-words"]
     assert [h.score for h in hits] == [1.0, round(0.5625 / 0.8, 3), round(0.34375 / 0.8, 3)]
     assert [h.id for h in fused("a query", by_words, closeness, rows, 2)] == ["ops/on-topic", "ops/meaning-only"]
+
+
+def test_fusion_weighs_meaning_less_for_the_query_words_a_skill_holds_only_in_its_body() -> None:
+    """A vector stands for a name and description: it cannot judge what only the body holds."""
+    closeness = Closeness(nearest=[("ops/head", 0.85), ("ops/found", 0.62)], of={})
+    rows = {i: skill_row(i) for i in ("ops/head", "ops/found")}
+
+    def order(found_in_body: float) -> list[str]:
+        found = replace(skill_row("ops/found", score=1.0), body_share=found_in_body)
+        return [h.id for h in fused("q", [found, skill_row("ops/head", score=0.3)], closeness, rows, 10)]
+
+    # the best word hit holds every word in its body: meaning weighs .75 x (1 - .25) for it, so
+    # .5625 x .62/.85 + .4375 = .848 beats head's .75 + .25 x .3 = .825 (a fixed .75 gave it .797)
+    assert order(found_in_body=1.0) == ["ops/found", "ops/head"]
+    # the same words in its name or description: meaning saw them, and still judges
+    assert order(found_in_body=0.0) == ["ops/head", "ops/found"]
+
+
+def test_fusion_tempers_meaning_neighbours_that_share_no_word_as_far_as_a_word_hit_holds_the_query() -> None:
+    closeness = Closeness(nearest=[("ops/no-shared-word", 0.8), ("ops/on-topic", 0.65)], of={"misc/words": 0.1})
+
+    def order(words_held: float) -> list[str]:
+        by_words = [
+            replace(skill_row("misc/words", score=1.0), coverage=words_held),
+            skill_row("ops/on-topic", score=0.4),
+        ]
+        rows = {s.id: s for s in by_words} | {"ops/no-shared-word": skill_row("ops/no-shared-word")}
+        return [h.id for h in fused("a query", by_words, closeness, rows, 10)][:2]
+
+    # a word hit holds every concept: no-shared-word keeps .8 of .75 = .6 < on-topic's .75 x .8125 + .25 x .4 = .709
+    assert order(words_held=1.0) == ["ops/on-topic", "ops/no-shared-word"]
+    # the word hits hold little of the query: meaning's neighbour is not tempered (.75 > .709)
+    assert order(words_held=0.0) == ["ops/no-shared-word", "ops/on-topic"]
+    # when no skill shares a word with the query, meaning alone ranks, untempered
+    rows = {i: skill_row(i) for i in ("ops/no-shared-word", "ops/on-topic")}
+    alone = fused("a query", [], closeness, rows, 10)
+    assert [(h.id, h.score) for h in alone] == [("ops/no-shared-word", 1.0), ("ops/on-topic", round(0.65 / 0.8, 3))]
 
 
 def test_fusion_ranks_a_skill_without_a_vector_yet_by_its_words_and_keeps_an_exact_name_first() -> None:

@@ -55,6 +55,11 @@ SKILL_ID = re.compile(r"^[^/\\\x00]+/[^/\\\x00]+$")
 MEANING_WEIGHT = 0.75  # the rest is the word score's; chosen on 351 labelled development queries
 FUSION_POOL = 50  # candidates taken from each ranking
 MIN_SIMILARITY = 0.3  # a skill found by meaning alone must be at least this close (cosine) to the query
+# A skill's vector stands for its name and description, so meaning cannot judge the words a skill holds in its
+# body alone: for those, meaning's weight shrinks by this share of them (a skill holding every word of the query
+# in its body only weighs meaning 0.75 x (1 - 0.25)). Otherwise a fixed 0.75 buried such skills (issue 25).
+BODY_BLIND = 0.25
+UNSHARED_MEANING = 0.8  # what a skill sharing no word with the query keeps when a word hit holds them all
 
 
 @dataclass
@@ -498,7 +503,17 @@ def fused(
             return words.get(skill_id, 0.0)
         return max(0.0, similarity[skill_id]) / closest
 
-    score = {i: MEANING_WEIGHT * meaning(i) + (1 - MEANING_WEIGHT) * words.get(i, 0.0) for i in candidates}
+    body_share = {s.id: s.body_share for s in by_words}
+    # found by meaning alone: tempered as far as a word hit holds the query's words (a confident word ranking)
+    temper = 1 - (1 - UNSHARED_MEANING) * max((s.coverage for s in by_words), default=0.0)
+
+    def fuse(skill_id: str) -> float:
+        if skill_id not in words:
+            return MEANING_WEIGHT * meaning(skill_id) * temper
+        weight = MEANING_WEIGHT * (1 - BODY_BLIND * body_share[skill_id])
+        return weight * meaning(skill_id) + (1 - weight) * words[skill_id]
+
+    score = {i: fuse(i) for i in candidates}
     wanted = name_key(query)
     exact = {s.id for s in by_words if s.id == query.strip() or name_key(s.name) == wanted}
     order = sorted(score, key=lambda i: (i not in exact, -score[i], -rows[i].quality, i))[:limit]

@@ -16,12 +16,17 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from skillshelf.library.index.synonyms import SYNONYM_GROUPS
+from skillshelf.library.index.synonyms import ONE_WAY, SYNONYM_GROUPS
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 MIN_TYPO_LENGTH = 5
 MAX_CONCEPTS = 12
+# Abbreviations read from the library: a run of Capitalised Words ("Service Level Objectives") stands for its
+# initials ("slo"), so a query for the short form finds the skill that spells it out (issue 25).
+_TITLE_RUN = re.compile(r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+")
+ACRONYM_LENGTHS = range(3, 6)  # two letters are too often another word's initials; the table has those
+MAX_EXPANSIONS = 2
 
 _STOPWORDS_TEXT = """a an and are as at be by can do does for from how i in into is it its me my of on or our so
     that the
@@ -43,16 +48,20 @@ class Concept:
         return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
 
-def _build_synonyms(groups: Iterable[tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+def _build_synonyms(
+    groups: Iterable[tuple[str, ...]], one_way: dict[str, tuple[str, ...]]
+) -> dict[str, tuple[str, ...]]:
     table: dict[str, list[str]] = defaultdict(list)
     for group in groups:
         for term in group:
             if " " not in term:
                 table[term].extend(t for t in group if t != term and t not in table[term])
+    for word, terms in one_way.items():
+        table[word].extend(t for t in terms if t != word and t not in table[word])
     return {term: tuple(alts) for term, alts in table.items()}
 
 
-SYNONYMS = _build_synonyms(SYNONYM_GROUPS)
+SYNONYMS = _build_synonyms(SYNONYM_GROUPS, ONE_WAY)
 
 
 def split_word(raw: str) -> list[str]:
@@ -130,15 +139,28 @@ def _trigrams(word: str) -> set[str]:
     return {padded[i : i + 3] for i in range(len(padded) - 2)}
 
 
+def spelled_out(text: str) -> Iterable[tuple[str, str]]:
+    """(initials, phrase) for every run of 3-5 Capitalised Words in the text, and each shorter run inside it."""
+    for run in _TITLE_RUN.findall(text):
+        words = re.split(r"[ -]", run)
+        for start in range(len(words)):
+            for length in ACRONYM_LENGTHS:
+                part = words[start : start + length]
+                if len(part) == length:
+                    yield "".join(w[0] for w in part).lower(), " ".join(part).lower()
+
+
 class Vocabulary:
-    """Words of the library's names, descriptions, tags and headings, for spelling corrections.
+    """Words of the library's names, descriptions, tags and headings, for spelling corrections, and the
+    phrases they spell out as initials, for abbreviations.
 
     A trigram index narrows the candidates; the edit distance decides. Among equally close words
     the most common one wins.
     """
 
-    def __init__(self, counts: dict[str, int]) -> None:
+    def __init__(self, counts: dict[str, int], acronyms: dict[str, dict[str, int]] | None = None) -> None:
         self.counts = counts
+        self.acronyms = acronyms or {}  # initials -> {phrase: how many texts spell it out}
         self._by_trigram: dict[str, list[str]] = defaultdict(list)
         for word in counts:
             if len(word) >= MIN_TYPO_LENGTH - 1:
@@ -148,11 +170,23 @@ class Vocabulary:
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> Vocabulary:
         counts: dict[str, int] = defaultdict(int)
+        acronyms: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for text in texts:
             for word in set(_WORD.findall(text.lower())):
                 if len(word) >= MIN_TYPO_LENGTH - 1 and word.isalpha():
                     counts[word] += 1
-        return cls(dict(counts))
+            for initials, phrase in set(spelled_out(text)):
+                acronyms[initials][phrase] += 1
+        return cls(dict(counts), {initials: dict(phrases) for initials, phrases in acronyms.items()})
+
+    def expansions(self, word: str) -> list[str]:
+        """The phrases the library spells out with these initials ('slos' or 'slo' -> 'service level
+        objectives'), the most common first; empty for a word that is no abbreviation here."""
+        for initials in dict.fromkeys([word, word.removesuffix("s")]):
+            phrases = self.acronyms.get(initials)
+            if phrases and len(initials) in ACRONYM_LENGTHS:
+                return sorted(phrases, key=lambda p: (-phrases[p], p))[:MAX_EXPANSIONS]
+        return []
 
     def corrections(self, word: str) -> list[str]:
         """The closest known words to `word` (empty if it is known, short, or nothing is close)."""

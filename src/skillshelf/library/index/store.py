@@ -69,8 +69,17 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _CAMEL_WORD = re.compile(r"\b[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
 VOCABULARY_SQL = "SELECT name, description, tags, headings FROM skills_fts"
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
-COVERAGE_WEIGHT = 1.0  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
+COVERAGE_WEIGHT = 1.5  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
 COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weighted by rarity) go missing
+# How much of a concept a skill holds, by where it holds it. BM25 cannot say it: FTS5 weights a field's term
+# count before saturating it, so one word in a name (weight 10) scores barely more than in a description (5)
+# or three times in a long body; coverage then rewarded a body holding most of the query's everyday words as
+# much as a name or description holding them (issue 25).
+NAME_CREDIT = 1.0
+HEAD_CREDIT = 0.8  # description, tags, headings
+BODY_CREDIT = 0.1
+_NAME_ONLY = "1.0, 0.0, 0.0, 0.0, 0.0"  # bm25() weights that score a match in that field alone (0: not there)
+_HEAD_ONLY = "0.0, 1.0, 1.0, 1.0, 0.0"
 VISIBLE_FUNCTION = "skillshelf_visible"  # SQL function a view registers (SearchFilters.visible)
 VERIFIED_FUNCTION = "skillshelf_verified"  # verified by quality (the column) or by use (ids given)
 AGENT_DOCS = ("SKILL.md", "skill.md")
@@ -140,6 +149,10 @@ class IndexedSkill:
     tokens: int
     payload_json: str
     score: float = 0.0  # relevance relative to the best hit of the search (1.0); 0.0 outside a search
+    # of what the skill holds of the query's concepts (rarity-weighted), the share held in its body alone:
+    # what a vector of its name and description cannot see (issue 25); 0.0 outside a search
+    body_share: float = 0.0
+    coverage: float = 0.0  # the rarity-weighted share of the query's concepts it holds, credited by field
 
     @cached_property
     def details(self) -> SkillDetails:
@@ -325,22 +338,30 @@ class SkillIndex(FtsIndex):
                 return self._fetch(ranked, set(), limit)
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
-            ranked = self._rank(wanted, conditions, params, limit) if wanted else {}
+            body_share: dict[int, float] = {}
+            coverage: dict[int, float] = {}
+            ranked = self._rank(wanted, conditions, params, limit, body_share, coverage) if wanted else {}
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             if self._vocabulary is None:
                 self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
-            return self._fetch(ranked, exact, limit)
+            return self._fetch(ranked, exact, limit, body_share, coverage)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
-        """The concepts worth matching: spelling corrections added to unknown words; concepts that
-        match nothing dropped; concepts in over half the skills dropped unless nothing else is left."""
+        """The concepts worth matching: abbreviations the library spells out and spelling corrections of
+        unknown words added; concepts that match nothing dropped; concepts in over half the skills dropped
+        unless nothing else is left."""
         fixed = []
-        for concept in wanted:
-            if self._expression_frequency(concept.expression()) > 0:
+        for asked in wanted:
+            known = self._expression_frequency(asked.expression()) > 0
+            # a known word needs no vocabulary: use the one in hand rather than build it inside a search
+            vocabulary = self._vocabulary if known else self._current_vocabulary()
+            concept = asked if vocabulary is None else with_alternatives(asked, vocabulary.expansions(asked.word))
+            if known:
                 fixed.append(concept)
                 continue
-            corrected = with_alternatives(concept, self._current_vocabulary().corrections(concept.word))
-            if corrected is not concept and self._expression_frequency(corrected.expression()) > 0:
+            assert vocabulary is not None
+            corrected = with_alternatives(concept, vocabulary.corrections(concept.word))
+            if self._expression_frequency(corrected.expression()) > 0:
                 fixed.append(corrected)
         if len(fixed) < 2:
             return fixed
@@ -348,7 +369,17 @@ class SkillIndex(FtsIndex):
         informative = [c for c in fixed if self._expression_frequency(c.expression()) <= total / 2]
         return informative or [min(fixed, key=lambda c: self._expression_frequency(c.expression()))]
 
-    def _rank(self, wanted: list[Concept], conditions: str, params: list[Any], limit: int) -> dict[int, float]:
+    def _rank(
+        self,
+        wanted: list[Concept],
+        conditions: str,
+        params: list[Any],
+        limit: int,
+        body_share: dict[int, float] | None = None,
+        coverage: dict[int, float] | None = None,
+    ) -> dict[int, float]:
+        """Candidates' scores by rowid; `body_share` and `coverage`, if given, receive the share of each
+        one's concepts held in its body alone and its coverage."""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
         bm25: dict[int, float] = {}
@@ -361,9 +392,18 @@ class SkillIndex(FtsIndex):
             bm25.update(scored)
         if (len(wanted) == 1 and not unscored) or not (bm25 or unscored):
             return bm25
-        return self._with_coverage(expressions, bm25, unscored)
+        return self._with_coverage(
+            expressions, bm25, unscored, {} if body_share is None else body_share, {} if coverage is None else coverage
+        )
 
-    def _with_coverage(self, expressions: list[str], bm25: dict[int, float], unscored: list[int]) -> dict[int, float]:
+    def _with_coverage(
+        self,
+        expressions: list[str],
+        bm25: dict[int, float],
+        unscored: list[int],
+        body_share: dict[int, float],
+        coverage: dict[int, float],
+    ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
 
         One walk of each concept's matches finds which candidates hold it, and the concept's BM25 part for
@@ -372,21 +412,28 @@ class SkillIndex(FtsIndex):
         total = self._count_documents()
         rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in map(self._expression_frequency, expressions)]
         held = dict.fromkeys(candidates, 0.0)
+        anywhere = dict.fromkeys(candidates, 0.0)
+        in_body = dict.fromkeys(candidates, 0.0)
         summed = dict.fromkeys(unscored, 0.0)
         marks = ",".join("?" * len(candidates))
         # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each;
-        # BM25 only when some candidate needs it (it costs a tenth of a millisecond at 10,000 skills)
+        # the whole BM25 only when some candidate needs it (a tenth of a millisecond at 10,000 skills)
         score = f"bm25(skills_fts, {_WEIGHTS})" if unscored else "0"
-        member_sql = f"SELECT rowid, {score} FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"
+        member_sql = f"""SELECT rowid, {score}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY})
+                         FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
         for expression, weight in zip(expressions, rarity, strict=True):
-            for rowid, score in self._conn.execute(member_sql, [expression, *candidates]):
-                held[rowid] += weight
+            for rowid, score, in_name, in_head in self._conn.execute(member_sql, [expression, *candidates]):
+                held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else BODY_CREDIT)
+                anywhere[rowid] += weight
+                in_body[rowid] += 0.0 if in_name or in_head else weight
                 if rowid in summed:
                     summed[rowid] -= score
         scores = {**bm25, **summed}
+        body_share.update({rowid: in_body[rowid] / anywhere[rowid] for rowid in candidates if anywhere[rowid] > 0})
+        whole = sum(rarity)
+        coverage.update({rowid: held[rowid] / whole for rowid in candidates})
         if len(expressions) == 1:
             return scores
-        whole = sum(rarity)
         return {rowid: score * coverage_factor(held[rowid] / whole) for rowid, score in scores.items()}
 
     def _partial_matches(
@@ -464,7 +511,14 @@ class SkillIndex(FtsIndex):
         finally:
             self._refreshing = None
 
-    def _fetch(self, ranked: dict[int, float], exact: set[int], limit: int) -> list[IndexedSkill]:
+    def _fetch(
+        self,
+        ranked: dict[int, float],
+        exact: set[int],
+        limit: int,
+        body_share: dict[int, float] | None = None,
+        coverage: dict[int, float] | None = None,
+    ) -> list[IndexedSkill]:
         """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
         (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
         if not ranked:
@@ -486,7 +540,16 @@ class SkillIndex(FtsIndex):
         winners = sorted(
             (r for r in contenders if r in rows), key=lambda r: (*coarse(r), -rows[r]["quality"], rows[r]["id"])
         )
-        return [replace(IndexedSkill.from_row(rows[r]), score=round(relative[r], 3)) for r in winners[:limit]]
+        shares, held = body_share or {}, coverage or {}
+        return [
+            replace(
+                IndexedSkill.from_row(rows[r]),
+                score=round(relative[r], 3),
+                body_share=shares.get(r, 0.0),
+                coverage=held.get(r, 0.0),
+            )
+            for r in winners[:limit]
+        ]
 
     def _rows(self, rowids: list[int]) -> dict[int, sqlite3.Row]:
         if not rowids:

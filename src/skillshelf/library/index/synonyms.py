@@ -83,4 +83,26 @@ SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("dockerfile", "docker"),
     ("rollout", "deployment"),
     ("cheatsheet", "cheat sheet", "quick reference"),
+    # what people say about money, moving, going back and changing text (issue 25)
+    ("cost", "expense", "spend"),
+    ("rollback", "roll back", "revert"),
+    ("edit", "revise", "amend"),
 )
+
+# Everyday words that should also find a skill's own term, but not the other way: "the bill is too high" is
+# about cost, while a search for cost is not about billing; "move to postgres" is a migration, while a search
+# for migration should not match every skill that moves something.
+ONE_WAY: dict[str, tuple[str, ...]] = {
+    "cheaper": ("cost",),
+    "cheap": ("cost",),
+    "expensive": ("cost",),
+    "bill": ("cost",),
+    "invoice": ("cost",),
+    "move": ("migrate",),
+    "port": ("migrate",),
+    "undo": ("rollback", "roll back", "revert"),
+    "tweak": ("edit", "revise"),
+    "proofread": ("edit", "copy edit"),
+    "reword": ("rewrite", "edit"),
+    "rephrase": ("rewrite", "edit"),
+}

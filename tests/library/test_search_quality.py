@@ -1,0 +1,190 @@
+"""Where search by words lost (issue 25): each kind of miss, rebuilt in a small library of its own.
+
+Every library here has unrelated filler skills, so a word's rarity means what it means in a real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.query import Vocabulary, concepts
+from skillshelf.library.index.store import SearchFilters
+from tests.conftest import agent_skill, wait_until
+
+FILLER_TOPICS = ("gardening", "baking", "knitting", "birdwatching", "pottery", "chess", "sailing", "origami")
+
+
+def skill(root: Path, name: str, description: str, body: str = "# Steps\n\nFollow the steps.\n") -> None:
+    agent_skill(root, "lib", name, f"name: {name}\ndescription: {description}", body)
+
+
+def fillers(root: Path) -> None:
+    for topic in FILLER_TOPICS:
+        skill(root, f"{topic}-guide", f"A guide to {topic} for beginners.", f"# {topic.title()}\n\nPractice {topic}.\n")
+
+
+@pytest.fixture
+def library_of(tmp_path: Path) -> Iterator[object]:
+    opened: list[SkillLibrary] = []
+
+    def build(add: object) -> SkillLibrary:
+        root = tmp_path / f"lib{len(opened)}"
+        fillers(root)
+        add(root)  # type: ignore[operator]
+        shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / f"idx{len(opened)}", watch=False))
+        shelf.sync()
+        opened.append(shelf)
+        return shelf
+
+    yield build
+    for shelf in opened:
+        shelf.close()
+
+
+def top(library: SkillLibrary, query: str, n: int = 1) -> list[str]:
+    return [s.id.split("/")[-1] for s in library.search(query, SearchFilters(), 10)][:n]
+
+
+HANDBOOK = "\n\n".join(
+    [
+        "# Engineering handbook",
+        "Welcome to the team. This handbook covers how we work, from the first day to the last.",
+        "## Your machine",
+        "You will get a laptop on your first day; if it gets hot or the fan is loud, tell IT.",
+        "## Meetings",
+        "We keep meetings short. Write an agenda, share notes afterwards, and keep decisions in the wiki.",
+        "## Reviews",
+        "Every change gets a review. Reviewers look at tests, naming and the size of the change.",
+        "## Holidays",
+        "Book holidays in the calendar two weeks ahead and tell your team.",
+    ]
+)
+
+
+def test_a_long_body_holding_the_query_words_does_not_outrank_a_name_and_description_match(library_of: object) -> None:
+    def add(root: Path) -> None:
+        skill(root, "engineering-handbook", "How our engineering team works.", HANDBOOK)
+        skill(
+            root,
+            "laptop-overheating",
+            "Diagnose a laptop whose fan never stops: dust, throttling, background processes.",
+        )
+
+    library = library_of(add)  # type: ignore[operator]
+    assert top(library, "my laptop gets hot and the fan is loud") == ["laptop-overheating"]
+
+
+def test_a_name_holding_two_query_words_beats_a_rare_word_in_another_description(library_of: object) -> None:
+    def add(root: Path) -> None:
+        skill(root, "invoice-reminders", "Nudge customers by email on a schedule until they pay.")
+        skill(root, "dunning-letters", "Letters for overdue accounts, escalating in tone.")
+        for n, text in enumerate(
+            [
+                "Create an invoice from a template.",
+                "Export each invoice as PDF.",
+                "Match an invoice to a payment.",
+                "Set calendar reminders for meetings.",
+                "Reminders for tax deadlines.",
+                "Daily reminders to drink water.",
+            ]
+        ):
+            skill(root, f"misc-{n}", text)
+
+    library = library_of(add)  # type: ignore[operator]
+    # "overdue" is in one skill, "invoice" and "reminders" in four each: rarity alone made the one word win
+    assert top(library, "overdue invoice reminders") == ["invoice-reminders"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("our cloud bill is too high, spend less", "cloud-cost-optimization"),
+        ("make the cloud setup cheaper", "cloud-cost-optimization"),
+        ("move the database from mysql to postgres", "database-migration"),
+        ("port the database to a new engine", "database-migration"),
+        ("undo a bad release", "release-rollback"),
+        ("revert the deploy to the previous version", "release-rollback"),
+        ("tweak the wording of a document", "document-editing"),
+        ("proofread and revise my report", "document-editing"),
+    ],
+)
+def test_cost_migration_rollback_and_editing_words_find_their_synonyms(
+    library_of: object, query: str, expected: str
+) -> None:
+    def add(root: Path) -> None:
+        skill(root, "cloud-cost-optimization", "Reduce cloud costs: rightsizing, reserved instances, idle resources.")
+        skill(root, "database-migration", "Migrate a database to another engine with zero downtime.")
+        skill(root, "release-rollback", "Roll back a release safely when a deployment fails.")
+        skill(root, "document-editing", "Edit documents: fix wording, grammar and structure.")
+        skill(root, "cloud-setup", "Set up cloud accounts and networks.")
+        skill(root, "release-notes", "Write release notes and wording for a changelog.")
+
+    library = library_of(add)  # type: ignore[operator]
+    assert top(library, query) == [expected]
+
+
+def test_everyday_words_find_the_skills_term_but_the_term_does_not_find_every_everyday_use() -> None:
+    [bill] = concepts("bill")
+    assert "cost" in bill.alternatives  # "the cloud bill is too high" is about cost ...
+    [cost] = concepts("cost")
+    assert {"spend", "expense"} <= set(cost.alternatives)
+    assert not {"bill", "price"} & set(cost.alternatives)  # ... but a search for cost is not about billing
+    [move] = concepts("move")
+    assert "migrate" in move.alternatives
+    [migrate] = concepts("migrate")
+    assert "move" not in migrate.alternatives
+    [revise] = concepts("revise")
+    assert "edit" in revise.alternatives and "write" not in revise.alternatives
+
+
+def test_an_abbreviation_finds_the_skill_that_spells_it_out_over_skills_using_the_short_form(
+    library_of: object,
+) -> None:
+    def add(root: Path) -> None:
+        skill(
+            root,
+            "service-level-objectives",
+            "Define Service Level Objectives and error budgets, and alert when a budget burns fast.",
+        )
+        skill(root, "uptime-dashboard", "Dashboards of uptime; link each panel to its SLO page.")
+        skill(root, "status-page", "Publish a status page; mention the SLO in incident updates.")
+        skill(root, "decision-records", "Write Architecture Decision Records that explain why a choice was made.")
+        skill(root, "adr-linter", "Lint the markdown of ADR files.")
+
+    library = library_of(add)  # type: ignore[operator]
+    top(library, "checkout")  # the first search reads the library's words in the background ...
+    wait_until(lambda: library.index._vocabulary is not None, "the vocabulary was never built", poll_s=0.01)
+    # ... and from then on a short form also finds the skills that spell it out
+    assert top(library, "slo for the checkout") == ["service-level-objectives"]
+    assert top(library, "slos for the checkout") == ["service-level-objectives"]
+    assert top(library, "write an adr") == ["decision-records"]
+    assert set(top(library, "slo", n=3)) == {"service-level-objectives", "uptime-dashboard", "status-page"}
+
+
+def test_initials_come_only_from_runs_of_three_to_five_capitalised_words() -> None:
+    vocabulary = Vocabulary.from_texts(
+        ["Define Service Level Objectives (SLOs).", "Use Service Level Objectives.", "Read the Quick Start."]
+    )
+    assert vocabulary.expansions("slo") == ["service level objectives"]
+    assert vocabulary.expansions("slos") == ["service level objectives"]
+    assert vocabulary.expansions("dslo") == ["define service level objectives"]
+    assert vocabulary.expansions("qs") == []  # two letters: too often some other phrase's initials
+    assert vocabulary.expansions("rtq") == []  # "the" is not capitalised: no run
+
+
+def test_each_hit_says_what_it_holds_of_the_query_and_how_much_only_in_its_body(library_of: object) -> None:
+    def add(root: Path) -> None:
+        skill(root, "engineering-handbook", "How our engineering team works.", HANDBOOK)
+        skill(root, "laptop-overheating", "Diagnose a laptop whose fan never stops.", "# Steps\n\nIt gets hot.\n")
+
+    library = library_of(add)  # type: ignore[operator]
+    hits = library.search("my laptop gets hot and the fan is loud", SearchFilters(), 10)
+    shares = {s.id.split("/")[-1]: s.body_share for s in hits}
+    assert shares["engineering-handbook"] == 1.0  # every word in its body alone
+    assert 0.0 < shares["laptop-overheating"] < 1.0  # "gets hot" in its body, "laptop" and "fan" above it
+    coverage = {s.id.split("/")[-1]: s.coverage for s in hits}
+    assert 0.0 < coverage["engineering-handbook"] < coverage["laptop-overheating"] < 1.0  # a body counts 0.1
