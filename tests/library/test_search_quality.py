@@ -188,3 +188,11 @@ def test_each_hit_says_what_it_holds_of_the_query_and_how_much_only_in_its_body(
     assert 0.0 < shares["laptop-overheating"] < 1.0  # "gets hot" in its body, "laptop" and "fan" above it
     coverage = {s.id.split("/")[-1]: s.coverage for s in hits}
     assert 0.0 < coverage["engineering-handbook"] < coverage["laptop-overheating"] < 1.0  # a body counts 0.1
+
+
+def test_a_body_word_counts_by_how_specific_it_is() -> None:
+    from skillshelf.library.index.store import BODY_CREDIT, RARE_BODY_CREDIT, body_credit
+
+    assert body_credit(0.5) == body_credit(0.1) == BODY_CREDIT  # an everyday word: little
+    assert body_credit(0.01) == body_credit(0.0001) == body_credit(0.0) == RARE_BODY_CREDIT  # a specific one
+    assert BODY_CREDIT < body_credit(0.05) < body_credit(0.02) < RARE_BODY_CREDIT

@@ -83,3 +83,22 @@ def test_with_too_few_head_field_matches_every_partial_match_competes(
     monkeypatch.setattr(store, "SCORED_MATCHES", 0)
     hits = [s.id for s in library.search("talk minutes", SearchFilters(), 10)]
     assert hits and set(hits) <= {f"notes/meeting-{n}" for n in range(5)}
+
+
+def test_the_independent_generators_decoys_keep_their_answer_in_the_top_five(tmp_path: Path) -> None:
+    """Its decoy queries: the answer holds every (specific) word of the query in its body, another skill two of
+    them in its name. Counting every body word at 0.1 of a name's (a first form of issue 25's change) lost 35
+    of 100 at 10,000 skills; a body word now counts by how specific it is."""
+    from bench import gen_independent
+
+    root = tmp_path / "generated"
+    gen_independent.ensure_library(root, 2000, seed=11, n_queries=200)
+    shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        shelf.sync()
+        queries = gen_independent.load_queries(root)
+        found = {q["query"]: [s.id for s in shelf.search(q["query"], SearchFilters(), 5)] for q in queries}
+        missed = [q["query"] for q in queries if q["answer"] not in found[q["query"]]]
+    finally:
+        shelf.close()
+    assert len(queries) == 200 and not missed, missed[:5]

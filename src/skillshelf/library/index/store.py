@@ -77,7 +77,25 @@ COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weigh
 # much as a name or description holding them (issue 25).
 NAME_CREDIT = 1.0
 HEAD_CREDIT = 0.8  # description, tags, headings
-BODY_CREDIT = 0.1
+BODY_CREDIT = 0.1  # an everyday word, held only in the body ...
+RARE_BODY_CREDIT = 0.9  # ... and a specific word: a body holding the query's specific words still counts
+COMMON_SHARE = 0.1  # a word in this share of the skills or more is an everyday one ...
+SPECIFIC_SHARE = 0.01  # ... and in this share or fewer, a specific one
+
+
+def body_credit(share: float) -> float:
+    """How much a word held only in the body counts, by the share of skills holding it: an everyday word (in
+    `COMMON_SHARE` of the skills or more) little, a specific one (in `SPECIFIC_SHARE` or fewer) nearly fully,
+    between them by the logarithm of the share. A long body holding a query's everyday words must not beat a
+    name or description; a skill holding every specific word of a query in its body must keep beating one
+    holding two of them in its name (the independent generator's decoys: with a flat 0.1, 35 of 100 at 10,000
+    skills lost their answer)."""
+    if share <= 0:
+        return RARE_BODY_CREDIT
+    specificity = math.log(COMMON_SHARE / share) / math.log(COMMON_SHARE / SPECIFIC_SHARE)
+    return BODY_CREDIT + (RARE_BODY_CREDIT - BODY_CREDIT) * min(1.0, max(0.0, specificity))
+
+
 _NAME_ONLY = "1.0, 0.0, 0.0, 0.0, 0.0"  # bm25() weights that score a match in that field alone (0: not there)
 _HEAD_ONLY = "0.0, 1.0, 1.0, 1.0, 0.0"
 VISIBLE_FUNCTION = "skillshelf_visible"  # SQL function a view registers (SearchFilters.visible)
@@ -421,9 +439,11 @@ class SkillIndex(FtsIndex):
         score = f"bm25(skills_fts, {_WEIGHTS})" if unscored else "0"
         member_sql = f"""SELECT rowid, {score}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY})
                          FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
-        for expression, weight in zip(expressions, rarity, strict=True):
+        frequencies = [self._expression_frequency(e) / max(total, 1) for e in expressions]
+        for expression, weight, share in zip(expressions, rarity, frequencies, strict=True):
+            in_body_only = body_credit(share)
             for rowid, score, in_name, in_head in self._conn.execute(member_sql, [expression, *candidates]):
-                held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else BODY_CREDIT)
+                held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else in_body_only)
                 anywhere[rowid] += weight
                 in_body[rowid] += 0.0 if in_name or in_head else weight
                 if rowid in summed:
