@@ -137,8 +137,9 @@ def test_a_use_is_recorded_with_the_caller_as_its_author(backend: Backend) -> No
 def _authors(backend: Backend) -> list[str | None]:
     if backend.database_url is None:
         import sqlite3
+        from contextlib import closing
 
-        with sqlite3.connect(backend.folder / USAGE_FILE) as conn:
+        with closing(sqlite3.connect(backend.folder / USAGE_FILE)) as conn:  # `with` alone leaves it open
             return [row[0] for row in conn.execute("SELECT author FROM events")]
     import psycopg
 
