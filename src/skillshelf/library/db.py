@@ -22,6 +22,16 @@ UNWRITABLE_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, 
 CORRUPTION_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
 
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` now (device, inode), None when there is none: a file another process moved
+    aside and replaced is another file under the same name."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def is_corruption(exc: sqlite3.Error) -> bool:
     """True only for SQLITE_CORRUPT and SQLITE_NOTADB (extended codes included)."""
     code = getattr(exc, "sqlite_errorcode", None)

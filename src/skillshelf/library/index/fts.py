@@ -45,6 +45,7 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.db import (
     UNWRITABLE_CODES,
     describe_sqlite_error,
+    file_identity,
     file_lock,
     immediate_transaction,
     is_corruption,
@@ -108,15 +109,6 @@ def recovering(method: Callable[Concatenate[Index, P], T]) -> Callable[Concatena
     return read
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
-    """Which file is at `path` now (device, inode): another process's replacement is another file."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
 class FtsIndex:
     SCHEMA: ClassVar[str]  # CREATE statements, run on a new or stale file
     SCHEMA_VERSION: ClassVar[int]
@@ -178,7 +170,7 @@ class FtsIndex:
         that cannot be written falls back to a temporary one. A lock held by another process or a full
         disk is raised as it is: nothing here may touch a file another server is using."""
         try:
-            self._identity = _identity(self.path)
+            self._identity = file_identity(self.path)
             self._require_writable()
             with self._no_replacement():
                 conn = self._connect()
@@ -191,7 +183,7 @@ class FtsIndex:
             return self._open_elsewhere(describe_sqlite_error(exc))
         except OSError as exc:
             return self._open_elsewhere(exc.strerror or str(exc))
-        self._identity = _identity(self.path)
+        self._identity = file_identity(self.path)
         return conn
 
     def _require_writable(self) -> None:
@@ -242,7 +234,7 @@ class FtsIndex:
             conn = self._connect()
             where = "memory"
         self.created = True
-        self._identity = _identity(self.path)
+        self._identity = file_identity(self.path)
         self.fallback = (
             f"{display_path(wanted.parent)} cannot be written ({reason}), so the {self.LABEL} is kept in {where} "
             "for this run and built again at every start. Make that folder writable, or set SKILLSHELF_CACHE_DIR "
@@ -351,7 +343,7 @@ class FtsIndex:
 
     def replaced_elsewhere(self) -> bool:
         """True when the file at `path` is no longer the one open here (another process replaced it)."""
-        return self._memory is None and _identity(self.path) != self._identity
+        return self._memory is None and file_identity(self.path) != self._identity
 
     def renew_if_needed(self) -> bool:
         """At the start of a sync: replace a damaged file, or reopen one another process replaced.
@@ -430,7 +422,7 @@ class FtsIndex:
                 self.damage = str(exc)
             raise
         finally:
-            self._identity = _identity(self.path)
+            self._identity = file_identity(self.path)
 
     def _note_damage(self, exc: sqlite3.DatabaseError, generation: int) -> IndexDamaged:
         """Remember proven damage met on connection `generation` (unless it was replaced since)."""

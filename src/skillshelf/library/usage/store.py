@@ -32,7 +32,14 @@ from urllib.parse import quote
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.db import UNWRITABLE_CODES, describe_sqlite_error, immediate_transaction, is_corruption, use_wal
+from skillshelf.library.db import (
+    UNWRITABLE_CODES,
+    describe_sqlite_error,
+    file_identity,
+    immediate_transaction,
+    is_corruption,
+    use_wal,
+)
 from skillshelf.library.skill.paths import display_path
 
 logger = logging.getLogger(__name__)
@@ -86,14 +93,6 @@ class _ReadOnly(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
 
 
 class UsageUnavailable(SkillshelfError):
@@ -150,7 +149,7 @@ class UsageStore:
             raise UsageUnavailable(f"Usage history ({display_path(self.path)}) is closed: the server is stopping.")
         if self._conn is not None:
             return self._conn
-        if self._damaged_file is None or self._damaged_file != _identity(self.path):
+        if self._damaged_file is None or self._damaged_file != file_identity(self.path):
             try:
                 self._conn = self._open()
             except _ReadOnly as exc:
@@ -251,7 +250,7 @@ class UsageStore:
 
     def _note_damage(self, reason: str) -> None:
         """The file at the path is damaged: left as it is, read as far as it can be, never written."""
-        identity = _identity(self.path)
+        identity = file_identity(self.path)
         if self._damaged_file != identity:
             logger.error(
                 "usage history %s is damaged (%s): it is left as it is and read as far as it can be; no use is "
