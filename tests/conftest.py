@@ -8,6 +8,7 @@ import os
 import textwrap
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -242,9 +243,18 @@ def sample_root(tmp_path: Path) -> Path:
     return root
 
 
+@contextmanager
+def synced_library(root: Path, index_dir: Path) -> Iterator[SkillLibrary]:
+    """A library of `root` indexed into `index_dir` (no watcher), closed at the end of the block."""
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=index_dir, watch=False))
+    try:
+        library.sync()
+        yield library
+    finally:
+        library.close()
+
+
 @pytest.fixture
 def sample_library(sample_root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
-    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "index", watch=False))
-    library.sync()
-    yield library
-    library.close()
+    with synced_library(sample_root, tmp_path / "index") as library:
+        yield library

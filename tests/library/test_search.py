@@ -14,7 +14,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.patterns.service import load_skill, search_patterns
-from tests.conftest import deadline, three_file, wait_until
+from tests.conftest import deadline, synced_library, three_file, wait_until
 
 
 def doc(title: str, text: str) -> str:
@@ -42,10 +42,8 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def library(root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
-    shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
-    shelf.sync()
-    yield shelf
-    shelf.close()
+    with synced_library(root, tmp_path / "idx") as shelf:
+        yield shelf
 
 
 def ids(library: SkillLibrary, query: str) -> list[str]:

@@ -15,11 +15,11 @@ from starlette.applications import Starlette
 
 from skillshelf.config.views import FilterRule, ViewSettings
 from skillshelf.library.access.reader import ViewReader
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
-from tests.conftest import agent_skill, call, write
+from tests.conftest import agent_skill, call, synced_library, write
 from tests.server.test_skills_ext import all_skills, request
 
 pytestmark = pytest.mark.anyio
@@ -50,10 +50,8 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def library(root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
-    opened = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
-    opened.sync()
-    yield opened
-    opened.close()
+    with synced_library(root, tmp_path / "index") as opened:
+        yield opened
 
 
 @asynccontextmanager

@@ -20,7 +20,7 @@ from skillshelf.config.auth import AuthSettings
 from skillshelf.config.composites import ChainStep, CompositeTool
 from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import FilterRule, ToolOverride, ViewSettings
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server import sdk
 from skillshelf.server.app import build_server
 from skillshelf.server.calllog import CallLog
@@ -28,7 +28,7 @@ from skillshelf.server.hooks import HookResult, ToolCall
 from skillshelf.server.http import team_app
 from skillshelf.server.pipeline import METHODS, CallPipeline, classify
 from skillshelf.settings import ExecutionSettings, Settings
-from tests.conftest import agent_skill, call, write
+from tests.conftest import agent_skill, call, synced_library, write
 from tests.server.team_support import serving
 from tests.server.test_skills_ext import request
 
@@ -67,10 +67,8 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def library(root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
-    opened = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
-    opened.sync()
-    yield opened
-    opened.close()
+    with synced_library(root, tmp_path / "index") as opened:
+        yield opened
 
 
 @asynccontextmanager

@@ -156,16 +156,12 @@ def test_stdin_from_a_file_is_served_to_its_end(library: Path, isolated_environm
     assert process.returncode == 0
 
 
-@pytest.mark.parametrize("answers_to", ["pipe", "terminal"])
-def test_a_client_that_stops_reading_ends_the_session_quietly(
-    answers_to: str, library: Path, isolated_environment: Path, tmp_path: Path
-) -> None:
-    """The answers have nowhere to go (a closed pipe: EPIPE; a closed terminal: EIO): the server ends
-    with status 0 and no traceback once it reads its next request, although stdin stays open."""
+def initialized_answering_to(answers_to: str, library: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """`serve` with its answers going to a pipe or a terminal (a pty), past initialize; and the end the
+    test reads the answers from."""
     import pty
 
     reading, output = os.pipe() if answers_to == "pipe" else pty.openpty()
-    log_path = tmp_path / "stderr.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(serve_command(library), stdin=subprocess.PIPE, stdout=output, stderr=log)
     os.close(output)
@@ -174,6 +170,24 @@ def test_a_client_that_stops_reading_ends_the_session_quietly(
         process.stdin.write(line(INITIALIZE) + line(INITIALIZED))
         process.stdin.flush()
         read_lines(reading, {1})
+    except BaseException:
+        process.kill()
+        process.wait()
+        os.close(reading)
+        raise
+    return process, reading
+
+
+@pytest.mark.parametrize("answers_to", ["pipe", "terminal"])
+def test_a_client_that_stops_reading_ends_the_session_quietly(
+    answers_to: str, library: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    """The answers have nowhere to go (a closed pipe: EPIPE; a closed terminal: EIO): the server ends
+    with status 0 and no traceback once it reads its next request, although stdin stays open."""
+    log_path = tmp_path / "stderr.log"
+    process, reading = initialized_answering_to(answers_to, library, log_path)
+    assert process.stdin is not None
+    try:
         os.close(reading)  # stdin stays open: only the answers that cannot be written can end the session
         assert requests_until_it_ends(process) == 0
     finally:
@@ -253,21 +267,10 @@ def test_a_client_that_never_reads_the_answers_does_not_grow_the_server(
 ) -> None:
     """Answers wait for the client, so reading requests waits too, whether the answers go to a pipe or
     to a terminal that is never read (a paused or stuck one)."""
-    import pty
-
     count = 400  # each answer is a 600 KB skill
-    if answers_to == "pipe":
-        reading, output = os.pipe()
-    else:
-        reading, output = pty.openpty()
-    with (tmp_path / "stderr.log").open("wb") as log:
-        process = subprocess.Popen(serve_command(library), stdin=subprocess.PIPE, stdout=output, stderr=log)
-    os.close(output)
+    process, reading = initialized_answering_to(answers_to, library, tmp_path / "stderr.log")
     assert process.stdin is not None
     try:
-        process.stdin.write(line(INITIALIZE) + line(INITIALIZED))
-        process.stdin.flush()
-        read_lines(reading, {1})
         baseline = memory_mb(process.pid, "VmRSS")
         requests = b"".join(line(call(n, "loadSkill", {"skillId": "docs/big"})) for n in range(2, 2 + count))
         process.stdin.write(requests)  # 50 KB: the pipe takes it all, whatever the server does

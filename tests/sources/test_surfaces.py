@@ -14,13 +14,13 @@ from click.testing import CliRunner
 from mcp import Client
 
 from skillshelf.cli import cli
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.server.app import build_server
 from skillshelf.server.skills_ext import SOURCE_META_KEY
 from skillshelf.server.web import WebAccess, web_app
 from skillshelf.settings import Settings
-from tests.conftest import call
+from tests.conftest import call, synced_library
 from tests.server.test_skills_ext import request
 from tests.sources.helpers import Repo, add, skill_md
 
@@ -50,10 +50,8 @@ def root(tmp_path: Path, upstream: Repo) -> Path:
 
 @pytest.fixture
 def library(root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
-    opened = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
-    opened.sync()
-    yield opened
-    opened.close()
+    with synced_library(root, tmp_path / "idx") as opened:
+        yield opened
 
 
 @pytest.fixture
