@@ -428,7 +428,8 @@ class SkillIndex(FtsIndex):
         the `unscored` ones: FTS5's BM25 of an OR of phrases is the sum of each phrase's, to the last bit."""
         candidates = [*bm25, *unscored]
         total = self._count_documents()
-        rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in map(self._expression_frequency, expressions)]
+        frequencies = [self._expression_frequency(e) for e in expressions]
+        rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in frequencies]
         held = dict.fromkeys(candidates, 0.0)
         anywhere = dict.fromkeys(candidates, 0.0)
         in_body = dict.fromkeys(candidates, 0.0)
@@ -436,12 +437,11 @@ class SkillIndex(FtsIndex):
         marks = ",".join("?" * len(candidates))
         # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each;
         # the whole BM25 only when some candidate needs it (a tenth of a millisecond at 10,000 skills)
-        score = f"bm25(skills_fts, {_WEIGHTS})" if unscored else "0"
-        member_sql = f"""SELECT rowid, {score}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY})
+        whole_bm25 = f"bm25(skills_fts, {_WEIGHTS})" if unscored else "0"
+        member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY})
                          FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
-        frequencies = [self._expression_frequency(e) / max(total, 1) for e in expressions]
-        for expression, weight, share in zip(expressions, rarity, frequencies, strict=True):
-            in_body_only = body_credit(share)
+        for expression, weight, df in zip(expressions, rarity, frequencies, strict=True):
+            in_body_only = body_credit(df / max(total, 1))
             for rowid, score, in_name, in_head in self._conn.execute(member_sql, [expression, *candidates]):
                 held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else in_body_only)
                 anywhere[rowid] += weight
@@ -454,7 +454,7 @@ class SkillIndex(FtsIndex):
         coverage.update({rowid: held[rowid] / whole for rowid in candidates})
         if len(expressions) == 1:
             return scores
-        return {rowid: score * coverage_factor(held[rowid] / whole) for rowid, score in scores.items()}
+        return {rowid: score * coverage_factor(coverage[rowid]) for rowid, score in scores.items()}
 
     def _partial_matches(
         self, expressions: list[str], taken: dict[int, float], conditions: str, params: list[Any], pool: int
