@@ -313,7 +313,11 @@ def test_reading_every_signature_for_a_sync_leaves_the_index_free_for_searches(
         reader.start()
         reader.join(deadline(30))  # shorter than the hold: a reader waiting for the lock fails here
         assert not reader.is_alive() and len(read[0]) == stored
-        assert library.sync().parsed == 0  # a whole sync, too, while the search holds its lock
+        synced: list[int] = []  # a whole sync, too, while the search holds its lock
+        syncing = threading.Thread(target=lambda: synced.append(library.sync().parsed))
+        syncing.start()
+        syncing.join(deadline(30))
+        assert not syncing.is_alive() and synced == [0]
     finally:
         release.set()
         searching.join()

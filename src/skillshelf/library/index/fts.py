@@ -321,10 +321,11 @@ class FtsIndex:
             self._rebuilt.wait()
 
     def is_complete(self) -> bool:
-        """Whether the open file holds every document of a finished sync, as the file itself records."""
+        """Whether the open file holds every document of a finished sync, as the file itself records.
+
+        Read apart, like the signatures: each sync asks, and must not wait for a search holding the lock."""
         try:
-            with self._guard() as conn:
-                return conn.execute(f"SELECT 1 FROM {STATE_TABLE} WHERE name = 'complete'").fetchone() is not None
+            return bool(self._read_apart(f"SELECT 1 FROM {STATE_TABLE} WHERE name = 'complete'"))
         except IndexDamaged:
             return False
         except sqlite3.OperationalError:  # no such table: no sync has recorded one in this file yet
