@@ -21,6 +21,7 @@ from skillshelf.projects import ProjectRoots
 from skillshelf.server.app import build_server
 from skillshelf.server.calllog import CallRecord, open_call_log
 from skillshelf.settings import resolve_settings
+from skillshelf.state.database import database
 from tests.conftest import call, deadline
 from tests.postgres_support import PostgresCluster
 
@@ -54,6 +55,10 @@ def test_stores_fail_clearly_while_postgresql_is_down_and_recover_when_it_is_bac
     with pytest.raises(UsageUnavailable) as refused:
         usage.record("python/slugify", "web", None, "tool")
     assert_retryable(refused.value, "recording this use of python/slugify")
+    # The first call of the outage found its pooled connection dead and asked the server at once, rather
+    # than queueing in the pool for a fresh connection until the pool's timeout.
+    pool = database(url)._pool
+    assert pool is not None and pool.get_stats().get("requests_errors", 0) == 0
     with pytest.raises(UsageUnavailable) as refused:
         usage.usage()
     assert "Connection refused" in refused.value.message  # asked at once, not after waiting in the pool's queue

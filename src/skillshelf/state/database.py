@@ -63,8 +63,7 @@ class Database:
             max_size=POOL_MAX,
             timeout=WAIT_S,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
-            check=ConnectionPool.check_connection,
-            name="skillshelf",
+            name="skillshelf",  # no `check`: `_lend` checks each connection itself (see there)
             open=True,  # now, filling itself in the background
         )
         return version
@@ -91,7 +90,10 @@ class Database:
         """A connection of the pool, or a direct one while the pool has none to give after the database was
         found down: then each call fails at once with the server's own reason (not after WAIT_S in the
         pool's queue), and once it is back calls succeed at once, while the pool refills in the background
-        at its own (backing off) pace."""
+        at its own (backing off) pace.
+
+        Each lent connection is checked here, not by the pool: the pool's own check, on finding one dead (the
+        server restarted), waits up to WAIT_S for a fresh one, so the first call of an outage took 5 s to fail."""
         pool = self._pool
         if pool is not None and (not self._down or pool.get_stats().get("pool_available", 0) > 0):
             try:
@@ -99,6 +101,11 @@ class Database:
             except psycopg.OperationalError:  # PoolTimeout: none within WAIT_S
                 self._down = True
             else:
+                if not self._alive(pool, conn):
+                    self._down = True
+                    with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as direct:
+                        yield direct
+                    return
                 try:
                     yield conn
                     self._down = False
@@ -110,6 +117,16 @@ class Database:
                 return
         with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
             yield conn
+
+    @staticmethod
+    def _alive(pool: ConnectionPool[psycopg.Connection[Any]], conn: psycopg.Connection[Any]) -> bool:
+        """Whether a pooled connection still answers; a dead one goes back (the pool discards and replaces it)."""
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.OperationalError:
+            pool.putconn(conn)
+            return False
+        return True
 
     def reason(self, exc: Exception) -> str:
         return reason_of(exc, self.url)
