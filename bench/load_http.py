@@ -2,6 +2,7 @@
 
     python bench/load_http.py [--clients 50] [--seconds 20] [--workers 1 --workers 4] [--n 1000] [--out FILE]
         [--stream-responses] [--floor]
+    python bench/load_http.py --side-by-side [--rounds 3] [--pin] ...   # skillshelf and the floor interleaved
 
 For each worker count: generate (or reuse) a synthetic library of N skills, start the real server,
 `python -m skillshelf serve --http --workers W` with one bearer token per client (SKILLSHELF_TOKENS)
@@ -12,8 +13,11 @@ one request at a time, as an agent does. One worker keeps MCP sessions (initiali
 client, then a JSON body per call, or an SSE stream per call with --stream-responses); several
 workers answer statelessly with JSON (no session to follow a client between processes). Reports
 throughput, p50/p95/p99 latency and errors (any non-200, a JSON-RPC error or an error envelope).
-The client runs on the same machine: its CPU is shared. Nothing here asserts on time: it only
-measures.
+The client runs on the same machine: its CPU is shared; `--pin` keeps the load generator on the
+first core and the server on the others (where there are at least two). `--side-by-side` runs one
+worker of skillshelf and the bare SDK's floor in turn, `--rounds` times, the order swapped every other
+round, and reports each side's median and the ratios (skillshelf's p99 / the floor's, its throughput /
+the floor's) per round. Nothing here asserts on time: it only measures.
 """
 
 from __future__ import annotations
@@ -213,6 +217,8 @@ def one_run(
     queries: list[dict[str, Any]],
     stream: bool = False,
     floor: bool = False,
+    pin: bool = False,
+    work_floor: bool = False,
 ) -> Run:
     tokens = [f"c{i}-{secrets.token_hex(12)}" for i in range(clients)]
     with tempfile.TemporaryDirectory(prefix="skillshelf-load-") as scratch:
@@ -231,14 +237,22 @@ def one_run(
             workers = 1
             command = [sys.executable, str(Path(__file__).with_name("noop_server.py")), "--http", str(port)]
             command += ["--stream-responses"] if stream else []
+        if work_floor:  # the bare SDK running skillshelf's search and load, nothing else of skillshelf
+            workers = 1
+            command = [sys.executable, str(Path(__file__).with_name("noop_server.py")), "--http", str(port)]
+            command += ["--work", str(lib)] + (["--stream-responses"] if stream else [])
         answers = "SSE streams" if stream and workers == 1 else "JSON bodies"
         what = "the bare SDK (no-op tools)" if floor else f"{workers} worker(s)"
+        what = "the bare SDK doing skillshelf's work" if work_floor else what
         log(f"{what}, {clients} clients, {seconds:g} s on :{port}, {answers}")
         with (Path(scratch) / "server.log").open("wb") as server_log:
+            server_cpus, _ = split_cpus(pin)
             process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
+            if server_cpus:  # at once, before the server starts its threads (they inherit it)
+                os.sched_setaffinity(process.pid, server_cpus)
             try:
                 base = f"http://127.0.0.1:{port}"
-                anyio.run(wait_healthy, base, process, floor)
+                anyio.run(wait_healthy, base, process, floor or work_floor)
                 run = anyio.run(drive, base, tokens, seconds, queries, workers > 1)
             finally:
                 process.terminate()
@@ -253,6 +267,70 @@ def one_run(
     return run
 
 
+def split_cpus(pin: bool) -> tuple[set[int], set[int]]:
+    """(the server's cores, the load generator's): the first core for the generator, the rest for the
+    server; empty sets (no pinning) unless asked and there are at least two cores."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if not pin or len(cpus) < 2:
+        return set(), set()
+    return set(cpus[1:]), {cpus[0]}
+
+
+def side_by_side(lib: Path, args: argparse.Namespace, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rounds of (floor, [work floor,] skillshelf with one worker), the order reversed every other round."""
+    sides = ["floor", "work-floor", "skillshelf"] if args.work_floor else ["floor", "skillshelf"]
+    rounds = []
+    for number in range(args.rounds):
+        order = sides if number % 2 == 0 else sides[::-1]
+        runs = {
+            side: one_run(
+                lib,
+                1,
+                args.clients,
+                args.seconds,
+                queries,
+                args.stream_responses,
+                side == "floor",
+                args.pin,
+                side == "work-floor",
+            )
+            for side in order
+        }
+        own, floor_run = runs["skillshelf"], runs["floor"]
+        found: dict[str, Any] = {"round": number + 1, **{side: asdict(run) for side, run in runs.items()}}
+        found["p99_ratio"] = round(own.p99_ms / floor_run.p99_ms, 2) if floor_run.p99_ms else None
+        found["throughput_ratio"] = round(own.throughput_rps / floor_run.throughput_rps, 2)
+        if "work-floor" in runs:
+            work = runs["work-floor"]
+            found["p99_ratio_to_work_floor"] = round(own.p99_ms / work.p99_ms, 2) if work.p99_ms else None
+            found["throughput_ratio_to_work_floor"] = round(own.throughput_rps / work.throughput_rps, 2)
+        rounds.append(found)
+        log(f"round {number + 1}: p99 x{found['p99_ratio']}, throughput x{found['throughput_ratio']}")
+    return rounds
+
+
+def print_side_by_side(rounds: list[dict[str, Any]]) -> None:
+    print("| round | server | req/s | p50 ms | p95 ms | p99 ms | errors | p99 / floor | req/s / floor |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rounds:
+        for side in ("floor", "work-floor", "skillshelf"):
+            if side not in r:
+                continue
+            run = r[side]
+            ratios = f"{r['p99_ratio']} | {r['throughput_ratio']}" if side == "skillshelf" else " | "
+            print(
+                f"| {r['round']} | {side} | {run['throughput_rps']} | {run['p50_ms']} | {run['p95_ms']} "
+                f"| {run['p99_ms']} | {run['errors']} | {ratios} |"
+            )
+    p99 = sorted(r["p99_ratio"] for r in rounds)
+    rps = sorted(r["throughput_ratio"] for r in rounds)
+    print(f"\nmedian over rounds: p99 x{p99[len(p99) // 2]}, throughput x{rps[len(rps) // 2]} (to the floor)")
+    if "work-floor" in rounds[0]:
+        p99 = sorted(r["p99_ratio_to_work_floor"] for r in rounds)
+        rps = sorted(r["throughput_ratio_to_work_floor"] for r in rounds)
+        print(f"median over rounds: p99 x{p99[len(p99) // 2]}, throughput x{rps[len(rps) // 2]} (to the work floor)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50)
@@ -263,12 +341,29 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--stream-responses", action="store_true", help="one worker answers with SSE streams")
     parser.add_argument("--floor", action="store_true", help="drive bench/noop_server.py (the bare SDK) instead")
+    parser.add_argument("--side-by-side", action="store_true", help="one worker and the floor, interleaved")
+    parser.add_argument("--rounds", type=int, default=3, help="with --side-by-side")
+    parser.add_argument("--work-floor", action="store_true", help="with --side-by-side: the SDK doing the work too")
+    parser.add_argument("--pin", action="store_true", help="the load generator on the first core, servers on the rest")
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
     generate.ensure_library(lib, args.n)
     queries = [q for q in generate.load_queries(lib) if q.get("answer")]
+    _, client_cpus = split_cpus(args.pin)
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    if args.side_by_side:
+        rounds = side_by_side(lib, args, queries)
+        print_side_by_side(rounds)
+        if args.out:
+            machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
+            payload = {"machine": machine, "n": args.n, "pinned": bool(client_cpus), "rounds": rounds}
+            args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        return
     sizes = [1] if args.floor else (args.workers or [1, 4])
-    runs = [one_run(lib, w, args.clients, args.seconds, queries, args.stream_responses, args.floor) for w in sizes]
+    runs = [
+        one_run(lib, w, args.clients, args.seconds, queries, args.stream_responses, args.floor, args.pin) for w in sizes
+    ]
     print("| server | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in runs:

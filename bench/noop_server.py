@@ -2,11 +2,18 @@
 
     python bench/noop_server.py                                  # stdio (bench/run.py's floor)
     python bench/noop_server.py --http PORT [--stream-responses | --stateless]   # load_http.py --floor
+    python bench/noop_server.py --http PORT --work LIBRARY       # the floor doing skillshelf's work
 
 The tools are named like skillshelf's (searchPatterns, loadSkill) and answer fixed text of about the
 size skillshelf sends (1.5 KB and 3 KB), so the benchmarks drive it exactly as they drive skillshelf.
 What it reaches is what the SDK, the transport and the client cost on this machine with no work
 behind the tools: no server built on the SDK can do better here.
+
+With `--work LIBRARY` the same two tools do skillshelf's own work instead of answering fixed text: the
+search and the load of `skillshelf.patterns.service` on an index of LIBRARY, wrapped in the same envelope,
+with nothing of skillshelf's serving layers (no views, pipeline, hooks, call log, auth, usage records).
+The gap between it and the bare floor is what the work costs; the gap between skillshelf and it is what
+skillshelf's layers cost.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult  # at module level: the tools' annotations are resolved from here
 
 SEARCH_ANSWER = "y" * 1500
 LOAD_ANSWER = "y" * 3000
@@ -29,6 +37,35 @@ def build() -> MCPServer:
     @server.tool(name="loadSkill")
     def load(skillId: str = "") -> str:
         return LOAD_ANSWER
+
+    return server
+
+
+def build_working(library: str) -> MCPServer:
+    """The bare SDK whose tools run skillshelf's search and load (see the module's docstring)."""
+    import tempfile
+    from pathlib import Path
+
+    from skillshelf.library.access.reader import LibraryReader
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.patterns import service
+    from skillshelf.server.tooling import respond
+
+    index_dir = Path(tempfile.mkdtemp(prefix="skillshelf-work-floor-"))
+    skills = SkillLibrary(LibraryConfig(roots=[Path(library)], index_dir=index_dir, watch=False))
+    skills.sync()
+    reader = LibraryReader(skills)
+    server = MCPServer("work-floor")
+
+    @server.tool(name="searchPatterns")
+    def search(query: str = "", limit: int = 5) -> CallToolResult:
+        return respond(
+            lambda: service.compact_result(service.search_patterns(reader, query, limit=limit)), lambda r: len(r.hits)
+        )
+
+    @server.tool(name="loadSkill")
+    def load(skillId: str = "") -> CallToolResult:
+        return respond(lambda: service.load_for_agent(reader, skillId))
 
     return server
 
@@ -51,8 +88,9 @@ def main() -> None:
     parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port")
     parser.add_argument("--stream-responses", action="store_true")
     parser.add_argument("--stateless", action="store_true")
+    parser.add_argument("--work", metavar="LIBRARY", help="do skillshelf's search and load on this library")
     args = parser.parse_args()
-    server = build()
+    server = build_working(args.work) if args.work else build()
     if args.http is None:
         server.run()
     else:

@@ -50,13 +50,19 @@ class Envelope(WireModel, Generic[D]):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+# The one parametrised class every envelope is built as. pydantic keeps parametrised classes only while
+# something refers to them: `Envelope[T]` built per call was collected with its last instance and built
+# again (schema and all) under load, a few percent of a busy server's time.
+AnyEnvelope = Envelope[Any]
+
+
 def _elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def success(data: T, started: float, results_count: int | None = None) -> Envelope[T]:
+def success(data: T, started: float, results_count: int | None = None) -> Envelope[Any]:
     wire_data = data.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return Envelope[T](
+    return AnyEnvelope(
         success=True,
         data=data,
         metadata=EnvelopeMetadata(
@@ -74,7 +80,7 @@ def failure(
     suggestions: list[str] | None = None,
     details: dict[str, Any] | None = None,
 ) -> Envelope[Any]:
-    return Envelope[Any](
+    return AnyEnvelope(
         success=False,
         error=ErrorInfo(code=code, message=message, suggestions=suggestions or None, details=details),
         metadata=EnvelopeMetadata(tokens_used=0, duration_ms=_elapsed_ms(started)),

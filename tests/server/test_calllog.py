@@ -133,6 +133,32 @@ def test_closing_writes_every_record_queued(tmp_path: Path) -> None:
     assert len(list(read_records(log.path))) == 2000
 
 
+def test_a_busy_server_writes_its_records_in_batches_and_a_lone_one_still_reaches_the_disk(tmp_path: Path) -> None:
+    """The writer lingers after a first record so the next ones share its write (a write per call woke the
+    thread and took the GIL from the calls on every call); a lone record is written without any flush."""
+    appends: list[int] = []
+
+    class Counting(CallLog):
+        def _append(self, lines: list[bytes]) -> None:
+            appends.append(len(lines))
+            super()._append(lines)
+
+    log = Counting(tmp_path / "calls.jsonl", max_bytes=1 << 20)
+    log.linger_s = DEADLINE_S  # longer than the calls below take, on any machine
+    for number in range(20):
+        log.write(CallRecord("searchPatterns", "default", f"caller{number % 7}", 1.0, True, None, 10, 10))
+        time.sleep(0.005)  # calls a few milliseconds apart: each woke the thread for a write of its own
+    assert log.flush(DEADLINE_S)  # a flush does not wait for the linger
+    assert appends == [20]
+    log.linger_s = 0.05
+    log.write(ALICE_CALL)  # alone, and nobody flushes: it is on disk once the linger is over
+    waited = time.monotonic() + DEADLINE_S
+    while len(list(read_records(log.path))) < 21 and time.monotonic() < waited:
+        time.sleep(0.01)
+    assert len(list(read_records(log.path))) == 21
+    log.close()
+
+
 def test_a_disk_that_hangs_costs_records_not_memory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     released = threading.Event()
 

@@ -141,6 +141,7 @@ async def test_a_search_mode_inner_call_meets_the_views_pre_call_hook(library: S
         _ok, found = await call(client, "v_call_tool", {"tool_name": "searchPatterns", "arguments": {"query": "slug"}})
         assert found["success"] and [c.tool for c in SEEN] == ["executeSkill", "searchPatterns"]
         assert all(c.via == "v_call_tool" for c in SEEN)
+    assert log.flush()
     records = [json.loads(line) for line in log.path.read_text(encoding="utf-8").splitlines()]
     assert [(r["tool"], r.get("via")) for r in records] == [
         ("executeSkill", "v_call_tool"),
@@ -191,6 +192,7 @@ async def test_resources_read_and_skills_get_pass_the_post_call_hook_and_the_cal
         assert secret not in content.text and "for the mirror" in content.text  # before: served as written
         got = await request(client, "skills/get", {"uri": "skill://docs/tool/SKILL.md"})
         assert got["skill"]["uri"] == "skill://docs/tool/SKILL.md"
+    assert log.flush()
     tools = [(r["tool"], r.get("skill")) for r in map(json.loads, log.path.read_text(encoding="utf-8").splitlines())]
     assert tools == [("readSkillFile", "docs/tool"), ("resources/read", "docs/tool"), ("skills/get", "docs/tool")]
 

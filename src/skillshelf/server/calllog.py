@@ -65,6 +65,8 @@ UNKNOWN_QUOTA = 60  # lines per caller and window for calls to unknown tools
 UNKNOWN_WINDOW_S = 3600.0
 MAX_PENDING = 10_000  # lines queued for the writer thread; past it (a disk that hangs) records are dropped
 CLOSE_TIMEOUT_S = 30.0
+LINGER_S = 0.05  # a queued record waits up to this long for the next ones, to share one write with them
+WRITE_BATCH = 256  # ... or until this many are queued
 RETRY_S = 1.0  # between attempts to hand queued lines to a store that said RetryLater
 NOT_A_FILE = "not a regular file"
 
@@ -162,6 +164,9 @@ class CallLog:
     `write` formats and queues (no disk access); `flush` waits until what is queued is written;
     `close` flushes and stops the thread, and runs at interpreter exit too. The log may be written
     again after `close` (a new thread starts).
+
+    The thread lingers up to LINGER_S after the first queued record, so a busy server writes a batch a
+    few times a second instead of waking the thread (and taking the GIL from the calls) for each call.
     """
 
     def __init__(
@@ -180,6 +185,8 @@ class CallLog:
         self._pending: deque[bytes] = deque()
         self._writing = False  # the thread holds lines taken from the queue but not yet written
         self._stopping = False
+        self._hurry = 0  # flushes waiting: the thread writes at once, without lingering
+        self.linger_s = LINGER_S
         self._thread: threading.Thread | None = None
         self._changed = threading.Condition()
         self._warned: set[str] = set()
@@ -199,7 +206,12 @@ class CallLog:
     def flush(self, timeout: float = CLOSE_TIMEOUT_S) -> bool:
         """Wait until every queued line is written (False: still writing after `timeout`)."""
         with self._changed:
-            return self._changed.wait_for(lambda: not self._pending and not self._writing, timeout)
+            self._hurry += 1
+            self._changed.notify_all()
+            try:
+                return self._changed.wait_for(lambda: not self._pending and not self._writing, timeout)
+            finally:
+                self._hurry -= 1
 
     def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
         """Write what is queued (and the count of unknown-tool calls held back), then stop the thread."""
@@ -227,12 +239,14 @@ class CallLog:
             self._thread = threading.Thread(target=self._run, name="skillshelf-call-log", daemon=True)
             self._thread.start()
             atexit.register(self.close)
-        self._changed.notify_all()
+        if len(self._pending) in (1, WRITE_BATCH):  # the thread waits for the first, lingers for a batch
+            self._changed.notify_all()
 
     def _run(self) -> None:
         while True:
             with self._changed:
                 self._changed.wait_for(lambda: bool(self._pending) or self._stopping)
+                self._changed.wait_for(self._write_now, self.linger_s)
                 if not self._pending:
                     return
                 batch = list(self._pending)
@@ -246,6 +260,9 @@ class CallLog:
                 with self._changed:
                     self._writing = False
                     self._changed.notify_all()
+
+    def _write_now(self) -> bool:  # holding self._changed
+        return self._stopping or self._hurry > 0 or len(self._pending) >= WRITE_BATCH
 
     def _append(self, lines: list[bytes]) -> None:
         """On the writer thread: hand `lines` to the store."""
