@@ -40,7 +40,7 @@ OTHER_FILES = {
     "settings.py": "the config file",
     # Sources (docs/curating.md): what comes in is checked here before it is a skill of the library.
     "library/sources/archive.py": "a source's .zip/.skill archive and the tar git writes, checked before reading",
-    "library/sources/digest.py": "installed skills' bytes, hashed for the lock (never parsed)",
+    "library/skill/digest.py": "skills' bytes, hashed for the lock and /health (never parsed)",
     "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
     "library/sources/layout.py": "writes a source's files into its staging folder",
     "library/sources/lock.py": "skillshelf.lock",

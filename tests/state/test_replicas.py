@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.conftest import wait_until
 from tests.live_server import skillshelf_http
 
 pytestmark = pytest.mark.anyio
@@ -53,3 +55,29 @@ async def test_usage_notes_and_call_records_of_one_replica_are_seen_by_the_other
     assert not (tmp_path / "state-a" / "calls.jsonl").exists() and not (tmp_path / "state-b" / "calls.jsonl").exists()
     assert not (tmp_path / "projects" / "app" / ".agent-memory").exists()
     assert not (sample_root / ".skillshelf" / "usage.sqlite3").exists()
+
+
+async def test_replicas_on_the_same_files_report_one_library_digest_and_a_drifted_one_another(
+    sample_root: Path, tmp_path: Path
+) -> None:
+    """Two hosts' checkouts of one commit lie at other paths, written at other times: /health gives both the
+    same digest. An edit on one of them (a deep file, which changes no skill's index signature) shows there."""
+    other = shutil.copytree(sample_root, tmp_path / "host-b" / "skills", symlinks=True)
+    for path in other.rglob("*"):
+        os.utime(path, (1_000_000, 1_000_000), follow_symlinks=False)
+
+    def digest(base: str) -> object:
+        library = httpx2.get(f"{base}/health").json()["library"]
+        return library.get("digest")
+
+    with (
+        skillshelf_http(["serve", "--http", "-l", str(sample_root)], tmp_path / "a.log") as first,
+        skillshelf_http(["serve", "--http", "-l", str(other)], tmp_path / "b.log") as second,
+    ):
+        wait_until(lambda: digest(first.base) and digest(second.base), "no digest on /health")
+        assert digest(first.base) == digest(second.base)
+        same = digest(first.base)
+        script = other / "git" / "release-notes" / "scripts" / "collect.sh"
+        script.write_text(script.read_text() + "echo drifted\n")
+        wait_until(lambda: digest(second.base) != same, "the edit never reached the digest")
+        assert digest(first.base) == same

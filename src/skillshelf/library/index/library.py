@@ -25,6 +25,7 @@ from typing import TypeVar
 import platformdirs
 
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
+from skillshelf.library.index.digest import LibraryDigest
 from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
 from skillshelf.library.index.parallel import batches, parse_all
@@ -164,6 +165,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self._progress_listeners: list[Callable[[int, int], None]] = []
         self.progress: tuple[int, int] = (0, 0)  # (parsed, to parse) of the sync under way
         self.files = FileCache()  # parsed documents and code for loadSkill, by file signature
+        self.digest = LibraryDigest()  # of the files' contents, for /health (replicas compare it)
+        self._sources: list[SkillSource] | None = None  # what the last sync listed, for the digest
         self._closed = False
         self._usage: UsageEvents | None = None
         self._usage_lock = threading.Lock()
@@ -180,6 +183,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def _after_sync(self) -> None:
         super()._after_sync()
+        if self._sources is not None and not self._closed:
+            self.digest.request(self._sources)  # every sync: a file deep in a skill may change no signature
         if self.semantic is not None and self._embed_after_sync:
             self._embed_after_sync = False
             self.semantic.request_pass()
@@ -211,6 +216,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         self._log_new_discovery_findings(found.findings)
         self.discovery_findings = found.findings
         self._discovered.set()
+        self._sources = found.sources
         stored = self.index.signatures()
         current = {s.key: s for s in found.sources}
         changed = [s for key, s in current.items() if stored.get(key) != s.signature]
@@ -327,8 +333,9 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def status(self) -> dict[str, object]:
         """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync;
-        how fresh the index is; a damaged index this process rebuilt, and an index kept out of its folder."""
-        return {**self._state(), "index": self._freshness(), **self._index_notes()}
+        how fresh the index is; the library's content digest (replicas compare it); a damaged index this
+        process rebuilt, and an index kept out of its folder."""
+        return {**self._state(), "index": self._freshness(), "library": self.digest.status(), **self._index_notes()}
 
     def _freshness(self) -> dict[str, object]:
         """When the index last matched the files, and whether changes reach it by themselves: 'watching'

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from skillshelf.library.skill.digest import PREFIX
 from skillshelf.library.skill.discovery import IGNORED_NAMES
 from skillshelf.library.sources import git
 from skillshelf.library.sources.archive import (
@@ -28,7 +29,6 @@ from skillshelf.library.sources.archive import (
     check_link,
     check_totals,
 )
-from skillshelf.library.sources.digest import PREFIX
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LockedSource
 from skillshelf.library.sources.spec import (

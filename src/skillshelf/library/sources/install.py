@@ -26,9 +26,9 @@ from pathlib import Path
 from skillshelf.library.db import file_lock
 from skillshelf.library.index.library import READ_ONLY_MARKER
 from skillshelf.library.skill.checker import check_roots
+from skillshelf.library.skill.digest import file_digest, skill_digest
 from skillshelf.library.skill.discovery import library_base
 from skillshelf.library.sources import git
-from skillshelf.library.sources.digest import file_digest, skill_digest
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.fetch import Snapshot, fetch_url, open_snapshot, spec_of
 from skillshelf.library.sources.layout import Plan, PlannedSkill, license_name, plan_source, write_plan

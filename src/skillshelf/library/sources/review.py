@@ -16,9 +16,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from skillshelf.library.skill.checker import check_roots
+from skillshelf.library.skill.digest import TreeEntry, walk_tree
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX
 from skillshelf.library.skill.models import Finding, Skill
-from skillshelf.library.sources.digest import TreeEntry, walk_tree
 from skillshelf.library.sources.lock import LockedSource
 
 Change = Literal["added", "removed", "changed"]

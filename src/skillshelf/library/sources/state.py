@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillshelf.library.skill.digest import file_digest, skill_digest
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX
 from skillshelf.library.skill.folder import kept
-from skillshelf.library.sources.digest import file_digest, skill_digest
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import Lock, LockedSource, read_lock, write_atomically, write_lock
 

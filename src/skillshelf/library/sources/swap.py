@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from skillshelf.library.sources.digest import digest_entries, walk_tree
+from skillshelf.library.skill.digest import digest_entries, walk_tree
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import Lock, parse_lock, read_lock, render_lock, write_atomically, write_lock
 

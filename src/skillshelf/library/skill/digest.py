@@ -1,4 +1,5 @@
-"""A digest of a skill's files, as they are on disk: what the lock pins and local edits are told by.
+"""A digest of a skill's files, as they are on disk: what the lock pins and local edits are told by, and
+what a replica's library digest (/health) is made of.
 
 SHA-256 over the skill's files sorted by their path relative to the skill's folder (a three-file skill:
 its own file names), each as its kind, its path, its length and its bytes; a symbolic link as its link
