@@ -3,6 +3,7 @@
     python bench/load_http.py [--clients 50] [--seconds 20] [--workers 1 --workers 4] [--n 1000] [--out FILE]
         [--stream-responses] [--floor]
     python bench/load_http.py --side-by-side [--rounds 3] [--pin] ...   # skillshelf and the floor interleaved
+    python bench/load_http.py --replicas 1 --replicas 2 --replicas 4 [--database-url URL]   # behind HAProxy
 
 For each worker count: generate (or reuse) a synthetic library of N skills, start the real server,
 `python -m skillshelf serve --http --workers W` with one bearer token per client (SKILLSHELF_TOKENS)
@@ -267,6 +268,78 @@ def one_run(
     return run
 
 
+PROXY_CONFIG = Path(__file__).resolve().parents[1] / "deploy" / "haproxy.cfg"
+
+
+def proxy_config(replicas: list[str]) -> str:
+    """deploy/haproxy.cfg as it is, but plain HTTP at the proxy (this measures the servers, not TLS) and a
+    `server` line per replica."""
+    lines = []
+    for line in PROXY_CONFIG.read_text(encoding="utf-8").splitlines():
+        stripped = line.strip()
+        if stripped.startswith("bind "):
+            lines.append('    bind "${SKILLSHELF_PROXY_BIND}"')
+        elif stripped.startswith("server r1 "):
+            lines += [f"    server r{n} {address} check" for n, address in enumerate(replicas, 1)]
+        elif not stripped.startswith(("server ", "http-request set-header X-Forwarded-Proto")):
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def replicas_run(
+    lib: Path,
+    replicas: int,
+    clients: int,
+    seconds: float,
+    queries: list[dict[str, Any]],
+    database_url: str | None,
+) -> Run:
+    """N `serve --http` replicas (one process each) behind HAProxy with deploy/haproxy.cfg; each client keeps
+    a session, stuck to its replica by the proxy as the recipe does. Nothing is pinned: the replicas, the
+    proxy and the load generator share the machine's cores."""
+    tokens = [f"c{i}-{secrets.token_hex(12)}" for i in range(clients)]
+    with tempfile.TemporaryDirectory(prefix="skillshelf-replicas-") as scratch_name:
+        scratch = Path(scratch_name)
+        config = scratch / "config.toml"
+        config.write_text("[auth]\nrate_per_s = 100000\nburst = 100000\n", encoding="utf-8")
+        ports = [free_port() for _ in range(replicas)]
+        shared = {"SKILLSHELF_TOKENS": ",".join(f"c{i}={token}" for i, token in enumerate(tokens))}
+        if database_url:
+            shared["SKILLSHELF_DATABASE_URL"] = database_url
+        processes: list[subprocess.Popen[bytes]] = []
+        try:
+            for number, port in enumerate(ports):
+                env = {**os.environ, **shared, "SKILLSHELF_STATE_DIR": str(scratch / f"state-{number}")}
+                command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--http"]
+                command += ["--port", str(port), "--no-watch", "--library", str(lib)]
+                with (scratch / f"replica-{number}.log").open("wb") as server_log:
+                    processes.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log))
+            for process, port in zip(processes, ports, strict=True):
+                anyio.run(wait_healthy, f"http://127.0.0.1:{port}", process)
+            proxy_port = free_port()
+            (scratch / "haproxy.cfg").write_text(proxy_config([f"127.0.0.1:{p}" for p in ports]), encoding="utf-8")
+            proxy_env = {
+                **os.environ,
+                "SKILLSHELF_PROXY_BIND": f"127.0.0.1:{proxy_port}",
+                "SKILLSHELF_REPLICA_HOST": "127.0.0.1",
+            }
+            with (scratch / "haproxy.log").open("wb") as proxy_log:
+                command = ["haproxy", "-db", "-f", str(scratch / "haproxy.cfg")]
+                proxy = subprocess.Popen(command, env=proxy_env, stdout=proxy_log, stderr=proxy_log)
+            processes.append(proxy)
+            log(f"{replicas} replica(s) behind HAProxy, {clients} clients, {seconds:g} s on :{proxy_port}")
+            base = f"http://127.0.0.1:{proxy_port}"
+            anyio.run(wait_healthy, base, proxy)
+            run = anyio.run(drive, base, tokens, seconds, queries, False)
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=30)
+    run.workers = replicas
+    return run
+
+
 def split_cpus(pin: bool) -> tuple[set[int], set[int]]:
     """(the server's cores, the load generator's): the first core for the generator, the rest for the
     server; empty sets (no pinning) unless asked and there are at least two cores."""
@@ -344,11 +417,27 @@ def main() -> None:
     parser.add_argument("--side-by-side", action="store_true", help="one worker and the floor, interleaved")
     parser.add_argument("--rounds", type=int, default=3, help="with --side-by-side")
     parser.add_argument("--work-floor", action="store_true", help="with --side-by-side: the SDK doing the work too")
+    parser.add_argument("--replicas", type=int, action="append", help="repeatable: N replicas behind HAProxy")
+    parser.add_argument("--database-url", help="with --replicas: the PostgreSQL they share (else local files)")
     parser.add_argument("--pin", action="store_true", help="the load generator on the first core, servers on the rest")
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
     generate.ensure_library(lib, args.n)
     queries = [q for q in generate.load_queries(lib) if q.get("answer")]
+    if args.replicas:
+        runs = [replicas_run(lib, n, args.clients, args.seconds, queries, args.database_url) for n in args.replicas]
+        print("| replicas | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in runs:
+            print(
+                f"| {r.workers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
+                f"| {r.p99_ms} | {r.max_ms} | {r.errors} |"
+            )
+        if args.out:
+            machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
+            payload = {"machine": machine, "n": args.n, "proxy": "haproxy", "runs": [asdict(r) for r in runs]}
+            args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        return
     _, client_cpus = split_cpus(args.pin)
     if client_cpus:
         os.sched_setaffinity(0, client_cpus)
