@@ -6,6 +6,7 @@ Each test takes `backend`, which opens stores the way the server does (the facto
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from skillshelf.memory.service import add_note, get_notes
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.calllog import CallLog, CallLogStore, CallRecord, call_log_store, summarise
 from skillshelf.settings import resolve_settings
+from tests.conftest import deadline
 
 
 @dataclass
@@ -37,8 +39,10 @@ class Backend:
     def notes(self) -> NotesStore:
         return open_notes(self.database_url)
 
-    def call_log(self) -> CallLog:
+    def call_log(self, max_bytes: int | None = None) -> CallLog:
         env = {"SKILLSHELF_STATE_DIR": str(self.folder)}
+        if max_bytes is not None:
+            env["SKILLSHELF_CALL_LOG__MAX_BYTES"] = str(max_bytes)
         if self.database_url:
             env["SKILLSHELF_DATABASE_URL"] = self.database_url
         settings = resolve_settings(env=env)
@@ -214,6 +218,23 @@ def test_logged_calls_are_read_back_in_order_and_summarised(backend: Backend) ->
     summary = summarise(records, reader.where)
     assert summary.calls == 3 and summary.errors == 1 and summary.busiest_skills == [("python/slugify", 2)]
     assert summary.callers == {"alice": 2, "anonymous": 1}
+
+
+def test_the_call_log_keeps_about_twice_max_bytes_of_the_newest_records(backend: Backend) -> None:
+    """The file rotates to `.1`; the table drops its oldest rows: either way a busy server's log is bounded,
+    and what is kept is the newest."""
+    log = backend.call_log(max_bytes=4096)
+    for number in range(400):  # about 60 KB of records
+        log.write(CallRecord("searchPatterns", "default", f"caller{number}", 1.0, True, None, 10, 10))
+        if number % 50 == 49:
+            assert log.flush(deadline())  # batches as a server's writer makes them
+    log.close()
+    records = list(backend.call_log_reader().records())
+    kept = sum(len(json.dumps(r, separators=(",", ":"))) + 1 for r in records)
+    assert records and kept <= 2 * 4096 + 4096 // 4 + 200, (len(records), kept)
+    callers = [r["caller"] for r in records]
+    assert callers[-1] == "caller399" and callers == sorted(callers, key=lambda c: int(c[len("caller") :]))
+    assert len(records) < 200  # the oldest went
 
 
 def test_a_note_postgresql_cannot_hold_is_refused_as_invalid_and_the_embedded_file_keeps_it(backend: Backend) -> None:

@@ -18,7 +18,11 @@ class CallLogSettings(BaseModel):
 
     enabled: bool = True
     path: Path | None = None  # default: calls.jsonl in the user state folder
-    max_bytes: int = Field(default=5 * 1024 * 1024, ge=4096, description="Rotate to calls.jsonl.1 past this size")
+    max_bytes: int = Field(
+        default=5 * 1024 * 1024,
+        ge=4096,
+        description="Rotate to calls.jsonl.1 past this size (PostgreSQL: keep about twice this)",
+    )
 
 
 def user_state_dir() -> Path:

@@ -375,7 +375,7 @@ def open_call_log(settings: Settings) -> CallLog | None:
         return CallLog.from_settings(settings.call_log)
     from skillshelf.server.calllog_postgres import PostgresCallLogStore
 
-    store = PostgresCallLogStore(settings.database_url)
+    store = PostgresCallLogStore(settings.database_url, settings.call_log.max_bytes)
     return CallLog(log_path(settings.call_log), settings.call_log.max_bytes, store=store)
 
 
@@ -384,7 +384,7 @@ def call_log_store(settings: Settings, path: Path | None = None) -> CallLogStore
     if path is None and settings.database_url is not None:
         from skillshelf.server.calllog_postgres import PostgresCallLogStore
 
-        return PostgresCallLogStore(settings.database_url)
+        return PostgresCallLogStore(settings.database_url, settings.call_log.max_bytes)
     return JsonlCallLogStore(path or log_path(settings.call_log), settings.call_log.max_bytes)
 
 

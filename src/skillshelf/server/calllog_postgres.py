@@ -1,6 +1,10 @@
 """The call log in the shared PostgreSQL database (`database_url`): one row per call, the same JSON
 record as a line of the file. A database that does not answer makes the writer keep the lines and
-retry (`RetryLater`); calls never wait on it."""
+retry (`RetryLater`); calls never wait on it.
+
+The table keeps what the file keeps: about twice `max_bytes` of records (the file and its `.1`), the
+newest. Each store prunes the oldest rows past that after every quarter of `max_bytes` it has written,
+so with several replicas the table stays near the bound whichever of them writes."""
 
 from __future__ import annotations
 
@@ -15,9 +19,18 @@ from skillshelf.state.url import redacted
 PAGE = 5000  # records read per query by `records`
 
 
+# The oldest rows past `keep` bytes of records (newest first) go; the row where the sum crosses it too.
+PRUNE_SQL = """DELETE FROM call_log WHERE id <= (
+    SELECT id FROM (SELECT id, sum(octet_length(record::text)) OVER (ORDER BY id DESC) AS newer FROM call_log) sized
+    WHERE newer > %s ORDER BY id DESC LIMIT 1)"""
+
+
 class PostgresCallLogStore:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, max_bytes: int) -> None:
         self.url = url
+        self.keep_bytes = 2 * max_bytes  # as much as the file and its `.1` hold
+        self._prune_every = max(1, max_bytes // 4)
+        self._written = 0  # bytes appended since the last prune
 
     @property
     def where(self) -> str:
@@ -31,6 +44,18 @@ class PostgresCallLogStore:
                 )
         except StateUnavailable as exc:
             raise RetryLater(exc.message) from exc
+        self._written += sum(len(line) for line in lines)
+        if self._written >= self._prune_every:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Drop the oldest records past `keep_bytes`; a database gone meanwhile only delays it."""
+        try:
+            with database(self.url).connection("pruning the call log") as conn:
+                conn.execute(PRUNE_SQL, (self.keep_bytes,))
+        except StateUnavailable:
+            return
+        self._written = 0
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every record, oldest first, a page at a time (no connection is held between pages)."""
