@@ -57,8 +57,12 @@ def test_a_reused_skill_digest_still_sees_an_edit_that_keeps_the_size(sample_roo
     assert digest.value != first and digest.value == digest_of(sample_root)
 
 
-def test_the_library_reports_its_digest_after_each_sync(sample_root: Path, tmp_path: Path) -> None:
+def test_the_library_reports_its_digest_once_asked_and_after_each_sync_from_then_on(
+    sample_root: Path, tmp_path: Path
+) -> None:
     with synced_library(sample_root, tmp_path / "idx") as library:
+        assert library.digest.value is None  # nobody asked: a stdio server never reads every file for it
+        library.status()  # asked (as /health does): worked out in the background from now on
         assert library.digest.wait(deadline())
         status = library.status()["library"]
         assert isinstance(status, dict) and status["digest"] == digest_of(sample_root)

@@ -3,8 +3,9 @@
 SHA-256 over each skill's digest (skill/digest.py: its files' kinds, paths and bytes, never their times),
 each under its root's position and its path in that root, in order: two hosts with the same files at
 other paths or other modification times agree; a replica that drifted (an older checkout, an edit on one
-host) does not. It is worked out on a thread of its own after each sync, and a skill whose files have the
-same stat stamps as last time keeps its digest, so only changed skills are read again.
+host) does not. It is worked out on a thread of its own, from the first time it is asked for (a stdio server
+never is) and after each sync from then on; a skill whose files have the same stat stamps as last time
+keeps its digest, so only changed skills are read again.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class LibraryDigest:
         self.skills = 0
         self.computed_at: str | None = None
         self.error: str | None = None
+        self.wanted = False  # someone asked for it: the library keeps it up to date from then on
         self._known: dict[str, tuple[Stamp, str | None]] = {}  # per source key
         self._pending: Sequence[SkillSource] | None = None
         self._thread: threading.Thread | None = None

@@ -183,7 +183,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
 
     def _after_sync(self) -> None:
         super()._after_sync()
-        if self._sources is not None and not self._closed:
+        if self._sources is not None and not self._closed and self.digest.wanted:
             self.digest.request(self._sources)  # every sync: a file deep in a skill may change no signature
         if self.semantic is not None and self._embed_after_sync:
             self._embed_after_sync = False
@@ -335,7 +335,16 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         """For /health: 'indexing' (with progress) during the first build, 'degraded' after a failed sync;
         how fresh the index is; the library's content digest (replicas compare it); a damaged index this
         process rebuilt, and an index kept out of its folder."""
-        return {**self._state(), "index": self._freshness(), "library": self.digest.status(), **self._index_notes()}
+        return {**self._state(), "index": self._freshness(), "library": self._digest_status(), **self._index_notes()}
+
+    def _digest_status(self) -> dict[str, object]:
+        """The content digest, worked out from the first time it is asked for (an HTTP server's /health; a
+        stdio server never pays for it), then after every sync."""
+        if not self.digest.wanted:
+            self.digest.wanted = True
+            if self._sources is not None:
+                self.digest.request(self._sources)
+        return self.digest.status()
 
     def _freshness(self) -> dict[str, object]:
         """When the index last matched the files, and whether changes reach it by themselves: 'watching'
