@@ -26,14 +26,29 @@ def is_within(path: Path, root: Path) -> bool:
 
 def _resolved_within(path: Path, root: Path) -> Path | None:
     """`path` resolved, when it stays inside `root` (resolved); else None."""
+    resolved = _resolved_text(path)
+    return Path(resolved) if resolved is not None and _below(resolved, str(root)) is not None else None
+
+
+def _resolved_text(path: Path) -> str | None:
+    """`path` with every link followed, as text (what `Path.resolve` does, without pathlib's parsing: this
+    runs for every file a load serves)."""
     try:
-        resolved = path.resolve(strict=True)
+        return os.path.realpath(path, strict=True)
     except PermissionError:
         # Not a question of where it points: the read that follows reports it as unreadable.
-        resolved = path.resolve()
+        return os.path.realpath(path)
     except (OSError, RuntimeError):
         return None
-    return resolved if resolved == root or resolved.is_relative_to(root) else None
+
+
+def _below(path: str, root: str) -> str | None:
+    """`path` relative to `root`, compared as `Path.is_relative_to` does ('' for root itself); None when
+    it is not under it. Both are normalised paths (str of a Path, or realpath's answer)."""
+    if path == root:
+        return ""
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path[len(prefix) :] if path.startswith(prefix) else None
 
 
 def is_servable(path: Path, root: Path) -> bool:
@@ -47,13 +62,16 @@ def is_servable(path: Path, root: Path) -> bool:
 
 def servable_target(path: Path, root: Path) -> Path | None:
     """`path` resolved when it is servable (see `is_servable`), else None."""
-    resolved = _resolved_within(path, root)
-    if resolved is None:
+    resolved = _resolved_text(path)
+    root_text = str(root)
+    inside = None if resolved is None else _below(resolved, root_text)
+    if resolved is None or inside is None:
         return None
-    lexical = path.relative_to(root).parts if path.is_relative_to(root) else ()
-    if any(part.startswith(".") for part in (*lexical, *resolved.relative_to(root).parts)):
+    lexical = _below(str(path), root_text) or ""
+    parts = (*lexical.split(os.sep), *inside.split(os.sep))  # noqa: PTH206 (text, as above)
+    if any(part.startswith(".") for part in parts):
         return None
-    return resolved
+    return Path(resolved)
 
 
 def relative_to_root(path: Path, root: Path) -> str:

@@ -1,0 +1,48 @@
+"""The path rule every served file passes (skill/paths.py), on a real tree with links: inside the root after
+following links, no dot-name on the way; compared as paths, never as string prefixes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillshelf.library.skill.paths import is_within, servable_target
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "lib"
+    (root / "cat" / "skill" / "references").mkdir(parents=True)
+    (root / "cat" / "skill" / "SKILL.md").write_text("# Skill\n")
+    (root / "cat" / "skill" / "references" / "notes.md").write_text("notes\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("url = https://token@example.com\n")
+    (tmp_path / "lib2").mkdir()  # a sibling whose name starts with the root's
+    (tmp_path / "lib2" / "secret.md").write_text("secret\n")
+    links = root / "cat" / "skill" / "references"
+    (links / "to-git").symlink_to(root / ".git" / "config")
+    (links / "to-sibling").symlink_to(tmp_path / "lib2" / "secret.md")
+    (links / "to-notes").symlink_to(links / "notes.md")
+    return root
+
+
+def test_a_file_inside_and_a_link_to_one_are_served_as_the_real_file(tree: Path) -> None:
+    notes = tree / "cat" / "skill" / "references" / "notes.md"
+    assert servable_target(notes, tree) == notes
+    assert servable_target(notes.with_name("to-notes"), tree) == notes
+
+
+def test_dot_names_before_or_after_a_link_and_paths_outside_are_refused(tree: Path) -> None:
+    references = tree / "cat" / "skill" / "references"
+    assert servable_target(tree / ".git" / "config", tree) is None  # a dot-name on the way
+    assert servable_target(references / "to-git", tree) is None  # a link into one
+    assert servable_target(references / "to-sibling", tree) is None  # a link out of the root
+    assert servable_target(references / "missing.md", tree) is None
+    assert servable_target(tree / "cat" / ".." / ".git" / "config", tree) is None
+
+
+def test_a_sibling_folder_sharing_the_roots_name_is_not_inside_it(tree: Path) -> None:
+    sibling = tree.parent / "lib2" / "secret.md"
+    assert not is_within(sibling, tree) and servable_target(sibling, tree) is None
+    assert is_within(tree, tree) and is_within(tree / "cat", tree)
