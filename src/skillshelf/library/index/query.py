@@ -27,6 +27,15 @@ MAX_CONCEPTS = 12
 _TITLE_RUN = re.compile(r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+")
 ACRONYM_LENGTHS = range(3, 6)  # two letters are too often another word's initials; the table has those
 MAX_EXPANSIONS = 2
+# British and American spellings of one word ("prioritisation", "prioritization"): the porter stemmer keeps them
+# apart, and a library mostly holds the American one (issue 25). At least three letters before the ending, so
+# short words ("size", "rise") are left alone.
+_SPELLINGS = (
+    (re.compile(r"^(\w{3,}[^aeiou\W])is(e|es|ed|ing|ation|ations|er|ers)$"), r"\1iz\2"),
+    (re.compile(r"^(\w{3,}[^aeiou\W])iz(e|es|ed|ing|ation|ations|er|ers)$"), r"\1is\2"),
+    (re.compile(r"^(\w{2,}l)ys(e|es|ed|ing|er|ers)$"), r"\1yz\2"),
+    (re.compile(r"^(\w{2,}l)yz(e|es|ed|ing|er|ers)$"), r"\1ys\2"),
+)
 
 _STOPWORDS_TEXT = """a an and are as at be by can do does for from how i in into is it its me my of on or our so
     that the
@@ -83,6 +92,14 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(meaningful))[:32]
 
 
+def other_spelling(word: str) -> str | None:
+    """The word in the other of British and American spelling ('summarising' -> 'summarizing'), or None."""
+    for pattern, replacement in _SPELLINGS:
+        if pattern.match(word):
+            return pattern.sub(replacement, word)
+    return None
+
+
 def concepts(query: str) -> list[Concept]:
     """The query's meaningful words with their parts, synonyms and abbreviations (no spelling yet)."""
     pairs = words_of(query)
@@ -96,7 +113,8 @@ def concepts(query: str) -> list[Concept]:
         alternatives = [word]
         if parts:
             alternatives.append(" ".join(parts))
-        alternatives += [s for s in SYNONYMS.get(word, ()) if s not in alternatives]
+        spelled = other_spelling(word)
+        alternatives += [s for s in (spelled, *SYNONYMS.get(word, ())) if s and s not in alternatives]
         out.append(Concept(word, tuple(alternatives)))
     return out[:MAX_CONCEPTS]
 
@@ -158,9 +176,17 @@ class Vocabulary:
     the most common one wins.
     """
 
-    def __init__(self, counts: dict[str, int], acronyms: dict[str, dict[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        counts: dict[str, int],
+        acronyms: dict[str, dict[str, int]] | None = None,
+        written_lower: frozenset[str] = frozenset(),
+    ) -> None:
         self.counts = counts
         self.acronyms = acronyms or {}  # initials -> {phrase: how many texts spell it out}
+        # initials the library writes more often in lower case than in capitals: an everyday word ("fit",
+        # "mind"), not an abbreviation, whatever some run of Capitalised Words spells
+        self.written_lower = written_lower
         self._by_trigram: dict[str, list[str]] = defaultdict(list)
         for word in counts:
             if len(word) >= MIN_TYPO_LENGTH - 1:
@@ -171,20 +197,30 @@ class Vocabulary:
     def from_texts(cls, texts: Iterable[str]) -> Vocabulary:
         counts: dict[str, int] = defaultdict(int)
         acronyms: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        lower_minus_capitals: dict[str, int] = defaultdict(int)
         for text in texts:
             for word in set(_WORD.findall(text.lower())):
                 if len(word) >= MIN_TYPO_LENGTH - 1 and word.isalpha():
                     counts[word] += 1
             for initials, phrase in set(spelled_out(text)):
                 acronyms[initials][phrase] += 1
-        return cls(dict(counts), {initials: dict(phrases) for initials, phrases in acronyms.items()})
+            for written in _WORD.findall(text):
+                if len(written) in ACRONYM_LENGTHS and (written.islower() or written.isupper()):
+                    lower_minus_capitals[written.lower()] += 1 if written.islower() else -1
+        return cls(
+            dict(counts),
+            {initials: dict(phrases) for initials, phrases in acronyms.items()},
+            frozenset(word for word, balance in lower_minus_capitals.items() if balance > 0 and word in acronyms),
+        )
 
     def expansions(self, word: str) -> list[str]:
         """The phrases the library spells out with these initials ('slos' or 'slo' -> 'service level
         objectives'), the most common first; empty for a word that is no abbreviation here."""
+        if word in self.written_lower:
+            return []
         for initials in dict.fromkeys([word, word.removesuffix("s")]):
             phrases = self.acronyms.get(initials)
-            if phrases and len(initials) in ACRONYM_LENGTHS:
+            if phrases and len(initials) in ACRONYM_LENGTHS and initials not in self.written_lower:
                 return sorted(phrases, key=lambda p: (-phrases[p], p))[:MAX_EXPANSIONS]
         return []
 
