@@ -12,7 +12,7 @@ Ranking then rewards covering more of the concepts: see `SkillIndex.search`.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,6 +26,7 @@ MAX_CONCEPTS = 12
 # initials ("slo"), so a query for the short form finds the skill that spells it out (issue 25).
 _TITLE_RUN = re.compile(r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+")
 ACRONYM_LENGTHS = range(3, 6)  # two letters are too often another word's initials; the table has those
+_CAPITALS = re.compile(r"[A-Z]{3,5}")  # initials as a library writes an abbreviation (no \b: twice as fast)
 MAX_EXPANSIONS = 2
 # British and American spellings of one word ("prioritisation", "prioritization"): the porter stemmer keeps them
 # apart, and a library mostly holds the American one (issue 25). At least three letters before the ending, so
@@ -184,7 +185,7 @@ class Vocabulary:
     ) -> None:
         self.counts = counts
         self.acronyms = acronyms or {}  # initials -> {phrase: how many texts spell it out}
-        # initials the library writes more often in lower case than in capitals: an everyday word ("fit",
+        # initials the library writes more often otherwise than in capitals: an everyday word ("fit",
         # "mind"), not an abbreviation, whatever some run of Capitalised Words spells
         self.written_lower = written_lower
         self._by_trigram: dict[str, list[str]] = defaultdict(list)
@@ -197,20 +198,21 @@ class Vocabulary:
     def from_texts(cls, texts: Iterable[str]) -> Vocabulary:
         counts: dict[str, int] = defaultdict(int)
         acronyms: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        lower_minus_capitals: dict[str, int] = defaultdict(int)
+        short: dict[str, int] = defaultdict(int)  # texts holding a three-letter word, in any case ...
+        in_capitals: Counter[str] = Counter()  # ... and texts writing a run of 3-5 capitals
         for text in texts:
             for word in set(_WORD.findall(text.lower())):
                 if len(word) >= MIN_TYPO_LENGTH - 1 and word.isalpha():
                     counts[word] += 1
+                elif len(word) == MIN_TYPO_LENGTH - 2:
+                    short[word] += 1
+            in_capitals.update(set(_CAPITALS.findall(text)))
             for initials, phrase in set(spelled_out(text)):
                 acronyms[initials][phrase] += 1
-            for written in _WORD.findall(text):
-                if len(written) in ACRONYM_LENGTHS and (written.islower() or written.isupper()):
-                    lower_minus_capitals[written.lower()] += 1 if written.islower() else -1
         return cls(
             dict(counts),
             {initials: dict(phrases) for initials, phrases in acronyms.items()},
-            frozenset(word for word, balance in lower_minus_capitals.items() if balance > 0 and word in acronyms),
+            frozenset(w for w in acronyms if counts.get(w, short.get(w, 0)) > 2 * in_capitals[w.upper()]),
         )
 
     def expansions(self, word: str) -> list[str]:
