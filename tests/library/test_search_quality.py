@@ -196,3 +196,59 @@ def test_a_body_word_counts_by_how_specific_it_is() -> None:
     assert body_credit(0.5) == body_credit(0.1) == BODY_CREDIT  # an everyday word: little
     assert body_credit(0.01) == body_credit(0.0001) == body_credit(0.0) == RARE_BODY_CREDIT  # a specific one
     assert BODY_CREDIT < body_credit(0.05) < body_credit(0.02) < RARE_BODY_CREDIT
+
+
+def test_a_british_spelling_finds_the_american_one_even_when_the_library_holds_both(library_of: object) -> None:
+    def add(root: Path) -> None:
+        skill(root, "backlog-ranking", "Prioritization frameworks for a product backlog: RICE, MoSCoW, Kano.")
+        skill(root, "weekly-planning", "Plan the week.", "# Steps\n\nDecide what to prioritise on Monday.\n")
+
+    library = library_of(add)  # type: ignore[operator]
+    # "prioritisation" is a known word here (the planning body), so no spelling correction steps in
+    assert top(library, "prioritisation") == ["backlog-ranking"]
+    assert top(library, "summarising results", n=0) == []  # a word of neither spelling finds nothing new
+
+
+@pytest.mark.parametrize(
+    ("british", "american"),
+    [
+        ("prioritisation", "prioritization"),
+        ("summarising", "summarizing"),
+        ("organise", "organize"),
+        ("analysed", "analyzed"),
+        ("visualisations", "visualizations"),
+    ],
+)
+def test_british_and_american_spellings_find_each_other(british: str, american: str) -> None:
+    [asked_british] = concepts(british)
+    assert american in asked_british.alternatives
+    [asked_american] = concepts(american)
+    assert british in asked_american.alternatives
+
+
+@pytest.mark.parametrize("word", ["size", "rise", "raise", "advise", "analyst", "noise"])
+def test_short_words_and_words_without_the_ending_keep_one_spelling(word: str) -> None:
+    [asked] = concepts(word)
+    assert asked.alternatives == (word,)
+
+
+def test_an_everyday_word_is_not_read_as_the_initials_of_a_phrase(library_of: object) -> None:
+    def add(root: Path) -> None:
+        skill(root, "issue-forms", "Write a Feature Issue Template for bug reports on GitHub.")
+        for topic in ("shoes", "jackets", "gloves"):  # "fit" is an everyday word in this library
+            skill(root, f"{topic}-sizing", f"Choose {topic} that fit well.")
+
+    library = library_of(add)  # type: ignore[operator]
+    top(library, "gloves")  # the first search reads the library's words in the background
+    wait_until(lambda: library.index._vocabulary is not None, "the vocabulary was never built", poll_s=0.01)
+    assert "issue-forms" not in top(library, "a coat that does not fit", n=10)
+    assert top(library, "feature issue template") == ["issue-forms"]
+
+
+def test_initials_the_library_writes_in_lower_case_are_a_word_not_an_abbreviation() -> None:
+    vocabulary = Vocabulary.from_texts(
+        ["Write a Feature Issue Template.", "Shoes that fit.", "Gloves that fit well.", "A FIT form.", "Our SLO."]
+    )
+    assert vocabulary.expansions("fit") == []  # twice in lower case, once in capitals
+    vocabulary = Vocabulary.from_texts(["Write a Feature Issue Template.", "A FIT form.", "Shoes that fit."])
+    assert vocabulary.expansions("fit") == ["feature issue template"]  # as often in capitals: it may be one

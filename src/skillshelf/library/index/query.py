@@ -12,7 +12,7 @@ Ranking then rewards covering more of the concepts: see `SkillIndex.search`.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,7 +26,17 @@ MAX_CONCEPTS = 12
 # initials ("slo"), so a query for the short form finds the skill that spells it out (issue 25).
 _TITLE_RUN = re.compile(r"[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+")
 ACRONYM_LENGTHS = range(3, 6)  # two letters are too often another word's initials; the table has those
+_CAPITALS = re.compile(r"[A-Z]{3,5}")  # initials as a library writes an abbreviation (no \b: twice as fast)
 MAX_EXPANSIONS = 2
+# British and American spellings of one word ("prioritisation", "prioritization"): the porter stemmer keeps them
+# apart, and a library mostly holds the American one (issue 25). At least three letters before the ending, so
+# short words ("size", "rise") are left alone.
+_SPELLINGS = (
+    (re.compile(r"^(\w{3,}[^aeiou\W])is(e|es|ed|ing|ation|ations|er|ers)$"), r"\1iz\2"),
+    (re.compile(r"^(\w{3,}[^aeiou\W])iz(e|es|ed|ing|ation|ations|er|ers)$"), r"\1is\2"),
+    (re.compile(r"^(\w{2,}l)ys(e|es|ed|ing|er|ers)$"), r"\1yz\2"),
+    (re.compile(r"^(\w{2,}l)yz(e|es|ed|ing|er|ers)$"), r"\1ys\2"),
+)
 
 _STOPWORDS_TEXT = """a an and are as at be by can do does for from how i in into is it its me my of on or our so
     that the
@@ -83,6 +93,14 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(meaningful))[:32]
 
 
+def other_spelling(word: str) -> str | None:
+    """The word in the other of British and American spelling ('summarising' -> 'summarizing'), or None."""
+    for pattern, replacement in _SPELLINGS:
+        if pattern.match(word):
+            return pattern.sub(replacement, word)
+    return None
+
+
 def concepts(query: str) -> list[Concept]:
     """The query's meaningful words with their parts, synonyms and abbreviations (no spelling yet)."""
     pairs = words_of(query)
@@ -96,7 +114,8 @@ def concepts(query: str) -> list[Concept]:
         alternatives = [word]
         if parts:
             alternatives.append(" ".join(parts))
-        alternatives += [s for s in SYNONYMS.get(word, ()) if s not in alternatives]
+        spelled = other_spelling(word)
+        alternatives += [s for s in (spelled, *SYNONYMS.get(word, ())) if s and s not in alternatives]
         out.append(Concept(word, tuple(alternatives)))
     return out[:MAX_CONCEPTS]
 
@@ -158,9 +177,17 @@ class Vocabulary:
     the most common one wins.
     """
 
-    def __init__(self, counts: dict[str, int], acronyms: dict[str, dict[str, int]] | None = None) -> None:
+    def __init__(
+        self,
+        counts: dict[str, int],
+        acronyms: dict[str, dict[str, int]] | None = None,
+        written_lower: frozenset[str] = frozenset(),
+    ) -> None:
         self.counts = counts
         self.acronyms = acronyms or {}  # initials -> {phrase: how many texts spell it out}
+        # initials the library writes more often otherwise than in capitals: an everyday word ("fit",
+        # "mind"), not an abbreviation, whatever some run of Capitalised Words spells
+        self.written_lower = written_lower
         self._by_trigram: dict[str, list[str]] = defaultdict(list)
         for word in counts:
             if len(word) >= MIN_TYPO_LENGTH - 1:
@@ -171,20 +198,31 @@ class Vocabulary:
     def from_texts(cls, texts: Iterable[str]) -> Vocabulary:
         counts: dict[str, int] = defaultdict(int)
         acronyms: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        short: dict[str, int] = defaultdict(int)  # texts holding a three-letter word, in any case ...
+        in_capitals: Counter[str] = Counter()  # ... and texts writing a run of 3-5 capitals
         for text in texts:
             for word in set(_WORD.findall(text.lower())):
                 if len(word) >= MIN_TYPO_LENGTH - 1 and word.isalpha():
                     counts[word] += 1
+                elif len(word) == MIN_TYPO_LENGTH - 2:
+                    short[word] += 1
+            in_capitals.update(set(_CAPITALS.findall(text)))
             for initials, phrase in set(spelled_out(text)):
                 acronyms[initials][phrase] += 1
-        return cls(dict(counts), {initials: dict(phrases) for initials, phrases in acronyms.items()})
+        return cls(
+            dict(counts),
+            {initials: dict(phrases) for initials, phrases in acronyms.items()},
+            frozenset(w for w in acronyms if counts.get(w, short.get(w, 0)) > 2 * in_capitals[w.upper()]),
+        )
 
     def expansions(self, word: str) -> list[str]:
         """The phrases the library spells out with these initials ('slos' or 'slo' -> 'service level
         objectives'), the most common first; empty for a word that is no abbreviation here."""
+        if word in self.written_lower:
+            return []
         for initials in dict.fromkeys([word, word.removesuffix("s")]):
             phrases = self.acronyms.get(initials)
-            if phrases and len(initials) in ACRONYM_LENGTHS:
+            if phrases and len(initials) in ACRONYM_LENGTHS and initials not in self.written_lower:
                 return sorted(phrases, key=lambda p: (-phrases[p], p))[:MAX_EXPANSIONS]
         return []
 
