@@ -19,7 +19,8 @@ from typing import Any
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.state.driver import ConnectionPool, conninfo_to_dict, psycopg
-from skillshelf.state.schema import LATEST, migrate, schema_version
+from skillshelf.state.health import health_report
+from skillshelf.state.schema import migrate, schema_version
 from skillshelf.state.url import MASK, redacted
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class Database:
         """Connect once (a clear error now rather than a pool retrying quietly), migrate the schema, then
         open the pool. The schema version; StateUnavailable naming the URL when PostgreSQL is unreachable."""
         try:
-            with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            with connect(self.url) as conn:
                 version = migrate(conn)
         except psycopg.OperationalError as exc:
             raise StateUnavailable(
@@ -63,7 +64,7 @@ class Database:
             max_size=POOL_MAX,
             timeout=WAIT_S,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
-            name="skillshelf",  # no `check`: `_lend` checks each connection itself (see there)
+            name="skillshelf",  # no `check`: `_pooled` checks each connection it lends (see there)
             open=True,  # now, filling itself in the background
         )
         return version
@@ -90,43 +91,41 @@ class Database:
         """A connection of the pool, or a direct one while the pool has none to give after the database was
         found down: then each call fails at once with the server's own reason (not after WAIT_S in the
         pool's queue), and once it is back calls succeed at once, while the pool refills in the background
-        at its own (backing off) pace.
-
-        Each lent connection is checked here, not by the pool: the pool's own check, on finding one dead (the
-        server restarted), waits up to WAIT_S for a fresh one, so the first call of an outage took 5 s to fail."""
-        pool = self._pool
-        if pool is not None and (not self._down or pool.get_stats().get("pool_available", 0) > 0):
-            try:
-                conn = pool.getconn()
-            except psycopg.OperationalError:  # PoolTimeout: none within WAIT_S
-                self._down = True
-            else:
-                if not self._alive(pool, conn):
-                    self._down = True
-                    with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as direct:
-                        yield direct
-                    return
-                try:
-                    yield conn
-                    self._down = False
-                except psycopg.OperationalError:
-                    self._down = True  # lost mid-call: the next call asks the server directly
-                    raise
-                finally:
-                    pool.putconn(conn)  # a broken one is discarded and replaced by the pool
-                return
-        with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        at its own (backing off) pace."""
+        pool, conn = self._pool, self._pooled()
+        if pool is None or conn is None:
+            with connect(self.url) as direct:
+                yield direct
+            return
+        try:
             yield conn
+            self._down = False
+        except psycopg.OperationalError:
+            self._down = True  # lost mid-call: the next call asks the server directly
+            raise
+        finally:
+            pool.putconn(conn)  # a broken one is discarded and replaced by the pool
 
-    @staticmethod
-    def _alive(pool: ConnectionPool[psycopg.Connection[Any]], conn: psycopg.Connection[Any]) -> bool:
-        """Whether a pooled connection still answers; a dead one goes back (the pool discards and replaces it)."""
+    def _pooled(self) -> psycopg.Connection[Any] | None:
+        """A live connection of the pool, or None (the database found down: `_down` says so).
+
+        Each is checked here, not by the pool: the pool's own check, on finding one dead (the server
+        restarted), waits up to WAIT_S for a fresh one, so the first call of an outage took 5 s to fail."""
+        pool = self._pool
+        if pool is None or (self._down and pool.get_stats().get("pool_available", 0) == 0):
+            return None
+        try:
+            conn = pool.getconn()
+        except psycopg.OperationalError:  # PoolTimeout: none within WAIT_S
+            self._down = True
+            return None
         try:
             ConnectionPool.check_connection(conn)
         except psycopg.OperationalError:
-            pool.putconn(conn)
-            return False
-        return True
+            pool.putconn(conn)  # the pool discards it and makes another
+            self._down = True
+            return None
+        return conn
 
     def reason(self, exc: Exception) -> str:
         return reason_of(exc, self.url)
@@ -134,24 +133,21 @@ class Database:
     def health(self) -> dict[str, Any]:
         """For /health: whether PostgreSQL answers now and the schema version it holds against the one this
         skillshelf runs, so an operator or a proxy sees a replica that lost its database or drifted."""
-        found: dict[str, Any] = {
-            "url": self.shown,
-            "state": "unreachable",
-            "schemaVersion": None,
-            "schemaLatest": LATEST,
-        }
         try:
             with self._lend() as conn:
-                found["schemaVersion"] = schema_version(conn)
+                version = schema_version(conn)
         except psycopg.Error as exc:
-            found["error"] = self.reason(exc)
-            return found
-        found["state"] = "ok" if found["schemaVersion"] == LATEST else "schema-differs"
-        return found
+            return health_report(self.shown, None, self.reason(exc))
+        return health_report(self.shown, version)
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+
+
+def connect(url: str) -> psycopg.Connection[Any]:
+    """A connection of its own (autocommit), failing after CONNECT_TIMEOUT_S rather than minutes."""
+    return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
 
 
 def reason_of(exc: Exception, url: str) -> str:

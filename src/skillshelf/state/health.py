@@ -17,10 +17,17 @@ def database_health(url: str) -> dict[str, Any]:
     try:
         return database(url).health()
     except SkillshelfError as exc:
-        return {
-            "url": redacted(url),
-            "state": "unreachable",
-            "schemaVersion": None,
-            "schemaLatest": LATEST,
-            "error": exc.message,
-        }
+        return health_report(redacted(url), None, exc.message)
+
+
+def health_report(shown: str, version: int | None, error: str | None = None) -> dict[str, Any]:
+    """The report for the database at `shown` (its URL without the password): unreachable with `error`, else
+    whether the schema `version` it holds is the one this skillshelf runs."""
+    if error is not None:
+        state = "unreachable"
+    else:
+        state = "ok" if version == LATEST else "schema-differs"
+    found: dict[str, Any] = {"url": shown, "state": state, "schemaVersion": version, "schemaLatest": LATEST}
+    if error is not None:
+        found["error"] = error
+    return found

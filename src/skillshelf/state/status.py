@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillshelf.state.database import CONNECT_TIMEOUT_S, Database, reason_of
+from skillshelf.state.database import Database, connect, reason_of
 from skillshelf.state.driver import psycopg
 from skillshelf.state.schema import LATEST, schema_version
 from skillshelf.state.url import redacted
@@ -14,7 +14,7 @@ from skillshelf.state.url import redacted
 def database_status(url: str) -> dict[str, Any]:
     status: dict[str, Any] = {"database": redacted(url), "latest": LATEST, "reachable": False, "schemaVersion": None}
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        with connect(url) as conn:
             status["schemaVersion"] = schema_version(conn)
             status["server"] = conn.info.parameter_status("server_version")
     except psycopg.Error as exc:
@@ -28,7 +28,7 @@ def migrate_now(url: str) -> dict[str, Any]:
     """`skillshelf db migrate`: the schema brought up to date now; its version before (None: the database
     did not answer then) and after. StateUnavailable naming the URL when it does not answer."""
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+        with connect(url) as conn:
             before: int | None = schema_version(conn)
     except psycopg.OperationalError:
         before = None  # opening it below says why, naming the URL
