@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import os
 import threading
 from collections.abc import Sequence
 
@@ -100,12 +99,4 @@ def skill_path(source: SkillSource) -> str:
 
 
 def _stamp(entries: list[TreeEntry]) -> Stamp:
-    stamps = []
-    for entry in entries:
-        try:
-            info = os.lstat(entry.on_disk)
-        except OSError:
-            stamps.append((entry.path, -1, -1, -1))
-            continue
-        stamps.append((entry.path, info.st_mtime_ns, info.st_size, info.st_mode))
-    return tuple(stamps)
+    return tuple((e.path, e.info.st_mtime_ns, e.info.st_size, e.info.st_mode) for e in entries)

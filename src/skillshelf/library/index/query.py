@@ -61,12 +61,10 @@ class Concept:
 def _build_synonyms(
     groups: Iterable[tuple[str, ...]], one_way: dict[str, tuple[str, ...]]
 ) -> dict[str, tuple[str, ...]]:
+    # each one-word term of a group finds the group's other terms; a one-way word finds only its terms
+    finds = [(term, group) for group in groups for term in group if " " not in term] + list(one_way.items())
     table: dict[str, list[str]] = defaultdict(list)
-    for group in groups:
-        for term in group:
-            if " " not in term:
-                table[term].extend(t for t in group if t != term and t not in table[term])
-    for word, terms in one_way.items():
+    for word, terms in finds:
         table[word].extend(t for t in terms if t != word and t not in table[word])
     return {term: tuple(alts) for term, alts in table.items()}
 

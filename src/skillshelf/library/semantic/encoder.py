@@ -77,9 +77,10 @@ def _safetensors_header(handle: BinaryIO, size: int) -> tuple[dict[str, Any], in
     return header, 8 + header_size
 
 
-def read_safetensors(path: Path, on_disk: str | None = None) -> dict[str, Matrix | StoredRows]:
-    """The floating-point tensors of a .safetensors file as float32 arrays; a float32 tensor named `on_disk`
-    stays in the file, its rows read when asked (StoredRows)."""
+def read_safetensors(path: Path, on_disk: str | frozenset[str] = frozenset()) -> dict[str, Matrix | StoredRows]:
+    """The floating-point tensors of a .safetensors file as float32 arrays; a float32 matrix named `on_disk`
+    (or any of those names) stays in the file, its rows read when asked (StoredRows)."""
+    kept_on_disk = frozenset({on_disk}) if isinstance(on_disk, str) else on_disk
     size = path.stat().st_size
     with path.open("rb") as handle:
         header, base = _safetensors_header(handle, size)
@@ -91,7 +92,7 @@ def read_safetensors(path: Path, on_disk: str | None = None) -> dict[str, Matrix
             if not 0 <= first <= end <= size - base:
                 raise ValueError(f"tensor {name!r} lies outside the file")
             dtype = np.dtype(_DTYPES[info["dtype"]])
-            if name == on_disk and dtype == np.float32 and len(info["shape"]) == 2:
+            if name in kept_on_disk and dtype == np.float32 and len(info["shape"]) == 2:
                 tensors[name] = StoredRows(path, base + first, (int(info["shape"][0]), int(info["shape"][1])))
                 continue
             # read into aligned memory: offsets in the file need not be 4-byte aligned, and BLAS would
@@ -378,15 +379,9 @@ def limit_blas_threads() -> None:
 
 def _read_bert(path: Path) -> dict[str, Matrix | StoredRows]:
     """A BERT checkpoint's tensors without the `bert.` prefix some carry; the word embeddings stay on disk."""
-    prefix = "bert." if _has_tensor(path, "bert." + WORDS) else ""
-    tensors = read_safetensors(path, on_disk=prefix + WORDS)
+    tensors = read_safetensors(path, on_disk=frozenset({WORDS, "bert." + WORDS}))
+    prefix = "bert." if "bert." + WORDS in tensors else ""
     return {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
-
-
-def _has_tensor(path: Path, name: str) -> bool:
-    with path.open("rb") as handle:
-        header, _ = _safetensors_header(handle, path.stat().st_size)
-    return name in header
 
 
 def _read_config(folder: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +30,7 @@ class TreeEntry:
     path: str  # relative to the skill's folder (or the folder walked), '/'-separated
     kind: EntryKind
     on_disk: Path
+    info: os.stat_result = field(compare=False)  # its lstat when listed (the library digest's stamp)
 
     def content(self) -> bytes:
         """The bytes the digest covers: a file's bytes, a link's text, nothing for anything else."""
@@ -66,7 +67,7 @@ def walk_tree(folder: Path) -> Iterator[TreeEntry]:
             if stat.S_ISDIR(info.st_mode):
                 pending.append((Path(entry.path), f"{prefix}{entry.name}/"))
             else:
-                found.append(TreeEntry(prefix + entry.name, entry_kind(info), Path(entry.path)))
+                found.append(TreeEntry(prefix + entry.name, entry_kind(info), Path(entry.path), info))
     yield from sorted(found, key=lambda e: e.path)
 
 
@@ -98,7 +99,7 @@ def three_file_entries(doc: Path) -> list[TreeEntry]:
             info = path.lstat()
         except OSError:
             continue
-        found.append(TreeEntry(name, entry_kind(info), path))
+        found.append(TreeEntry(name, entry_kind(info), path, info))
     return found
 
 
@@ -117,4 +118,4 @@ def file_digest(path: Path) -> str | None:
         info = path.lstat()
     except OSError:
         return None
-    return digest_entries([TreeEntry(path.name, entry_kind(info), path)])
+    return digest_entries([TreeEntry(path.name, entry_kind(info), path, info)])

@@ -26,8 +26,15 @@ def is_within(path: Path, root: Path) -> bool:
 
 def _resolved_within(path: Path, root: Path) -> Path | None:
     """`path` resolved, when it stays inside `root` (resolved); else None."""
+    found = _resolved_below(path, str(root))
+    return Path(found[0]) if found is not None else None
+
+
+def _resolved_below(path: Path, root: str) -> tuple[str, str] | None:
+    """`path` resolved, and that relative to `root`, when it stays inside `root`; else None."""
     resolved = _resolved_text(path)
-    return Path(resolved) if resolved is not None and _below(resolved, str(root)) is not None else None
+    inside = None if resolved is None else _below(resolved, root)
+    return (resolved, inside) if resolved is not None and inside is not None else None
 
 
 def _resolved_text(path: Path) -> str | None:
@@ -62,11 +69,11 @@ def is_servable(path: Path, root: Path) -> bool:
 
 def servable_target(path: Path, root: Path) -> Path | None:
     """`path` resolved when it is servable (see `is_servable`), else None."""
-    resolved = _resolved_text(path)
     root_text = str(root)
-    inside = None if resolved is None else _below(resolved, root_text)
-    if resolved is None or inside is None:
+    found = _resolved_below(path, root_text)
+    if found is None:
         return None
+    resolved, inside = found
     lexical = _below(str(path), root_text) or ""
     parts = (*lexical.split(os.sep), *inside.split(os.sep))  # noqa: PTH206 (text, as above)
     if any(part.startswith(".") for part in parts):
