@@ -25,7 +25,7 @@ from bench.generate import generate
 from skillshelf.config.views import ViewSettings
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.app import build_server
-from skillshelf.server.http import team_app
+from skillshelf.server.http import KEEP_ALIVE_S, team_app
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import deadline, wait_until_async, write
 from tests.execution.test_event_loop import assert_the_loop_stayed_free
@@ -119,7 +119,7 @@ _RUNNING: list[uvicorn.Server] = []
 async def _start(app: Any) -> str:
     """Start uvicorn on this (the portal's) loop; its base URL once it listens."""
     sock = listening_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S))
     _RUNNING.append(server)
     anyio.lowlevel.current_token()  # (this is the portal's loop)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))

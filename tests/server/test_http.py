@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +49,23 @@ async def test_http_serves_tools_and_health(http_server: str) -> None:
         result = await client.call_tool("searchPatterns", {"query": "slugify"})
         assert result.structured_content is not None
         assert result.structured_content["data"]["hits"][0]["id"] == "python/slugify"
+
+
+@pytest.mark.slow  # waits past a client's keep-alive
+def test_an_idle_connection_outlives_the_clients_keep_alive(http_server: str) -> None:
+    """httpx (the MCP SDK's client) drops a connection idle for 5 s; so did uvicorn by default, and a request
+    sent on one just as the server closed it failed with a ReadError the client cannot safely resend.
+    The server now keeps idle connections longer than clients do, so the client always closes first."""
+    host, port = http_server.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=deadline())
+    try:
+        conn.request("GET", "/health")
+        assert conn.getresponse().read() and conn.sock is not None  # kept open for the next request
+        time.sleep(6)  # past httpx's keepalive_expiry and uvicorn's default timeout_keep_alive (5 s)
+        conn.request("GET", "/health")  # on the same socket: a closed one fails here (RemoteDisconnected)
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
 
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -246,6 +246,10 @@ _API_PATH = re.compile(r"^/(mcp|health|views(/[^/]+)?|view/[^/]+/mcp)/+$")
 
 
 GRACEFUL_SHUTDOWN_S = 10
+# How long an idle client connection stays open. Longer than clients keep theirs (httpx: 5 s, uvicorn's own
+# default too): with equal times the server could close a connection just as the client sent a request on
+# it, which the client sees as a ReadError on a call it may not resend. The client now always closes first.
+KEEP_ALIVE_S = 75
 
 
 def finish_calls_on_shutdown(enabled: bool = True) -> None:
@@ -294,6 +298,11 @@ def run_http(
     )
     finish_calls_on_shutdown()
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)

@@ -221,7 +221,9 @@ def serve_web(library: SkillLibrary, port: int) -> None:
     """Serve the web view on 127.0.0.1 only, with loopback Host checks; blocks until interrupted."""
     import uvicorn
 
+    from skillshelf.server.http import KEEP_ALIVE_S
+
     host = "127.0.0.1"
     app = web_app(library, WebAccess(security=transport_security(host)))
     logging.getLogger("skillshelf.start").info("web view on http://%s:%d/ (Ctrl-C to stop)", host, port)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)

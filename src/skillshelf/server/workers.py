@@ -11,7 +11,7 @@ from functools import partial
 from starlette.types import ASGIApp
 
 from skillshelf.library import children
-from skillshelf.server.http import GRACEFUL_SHUTDOWN_S, finish_calls_on_shutdown, team_app
+from skillshelf.server.http import GRACEFUL_SHUTDOWN_S, KEEP_ALIVE_S, finish_calls_on_shutdown, team_app
 from skillshelf.server.web import web_access
 
 
@@ -65,6 +65,7 @@ def run_http_workers(
         workers=workers,
         log_level="warning",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     sock = config.bind_socket()
     sock.set_inheritable(False)  # the workers get it through the spawn, which passes it explicitly

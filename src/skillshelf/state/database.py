@@ -19,8 +19,7 @@ from typing import Any
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.state.driver import ConnectionPool, conninfo_to_dict, psycopg
-from skillshelf.state.health import health_report
-from skillshelf.state.schema import migrate, schema_version
+from skillshelf.state.schema import health_report, migrate, schema_version
 from skillshelf.state.url import MASK, redacted
 
 logger = logging.getLogger(__name__)

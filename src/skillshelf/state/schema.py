@@ -94,3 +94,16 @@ def schema_version(conn: psycopg.Connection[Any]) -> int:
 def _version(conn: psycopg.Connection[Any]) -> int:
     row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}").fetchone()
     return int(row[0]) if row else 0
+
+
+def health_report(shown: str, version: int | None, error: str | None = None) -> dict[str, Any]:
+    """The report for the database at `shown` (its URL without the password): unreachable with `error`, else
+    whether the schema `version` it holds is the one this skillshelf runs."""
+    if error is not None:
+        state = "unreachable"
+    else:
+        state = "ok" if version == LATEST else "schema-differs"
+    found: dict[str, Any] = {"url": shown, "state": state, "schemaVersion": version, "schemaLatest": LATEST}
+    if error is not None:
+        found["error"] = error
+    return found
