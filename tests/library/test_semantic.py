@@ -35,7 +35,7 @@ from skillshelf.library.semantic.install import MINILM, default_model_dir
 from skillshelf.library.semantic.vectors import Closeness
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings, resolve_settings
-from tests.conftest import agent_skill, call, deadline
+from tests.conftest import agent_skill, call, deadline, wait_until
 from tests.library.tiny_model import VOCAB, tiny_model, write_safetensors
 
 REPO = Path(__file__).resolve().parents[2]
@@ -390,6 +390,57 @@ def test_nearest_reports_the_similarity_of_the_word_candidates_too(root: Path, m
     similarities = [similarity for _, similarity in closeness.nearest]
     assert similarities == sorted(similarities, reverse=True) and all(-1.0 <= x <= 1.0001 for x in similarities)
     library.close()
+
+
+def test_a_query_vector_started_ahead_is_the_one_a_search_takes_and_is_kept(
+    root: Path, model: Path, tmp_path: Path
+) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    semantic = library.semantic
+    assert semantic is not None and semantic._encoder is not None
+    expected = semantic._encoder.encode(["flaky calls"])[0]
+    computed: list[str] = []
+    encode = semantic._encode
+    semantic._encode = lambda query: computed.append(query) or encode(query)  # type: ignore[method-assign]
+    semantic.start_query("flaky calls")
+    semantic.start_query("flaky calls")  # under way or cached already: not computed twice
+    closeness = semantic.nearest("flaky calls", set, 5, -1.0)
+    assert computed == ["flaky calls"]
+    assert closeness.nearest[0][1] == pytest.approx(float(max(semantic._snapshot.matrix @ expected)), abs=1e-6)  # type: ignore[union-attr]
+    # a vector started for a search that never asks for it (its word search failed) is kept, not left pending
+    semantic.start_query("never asked")
+    wait_until(lambda: "never asked" in semantic._queries, "the vector computed ahead to be cached")
+    assert semantic._pending == {}
+    semantic.nearest("never asked", set, 5, -1.0)
+    assert computed == ["flaky calls", "never asked"]
+    library.close()
+
+
+def test_an_encoder_failure_on_the_query_thread_reaches_the_search(root: Path, model: Path, tmp_path: Path) -> None:
+    library = open_library(root, tmp_path / "index", model)
+    assert library.semantic is not None
+
+    def broken(query: str) -> None:
+        raise RuntimeError(f"cannot encode {query!r}")
+
+    library.semantic._encode = broken  # type: ignore[assignment,method-assign]
+    with pytest.raises(RuntimeError, match="cannot encode 'flaky calls'"):
+        library.search("flaky calls", SearchFilters(), 5)
+    assert library.semantic._pending == {} and "flaky calls" not in library.semantic._queries
+    library.close()
+
+
+def test_closing_stops_the_query_threads_and_starts_no_more(root: Path, model: Path, tmp_path: Path) -> None:
+    import threading
+
+    library = open_library(root, tmp_path / "index", model)
+    assert library.semantic is not None
+    library.search("flaky calls", SearchFilters(), 5)
+    assert any(t.name.startswith("skillshelf-query") for t in threading.enumerate())
+    library.close()
+    assert not any(t.name.startswith("skillshelf-query") for t in threading.enumerate())
+    library.semantic.start_query("after close")
+    assert library.semantic._pending == {}
 
 
 def test_an_empty_query_still_lists_by_quality(root: Path, model: Path, tmp_path: Path) -> None:

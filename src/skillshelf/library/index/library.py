@@ -396,6 +396,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         semantic = self.semantic
         if semantic is None or not semantic.ready or not query_terms(query):
             return self.index.search(query, filters, limit)
+        semantic.start_query(query)  # the query's vector is computed while words rank
         by_words = self.index.search(query, filters, max(FUSION_POOL, limit))
         rows = {skill.id: skill for skill in by_words}
 

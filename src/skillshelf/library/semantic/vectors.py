@@ -21,6 +21,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,9 @@ BATCH = 64
 # least half as many as it holds, so a first pass over 100,000 skills reloads the matrix ~20 times, not 400.
 PUBLISH_EVERY = 256
 QUERY_CACHE = 256  # recent query vectors kept (an agent often repeats or refines a query)
+# Threads that compute query vectors while the caller ranks by words (start_query): a vector takes longer than a
+# word search, so the two overlap; at most this many at once, as the encoder runs one BLAS thread each.
+QUERY_WORKERS = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS vectors (skill_id TEXT PRIMARY KEY, digest TEXT NOT NULL, vector BLOB NOT NULL);
@@ -82,7 +86,9 @@ class SemanticIndex:
         self._encoder: SentenceEncoder | None = None
         self._snapshot: _Vectors | None = None  # replaced whole, so a search never sees a half-updated one
         self._queries: OrderedDict[str, Matrix] = OrderedDict()
+        self._pending: dict[str, Future[Matrix]] = {}  # query vectors being computed (start_query)
         self._query_lock = threading.Lock()
+        self._query_workers: ThreadPoolExecutor | None = None
 
         self._wanted = threading.Event()
         self._stopping = threading.Event()
@@ -115,6 +121,10 @@ class SemanticIndex:
         self._wanted.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        with self._query_lock:
+            workers, self._query_workers = self._query_workers, None
+        if workers is not None:
+            workers.shutdown(wait=True, cancel_futures=True)
 
     @property
     def ready(self) -> bool:
@@ -291,6 +301,30 @@ class SemanticIndex:
         of = {skill_id: float(similarity[rows[skill_id]]) for skill_id in also if skill_id in rows}
         return Closeness(found[:want], of)
 
+    def start_query(self, query: str) -> None:
+        """Begin computing `query`'s vector on a worker thread, so the caller can rank by words meanwhile:
+        `nearest` for the same query then takes it (or waits for it). A vector takes longer than a word
+        search (docs/search.md), and the encoder's matrix products let the caller's thread run beside them.
+        Nothing happens for a query whose vector is cached or under way, or before semantic search is ready."""
+        if not self.ready or self._encoder is None or self._stopping.is_set():
+            return
+        with self._query_lock:
+            if query in self._queries or query in self._pending:
+                return
+            if self._query_workers is None:
+                self._query_workers = ThreadPoolExecutor(QUERY_WORKERS, thread_name_prefix="skillshelf-query")
+            future = self._query_workers.submit(self._encode, query)
+            self._pending[query] = future
+        future.add_done_callback(lambda done: self._settle(query, done))
+
+    def _settle(self, query: str, future: Future[Matrix]) -> None:
+        """A vector computed ahead goes to the cache, whether or not a search is waiting for it."""
+        with self._query_lock:
+            if self._pending.get(query) is future:
+                del self._pending[query]
+            if not future.cancelled() and future.exception() is None:
+                self._remember(query, future.result())
+
     def _encode(self, query: str) -> Matrix:
         assert self._encoder is not None
         vector: Matrix = self._encoder.encode([query])[0]
@@ -302,12 +336,20 @@ class SemanticIndex:
             if cached is not None:
                 self._queries.move_to_end(query)
                 return cached
+            pending = self._pending.get(query)
+        if pending is not None and not pending.cancelled():
+            return pending.result()  # an encoder error raises here, as it would computed in this thread
         vector = self._encode(query)
         with self._query_lock:
-            self._queries[query] = vector
-            while len(self._queries) > QUERY_CACHE:
-                self._queries.popitem(last=False)
+            self._remember(query, vector)
         return vector
+
+    def _remember(self, query: str, vector: Matrix) -> None:
+        """Keep a query's vector among the recent ones (under _query_lock)."""
+        self._queries[query] = vector
+        self._queries.move_to_end(query)
+        while len(self._queries) > QUERY_CACHE:
+            self._queries.popitem(last=False)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
