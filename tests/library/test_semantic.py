@@ -367,6 +367,23 @@ def test_fusion_tempers_meaning_neighbours_that_share_no_word_as_far_as_a_word_h
     assert [(h.id, h.score) for h in alone] == [("ops/no-shared-word", 1.0), ("ops/on-topic", round(0.65 / 0.8, 3))]
 
 
+def test_fusion_lets_words_decide_when_even_the_closest_skill_by_meaning_is_barely_related() -> None:
+    """Similarities are scaled to the closest candidate's: a closest one near the floor must not turn noise into a
+    full-weight meaning score that pushes the word hit holding the query's specific words down."""
+
+    def order(closest: float, word_hit: float) -> list[str]:
+        by_words = [skill_row("misc/word-hit", score=1.0), skill_row("ops/same-field", score=0.4)]
+        rows = {s.id: s for s in by_words}
+        closeness = Closeness(nearest=[], of={"ops/same-field": closest, "misc/word-hit": word_hit})
+        return [h.id for h in fused("a query", by_words, closeness, rows, 10)]
+
+    # closest .2 (barely related): meaning weighs .75 x .2/.33 = .455, so the word hit's .455 x .75 + .545 = .886
+    # beats same-field's .455 + .545 x .4 = .673 (at a full .75: .8125 against .85, the word hit lost)
+    assert order(closest=0.2, word_hit=0.15) == ["misc/word-hit", "ops/same-field"]
+    # the same proportions, clearly related: meaning is sure and still decides
+    assert order(closest=0.8, word_hit=0.6) == ["ops/same-field", "misc/word-hit"]
+
+
 def test_fusion_ranks_a_skill_without_a_vector_yet_by_its_words_and_keeps_an_exact_name_first() -> None:
     by_words = [skill_row("misc/new-skill", score=1.0), skill_row("ops/on-topic", score=0.5)]
     rows = {s.id: s for s in by_words}
