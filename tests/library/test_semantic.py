@@ -377,8 +377,8 @@ def test_fusion_lets_words_decide_when_even_the_closest_skill_by_meaning_is_bare
         closeness = Closeness(nearest=[], of={"ops/same-field": closest, "misc/word-hit": word_hit})
         return [h.id for h in fused("a query", by_words, closeness, rows, 10)]
 
-    # closest .2 (barely related): meaning weighs .75 x .2/.33 = .455, so the word hit's .455 x .75 + .545 = .886
-    # beats same-field's .455 + .545 x .4 = .673 (at a full .75: .8125 against .85, the word hit lost)
+    # closest .2 (barely related): similarities count relative to .33, so the word hit's .75 x .15/.33 + .25 = .591
+    # beats same-field's .75 x .2/.33 + .25 x .4 = .555 (relative to .2, .8125 against .85: the word hit lost)
     assert order(closest=0.2, word_hit=0.15) == ["misc/word-hit", "ops/same-field"]
     # the same proportions, clearly related: meaning is sure and still decides
     assert order(closest=0.8, word_hit=0.6) == ["ops/same-field", "misc/word-hit"]

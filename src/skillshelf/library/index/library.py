@@ -61,11 +61,10 @@ MIN_SIMILARITY = 0.3  # a skill found by meaning alone must be at least this clo
 # in its body only weighs meaning 0.75 x (1 - 0.25)). Otherwise a fixed 0.75 buried such skills (issue 25).
 BODY_BLIND = 0.25
 UNSHARED_MEANING = 0.8  # what a skill sharing no word with the query keeps when a word hit holds them all
-# Meaning is only as sure as its closest candidate: similarities are scaled to the closest one, so when even that
-# one is barely related (all-MiniLM-L6-v2: a cosine near MIN_SIMILARITY) the scaling blew noise up to a full 0.75
+# Similarities are scaled to the closest candidate's, but never to less than this cosine: when even the closest
+# one is barely related (all-MiniLM-L6-v2: near MIN_SIMILARITY) the scaling blew noise up to a full meaning score,
 # and skills of the same field sharing only the query's everyday words pushed the word hit holding its specific
-# words out of the top 5 (issue 25, H17). Below this cosine, meaning's weight falls in proportion to the closest
-# candidate's similarity and words take the rest.
+# words out of the top 5 (issue 25, H17).
 MEANING_SURE = 0.33
 
 
@@ -512,20 +511,19 @@ def fused(
     """One ranking from two: a convex combination of each candidate's two scores, each scaled to 0-1
     (Bruch et al. 2023 found it beats reciprocal rank fusion; on our labelled queries it did too, see
     docs/search.md). The word score is already relative to the best word hit; the meaning score is the
-    cosine similarity relative to the closest candidate's, weighed fully only when that candidate is at least
-    `MEANING_SURE` close (a barely related closest one makes meaning unsure). A skill with no vector yet (the background
+    cosine similarity relative to the closest candidate's, or to `MEANING_SURE` when even the closest one is
+    barely related (meaning is then unsure, and scores under 1). A skill with no vector yet (the background
     pass has not reached it) is ranked by its words alone. An exact name or id match stays first;
     quality, then id, breaks ties; `score` is relative to the best hit, as always."""
     words = {s.id: s.score for s in by_words}
     similarity = {**closeness.of, **dict(closeness.nearest)}
     candidates = list(dict.fromkeys([*words, *(i for i, _ in closeness.nearest)]))
     closest = max((similarity.get(i, 0.0) for i in candidates), default=0.0)
-    meaning_weight = MEANING_WEIGHT * min(1.0, max(0.0, closest) / MEANING_SURE)
 
     def meaning(skill_id: str) -> float:
         if skill_id not in similarity or closest <= 0:
             return words.get(skill_id, 0.0)
-        return max(0.0, similarity[skill_id]) / closest
+        return max(0.0, similarity[skill_id]) / max(closest, MEANING_SURE)
 
     body_share = {s.id: s.body_share for s in by_words}
     # found by meaning alone: tempered as far as a word hit holds the query's words (a confident word ranking)
@@ -533,8 +531,8 @@ def fused(
 
     def fuse(skill_id: str) -> float:
         if skill_id not in words:
-            return meaning_weight * meaning(skill_id) * temper
-        weight = meaning_weight * (1 - BODY_BLIND * body_share[skill_id])
+            return MEANING_WEIGHT * meaning(skill_id) * temper
+        weight = MEANING_WEIGHT * (1 - BODY_BLIND * body_share[skill_id])
         return weight * meaning(skill_id) + (1 - weight) * words[skill_id]
 
     score = {i: fuse(i) for i in candidates}
