@@ -32,7 +32,7 @@ from skillshelf.library.semantic.encoder import (
     read_safetensors,
 )
 from skillshelf.library.semantic.install import MINILM, default_model_dir
-from skillshelf.library.semantic.vectors import Closeness
+from skillshelf.library.semantic.vectors import Closeness, skill_text
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings, resolve_settings
 from tests.conftest import agent_skill, call, deadline
@@ -418,6 +418,49 @@ def test_an_empty_query_still_lists_by_quality(root: Path, model: Path, tmp_path
     words_only.close()
 
 
+TITLE_ONLY_BODY = """\
+# Incident Lead
+**Tier:** core
+- see the checklist below
+
+## Overview
+Coordinates the response to a production outage: who leads, who communicates with customers, and how the team \
+restores service.
+
+## Roles
+Commander, scribe, liaison.
+"""
+OUTAGE_LEAD = (
+    "Coordinates the response to a production outage: who leads, who communicates with customers, and how the team "
+    "restores service."
+)
+
+
+def test_a_description_too_short_to_say_what_the_skill_does_is_completed_with_the_bodys_first_paragraph() -> None:
+    """A title ("Incident Lead") gave a vector standing for little more than the name; headings, bold labels and
+    list items are not the paragraph that says what the skill does."""
+    assert (
+        skill_text("incident-lead", "Incident Lead", TITLE_ONLY_BODY) == f"incident lead: Incident Lead. {OUTAGE_LEAD}"
+    )
+    assert skill_text("incident-lead", "", TITLE_ONLY_BODY) == f"incident lead: {OUTAGE_LEAD}"
+    described = "Coordinate the response to a production outage, assign roles and keep customers informed throughout."
+    assert skill_text("incident-lead", described, TITLE_ONLY_BODY) == f"incident lead: {described}"
+    assert skill_text("incident-lead", "Incident Lead", "# Title\n**Tier:** core\n") == "incident lead: Incident Lead"
+
+
+def test_the_library_embeds_a_short_description_with_its_bodys_first_paragraph(tmp_path: Path) -> None:
+    lib = tmp_path / "library"
+    agent_skill(lib, "ops", "incident-lead", "name: incident-lead\ndescription: Incident Lead", TITLE_ONLY_BODY)
+    agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    library = open_library(lib, tmp_path / "index", None)
+    texts = dict(library._embedding_texts())
+    library.close()
+    assert texts == {
+        "ops/incident-lead": f"incident lead: Incident Lead. {OUTAGE_LEAD}",
+        "ops/k8s-deploy": "k8s deploy: Roll out services on Kubernetes.",
+    }
+
+
 def test_the_setting_reaches_the_library_from_the_environment(tmp_path: Path, model: Path) -> None:
     settings = resolve_settings(env={"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_SEMANTIC_MODEL": str(model)})
     assert settings.semantic_model == model
@@ -483,6 +526,20 @@ def test_a_paraphrase_with_no_shared_word_is_found_by_meaning(tmp_path: Path) ->
     assert hits[0].id == "oss/sponsor-finder"
     assert "ops/k8s-deploy" not in [s.id for s in hits]  # unrelated skills stay under the similarity floor
     library.close()
+
+
+@real_model
+def test_a_skill_described_by_its_title_alone_is_found_by_meaning_from_what_its_body_says(tmp_path: Path) -> None:
+    """No word in common with the query; "incident lead: Incident Lead" alone is 0.245 close to it, under the
+    0.3 floor; with the body's first paragraph, 0.306."""
+    lib = tmp_path / "library"
+    agent_skill(lib, "ops", "incident-lead", "name: incident-lead\ndescription: Incident Lead", TITLE_ONLY_BODY)
+    agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    agent_skill(lib, "writing", "cold-email", "name: cold-email\ndescription: Draft outreach emails to prospects.")
+    library = open_library(lib, tmp_path / "index", REAL_MODEL)
+    hits = library.search("nobody is in charge while our web shop is unreachable", SearchFilters(), 5)
+    library.close()
+    assert [h.id for h in hits] == ["ops/incident-lead"]
 
 
 @real_model

@@ -184,7 +184,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             self.semantic = SemanticIndex(config.semantic_model.expanduser(), vectors, self._embedding_texts)
 
     def _embedding_texts(self) -> list[tuple[str, str]]:
-        return [(i, skill_text(name, description)) for i, name, description in self.index.names_and_descriptions()]
+        return [(i, skill_text(name, description, body)) for i, name, description, body in self.index.texts_to_embed()]
 
     def _after_sync(self) -> None:
         super()._after_sync()

@@ -103,6 +103,10 @@ VERIFIED_FUNCTION = "skillshelf_verified"  # verified by quality (the column) or
 AGENT_DOCS = ("SKILL.md", "skill.md")
 HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: every field but the body
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
+# what `texts_to_embed` reads of a body: for descriptions this short (in characters: a cheap bound on
+# `SHORT_DESCRIPTION` words), the start of the body (its first paragraph lies well within it)
+SHORT_DESCRIPTION_CHARS = 300
+LEAD_CHARS = 8_000
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 
 
@@ -597,11 +601,14 @@ class SkillIndex(FtsIndex):
         return found
 
     @recovering
-    def names_and_descriptions(self) -> list[tuple[str, str, str]]:
-        """(id, name, description) of every skill: what semantic search embeds."""
+    def texts_to_embed(self) -> list[tuple[str, str, str, str]]:
+        """(id, name, description, body) of every skill: what semantic search embeds. The body only where the
+        description is short (`skill_text` completes it with the body's first paragraph), and only its start."""
         with self._guard():
-            sql = "SELECT s.id, s.name, f.description FROM skills s JOIN skills_fts f ON f.rowid = s.rowid"
-            return [(r[0], r[1], r[2]) for r in self._conn.execute(sql)]
+            short = f"length(f.description) < {SHORT_DESCRIPTION_CHARS}"
+            body = f"CASE WHEN {short} THEN substr(f.body, 1, {LEAD_CHARS}) END"
+            sql = f"SELECT s.id, s.name, f.description, {body} FROM skills s JOIN skills_fts f ON f.rowid = s.rowid"
+            return [(r[0], r[1], r[2], r[3] or "") for r in self._conn.execute(sql)]
 
     @recovering
     def ids_and_names(self) -> list[tuple[str, str]]:
