@@ -1,4 +1,5 @@
-"""Optional semantic search: a vector per skill (its name and description), kept beside the index.
+"""Optional semantic search: a vector per skill (its name and description, a short description completed
+with the body's first paragraph), kept beside the index.
 
 Words alone miss a user who describes the problem in other words ("make answers shorter to save
 tokens" for a skill called steno-mode). With `semantic_model` set, every skill's name and
