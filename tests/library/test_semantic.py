@@ -452,13 +452,18 @@ def test_the_library_embeds_a_short_description_with_its_bodys_first_paragraph(t
     lib = tmp_path / "library"
     agent_skill(lib, "ops", "incident-lead", "name: incident-lead\ndescription: Incident Lead", TITLE_ONLY_BODY)
     agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    described = "Coordinate the response to a production outage, assign roles and keep customers informed throughout."
+    agent_skill(lib, "ops", "outage-lead", f"name: outage-lead\ndescription: {described}", TITLE_ONLY_BODY)
     library = open_library(lib, tmp_path / "index", None)
     texts = dict(library._embedding_texts())
+    bodies_read = {skill_id: body for skill_id, _, _, body in library.index.texts_to_embed()}
     library.close()
     assert texts == {
         "ops/incident-lead": f"incident lead: Incident Lead. {OUTAGE_LEAD}",
         "ops/k8s-deploy": "k8s deploy: Roll out services on Kubernetes.",
+        "ops/outage-lead": f"outage lead: {described}",
     }
+    assert bodies_read["ops/outage-lead"] == ""  # a long description: its body is not even read
 
 
 def test_the_setting_reaches_the_library_from_the_environment(tmp_path: Path, model: Path) -> None:
