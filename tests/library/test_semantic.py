@@ -32,7 +32,7 @@ from skillshelf.library.semantic.encoder import (
     read_safetensors,
 )
 from skillshelf.library.semantic.install import MINILM, default_model_dir
-from skillshelf.library.semantic.vectors import Closeness
+from skillshelf.library.semantic.vectors import Closeness, skill_text
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings, resolve_settings
 from tests.conftest import agent_skill, call, deadline, wait_until
@@ -367,6 +367,23 @@ def test_fusion_tempers_meaning_neighbours_that_share_no_word_as_far_as_a_word_h
     assert [(h.id, h.score) for h in alone] == [("ops/no-shared-word", 1.0), ("ops/on-topic", round(0.65 / 0.8, 3))]
 
 
+def test_fusion_lets_words_decide_when_even_the_closest_skill_by_meaning_is_barely_related() -> None:
+    """Similarities are scaled to the closest candidate's: a closest one near the floor must not turn noise into a
+    full-weight meaning score that pushes the word hit holding the query's specific words down."""
+
+    def order(closest: float, word_hit: float) -> list[str]:
+        by_words = [skill_row("misc/word-hit", score=1.0), skill_row("ops/same-field", score=0.4)]
+        rows = {s.id: s for s in by_words}
+        closeness = Closeness(nearest=[], of={"ops/same-field": closest, "misc/word-hit": word_hit})
+        return [h.id for h in fused("a query", by_words, closeness, rows, 10)]
+
+    # closest .2 (barely related): similarities count relative to .33, so the word hit's .75 x .15/.33 + .25 = .591
+    # beats same-field's .75 x .2/.33 + .25 x .4 = .555 (relative to .2, .8125 against .85: the word hit lost)
+    assert order(closest=0.2, word_hit=0.15) == ["misc/word-hit", "ops/same-field"]
+    # the same proportions, clearly related: meaning is sure and still decides
+    assert order(closest=0.8, word_hit=0.6) == ["ops/same-field", "misc/word-hit"]
+
+
 def test_fusion_ranks_a_skill_without_a_vector_yet_by_its_words_and_keeps_an_exact_name_first() -> None:
     by_words = [skill_row("misc/new-skill", score=1.0), skill_row("ops/on-topic", score=0.5)]
     rows = {s.id: s for s in by_words}
@@ -452,6 +469,54 @@ def test_an_empty_query_still_lists_by_quality(root: Path, model: Path, tmp_path
     words_only.close()
 
 
+TITLE_ONLY_BODY = """\
+# Incident Lead
+**Tier:** core
+- see the checklist below
+
+## Overview
+Coordinates the response to a production outage: who leads, who communicates with customers, and how the team \
+restores service.
+
+## Roles
+Commander, scribe, liaison.
+"""
+OUTAGE_LEAD = (
+    "Coordinates the response to a production outage: who leads, who communicates with customers, and how the team "
+    "restores service."
+)
+
+
+def test_a_description_too_short_to_say_what_the_skill_does_is_completed_with_the_bodys_first_paragraph() -> None:
+    """A title ("Incident Lead") gave a vector standing for little more than the name; headings, bold labels and
+    list items are not the paragraph that says what the skill does."""
+    assert (
+        skill_text("incident-lead", "Incident Lead", TITLE_ONLY_BODY) == f"incident lead: Incident Lead. {OUTAGE_LEAD}"
+    )
+    assert skill_text("incident-lead", "", TITLE_ONLY_BODY) == f"incident lead: {OUTAGE_LEAD}"
+    described = "Coordinate the response to a production outage, assign roles and keep customers informed throughout."
+    assert skill_text("incident-lead", described, TITLE_ONLY_BODY) == f"incident lead: {described}"
+    assert skill_text("incident-lead", "Incident Lead", "# Title\n**Tier:** core\n") == "incident lead: Incident Lead"
+
+
+def test_the_library_embeds_a_short_description_with_its_bodys_first_paragraph(tmp_path: Path) -> None:
+    lib = tmp_path / "library"
+    agent_skill(lib, "ops", "incident-lead", "name: incident-lead\ndescription: Incident Lead", TITLE_ONLY_BODY)
+    agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    described = "Coordinate the response to a production outage, assign roles and keep customers informed throughout."
+    agent_skill(lib, "ops", "outage-lead", f"name: outage-lead\ndescription: {described}", TITLE_ONLY_BODY)
+    library = open_library(lib, tmp_path / "index", None)
+    texts = dict(library._embedding_texts())
+    bodies_read = {skill_id: body for skill_id, _, _, body in library.index.texts_to_embed()}
+    library.close()
+    assert texts == {
+        "ops/incident-lead": f"incident lead: Incident Lead. {OUTAGE_LEAD}",
+        "ops/k8s-deploy": "k8s deploy: Roll out services on Kubernetes.",
+        "ops/outage-lead": f"outage lead: {described}",
+    }
+    assert bodies_read["ops/outage-lead"] == ""  # a long description: its body is not even read
+
+
 def test_the_setting_reaches_the_library_from_the_environment(tmp_path: Path, model: Path) -> None:
     settings = resolve_settings(env={"SKILLSHELF_LIBRARY": str(tmp_path), "SKILLSHELF_SEMANTIC_MODEL": str(model)})
     assert settings.semantic_model == model
@@ -517,6 +582,20 @@ def test_a_paraphrase_with_no_shared_word_is_found_by_meaning(tmp_path: Path) ->
     assert hits[0].id == "oss/sponsor-finder"
     assert "ops/k8s-deploy" not in [s.id for s in hits]  # unrelated skills stay under the similarity floor
     library.close()
+
+
+@real_model
+def test_a_skill_described_by_its_title_alone_is_found_by_meaning_from_what_its_body_says(tmp_path: Path) -> None:
+    """No word in common with the query; "incident lead: Incident Lead" alone is 0.245 close to it, under the
+    0.3 floor; with the body's first paragraph, 0.306."""
+    lib = tmp_path / "library"
+    agent_skill(lib, "ops", "incident-lead", "name: incident-lead\ndescription: Incident Lead", TITLE_ONLY_BODY)
+    agent_skill(lib, "ops", "k8s-deploy", "name: k8s-deploy\ndescription: Roll out services on Kubernetes.")
+    agent_skill(lib, "writing", "cold-email", "name: cold-email\ndescription: Draft outreach emails to prospects.")
+    library = open_library(lib, tmp_path / "index", REAL_MODEL)
+    hits = library.search("nobody is in charge while our web shop is unreachable", SearchFilters(), 5)
+    library.close()
+    assert [h.id for h in hits] == ["ops/incident-lead"]
 
 
 @real_model

@@ -61,6 +61,11 @@ MIN_SIMILARITY = 0.3  # a skill found by meaning alone must be at least this clo
 # in its body only weighs meaning 0.75 x (1 - 0.25)). Otherwise a fixed 0.75 buried such skills (issue 25).
 BODY_BLIND = 0.25
 UNSHARED_MEANING = 0.8  # what a skill sharing no word with the query keeps when a word hit holds them all
+# Similarities are scaled to the closest candidate's, but never to less than this cosine: when even the closest
+# one is barely related (all-MiniLM-L6-v2: near MIN_SIMILARITY) the scaling blew noise up to a full meaning score,
+# and skills of the same field sharing only the query's everyday words pushed the word hit holding its specific
+# words out of the top 5 (issue 25, H17).
+MEANING_SURE = 0.33
 
 
 @dataclass
@@ -179,7 +184,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
             self.semantic = SemanticIndex(config.semantic_model.expanduser(), vectors, self._embedding_texts)
 
     def _embedding_texts(self) -> list[tuple[str, str]]:
-        return [(i, skill_text(name, description)) for i, name, description in self.index.names_and_descriptions()]
+        return [(i, skill_text(name, description, body)) for i, name, description, body in self.index.texts_to_embed()]
 
     def _after_sync(self) -> None:
         super()._after_sync()
@@ -507,7 +512,8 @@ def fused(
     """One ranking from two: a convex combination of each candidate's two scores, each scaled to 0-1
     (Bruch et al. 2023 found it beats reciprocal rank fusion; on our labelled queries it did too, see
     docs/search.md). The word score is already relative to the best word hit; the meaning score is the
-    cosine similarity relative to the closest candidate's. A skill with no vector yet (the background
+    cosine similarity relative to the closest candidate's, or to `MEANING_SURE` when even the closest one is
+    barely related (meaning is then unsure, and scores under 1). A skill with no vector yet (the background
     pass has not reached it) is ranked by its words alone. An exact name or id match stays first;
     quality, then id, breaks ties; `score` is relative to the best hit, as always."""
     words = {s.id: s.score for s in by_words}
@@ -518,7 +524,7 @@ def fused(
     def meaning(skill_id: str) -> float:
         if skill_id not in similarity or closest <= 0:
             return words.get(skill_id, 0.0)
-        return max(0.0, similarity[skill_id]) / closest
+        return max(0.0, similarity[skill_id]) / max(closest, MEANING_SURE)
 
     body_share = {s.id: s.body_share for s in by_words}
     # found by meaning alone: tempered as far as a word hit holds the query's words (a confident word ranking)

@@ -24,6 +24,7 @@ from pydantic.alias_generators import to_camel
 
 from skillshelf.library.index.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, query_terms, split_word, with_alternatives
+from skillshelf.library.semantic.vectors import SHORT_DESCRIPTION
 from skillshelf.library.skill.layouts import summary
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
 
@@ -103,6 +104,7 @@ VERIFIED_FUNCTION = "skillshelf_verified"  # verified by quality (the column) or
 AGENT_DOCS = ("SKILL.md", "skill.md")
 HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: every field but the body
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
+LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 
 
@@ -597,11 +599,15 @@ class SkillIndex(FtsIndex):
         return found
 
     @recovering
-    def names_and_descriptions(self) -> list[tuple[str, str, str]]:
-        """(id, name, description) of every skill: what semantic search embeds."""
+    def texts_to_embed(self) -> list[tuple[str, str, str, str]]:
+        """(id, name, description, body) of every skill: what semantic search embeds. The body only where the
+        description may be short (`skill_text` counts its words and completes it with the body's first
+        paragraph), and only its start: a pass over 100,000 skills reads no body a long description needs not."""
         with self._guard():
-            sql = "SELECT s.id, s.name, f.description FROM skills s JOIN skills_fts f ON f.rowid = s.rowid"
-            return [(r[0], r[1], r[2]) for r in self._conn.execute(sql)]
+            spaces = "length(f.description) - length(replace(f.description, ' ', ''))"
+            body = f"CASE WHEN {spaces} < {SHORT_DESCRIPTION} THEN substr(f.body, 1, {LEAD_CHARS}) END"
+            sql = f"SELECT s.id, s.name, f.description, {body} FROM skills s JOIN skills_fts f ON f.rowid = s.rowid"
+            return [(r[0], r[1], r[2], r[3] or "") for r in self._conn.execute(sql)]
 
     @recovering
     def ids_and_names(self) -> list[tuple[str, str]]:

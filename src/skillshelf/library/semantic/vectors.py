@@ -1,4 +1,5 @@
-"""Optional semantic search: a vector per skill (its name and description), kept beside the index.
+"""Optional semantic search: a vector per skill (its name and description, a short description completed
+with the body's first paragraph), kept beside the index.
 
 Words alone miss a user who describes the problem in other words ("make answers shorter to save
 tokens" for a skill called steno-mode). With `semantic_model` set, every skill's name and
@@ -51,9 +52,29 @@ CREATE TABLE IF NOT EXISTS vectors (skill_id TEXT PRIMARY KEY, digest TEXT NOT N
 """
 
 
-def skill_text(name: str, description: str) -> str:
-    """What a skill's vector stands for: its name in words and its description."""
+# A description of fewer words is a title or a label ("Runbook Generator"), not what the skill does: its vector
+# stood for little more than the name, and meaning missed everyday descriptions of the task (issue 25, H17).
+SHORT_DESCRIPTION = 12
+LEAD_WORDS = 60  # of the body's first paragraph, completing a short description
+_NOT_PROSE = ("#", "-", "*", "|", ">", "`", "<")  # headings, lists, bold labels, tables, quotes, code, markup
+
+
+def skill_text(name: str, description: str, body: str = "") -> str:
+    """What a skill's vector stands for: its name in words and its description, completed with the body's
+    first paragraph when the description is too short to say what the skill does."""
+    if len(description.split()) < SHORT_DESCRIPTION and (lead := first_paragraph(body)):
+        description = f"{description}. {lead}" if description.strip() else lead
     return f"{name.replace('-', ' ').replace('_', ' ')}: {description}"
+
+
+def first_paragraph(body: str, words: int = LEAD_WORDS) -> str:
+    """The first `words` words of the body's first line of prose (8 words or more; not a heading, list item,
+    bold label such as "**Tier:** POWERFUL", table, quote, code or markup)."""
+    for line in body.splitlines():
+        text = line.strip()
+        if not text.startswith(_NOT_PROSE) and len(text.split()) >= 8:
+            return " ".join(text.split()[:words])
+    return ""
 
 
 def _digest(text: str) -> str:
