@@ -418,7 +418,12 @@ def test_a_query_vector_started_ahead_is_the_one_a_search_takes_and_is_kept(
     expected = semantic._encoder.encode(["flaky calls"])[0]
     computed: list[str] = []
     encode = semantic._encode
-    semantic._encode = lambda query: computed.append(query) or encode(query)  # type: ignore[method-assign]
+
+    def counted(query: str) -> np.ndarray:
+        computed.append(query)
+        return encode(query)
+
+    semantic._encode = counted  # type: ignore[method-assign]
     semantic.start_query("flaky calls")
     semantic.start_query("flaky calls")  # under way or cached already: not computed twice
     closeness = semantic.nearest("flaky calls", set, 5, -1.0)
