@@ -35,10 +35,12 @@ from typing import Any
 
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.query import query_terms
 from skillshelf.patterns.service import search_patterns
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 QUERIES = Path(__file__).with_name("queries") / "corpora.txt"
+DISTINCTIVE = 0.05  # a word held by fewer than this share of the skills (see distinctive_shared)
 PREFIXES = {
     "KD": "K-Dense-AI__claude-scientific-skills",
     "AR": "alirezarezvani__claude-skills",
@@ -115,11 +117,35 @@ def evaluate(library: SkillLibrary, queries: list[Query]) -> dict[str, Any]:
         "byKind": {kind: scores(r) for kind, r in sorted(by_kind.items())},
         "ranks": [{"query": q.text, "rank": ranks[q.number]} for q in queries],
         "misses": [
-            {"query": q.text, "answers": list(q.answers), "rank": ranks[q.number], "top": returned[q.number][:5]}
+            {
+                "query": q.text,
+                "answers": list(q.answers),
+                "rank": ranks[q.number],
+                "top": returned[q.number][:5],
+                "distinctiveShared": distinctive_shared(library, q),
+            }
             for q in queries
             if ranks[q.number] is None or ranks[q.number] > 5  # type: ignore[operator]
         ],
     }
+
+
+def distinctive_shared(library: SkillLibrary, query: Query) -> list[str]:
+    """The query's words that a right answer holds (in any field) and fewer than DISTINCTIVE of the skills do:
+    what words alone has to go on. A miss sharing none has only everyday words in common with its skill."""
+    conn = library.index._conn
+    total = int(conn.execute("SELECT count(*) FROM skills").fetchone()[0]) or 1
+    marks = ",".join("?" * len(query.answers))
+    rowids = [r[0] for r in conn.execute(f"SELECT rowid FROM skills WHERE id IN ({marks})", query.answers)]
+    held = f"SELECT count(*) FROM skills_fts WHERE skills_fts MATCH ? AND rowid IN ({','.join('?' * len(rowids))})"
+    found = []
+    for word in query_terms(query.text):
+        phrase = '"' + word.replace('"', "") + '"'
+        if rowids and conn.execute(held, [phrase, *rowids]).fetchone()[0]:
+            frequency = conn.execute("SELECT count(*) FROM skills_fts WHERE skills_fts MATCH ?", [phrase]).fetchone()[0]
+            if frequency < DISTINCTIVE * total:
+                found.append(word)
+    return found
 
 
 def compared(words: dict[str, Any], both: dict[str, Any]) -> dict[str, Any]:
@@ -153,9 +179,15 @@ def _print(name: str, result: dict[str, Any], misses: bool) -> None:
     print(f"{head}  hit@5 {a['hit@5']:.3f}  MRR@10 {a['mrr@10']:.3f}  search p50 {result['searchP50Ms']} ms")
     for kind, s in result["byKind"].items():
         print(f"  {kind:5} {s['queries']:3}  hit@5 {s['hit@5']:.3f}  MRR@10 {s['mrr@10']:.3f}")
+    bare = sum(not miss["distinctiveShared"] for miss in result["misses"])
+    print(f"  misses sharing no word held by under {DISTINCTIVE:.0%} of skills with a right answer: {bare}")
     if misses:
         for miss in result["misses"]:
-            print(f"  miss: {miss['query']!r} rank {miss['rank']} want {miss['answers'][0]} got {miss['top'][:3]}")
+            shared = miss["distinctiveShared"]
+            print(
+                f"  miss: {miss['query']!r} rank {miss['rank']} want {miss['answers'][0]} got {miss['top'][:3]}"
+                f" shares {shared}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
