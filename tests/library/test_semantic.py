@@ -384,6 +384,29 @@ def test_fusion_lets_words_decide_when_even_the_closest_skill_by_meaning_is_bare
     assert order(closest=0.8, word_hit=0.6) == ["ops/same-field", "misc/word-hit"]
 
 
+def test_fusion_keeps_a_confident_word_hit_in_the_top_5_when_only_unsure_meaning_neighbours_push_it_out() -> None:
+    """Words found one skill well ahead of the rest; meaning, barely related to anything, ranks six skills sharing
+    no word with the query above it (its vector, made from name and description, missed what the query asks)."""
+    neighbours = [f"ops/neighbour-{n}" for n in range(6)]
+
+    def top5(closest: float, runner_up: float, neighbours_share_words: bool = False) -> list[str]:
+        by_words = [skill_row("misc/word-hit", score=1.0), skill_row("misc/runner-up", score=runner_up)]
+        if neighbours_share_words:
+            by_words += [skill_row(i, score=0.1) for i in neighbours]
+        rows = {s.id: s for s in by_words} | {i: skill_row(i) for i in neighbours}
+        near = [(i, closest - 0.01 * n) for n, i in enumerate(neighbours)]
+        closeness = Closeness(nearest=near, of={"misc/word-hit": 0.0, "misc/runner-up": 0.05})
+        return [h.id for h in fused("a query", by_words, closeness, rows, 10)][:5]
+
+    # words sure (runner-up at .7 of the top hit), meaning unsure (closest .4): the hit takes the 5th neighbour's place
+    assert top5(closest=0.4, runner_up=0.7) == [*neighbours[:4], "misc/word-hit"]
+    # words unsure of their top hit, or meaning sure of its neighbours: the fusion's order stands
+    assert "misc/word-hit" not in top5(closest=0.4, runner_up=0.9)
+    assert "misc/word-hit" not in top5(closest=0.6, runner_up=0.7)
+    # skills that share some of the query's words are not displaced: both rankings found them
+    assert "misc/word-hit" not in top5(closest=0.4, runner_up=0.7, neighbours_share_words=True)
+
+
 def test_fusion_ranks_a_skill_without_a_vector_yet_by_its_words_and_keeps_an_exact_name_first() -> None:
     by_words = [skill_row("misc/new-skill", score=1.0), skill_row("ops/on-topic", score=0.5)]
     rows = {s.id: s for s in by_words}

@@ -66,6 +66,12 @@ UNSHARED_MEANING = 0.8  # what a skill sharing no word with the query keeps when
 # and skills of the same field sharing only the query's everyday words pushed the word hit holding its specific
 # words out of the top 5 (issue 25, H17).
 MEANING_SURE = 0.33
+# A word ranking sure of its top hit (the runner-up scores at most 0.8 of it) keeps that hit in the top 5 when
+# meaning is unsure (closest cosine under 0.45) and only neighbours sharing no word with the query push it out:
+# such a neighbour is meaning's guess, the top hit words' evidence (issue 25, H19; chosen on the development sets).
+CONFIDENT_LEAD = 0.8
+UNSURE_MEANING = 0.45
+KEPT_RANK = 5
 
 
 @dataclass
@@ -506,6 +512,24 @@ def is_verified(skill: IndexedSkill, by_use: frozenset[str]) -> bool:
     return skill.quality_verified or skill.id in by_use
 
 
+def _keep_confident_word_hit(by_words: list[IndexedSkill], order: list[str], closest: float) -> list[str]:
+    """The word ranking's top hit, when words are sure of it (it leads the runner-up by `CONFIDENT_LEAD`) and
+    meaning is not (even the closest skill is under `UNSURE_MEANING`), takes the place of the lowest skill in
+    the top `KEPT_RANK` that shares no word with the query, instead of being pushed below it (issue 25, H19)."""
+    if not by_words or closest >= UNSURE_MEANING:
+        return order
+    top = by_words[0].id
+    runner_up = by_words[1].score if len(by_words) > 1 else 0.0
+    if runner_up > CONFIDENT_LEAD * by_words[0].score or order.index(top) < KEPT_RANK:
+        return order
+    matched = {s.id for s in by_words}
+    unshared = [at for at, i in enumerate(order[:KEPT_RANK]) if i not in matched]
+    if not unshared:  # every skill above it holds some of the query's words: the fusion's order stands
+        return order
+    rest = [i for i in order if i != top]
+    return [*rest[: unshared[-1]], top, *rest[unshared[-1] :]]
+
+
 def fused(
     query: str, by_words: list[IndexedSkill], closeness: Closeness, rows: dict[str, IndexedSkill], limit: int
 ) -> list[IndexedSkill]:
@@ -539,6 +563,7 @@ def fused(
     score = {i: fuse(i) for i in candidates}
     wanted = name_key(query)
     exact = {s.id for s in by_words if s.id == query.strip() or name_key(s.name) == wanted}
-    order = sorted(score, key=lambda i: (i not in exact, -score[i], -rows[i].quality, i))[:limit]
+    order = sorted(score, key=lambda i: (i not in exact, -score[i], -rows[i].quality, i))
+    order = _keep_confident_word_hit(by_words, order, closest)[:limit]
     best = max(score.values(), default=1.0) or 1.0
     return [replace(rows[i], score=1.0 if i in exact else round(score[i] / best, 3)) for i in order]
