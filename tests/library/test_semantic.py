@@ -117,7 +117,7 @@ def test_safetensors_reads_float32_and_widens_float16(tmp_path: Path) -> None:
 def test_a_table_left_on_disk_reads_the_rows_asked_for_in_their_order(tmp_path: Path) -> None:
     table = np.arange(40, dtype=np.float32).reshape(10, 4)
     write_safetensors(tmp_path / "t.safetensors", {"pad": np.ones(3, np.float16), "table": table})
-    rows = read_safetensors(tmp_path / "t.safetensors", on_disk="table")["table"]
+    rows = read_safetensors(tmp_path / "t.safetensors", on_disk=frozenset({"table"}))["table"]
     assert isinstance(rows, StoredRows) and rows.shape == (10, 4)
     ids = np.array([[7, 0, 7], [9, 3, 0]], dtype=np.int64)
     assert np.array_equal(rows[ids], table[ids])  # repeated and unsorted ids, a 2-D batch

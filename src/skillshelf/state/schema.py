@@ -99,11 +99,7 @@ def _version(conn: psycopg.Connection[Any]) -> int:
 def health_report(shown: str, version: int | None, error: str | None = None) -> dict[str, Any]:
     """The report for the database at `shown` (its URL without the password): unreachable with `error`, else
     whether the schema `version` it holds is the one this skillshelf runs."""
+    found: dict[str, Any] = {"url": shown, "schemaVersion": version, "schemaLatest": LATEST}
     if error is not None:
-        state = "unreachable"
-    else:
-        state = "ok" if version == LATEST else "schema-differs"
-    found: dict[str, Any] = {"url": shown, "state": state, "schemaVersion": version, "schemaLatest": LATEST}
-    if error is not None:
-        found["error"] = error
-    return found
+        return {**found, "state": "unreachable", "error": error}
+    return {**found, "state": "ok" if version == LATEST else "schema-differs"}

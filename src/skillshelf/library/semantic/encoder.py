@@ -77,10 +77,9 @@ def _safetensors_header(handle: BinaryIO, size: int) -> tuple[dict[str, Any], in
     return header, 8 + header_size
 
 
-def read_safetensors(path: Path, on_disk: str | frozenset[str] = frozenset()) -> dict[str, Matrix | StoredRows]:
-    """The floating-point tensors of a .safetensors file as float32 arrays; a float32 matrix named `on_disk`
-    (or any of those names) stays in the file, its rows read when asked (StoredRows)."""
-    kept_on_disk = frozenset({on_disk}) if isinstance(on_disk, str) else on_disk
+def read_safetensors(path: Path, on_disk: frozenset[str] = frozenset()) -> dict[str, Matrix | StoredRows]:
+    """The floating-point tensors of a .safetensors file as float32 arrays; a float32 matrix with a name in
+    `on_disk` stays in the file, its rows read when asked (StoredRows)."""
     size = path.stat().st_size
     with path.open("rb") as handle:
         header, base = _safetensors_header(handle, size)
@@ -92,7 +91,7 @@ def read_safetensors(path: Path, on_disk: str | frozenset[str] = frozenset()) ->
             if not 0 <= first <= end <= size - base:
                 raise ValueError(f"tensor {name!r} lies outside the file")
             dtype = np.dtype(_DTYPES[info["dtype"]])
-            if name in kept_on_disk and dtype == np.float32 and len(info["shape"]) == 2:
+            if name in on_disk and dtype == np.float32 and len(info["shape"]) == 2:
                 tensors[name] = StoredRows(path, base + first, (int(info["shape"][0]), int(info["shape"][1])))
                 continue
             # read into aligned memory: offsets in the file need not be 4-byte aligned, and BLAS would
