@@ -247,3 +247,13 @@ def test_sync_of_a_folder_source_that_is_gone_says_the_folder_does_not_exist(roo
     assert failed.action == "failed"
     assert f"the folder {source} does not exist; check the path" in failed.warnings[0]
     assert "--path" not in failed.warnings[0]
+
+
+def test_a_chain_of_links_in_a_folder_source_leading_out_is_refused(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "chained"
+    write(source / "s" / "SKILL.md", skill_md("s", "A skill with chained links."))
+    (source / "s" / "u").symlink_to(".")
+    (source / "s" / "leak").symlink_to("u/u/u/../../../etc/passwd")
+    with pytest.raises(SourceError, match=r"the link s/leak points to .* leads outside the source"):
+        add(root, str(source))
+    assert tree_of(root) == {}
