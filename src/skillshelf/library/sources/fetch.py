@@ -346,11 +346,11 @@ def _open_top(folder: Path, label: str) -> int:
     try:
         return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     except FileNotFoundError as exc:
-        raise SourceError(f"the folder {label} does not exist; check the path") from exc
+        raise SourceError(f"the folder {folder} does not exist; check the path") from exc
     except NotADirectoryError as exc:
-        raise SourceError(f"{label} is not a folder; check the path") from exc
+        raise SourceError(f"{folder} is not a folder; check the path") from exc
     except OSError as exc:
-        raise SourceError(f"cannot open the folder {label}: {exc.strerror}") from exc
+        raise SourceError(f"cannot open the folder {folder} ({label}): {exc.strerror}") from exc
 
 
 def _open_below(top: int, subpath: str, label: str) -> int:
