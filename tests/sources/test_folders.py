@@ -18,6 +18,7 @@ from skillshelf.library.sources.archive import Member
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import read_lock
+from skillshelf.library.sources.spec import SourceSpec
 from tests.sources.helpers import add, skill_md, staging_left, tree_of
 
 
@@ -257,3 +258,12 @@ def test_a_chain_of_links_in_a_folder_source_leading_out_is_refused(root: Path, 
     with pytest.raises(SourceError, match=r"the link s/leak points to .* leads outside the source"):
         add(root, str(source))
     assert tree_of(root) == {}
+
+
+def test_a_folder_path_leading_up_is_refused_wherever_it_comes_from(tmp_path: Path) -> None:
+    """`add` cleans --path; a path from a hand-edited lock reaches the reader as it is, and is refused there too."""
+    source, _ = kit_with_notes(tmp_path)
+    spec = SourceSpec("folder", str(source), subpath="../etc", default_name="kit")
+    refused = pytest.raises(SourceError, match="must be a folder inside the source")
+    with refused, fetch.open_snapshot(spec, tmp_path, tmp_path):
+        pass

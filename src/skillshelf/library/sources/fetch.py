@@ -37,6 +37,7 @@ from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LockedSource
 from skillshelf.library.sources.spec import (
     SourceSpec,
+    clean_subpath,
     default_name,
     is_local_git,
     resolve_local,
@@ -228,6 +229,7 @@ class FolderReader:
         if os.open not in os.supports_dir_fd or os.listdir not in os.supports_fd:
             raise SourceError(f"{label}: this system cannot read a folder without following links; add an archive")
         self.label = label
+        subpath = clean_subpath(subpath) if subpath else ""  # a lock's too: never `..` nor absolute
         self.outer = _open_top(folder, label)  # the path the user gave: followed, as they typed it
         self.top = _open_below(self.outer, subpath, label)
 
