@@ -77,6 +77,39 @@ def test_a_link_inside_the_source_but_outside_its_skill_is_left_out_with_a_note(
     assert any("outside its skill" in note for note in outcome.warnings)
 
 
+def test_a_chain_of_links_inside_the_source_but_out_of_its_skill_is_left_out(root: Path, tmp_path: Path) -> None:
+    links = {"one/u": stat.S_IFLNK | 0o777, "one/notes.md": stat.S_IFLNK | 0o777}
+    packed = make_zip(
+        tmp_path / "pack.zip",
+        {"shared/notes.md": "# Shared\n", "one/SKILL.md": GOOD, "one/u": ".", "one/notes.md": "u/u/../shared/notes.md"},
+        modes=links,
+    )  # textually `notes.md` stays in `one/` (u/shared/notes.md); through the link `u` it leaves it
+    outcome = add(root, str(packed))
+    assert not (root / "pack" / "one" / "notes.md").is_symlink() and (root / "pack" / "one" / "u").is_symlink()
+    assert any("one/notes.md: a link to" in note and "outside its skill" in note for note in outcome.warnings)
+
+
+def test_links_through_links_that_stay_in_their_skill_are_installed(root: Path, tmp_path: Path) -> None:
+    links = {
+        "s/u": ".",
+        "s/docs": "refs",
+        "s/alias.md": "u/refs/a.md",
+        "s/via.md": "docs/a.md",
+        "s/refs/up": "../u/SKILL.md",
+    }
+    packed = make_zip(
+        tmp_path / "pack.zip",
+        {"s/SKILL.md": GOOD, "s/refs/a.md": "# A\n", **links},
+        modes=dict.fromkeys(links, stat.S_IFLNK | 0o777),
+    )
+    outcome = add(root, str(packed))
+    installed = root / "pack" / "s"
+    assert outcome.warnings == []
+    assert {name: str((installed / name.removeprefix("s/")).readlink()) for name in links} == links
+    assert (installed / "alias.md").read_text() == "# A\n" and (installed / "via.md").read_text() == "# A\n"
+    assert (installed / "refs" / "up").read_text() == GOOD
+
+
 HOSTILE = {
     "a name with ..": ({"../evil/SKILL.md": GOOD}, {}, "unsafe name"),
     "a name deep with ..": ({"ok/../../evil.md": "x", "ok/SKILL.md": GOOD}, {}, "unsafe name"),
@@ -88,6 +121,21 @@ HOSTILE = {
     ),
     "a link leading up": (
         {"s/SKILL.md": GOOD, "s/up": "../../../home"}, {"s/up": stat.S_IFLNK | 0o777}, "outside the source"
+    ),
+    "a chain of links leading up": (
+        {"SKILL.md": GOOD, "u": ".", "leak": "u/u/../../etc/passwd"},
+        {"u": stat.S_IFLNK | 0o777, "leak": stat.S_IFLNK | 0o777},
+        "outside the source",
+    ),
+    "a chain of links leading up in a skill": (
+        {"s/SKILL.md": GOOD, "s/u": ".", "s/leak": "u/u/u/../../../etc/passwd"},
+        {"s/u": stat.S_IFLNK | 0o777, "s/leak": stat.S_IFLNK | 0o777},
+        "outside the source",
+    ),
+    "two links in a loop": (
+        {"s/SKILL.md": GOOD, "s/a": "b", "s/b": "a"},
+        {"s/a": stat.S_IFLNK | 0o777, "s/b": stat.S_IFLNK | 0o777},
+        "round a loop",
     ),
     "a device": ({"s/SKILL.md": GOOD, "s/tty": ""}, {"s/tty": stat.S_IFCHR | 0o666}, "device, FIFO or socket"),
     "a FIFO": ({"s/SKILL.md": GOOD, "s/pipe": ""}, {"s/pipe": stat.S_IFIFO | 0o666}, "device, FIFO or socket"),

@@ -5,13 +5,20 @@ what the library then serves."""
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.sources import fetch
+from skillshelf.library.sources.archive import Member
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import read_lock
+from skillshelf.library.sources.spec import SourceSpec
 from tests.sources.helpers import add, skill_md, staging_left, tree_of
 
 
@@ -120,3 +127,143 @@ def test_a_library_root_holding_patterns_installs_sources_there(root: Path, tmp_
     assert (root / "patterns" / "kit" / "a" / "SKILL.md").is_file()
     entry = read_lock(root / "skillshelf.lock").sources["kit"]
     assert [s.path for s in entry.skills] == ["patterns/kit/a"]
+
+
+# -- a folder changed while it is read (issue 30) ----------------------------------------------------
+NOTES = "public notes, as many bytes as the secret\n"
+SECRET = "root:secret-hash:19000:0:99999:7:::shadow\n"  # the same size: a size check alone cannot tell
+
+
+def kit_with_notes(tmp_path: Path) -> tuple[Path, Path]:
+    """A folder source whose skill has refs/notes.txt, and a folder outside it holding a secret of the
+    same name and size (what root can read and the folder's owner cannot)."""
+    assert len(NOTES) == len(SECRET)
+    source = tmp_path / "kit"
+    write(source / "s" / "SKILL.md", skill_md("s", "A skill with notes."))
+    write(source / "s" / "refs" / "notes.txt", NOTES)
+    write(tmp_path / "etc" / "notes.txt", SECRET)
+    return source, tmp_path / "etc"
+
+
+def swap_folder_for_link(folder: Path, outside: Path) -> None:
+    folder.rename(folder.with_name("moved-away"))
+    folder.symlink_to(outside, target_is_directory=True)
+
+
+def swap_file(path: Path) -> None:
+    """The same path, the same size, another file (another inode)."""
+    fresh = path.with_name("fresh")
+    fresh.write_text(SECRET, encoding="utf-8")
+    fresh.replace(path)
+
+
+def between_listing_and_reading(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None], *, late: bool) -> None:
+    """Runs `change` after the folder is listed: before its first read (the digest), or after it and
+    before the files are written (`late`). The seam is the digest, which every folder source computes
+    between the two; no timing involved."""
+    digest = fetch.content_digest
+
+    def changing(members: list[Member], reader: Any) -> str:
+        if not late:
+            change()
+        result = digest(members, reader)
+        if late:
+            change()
+        return result
+
+    monkeypatch.setattr(fetch, "content_digest", changing)
+
+
+def installed_anywhere(root: Path, text: str) -> list[str]:
+    return [path for path, (_, _, data) in tree_of(root).items() if text.encode() in data]
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["before-the-digest", "before-the-write"])
+def test_a_subfolder_swapped_for_a_link_after_listing_is_refused_not_followed(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late: bool
+) -> None:
+    source, outside = kit_with_notes(tmp_path)
+    before = tree_of(root)
+    between_listing_and_reading(monkeypatch, lambda: swap_folder_for_link(source / "s" / "refs", outside), late=late)
+    with pytest.raises(SourceError, match="changed while it was read"):
+        add(root, str(source))
+    assert tree_of(root) == before and staging_left(root) == [] and installed_anywhere(root, "secret-hash") == []
+
+
+def test_a_file_swapped_for_another_after_listing_is_refused(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, _ = kit_with_notes(tmp_path)
+    before = tree_of(root)
+    between_listing_and_reading(monkeypatch, lambda: swap_file(source / "s" / "refs" / "notes.txt"), late=False)
+    with pytest.raises(SourceError, match=r"refs/notes\.txt in .* changed while it was read"):
+        add(root, str(source))
+    assert tree_of(root) == before and installed_anywhere(root, "secret-hash") == []
+
+
+def test_sync_reads_a_folder_source_the_same_way(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source, outside = kit_with_notes(tmp_path)
+    add(root, str(source))
+    shutil.rmtree(root / "kit")
+    between_listing_and_reading(monkeypatch, lambda: swap_folder_for_link(source / "s" / "refs", outside), late=False)
+    with open_shelf(root) as shelf:
+        failed = {o.source: o for o in shelf.sync()}["kit"]
+    assert failed.action == "failed" and "changed while it was read" in failed.warnings[0]
+    assert not (root / "kit").exists() and installed_anywhere(root, "secret-hash") == []
+
+
+def test_a_single_skill_md_swapped_for_another_file_after_listing_is_refused(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = write(tmp_path / "drafts" / "mine" / "SKILL.md", skill_md("mine", "Write commit messages well."))
+
+    def swap() -> None:
+        fresh = doc.with_name("fresh")
+        fresh.write_bytes(doc.read_bytes().replace(b"well", b"WELL"))
+        fresh.replace(doc)
+
+    between_listing_and_reading(monkeypatch, swap, late=False)
+    with pytest.raises(SourceError, match="changed while it was read"):
+        add(root, str(doc))
+    assert tree_of(root) == {}
+
+
+def test_a_path_through_a_link_in_the_folder_is_not_followed(root: Path, tmp_path: Path) -> None:
+    source, outside = kit_with_notes(tmp_path)
+    write(outside / "x" / "SKILL.md", skill_md("x", "A skill outside the source."))
+    (source / "skills").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(SourceError, match=r"has no folder 'skills' \(from --path; links are not followed\)"):
+        add(root, str(source), path="skills")
+    assert tree_of(root) == {}
+
+
+def test_sync_of_a_folder_source_that_is_gone_says_the_folder_does_not_exist(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "kit"
+    write(source / "a" / "SKILL.md", skill_md("a", "First."))
+    add(root, str(source))
+    shutil.rmtree(source)
+    shutil.rmtree(root / "kit")
+    with open_shelf(root) as shelf:
+        failed = {o.source: o for o in shelf.sync()}["kit"]
+    assert failed.action == "failed"
+    assert f"the folder {source} does not exist; check the path" in failed.warnings[0]
+    assert "--path" not in failed.warnings[0]
+
+
+def test_a_chain_of_links_in_a_folder_source_leading_out_is_refused(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "chained"
+    write(source / "s" / "SKILL.md", skill_md("s", "A skill with chained links."))
+    (source / "s" / "u").symlink_to(".")
+    (source / "s" / "leak").symlink_to("u/u/u/../../../etc/passwd")
+    with pytest.raises(SourceError, match=r"the link s/leak points to .* leads outside the source"):
+        add(root, str(source))
+    assert tree_of(root) == {}
+
+
+def test_a_folder_path_leading_up_is_refused_wherever_it_comes_from(tmp_path: Path) -> None:
+    """`add` cleans --path; a path from a hand-edited lock reaches the reader as it is, and is refused there too."""
+    source, _ = kit_with_notes(tmp_path)
+    spec = SourceSpec("folder", str(source), subpath="../etc", default_name="kit")
+    refused = pytest.raises(SourceError, match="must be a folder inside the source")
+    with refused, fetch.open_snapshot(spec, tmp_path, tmp_path):
+        pass

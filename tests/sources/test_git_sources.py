@@ -201,3 +201,14 @@ def test_git_variables_of_the_callers_environment_never_point_git_elsewhere(
     outcome = add(root, repo.url, name="team")
     assert outcome.skills == ["team/pdf-fill", "team/release-notes"]
     assert other.git("--git-dir", str(other.path / ".git"), "log", "--oneline", "--all") == ""  # untouched
+
+
+def test_a_chain_of_links_leading_out_of_a_repository_is_refused(repo: Repo, root: Path) -> None:
+    """Each link alone looks inside (`u/u/../../etc/passwd` reads as `etc/passwd`); through `u -> .`
+    it leads two folders up, as it would where it is written."""
+    (repo.path / "skills" / "pdf-fill" / "u").symlink_to(".")
+    (repo.path / "skills" / "pdf-fill" / "leak").symlink_to("u/u/u/u/../../../../etc/passwd")
+    repo.commit("links")
+    with pytest.raises(SourceError, match=r"the link skills/pdf-fill/leak points to .* leads outside the source"):
+        add(root, repo.url, name="team")
+    assert list(root.iterdir()) == [root / ".skillshelf"] and staging_left(root) == []

@@ -2,7 +2,8 @@
 
 A `.zip` or `.skill` file is untrusted input (so is the tar `git archive` writes, checked the same way):
 every entry's name must stay inside the target (no `..`, no absolute or drive names, no backslashes),
-a symbolic link must point inside the archive, hard links, devices, FIFOs and encrypted entries are
+a symbolic link must point inside the archive (its target resolved through the archive's other links,
+as the file system will), hard links, devices, FIFOs and encrypted entries are
 refused, and the declared sizes are held to a total limit and a compression ratio (a zip bomb
 declares a small packed size and a huge one unpacked). A member is then read for no more than the size
 it declares: a byte more or less is a lie, and the archive is refused. Limits per skill (the Skills
@@ -29,6 +30,7 @@ MAX_SOURCE_ENTRIES = 20_000
 MAX_RATIO = 100  # a member larger than RATIO_FLOOR_BYTES may not expand more than this
 RATIO_FLOOR_BYTES = 1024 * 1024
 MAX_LINK_BYTES = 4096
+MAX_LINK_HOPS = 40  # links followed to resolve one, as Linux allows
 
 MemberKind = Literal["file", "exec", "link"]
 
@@ -62,6 +64,59 @@ def check_link(path: str, target: str, label: str) -> None:
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
     if joined == ".." or joined.startswith("../"):
         raise SourceError(f"{label}: the link {path} points to {target!r}, outside the source; refusing it")
+
+
+def check_links(members: list[Member], label: str) -> None:
+    """Each link must still point inside the source once the other links are followed, as the file
+    system will follow them where the source is written (`u -> .` makes `u/u/../../x` lead out)."""
+    links = link_table(members)
+    for member in members:
+        if member.kind == "link" and resolve_link(member.path, links) is None:
+            raise SourceError(
+                f"{label}: the link {member.path} points to {member.target!r}, which leads outside the source "
+                "(or round a loop) through its other links; refusing it"
+            )
+
+
+def link_table(members: list[Member]) -> dict[str, str]:
+    """Each link's path (case folded: a disk may not tell the cases apart) and its text."""
+    return {m.path.casefold(): m.target for m in members if m.kind == "link"}
+
+
+def resolve_link(path: str, links: dict[str, str], top: str = "") -> str | None:
+    """Where the link at `path` leads, each component resolved in turn as the file system does (a link
+    on the way is followed, then `..` is taken from where it led); None when a step leaves `top` (a
+    folder holding the link, '' for the whole source), a target is absolute, or the links loop."""
+    floor = len(top.split("/")) if top else 0
+    hops = 0
+
+    def follow(folder: list[str], target: str) -> list[str] | None:
+        nonlocal hops
+        where = list(folder)
+        for part in target.split("/"):
+            if part == "..":
+                if len(where) <= floor:
+                    return None
+                where.pop()
+            elif part not in ("", "."):
+                where.append(part)
+                text = links.get("/".join(where).casefold())
+                if text is None:
+                    continue
+                hops += 1
+                if hops > MAX_LINK_HOPS or text.startswith("/"):
+                    return None
+                resolved = follow(where[:-1], text)
+                if resolved is None:
+                    return None
+                where = resolved
+        return where
+
+    target = links.get(path.casefold())
+    if target is None or target.startswith("/"):
+        return None
+    resolved = follow(path.split("/")[:-1], target)
+    return None if resolved is None else "/".join(resolved)
 
 
 def check_totals(members: list[Member], label: str) -> None:
@@ -122,6 +177,7 @@ class ZipSource:
             )
         check_totals(members, self.label)
         check_names(members, self.label)
+        check_links(members, self.label)
         return members
 
     def _member(self, info: zipfile.ZipInfo) -> Member | None:
@@ -176,6 +232,7 @@ class TarSource:
         try:
             self.members = [m for m in (self._member(info) for info in self.archive) if m is not None]
             check_totals(self.members, label)  # a git tree holds no name twice; names differing in case are git's own
+            check_links(self.members, label)
         except BaseException:
             self.archive.close()
             raise

@@ -1,13 +1,15 @@
 """A source's content as a `Snapshot`: its files listed and checked, nothing written yet.
 
 git is fetched one commit deep into a scratch folder and taken out as a tar (git.py); a `.zip` or
-`.skill` file is opened where it is; a folder is listed without following a link; a SKILL.md is one
-file. Every kind yields the same members (archive.py's checks applied), relative to the folder asked
-for (`--path`), and the source's license file when it has one at its top.
+`.skill` file is opened where it is; a folder is listed and read through folder handles, never through
+a link below its top, each file checked to be the one listed; a SKILL.md is one file. Every kind
+yields the same members (archive.py's checks applied), relative to the folder asked for (`--path`),
+and the source's license file when it has one at its top.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -24,15 +26,18 @@ from skillshelf.library.sources.archive import (
     MAX_SOURCE_BYTES,
     MAX_SOURCE_ENTRIES,
     Member,
+    MemberKind,
     TarSource,
     ZipSource,
     check_link,
+    check_links,
     check_totals,
 )
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LockedSource
 from skillshelf.library.sources.spec import (
     SourceSpec,
+    clean_subpath,
     default_name,
     is_local_git,
     resolve_local,
@@ -197,108 +202,192 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# -- folders and files -----------------------------------------------------------------------------
+# Below the folder the user named, nothing is reached through a link: each folder is opened relative to
+# its parent's handle, refusing a link, and each file the same way, then checked to be the one listed.
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC  # a FIFO swapped in: no wait
+MAX_FOLDER_DEPTH = 64  # folders below a folder source's top; the walk holds one handle per level
+_CHANGED = (errno.ELOOP, errno.ENOTDIR, errno.ENOENT, errno.EMLINK)  # ELOOP/EMLINK: a link where none was
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A folder member as listed: the file every read of it must be, and where it is read from."""
+
+    device: int
+    inode: int
+    outer: bool = False  # the license at the top of the folder (with --path below it)
+
+
 class FolderReader:
-    """Files of a local folder, read without following a link and checked to be what was listed."""
+    """A local folder: listed and read through folder handles, never through a link below its top."""
 
-    def __init__(self, top: Path, label: str) -> None:
-        self.top = top
+    def __init__(self, folder: Path, subpath: str, label: str) -> None:
+        if os.open not in os.supports_dir_fd or os.listdir not in os.supports_fd:
+            raise SourceError(f"{label}: this system cannot read a folder without following links; add an archive")
         self.label = label
+        subpath = clean_subpath(subpath) if subpath else ""  # a lock's too: never `..` nor absolute
+        self.outer = _open_top(folder, label)  # the path the user gave: followed, as they typed it
+        self.top = _open_below(self.outer, subpath, label)
 
-    def read(self, member: Member) -> bytes:
-        path = self.top.joinpath(*member.path.split("/"))
+    def close(self) -> None:
+        for descriptor in {self.top, self.outer}:
+            os.close(descriptor)
+
+    # -- listing -------------------------------------------------------------------------------------
+    def members(self) -> list[Member]:
+        """Every file (`.git` and build folders left out), links as links, never followed."""
+        members: list[Member] = []
+        self._list(self.top, "", 0, members)
+        check_links(members, self.label)
+        return members
+
+    def _list(self, folder: int, prefix: str, depth: int, members: list[Member]) -> None:
+        for name, info in self._entries(folder, prefix):
+            path = prefix + name
+            if not stat.S_ISDIR(info.st_mode):
+                members.append(self._member(folder, name, info, path))
+                if len(members) > MAX_SOURCE_ENTRIES:
+                    check_totals(members, self.label)  # refuses: no need to list the rest
+                continue
+            if depth >= MAX_FOLDER_DEPTH:
+                raise SourceError(f"{path} in {self.label} is {depth + 1} folders deep; point --path below it")
+            child = self._enter(folder, name, info, path)
+            try:
+                self._list(child, path + "/", depth + 1, members)
+            finally:
+                os.close(child)
+
+    def _entries(self, folder: int, prefix: str) -> list[tuple[str, os.stat_result]]:
         try:
-            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            names = sorted(n for n in os.listdir(folder) if n != ".git" and n not in IGNORED_NAMES)
+            entries = [(n, os.stat(n, dir_fd=folder, follow_symlinks=False)) for n in names]
         except OSError as exc:
-            raise SourceError(f"cannot read {member.path} in {self.label}: {exc.strerror}") from exc
+            raise SourceError(f"cannot list {prefix or '.'} in {self.label}: {exc.strerror}") from exc
+        for name, _ in entries:
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                what = f"a file name that is not UTF-8 ({prefix + name!r})"
+                raise SourceError(f"{self.label} holds {what}; rename it") from exc
+        return entries
+
+    def _enter(self, folder: int, name: str, info: os.stat_result, path: str) -> int:
+        try:
+            child = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+        except OSError as exc:
+            raise self._changed(path, exc) from exc
+        if not os.path.samestat(info, os.fstat(child)):
+            os.close(child)
+            raise self._changed(path)
+        return child
+
+    def _member(self, folder: int, name: str, info: os.stat_result, path: str) -> Member:
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                target = os.readlink(name, dir_fd=folder)
+            except OSError as exc:
+                raise self._changed(path, exc) from exc
+            check_link(path, target, self.label)
+            return Member(path, "link", len(target), target)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a device, FIFO or socket, not a file"
+            raise SourceError(f"{path} in {self.label} is {what}; remove it or use --only")
+        kind: MemberKind = "exec" if info.st_mode & stat.S_IXUSR else "file"
+        return Member(path, kind, info.st_size, "", Listed(info.st_dev, info.st_ino))
+
+    def top_licenses(self) -> list[Member]:
+        """The license candidates at the top of the folder (for a --path below it)."""
+        found = []
+        for name, info in self._entries(self.outer, ""):
+            if stat.S_ISREG(info.st_mode) and is_license_name(name):
+                found.append(Member(name, "file", info.st_size, "", Listed(info.st_dev, info.st_ino, outer=True)))
+        return found
+
+    # -- reading -------------------------------------------------------------------------------------
+    def read(self, member: Member) -> bytes:
+        """The member's bytes, from the very file that was listed (device, inode, size), else refused."""
+        listed: Listed = member.handle
+        descriptor = self._open_file(self.outer if listed.outer else self.top, member.path)
         with os.fdopen(descriptor, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size != member.size:
-                raise SourceError(f"{member.path} in {self.label} changed while it was read; run the command again")
+            same = (info.st_dev, info.st_ino, info.st_size) == (listed.device, listed.inode, member.size)
+            if not stat.S_ISREG(info.st_mode) or not same:
+                raise self._changed(member.path)
             data = handle.read(member.size + 1)
         if len(data) != member.size:
-            raise SourceError(f"{member.path} in {self.label} changed while it was read; run the command again")
+            raise self._changed(member.path)
         return data
 
-
-def list_folder(top: Path, label: str) -> list[Member]:
-    """Every file under `top` (`.git` and build folders left out), links as links, never followed."""
-    members: list[Member] = []
-    pending = [(top, "")]
-    while pending:
-        directory, prefix = pending.pop()
+    def _open_file(self, top: int, path: str) -> int:
+        *folders, name = path.split("/")
+        opened: list[int] = []
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            for part in folders:
+                opened.append(os.open(part, _FOLDER_FLAGS, dir_fd=opened[-1] if opened else top))
+            return os.open(name, _FILE_FLAGS, dir_fd=opened[-1] if opened else top)
         except OSError as exc:
-            raise SourceError(f"cannot list {directory} in {label}: {exc.strerror}") from exc
-        for entry in entries:
-            if entry.name == ".git" or entry.name in IGNORED_NAMES:
-                continue
-            member = _folder_member(entry, prefix, label, pending)
-            if member is not None:
-                members.append(member)
-            if len(members) > MAX_SOURCE_ENTRIES:
-                check_totals(members, label)  # refuses: no need to list the rest
-    return members
+            raise self._changed(path, exc) from exc
+        finally:
+            for descriptor in opened:
+                os.close(descriptor)
+
+    def _changed(self, path: str, exc: OSError | None = None) -> SourceError:
+        if exc is not None and exc.errno not in _CHANGED:
+            return SourceError(f"cannot read {path} in {self.label}: {exc.strerror}")
+        return SourceError(
+            f"{path} in {self.label} changed while it was read (a link or another file where one was listed); "
+            "nothing was installed from it. Run the command again"
+        )
 
 
-def _folder_member(entry: os.DirEntry[str], prefix: str, label: str, pending: list[tuple[Path, str]]) -> Member | None:
-    path = prefix + entry.name
+def _open_top(folder: Path, label: str) -> int:
     try:
-        entry.name.encode("utf-8")
-        info = entry.stat(follow_symlinks=False)
-    except UnicodeEncodeError as exc:
-        raise SourceError(f"{label} holds a file name that is not UTF-8 ({path!r}); rename it") from exc
+        return os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    except FileNotFoundError as exc:
+        raise SourceError(f"the folder {folder} does not exist; check the path") from exc
+    except NotADirectoryError as exc:
+        raise SourceError(f"{folder} is not a folder; check the path") from exc
     except OSError as exc:
-        raise SourceError(f"cannot read {path} in {label}: {exc.strerror}") from exc
-    if stat.S_ISDIR(info.st_mode):
-        pending.append((Path(entry.path), path + "/"))
-        return None
-    if stat.S_ISLNK(info.st_mode):
-        target = str(Path(entry.path).readlink())
-        check_link(path, target, label)
-        return Member(path, "link", len(target), target)
-    if not stat.S_ISREG(info.st_mode):
-        raise SourceError(f"{path} in {label} is a device, FIFO or socket, not a file; remove it or use --only")
-    return Member(path, "exec" if info.st_mode & stat.S_IXUSR else "file", info.st_size)
+        raise SourceError(f"cannot open the folder {folder} ({label}): {exc.strerror}") from exc
+
+
+def _open_below(top: int, subpath: str, label: str) -> int:
+    """The --path folder under `top`, each of its folders opened without following a link."""
+    folder = top
+    try:
+        for part in subpath.split("/") if subpath else []:
+            child = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
+            if folder != top:
+                os.close(folder)
+            folder = child
+    except OSError as exc:
+        for descriptor in {folder, top}:
+            os.close(descriptor)
+        raise SourceError(f"{label} has no folder {subpath!r} (from --path; links are not followed)") from exc
+    return folder
 
 
 def _folder_snapshot(folder: Path, subpath: str, label: str) -> Snapshot:
-    top = folder.joinpath(*subpath.split("/")) if subpath else folder
-    if not top.is_dir():
-        raise SourceError(f"{label} has no folder {subpath!r} (from --path); check the path")
-    members = list_folder(top, label)
-    check_totals(members, label)
-    reader = FolderReader(top, label)
-    outer = list_top(folder, label) if subpath else []
-    license_file = _license(members, "") or _license(outer, "")
-    return Snapshot(
-        "folder",
-        label,
-        _CombinedReader(reader, FolderReader(folder, label)) if outer else reader,
-        members,
-        digest=content_digest(members, reader),
-        license_file=license_file,
-    )
-
-
-def list_top(folder: Path, label: str) -> list[Member]:
-    """The license candidates at the top of a folder (for a --path below it)."""
-    return [
-        Member(entry.name, "file", entry.stat(follow_symlinks=False).st_size, "", "outer")
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name)
-        if entry.is_file(follow_symlinks=False) and is_license_name(entry.name)
-    ]
-
-
-class _CombinedReader:
-    """The subpath's files, and the license at the folder's top (a member marked 'outer')."""
-
-    def __init__(self, inner: FolderReader, outer: FolderReader) -> None:
-        self.inner = inner
-        self.outer = outer
-
-    def read(self, member: Member) -> bytes:
-        return (self.outer if member.handle == "outer" else self.inner).read(member)
+    reader = FolderReader(folder, subpath, label)
+    try:
+        members = reader.members()
+        check_totals(members, label)
+        outer = reader.top_licenses() if subpath else []
+        return Snapshot(
+            "folder",
+            label,
+            reader,
+            members,
+            digest=content_digest(members, reader),
+            license_file=_license(members, "") or _license(outer, ""),
+        )
+    except BaseException:
+        reader.close()
+        raise
 
 
 def content_digest(members: list[Member], reader: _Reader) -> str:
@@ -311,18 +400,23 @@ def content_digest(members: list[Member], reader: _Reader) -> str:
 
 
 def _file_snapshot(path: Path) -> Snapshot:
+    """One SKILL.md: its folder opened as the user gave it, the file itself never through a link."""
+    reader = FolderReader(path.parent, "", str(path))
     try:
-        info = path.lstat()
-    except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror}") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise SourceError(f"{path} is not a regular file")
-    if info.st_size > MAX_SOURCE_BYTES:
-        raise SourceError(f"{path} is {info.st_size} bytes; a SKILL.md is far smaller")
-    member = Member("SKILL.md", "file", info.st_size)
-    reader = FolderReader(path.parent, str(path))
-    renamed = _RenamedReader(reader, path.name)
-    return Snapshot("file", str(path), renamed, [member], digest=content_digest([member], renamed))
+        try:
+            info = os.stat(path.name, dir_fd=reader.top, follow_symlinks=False)
+        except OSError as exc:
+            raise SourceError(f"cannot read {path}: {exc.strerror}") from exc
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError(f"{path} is not a regular file")
+        if info.st_size > MAX_SOURCE_BYTES:
+            raise SourceError(f"{path} is {info.st_size} bytes; a SKILL.md is far smaller")
+        member = Member("SKILL.md", "file", info.st_size, "", Listed(info.st_dev, info.st_ino))
+        renamed = _RenamedReader(reader, path.name)
+        return Snapshot("file", str(path), renamed, [member], digest=content_digest([member], renamed))
+    except BaseException:
+        reader.close()
+        raise
 
 
 class _RenamedReader:
@@ -333,4 +427,7 @@ class _RenamedReader:
         self.name = name
 
     def read(self, member: Member) -> bytes:
-        return self.reader.read(Member(self.name, member.kind, member.size))
+        return self.reader.read(Member(self.name, member.kind, member.size, member.target, member.handle))
+
+    def close(self) -> None:
+        self.reader.close()

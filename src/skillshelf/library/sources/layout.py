@@ -35,7 +35,7 @@ from skillshelf.library.skill.discovery import (
     RESOURCE_DIRS,
 )
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, kept
-from skillshelf.library.sources.archive import Member
+from skillshelf.library.sources.archive import Member, link_table, resolve_link
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.fetch import Snapshot
 
@@ -73,7 +73,8 @@ def plan_source(
     """The skills of `snapshot` to install, placed; a SourceError when there are none."""
     members = [m for m in snapshot.members if _listed(m.path)]
     warnings: list[str] = []
-    found = _agent_skills(members, top_name, warnings) + _three_file_skills(members, warnings)
+    links = link_table(snapshot.members)
+    found = _agent_skills(members, top_name, links, warnings) + _three_file_skills(members, warnings)
     if not found:
         raise SourceError(
             f"no skills in {snapshot.label}: looked for folders with a SKILL.md and for NAME.md "
@@ -104,7 +105,9 @@ def _listed(path: str) -> bool:
     return not any(part == ".git" or (part in ("node_modules", "__pycache__")) for part in path.split("/"))
 
 
-def _agent_skills(members: list[Member], top_name: str, warnings: list[str]) -> list[PlannedSkill]:
+def _agent_skills(
+    members: list[Member], top_name: str, links: dict[str, str], warnings: list[str]
+) -> list[PlannedSkill]:
     folders = sorted(agent_folders(members))
     if not folders:
         return []
@@ -119,7 +122,7 @@ def _agent_skills(members: list[Member], top_name: str, warnings: list[str]) -> 
         if not _placeable(name):
             warnings.append(f"{folder or '.'}: the folder name {name!r} cannot be a skill's name here; left out")
             continue
-        files = tuple(_inside(member, folder, name, warnings) for member in owned[folder])
+        files = tuple(_inside(member, folder, name, links, warnings) for member in owned[folder])
         skills.append(PlannedSkill(name, "agent-skills", folder, tuple(f for f in files if f is not None)))
     return skills
 
@@ -149,16 +152,18 @@ def _deepest_owner(path: str, owned: dict[str, list[Member]]) -> str | None:
     return None
 
 
-def _inside(member: Member, folder: str, name: str, warnings: list[str]) -> tuple[Member, str] | None:
-    """The member's place inside its skill's placed folder, or None when the library would not serve it."""
+def _inside(
+    member: Member, folder: str, name: str, links: dict[str, str], warnings: list[str]
+) -> tuple[Member, str] | None:
+    """The member's place inside its skill's placed folder, or None when the library would not serve it.
+    A link is resolved through the source's other links, as it will be where it is written: one that
+    steps out of its skill on the way is left out (the folder around the skill is not the source's)."""
     relative = member.path[len(folder) + 1 :] if folder else member.path
     if not all(kept(part) for part in relative.split("/")):
         return None
-    if member.kind == "link":
-        target = posixpath.normpath(posixpath.join(posixpath.dirname(relative), member.target))
-        if target == ".." or target.startswith("../"):
-            warnings.append(f"{member.path}: a link to {member.target!r}, outside its skill; left out")
-            return None
+    if member.kind == "link" and resolve_link(member.path, links, folder) is None:
+        warnings.append(f"{member.path}: a link to {member.target!r}, outside its skill; left out")
+        return None
     return member, f"{name}/{relative}"
 
 
