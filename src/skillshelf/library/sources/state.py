@@ -89,8 +89,9 @@ def local_edits(root: Path, base: Path, source: LockedSource) -> list[LocalEdit]
 
 
 def untracked(folder: Path, source: LockedSource) -> list[str]:
-    """Entries of the source's folder the lock knows nothing of (a skill a curator added by hand)."""
-    if not folder.is_dir():
+    """Entries of the source's folder the lock knows nothing of (a skill a curator added by hand). A folder
+    that is a link is not looked into: what it leads to is nobody's "added here" (swap.inside_root)."""
+    if folder.is_symlink() or not folder.is_dir():
         return []
     known = set()
     for path in [*(s.path for s in source.skills), *source.files]:
