@@ -18,7 +18,6 @@ from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import (
     Lock,
-    LockedSkill,
     LockedSource,
     parse_lock,
     read_lock,
@@ -200,8 +199,9 @@ def test_a_writer_refuses_a_target_outside_the_root_or_through_a_link(tmp_path: 
     (root / "linked").symlink_to(tmp_path / "elsewhere")
     assert inside_root(root, root / "team") == root / "team"
     for target in ("../x", "team/../../x", ".git", "linked", "linked/team", ""):
-        with pytest.raises(SourceError, match="outside the library|link|dot-name"):
+        with pytest.raises(SourceError) as refused:
             inside_root(root, root / target)
+        assert any(words in refused.value.message for words in ("outside the library", "link", "dot-name"))
     with pytest.raises(SourceError):
         inside_root(root, tmp_path / "x")
 

@@ -416,8 +416,8 @@ class Shelf:
         )
         if entry.digest is not None and staged.digest != entry.digest:
             raise SourceError(
-                f"{entry.name}: {strip_credentials(entry.url)} is no longer what the lock pinned (its content changed); nothing was "
-                f"changed. `skillshelf update {entry.name}` reviews and takes what it holds now"
+                f"{entry.name}: {strip_credentials(entry.url)} is no longer what the lock pinned (its content "
+                f"changed); nothing was changed. `skillshelf update {entry.name}` reviews and takes what it holds now"
             )
         locked = {s.id: s.digest for s in entry.skills}
         fetched = {s.id: s.digest for s in staged.skills}

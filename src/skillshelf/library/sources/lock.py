@@ -3,7 +3,11 @@
 Read with tomllib; written by the small writer here, so the same lock is always the same bytes:
 sources sorted by name, skills by id, one line per skill, keys in a fixed order. A change to the
 library is a small diff (an update changes a commit and the lines of the skills it touched). Written
-atomically: a temporary file beside it, flushed, then renamed over it.
+atomically: a temporary file beside it, flushed, then renamed over it, its URLs without credentials.
+
+A lock is input (it says what the last person to push wrote): every name and path in it is read with
+the rules `add` follows (spec.py's), and an entry that breaks one is refused and named
+(`skillshelf.lock: [source."../.git"]: ...`); the writers check their targets again (swap.inside_root).
 
 One source:
 
@@ -55,7 +59,7 @@ HEADER = (
     "# skillshelf.lock: the sources of this library, pinned. Written by `skillshelf add`, `update` and\n"
     "# `remove`; `skillshelf sync` makes a library hold exactly this. Commit it beside the library.\n"
 )
-FIX = "; restore skillshelf.lock from version control (a lock is input: it is read with the rules `add` follows)"
+FIX = "; restore skillshelf.lock from version control (it is read with the rules `add` follows)"
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -164,7 +168,7 @@ def _source(name: str, raw: Any, where: str) -> LockedSource:
         exclude=_strings(raw, "exclude", at),
         license=_optional(raw, "license", at),
         files={_file(path, name, at): _checked(digest, f"{at} files.{_key(path)}") for path, digest in files.items()},
-        skills=tuple(_skill(skill_id, entry, name, f"{at} skills.{_key(skill_id)}") for skill_id, entry in skills.items()),
+        skills=tuple(_skill(key, entry, name, f"{at} skills.{_key(key)}") for key, entry in skills.items()),
     )
 
 
@@ -176,7 +180,7 @@ def _skill(skill_id: str, raw: Any, source: str, at: str) -> LockedSkill:
         raise SourceError(f"{at}: the id {skill_id!r} must be {source}/SKILL, SKILL one plain file name{FIX}")
     path = _text(raw, "path", at)
     if not _placed(path, source, (name, f"{name}.md")):
-        raise SourceError(f"{at}: path {path!r} must be {source}/{name} (or {name}.md), the skill's place{FIX}")
+        raise SourceError(f"{at}: path {path!r} must be {source}/{name} (a three-file skill: {source}/{name}.md){FIX}")
     origin = _optional(raw, "from", at) or ""
     if not plain_relative(origin):
         raise SourceError(f"{at}: from {origin!r} must be a relative path inside the source{FIX}")
