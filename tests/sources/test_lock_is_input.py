@@ -100,6 +100,25 @@ def test_sync_force_never_replaces_a_folder_above_the_library(tmp_path: Path) ->
     assert code != 0 and '[source."../../victim"]' in output
 
 
+def test_a_source_dropped_from_the_lock_is_removed_only_inside_the_library(tmp_path: Path) -> None:
+    """What this machine installed (`.skillshelf/`) names `../../victim`, no longer in the lock: sync --force
+    removes dropped sources, and never that one."""
+    root = tmp_path / "team" / "repo" / "library"
+    root.mkdir(parents=True)
+    victim = tmp_path / "team" / "victim"
+    victim.mkdir()
+    (victim / "notes.txt").write_text("mine\n", encoding="utf-8")
+    source = payload(tmp_path / "payload")
+    entry = honest_entry(source, tmp_path / "scratch")
+    tamper(root, entry)
+    (root / ".skillshelf").mkdir()
+    write_lock(root / ".skillshelf" / "sources-installed.lock", Lock({"x": renamed(entry, "../../victim")}))
+    code, output = sync(root, "--force")
+    assert code == 0, output
+    assert (victim / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    assert (root / "payload" / "hooks" / "SKILL.md").is_file()  # the lock's own source is installed
+
+
 def test_a_name_cannot_lead_the_staging_folder_out_of_the_library(tmp_path: Path) -> None:
     root = tmp_path / "a" / "b" / "library"
     root.mkdir(parents=True)

@@ -43,8 +43,9 @@ def state_dir(root: Path) -> Path:
 def read_installed(root: Path) -> Lock:
     try:
         return read_lock(root / STATE_DIR / INSTALLED)
-    except SourceError:
-        return Lock()  # only a convenience: without it, sync removes no source the lock dropped
+    except SourceError as exc:  # only a convenience: without it, sync removes no source the lock dropped
+        logger.warning("ignoring what %s says was installed here: %s", STATE_DIR, exc.message)
+        return Lock()
 
 
 def record_installed(root: Path, lock: Lock) -> None:
