@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +21,7 @@ from skillshelf.library.sources.lock import (
     render_lock,
     write_lock,
 )
+from skillshelf.library.sources.spec import plain_name
 
 
 def source(name: str, *skills: str, **fields: object) -> LockedSource:
@@ -44,21 +46,23 @@ def test_the_same_content_is_the_same_bytes_whatever_its_order() -> None:
 
 
 TEXT = st.text(st.characters(codec="utf-8"), min_size=1, max_size=40)  # utf-8: no lone surrogates
+NAME = TEXT.filter(plain_name)  # any name `add` may write: quotes, backslashes, control characters
+ORIGIN = st.lists(NAME, max_size=3).map("/".join)
 
 
 @settings(max_examples=100, deadline=None)
-@given(url=TEXT, ref=TEXT, license_text=TEXT, skill=TEXT, origin=st.text(max_size=20))
+@given(url=TEXT, ref=TEXT, license_text=TEXT, skill=NAME, origin=ORIGIN)
 def test_any_text_survives_the_writer_and_tomllib(
     url: str, ref: str, license_text: str, skill: str, origin: str
 ) -> None:
     entry = LockedSource(
         name="s",
         kind="git",
-        url=url,
+        url="https://example.com/" + quote(url),
         installed="2026-01-02T03:04:05Z",
         ref=ref,
         license=license_text,
-        skills=(LockedSkill(skill, "s/" + skill, origin, "sha256:00", license=license_text),),
+        skills=(LockedSkill("s/" + skill, "s/" + skill, origin, "sha256:00", license=license_text),),
         files={"s/" + skill: "sha256:11"},
     )
     text = render_lock(Lock({"s": entry}))

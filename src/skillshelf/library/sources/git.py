@@ -107,9 +107,14 @@ def _reason(stderr: str, url: str) -> str:
     return " / ".join(useful[-2:]) or "no message"
 
 
+def is_full_commit(text: str) -> bool:
+    """Whether `text` names a commit in full (40 or 64 hex digits), as the lock pins one."""
+    return bool(_FULL_SHA.fullmatch(text))
+
+
 def resolve(url: str, ref: str | None) -> Resolved:
     """The commit `ref` names in the repository at `url` (None: its default branch)."""
-    if ref is not None and _FULL_SHA.match(ref):
+    if ref is not None and is_full_commit(ref):
         return Resolved(ref, ref)
     listing = run_git(["ls-remote", "--", url], url=url)
     refs: dict[str, str] = {}

@@ -54,7 +54,7 @@ from skillshelf.library.sources.state import (
     state_dir,
     untracked,
 )
-from skillshelf.library.sources.swap import TREE, checkpoint, commit, discard, new_staging, recover
+from skillshelf.library.sources.swap import TREE, checkpoint, commit, discard, inside_root, new_staging, recover
 
 MAX_LICENSE_FIELD = 200
 
@@ -138,7 +138,8 @@ class Shelf:
         return read_lock(lock_path(self.root))
 
     def folder(self, name: str) -> Path:
-        return self.base / name
+        """The source's folder, `<root>/<name>/`: refused when it would be anywhere else (swap.inside_root)."""
+        return inside_root(self.root, self.base / name)
 
     def local_edits(self, entry: LockedSource) -> list[LocalEdit]:
         return local_edits(self.root, self.base, entry)
@@ -194,13 +195,14 @@ class Shelf:
         """The source fetched and written to `staging/tree/<name>`, with its lock entry."""
         tree = staging / TREE
         tree.mkdir()
+        folder = inside_root(tree, tree / name)
         with ExitStack() as stack:
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fetch-", dir=staging)))
             snapshot = stack.enter_context(open_snapshot(spec, self.root, scratch, commit=commit_id))
             checkpoint("fetched")
             top_name = source_name(spec.default_name, given=False)
             plan = plan_source(snapshot, top_name=top_name, only=only, exclude=exclude)
-            write_plan(snapshot, plan, tree / name)
+            write_plan(snapshot, plan, folder)
             entry = self._entry(spec, name, snapshot, plan, tree, only, exclude, previous)
         checkpoint("staged")
         return entry, [*snapshot.notes, *plan.warnings]
@@ -414,8 +416,8 @@ class Shelf:
         )
         if entry.digest is not None and staged.digest != entry.digest:
             raise SourceError(
-                f"{entry.name}: {entry.url} is no longer what the lock pinned (its content changed); nothing was "
-                f"changed. `skillshelf update {entry.name}` reviews and takes what it holds now"
+                f"{entry.name}: {strip_credentials(entry.url)} is no longer what the lock pinned (its content "
+                f"changed); nothing was changed. `skillshelf update {entry.name}` reviews and takes what it holds now"
             )
         locked = {s.id: s.digest for s in entry.skills}
         fetched = {s.id: s.digest for s in staged.skills}

@@ -38,9 +38,9 @@ from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, kept
 from skillshelf.library.sources.archive import Member, link_table, resolve_link
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.fetch import Snapshot
+from skillshelf.library.sources.spec import plain_name
 
 Layout = Literal["agent-skills", "three-file"]
-MAX_NAME_BYTES = 255
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ def _inside_any(path: str, folders: set[str]) -> bool:
 
 
 def _placeable(name: str) -> bool:
-    return bool(name) and kept(name) and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
+    return plain_name(name)  # the rule the lock's names are read with too
 
 
 def _wanted(skill: PlannedSkill, only: tuple[str, ...]) -> bool:

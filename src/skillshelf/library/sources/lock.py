@@ -3,7 +3,11 @@
 Read with tomllib; written by the small writer here, so the same lock is always the same bytes:
 sources sorted by name, skills by id, one line per skill, keys in a fixed order. A change to the
 library is a small diff (an update changes a commit and the lines of the skills it touched). Written
-atomically: a temporary file beside it, flushed, then renamed over it.
+atomically: a temporary file beside it, flushed, then renamed over it, its URLs without credentials.
+
+A lock is input (it says what the last person to push wrote): every name and path in it is read with
+the rules `add` follows (spec.py's), and an entry that breaks one is refused and named
+(`skillshelf.lock: [source."../.git"]: ...`); the writers check their targets again (swap.inside_root).
 
 One source:
 
@@ -36,7 +40,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.spec import (
+    NAME_RULE_TEXT,
+    check_address,
+    clean_subpath,
+    is_source_name,
+    plain_name,
+    plain_relative,
+    strip_credentials,
+)
 
 LOCK_NAME = "skillshelf.lock"
 LOCK_VERSION = 1
@@ -45,6 +59,7 @@ HEADER = (
     "# skillshelf.lock: the sources of this library, pinned. Written by `skillshelf add`, `update` and\n"
     "# `remove`; `skillshelf sync` makes a library hold exactly this. Commit it beside the library.\n"
 )
+FIX = "; restore skillshelf.lock from version control (it is read with the rules `add` follows)"
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -128,7 +143,9 @@ def parse_lock(text: str, where: str = LOCK_NAME) -> Lock:
 
 
 def _source(name: str, raw: Any, where: str) -> LockedSource:
-    at = f"{where}: [source.{name}]"
+    at = f"{where}: [source.{_key(name)}]"
+    if not is_source_name(name):
+        raise SourceError(f"{at}: the name {name!r} {NAME_RULE_TEXT} (it is the source's folder in the library){FIX}")
     if not isinstance(raw, dict):
         raise SourceError(f"{at} must be a table")
     kind = _text(raw, "kind", at)
@@ -141,30 +158,74 @@ def _source(name: str, raw: Any, where: str) -> LockedSource:
     return LockedSource(
         name=name,
         kind=kind,
-        url=_text(raw, "url", at),
+        url=_url(kind, _text(raw, "url", at), at),
         installed=_text(raw, "installed", at),
         ref=_optional(raw, "ref", at),
-        commit=_optional(raw, "commit", at),
+        commit=_commit(_optional(raw, "commit", at), at),
         digest=_optional(raw, "digest", at),
-        subpath=_optional(raw, "subpath", at) or "",
+        subpath=_subpath(_optional(raw, "subpath", at) or "", at),
         only=_strings(raw, "only", at),
         exclude=_strings(raw, "exclude", at),
         license=_optional(raw, "license", at),
-        files={str(path): _checked(digest, f"{at} files.{path}") for path, digest in files.items()},
-        skills=tuple(_skill(skill_id, entry, f"{at} skills.{skill_id}") for skill_id, entry in skills.items()),
+        files={_file(path, name, at): _checked(digest, f"{at} files.{_key(path)}") for path, digest in files.items()},
+        skills=tuple(_skill(key, entry, name, f"{at} skills.{_key(key)}") for key, entry in skills.items()),
     )
 
 
-def _skill(skill_id: str, raw: Any, at: str) -> LockedSkill:
+def _skill(skill_id: str, raw: Any, source: str, at: str) -> LockedSkill:
     if not isinstance(raw, dict):
         raise SourceError(f"{at} must be a table with path, from and digest")
-    return LockedSkill(
-        id=skill_id,
-        path=_text(raw, "path", at),
-        origin=_optional(raw, "from", at) or "",
-        digest=_text(raw, "digest", at),
-        license=_optional(raw, "license", at),
-    )
+    owner, _, name = skill_id.partition("/")
+    if owner != source or not plain_name(name):
+        raise SourceError(f"{at}: the id {skill_id!r} must be {source}/SKILL, SKILL one plain file name{FIX}")
+    path = _text(raw, "path", at)
+    if not _placed(path, source, (name, f"{name}.md")):
+        raise SourceError(f"{at}: path {path!r} must be {source}/{name} (a three-file skill: {source}/{name}.md){FIX}")
+    origin = _optional(raw, "from", at) or ""
+    if not plain_relative(origin):
+        raise SourceError(f"{at}: from {origin!r} must be a relative path inside the source{FIX}")
+    return LockedSkill(skill_id, path, origin, _text(raw, "digest", at), _optional(raw, "license", at))
+
+
+# -- the rules `add` follows, for what a lock says (it is input from whoever last pushed) -----------
+def _placed(path: str, source: str, names: tuple[str, ...]) -> bool:
+    """Whether library path `path` is one of `names` in the source's folder: `<source>/NAME`, or
+    `patterns/<source>/NAME` in a seed-style root; nothing else is ever written."""
+    folder, _, name = path.rpartition("/")
+    return folder in (source, f"patterns/{source}") and name in names
+
+
+def _file(path: str, source: str, at: str) -> str:
+    name = path.rpartition("/")[2]
+    if not plain_name(name) or not _placed(path, source, (name,)):
+        raise SourceError(f"{at} files.{_key(path)}: must be {source}/NAME, a file at the top of its folder{FIX}")
+    return path
+
+
+def _url(kind: str, url: str, at: str) -> str:
+    try:
+        check_address(url)
+    except SourceError as exc:
+        raise SourceError(f"{at}: url {exc.message}{FIX}") from exc
+    if kind != "git" and "://" in url:
+        raise SourceError(f"{at}: url of a {kind} is a local path, not {strip_credentials(url)}{FIX}")
+    return url
+
+
+def _commit(commit: str | None, at: str) -> str | None:
+    if commit is not None and not git.is_full_commit(commit):
+        raise SourceError(f"{at}: commit {commit!r} must be a full commit id (40 hex digits){FIX}")
+    return commit
+
+
+def _subpath(subpath: str, at: str) -> str:
+    try:
+        clean = clean_subpath(subpath)
+    except SourceError:
+        clean = None
+    if clean != subpath:
+        raise SourceError(f"{at}: subpath {subpath!r} must be a folder inside the source, such as skills{FIX}")
+    return subpath
 
 
 def _text(raw: dict[str, Any], key: str, at: str) -> str:
@@ -206,7 +267,7 @@ def render_source(source: LockedSource) -> str:
     lines = [f"[source.{_key(source.name)}]"]
     fields: list[tuple[str, str | None]] = [
         ("kind", source.kind),
-        ("url", source.url),
+        ("url", strip_credentials(source.url)),  # however it was read: a hand-written lock may hold a token
         ("ref", source.ref),
         ("commit", source.commit),
         ("digest", source.digest),

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LOCK_NAME, Lock, read_lock
+from skillshelf.library.sources.spec import strip_credentials
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def _by_path(lock: Lock) -> dict[str, Provenance]:
     index: dict[str, Provenance] = {}
     for source in lock.sources.values():
         for skill in source.skills:
-            found = Provenance(source.name, source.kind, source.url, source.version, skill.license or source.license)
+            url = strip_credentials(source.url)  # again here: a hand-written lock may hold a token
+            found = Provenance(source.name, source.kind, url, source.version, skill.license or source.license)
             index[skill.path] = found
             index["id:" + skill.id] = found
     return index

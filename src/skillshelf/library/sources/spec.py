@@ -23,6 +23,7 @@ from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from skillshelf.library.skill.discovery import IGNORED_NAMES, TOP_LEVEL_CATEGORY
+from skillshelf.library.skill.folder import MAX_NAME_BYTES, kept
 from skillshelf.library.sources.errors import SourceError
 
 Kind = Literal["git", "archive", "folder", "file"]
@@ -36,6 +37,10 @@ _SHORTHAND = re.compile(
 NAME_RULE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 # `patterns` would make the root read its categories there; `general` holds the root's own top-level skills.
 RESERVED_NAMES = frozenset({"patterns", TOP_LEVEL_CATEGORY, *IGNORED_NAMES})
+NAME_RULE_TEXT = (
+    "must be 1-64 lowercase letters, digits, '.', '_' or '-' starting with a letter or digit, and not one of "
+    + ", ".join(sorted(RESERVED_NAMES))
+)
 
 
 @dataclass(frozen=True)
@@ -73,14 +78,8 @@ def parse_source(text: str, *, ref: str | None = None, path: str | None = None, 
 
 
 def _parse(text: str, base: Path) -> SourceSpec:
-    if text.startswith("-"):
-        raise SourceError(f"SOURCE {text!r} starts with '-'; give a URL or a path")
-    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
-    if not scheme and "::" in text.split("/", 1)[0]:
-        raise SourceError(
-            f"{text!r} uses git's `transport::address` form, which runs a command to fetch; skillshelf fetches "
-            "over https, ssh, git and file only"
-        )
+    check_address(text)
+    scheme = _scheme(text)
     if scheme:
         return _from_url(text, scheme)
     if _SCP_LIKE.match(text) and not (base / text).exists():
@@ -105,11 +104,33 @@ def _parse(text: str, base: Path) -> SourceSpec:
     )
 
 
-def _from_url(text: str, scheme: str) -> SourceSpec:
+def check_address(text: str) -> None:
+    """The rules every address of a source follows, typed for `add` or read from the lock: not an option,
+    not git's `transport::address` (it runs a command), and a URL over https, ssh, git or file only."""
+    if text.startswith("-"):
+        raise SourceError(f"SOURCE {text!r} starts with '-'; give a URL or a path")
+    scheme = _scheme(text)
+    if not scheme and "::" in text.split("/", 1)[0]:
+        raise SourceError(
+            f"{text!r} uses git's `transport::address` form, which runs a command to fetch; skillshelf fetches "
+            "over https, ssh, git and file only"
+        )
     if scheme == "http":
         raise SourceError(f"{text} is plain http, which anyone on the way can change; use https")
-    if scheme not in GIT_SCHEMES:
+    if scheme and scheme not in GIT_SCHEMES:
         raise SourceError(f"{text}: skillshelf fetches over {', '.join(GIT_SCHEMES)} only, not {scheme}://")
+    if scheme:
+        try:
+            urlsplit(text)
+        except ValueError as exc:  # an unclosed '[' of an IPv6 host, ...
+            raise SourceError(f"{scheme}://... is not a URL ({exc}); give the repository's address") from exc
+
+
+def _scheme(text: str) -> str:
+    return text.split("://", 1)[0].lower() if "://" in text else ""
+
+
+def _from_url(text: str, scheme: str) -> SourceSpec:
     parts = urlsplit(text)
     if scheme == "file" and parts.path.lower().endswith(ARCHIVE_SUFFIXES):
         return _from_path(Path(parts.path))
@@ -148,31 +169,52 @@ def _repo_name(path: str) -> str:
 def clean_subpath(text: str) -> str:
     """A folder inside the source, '/'-separated, that cannot lead out of it."""
     cleaned = PurePosixPath(text.replace("\\", "/").strip("/"))
-    if text.startswith("/") or any(part in ("..", "") for part in cleaned.parts) or ":" in text:
+    if text.startswith("/") or any(part in ("..", "") for part in cleaned.parts) or ":" in text or "\x00" in text:
         raise SourceError(f"--path {text!r} must be a folder inside the source, such as skills/")
     return "" if str(cleaned) == "." else str(cleaned)
+
+
+def plain_relative(text: str) -> bool:
+    """Whether `text` is a path inside a folder as skillshelf writes one: '/'-separated, relative, with no
+    empty, '.' or '..' part and no NUL ('' is the folder itself)."""
+    return text == "" or ("\x00" not in text and all(part not in ("", ".", "..") for part in text.split("/")))
+
+
+def plain_name(name: str) -> bool:
+    """Whether `name` may name a skill or a file in the library: one path component that a listing shows
+    (no dot-name, no build folder, valid UTF-8), at most MAX_NAME_BYTES bytes."""
+    return (
+        bool(name)
+        and "/" not in name
+        and "\x00" not in name
+        and kept(name)
+        and len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
+    )
+
+
+def is_source_name(name: str) -> bool:
+    return bool(NAME_RULE.match(name)) and name not in RESERVED_NAMES
 
 
 def source_name(proposed: str, *, given: bool) -> str:
     """The name a source installs under (`<root>/<name>/`): a given --name must follow the rule; a
     default one is made to."""
     if given:
-        if not NAME_RULE.match(proposed) or proposed in RESERVED_NAMES:
-            raise SourceError(
-                f"--name {proposed!r} must be 1-64 lowercase letters, digits, '.', '_' or '-' starting with a "
-                f"letter or digit, and not one of {', '.join(sorted(RESERVED_NAMES))}"
-            )
+        if not is_source_name(proposed):
+            raise SourceError(f"--name {proposed!r} {NAME_RULE_TEXT}")
         return proposed
     name = re.sub(r"[^a-z0-9._-]+", "-", proposed.lower()).strip("._-")[:64] or "source"
     return name if name not in RESERVED_NAMES else f"{name}-skills"
 
 
 def strip_credentials(url: str) -> str:
-    """`url` without a password, and without a user name over https (a token is often put there)."""
+    """`url` without a password, without a user name but over ssh (a token is often put there:
+    `https://x-access-token:TOKEN@github.com/...`), and without its query and fragment (`?private_token=`,
+    `#access_token=`): a git URL needs none of them. What the lock keeps and every surface shows."""
     if "://" not in url:
         return url
     parts = urlsplit(url)
-    if "@" not in parts.netloc and not parts.query:
+    if "@" not in parts.netloc and not parts.query and not parts.fragment:
         return url
     host = parts.netloc.rsplit("@", 1)[-1]
     user = parts.username if parts.scheme == "ssh" and parts.username else None

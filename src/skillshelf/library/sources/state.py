@@ -43,8 +43,9 @@ def state_dir(root: Path) -> Path:
 def read_installed(root: Path) -> Lock:
     try:
         return read_lock(root / STATE_DIR / INSTALLED)
-    except SourceError:
-        return Lock()  # only a convenience: without it, sync removes no source the lock dropped
+    except SourceError as exc:  # only a convenience: without it, sync removes no source the lock dropped
+        logger.warning("ignoring what %s says was installed here: %s", STATE_DIR, exc.message)
+        return Lock()
 
 
 def record_installed(root: Path, lock: Lock) -> None:
@@ -89,8 +90,9 @@ def local_edits(root: Path, base: Path, source: LockedSource) -> list[LocalEdit]
 
 
 def untracked(folder: Path, source: LockedSource) -> list[str]:
-    """Entries of the source's folder the lock knows nothing of (a skill a curator added by hand)."""
-    if not folder.is_dir():
+    """Entries of the source's folder the lock knows nothing of (a skill a curator added by hand). A folder
+    that is a link is not looked into: what it leads to is nobody's "added here" (swap.inside_root)."""
+    if folder.is_symlink() or not folder.is_dir():
         return []
     known = set()
     for path in [*(s.path for s in source.skills), *source.files]:

@@ -66,8 +66,31 @@ def folder_digest(folder: Path | None) -> str:
     return digest_entries(list(walk_tree(folder)))
 
 
+def inside_root(root: Path, path: Path) -> Path:
+    """`path`, when a writer may replace or fill it: strictly below `root`, with no '..' and no dot-name
+    on the way (a source's folder never has one), through no link (the folders above it resolve inside
+    `root`), and not a link itself; else a SourceError. A name comes from the lock or a journal, input
+    from whoever last pushed, so every writer resolves its target here, whatever was checked before."""
+    rest = path.parts[len(root.parts) :]
+    if path.parts[: len(root.parts)] != root.parts or not rest or any(part in (".", "..") for part in rest):
+        raise SourceError(f"{path} is outside the library {root}; skillshelf writes only its sources' folders there")
+    if any(part.startswith(".") for part in rest):
+        raise SourceError(f"{path} has a dot-name in it; a source's folder in {root} never has one")
+    if not path.parent.resolve().is_relative_to(root.resolve()):
+        raise SourceError(f"{path} leads outside the library {root} through a link; nothing was changed")
+    if path.is_symlink():
+        raise SourceError(
+            f"{path.relative_to(root).as_posix()} is a link in {root}; skillshelf installs a source as a folder and "
+            "never writes through a link. Remove the link (nothing was changed) and run the command again"
+        )
+    return path
+
+
 def commit(root: Path, staging: Path, target: Path, new_folder: Path | None, new_lock: Lock) -> None:
     """Make `target` hold `new_folder` (None: nothing), then write `new_lock`; see the module's doc."""
+    inside_root(root, target)
+    if new_folder is not None:
+        inside_root(staging, new_folder)
     journal = {
         "target": target.relative_to(root).as_posix(),
         "expect": folder_digest(new_folder),
@@ -136,11 +159,16 @@ def recover(root: Path) -> list[str]:
 def _recover_one(root: Path, staging: Path) -> str:
     try:
         journal = json.loads((staging / JOURNAL).read_text(encoding="utf-8"))
-        target = root.joinpath(*str(journal["target"]).split("/"))
+        named = str(journal["target"])
         expected, lock = str(journal["expect"]), parse_lock(str(journal["lock"]), str(staging / JOURNAL))
     except (OSError, ValueError, KeyError, TypeError, SourceError):  # never reached the swap: nothing changed
         discard(staging)
         return f"removed {staging.name}, left by a command that stopped before changing the library"
+    try:
+        target = inside_root(root, root.joinpath(*named.split("/")))
+    except SourceError:  # no swap of skillshelf's wrote that journal: follow it nowhere
+        discard(staging)
+        return f"removed {staging.name}: its journal names {named!r}, outside the library (or a link); nothing moved"
     if folder_digest(target) == expected:
         if read_lock(root / "skillshelf.lock") != lock:
             write_lock(root / "skillshelf.lock", lock)
