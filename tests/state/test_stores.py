@@ -220,6 +220,25 @@ def test_logged_calls_are_read_back_in_order_and_summarised(backend: Backend) ->
     assert summary.callers == {"alice": 2, "anonymous": 1}
 
 
+def test_a_call_naming_a_tool_with_nul_or_a_lone_surrogate_is_logged_and_every_call_after_it_too(
+    backend: Backend,
+) -> None:
+    """A NUL in a tool name failed PostgreSQL's insert and the error ended the writer thread: every later
+    record of that replica was lost. Such strings are stored with U+FFFD in their place, on both backends."""
+    log = backend.call_log()
+    log.write(CallRecord("evil\x00tool", "default", "mallory\ud800", 1.0, False, "UNKNOWN", 2, 60, known=False))
+    assert log.flush(deadline())
+    for _ in range(3):
+        log.write(CALL)
+    log.close()
+    records = list(backend.call_log_reader().records())
+    assert [(r["tool"], r["caller"]) for r in records] == [
+        ("evil\ufffdtool", "mallory\ufffd"),
+        *[("loadSkill", "alice")] * 3,
+    ]
+    assert log.health() == {"state": "ok", "dropped": 0, "lastError": None}
+
+
 def test_the_call_log_keeps_about_twice_max_bytes_of_the_newest_records(backend: Backend) -> None:
     """The file rotates to `.1`; the table drops its oldest rows: either way a busy server's log is bounded,
     and what is kept is the newest."""
