@@ -72,6 +72,19 @@ def test_db_commands_without_a_database_url_say_how_to_set_one() -> None:
     assert code != 0 and "database_url is not set" in output and "--database-url" in output
 
 
+def test_a_url_that_is_not_postgresql_is_refused_in_the_validators_words_alone() -> None:
+    code, output = run("db", "migrate", "--database-url", "mysql://root:s3cret@db/shelf")
+    assert code != 0 and "only postgresql://" in output
+    assert "Value error" not in output and "s3cret" not in output
+
+
+def test_a_password_with_an_unencoded_at_sign_shows_no_part_of_itself() -> None:
+    url = "postgresql://app:s3cr@t-tail@127.0.0.1:1/shelf"
+    code, output = run("db", "status", "--database-url", url)
+    assert code != 0 and "%40" in output
+    assert "s3cr" not in output and "t-tail" not in output
+
+
 def test_serve_with_an_unreachable_database_stops_at_once_with_a_clear_error(tmp_path: Path) -> None:
     url = f"postgresql://app:{PASSWORD}@127.0.0.1:{free_port()}/shelf"
     done = subprocess.run(
