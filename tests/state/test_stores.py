@@ -168,7 +168,10 @@ def test_notes_are_read_back_newest_first_with_their_fields(backend: Backend) ->
     found = get_notes(backend.roots, "app", notes=notes)
     assert [n.id for n in found.notes] == [second.note.id, first.note.id]
     assert found.notes[1] == first.note and found.total == 2 and found.skipped_lines == []
-    assert first.file == notes.location
+    if backend.database_url is None:
+        assert (first.file, first.stored_in) == (".agent-memory/session-notes.jsonl", "file")
+    else:  # it said "file": "postgresql"
+        assert (first.file, first.stored_in) == (None, "database")
 
 
 def test_notes_filter_by_type_words_and_time(backend: Backend) -> None:

@@ -25,8 +25,9 @@ class NotesStore(Protocol):
     """A project's notes: appended one at a time, read all at once (newest first)."""
 
     @property
-    def location(self) -> str:
-        """Where the notes are kept, as the `file` an added note reports."""
+    def location(self) -> str | None:
+        """The notes file relative to the project, as the `file` an added note reports; None: no file (the
+        shared database)."""
 
     def append(self, project: Project, record: dict[str, Any]) -> bool:
         """Store one note (the seed's fields plus `id`, `tags`, `author`); True when a torn last line
