@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.db import is_disk_full
 from skillshelf.memory import store
 from skillshelf.projects import Project
 
@@ -48,10 +49,11 @@ class FileNotes:
             path.parent.mkdir(parents=True, exist_ok=True)
             return store.append_line(path, store.encode_line(record))
         except OSError as exc:
+            fix = "Free space on that disk" if is_disk_full(exc) else "Check that the project folder is writable"
             raise SkillshelfError(
                 ErrorCode.FILESYSTEM_ERROR,
-                f"Could not write {project.name}/{NOTES_RELATIVE}: {exc.strerror or type(exc).__name__}. "
-                "Check that the project folder is writable, then add the note again.",
+                f"Could not write {project.name}/{NOTES_RELATIVE}: {exc.strerror or type(exc).__name__}; nothing "
+                f"of the note was kept. {fix}, then add the note again.",
             ) from exc
 
     def read(self, project: Project) -> store.NotesView:

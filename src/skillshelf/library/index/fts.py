@@ -45,10 +45,12 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.db import (
     UNWRITABLE_CODES,
     describe_sqlite_error,
+    disk_full,
     file_identity,
     file_lock,
     immediate_transaction,
     is_corruption,
+    is_disk_full,
     use_wal,
 )
 from skillshelf.library.skill.paths import display_path
@@ -178,6 +180,8 @@ class FtsIndex:
             if is_corruption(exc):
                 self.damage = str(exc)
                 return self._placeholder()
+            if is_disk_full(exc):
+                raise disk_full(self.path, f"the {self.LABEL}") from exc
             if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF not in UNWRITABLE_CODES:
                 raise
             return self._open_elsewhere(describe_sqlite_error(exc))
