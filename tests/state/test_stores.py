@@ -270,3 +270,27 @@ def test_a_note_postgresql_cannot_hold_is_refused_as_invalid_and_the_embedded_fi
         add_note(backend.roots, "app", "general", "before\x00after", None, notes)
     assert refused.value.code is ErrorCode.VALIDATION_ERROR and "NUL" in refused.value.message
     assert get_notes(backend.roots, "app", notes=notes).total == 0
+
+
+def test_a_prune_that_fails_neither_loses_nor_repeats_the_records_it_follows(
+    postgres_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pruning runs after the insert: were its failure taken for the batch's, the batch would be offered again."""
+    import psycopg
+
+    backend = Backend("postgres", postgres_url, tmp_path / "state", ProjectRoots.of([tmp_path]))
+    log = backend.call_log(max_bytes=4096)  # a prune after every 1,024 bytes written (about 7 records)
+    log.write(CALL)
+    log.close()  # the schema exists now
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes'; END $$"
+        )
+        conn.execute("CREATE TRIGGER no_prune BEFORE DELETE ON call_log FOR EACH STATEMENT EXECUTE FUNCTION refuse()")
+    with caplog.at_level("WARNING", logger="skillshelf.server.calllog_postgres"):
+        for _ in range(12):
+            log.write(CALL)
+            assert log.flush(deadline())
+        log.close()
+    assert len(list(backend.call_log_reader().records())) == 13
+    assert log.health()["dropped"] == 0 and "could not be pruned (no deletes)" in caplog.text
