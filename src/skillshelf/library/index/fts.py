@@ -169,8 +169,9 @@ class FtsIndex:
     def _open(self) -> sqlite3.Connection:
         """Connect. A damaged file is noted and stood in for by an empty index until the first sync
         replaces it (moving it needs the lock, which another process's long build may hold). A folder
-        that cannot be written falls back to a temporary one. A lock held by another process or a full
-        disk is raised as it is: nothing here may touch a file another server is using."""
+        that cannot be written falls back to a temporary one. A lock held by another process is raised as it
+        is, and a full disk as FILESYSTEM_ERROR naming the file: nothing here may touch a file another server is
+        using."""
         try:
             self._identity = file_identity(self.path)
             self._require_writable()
