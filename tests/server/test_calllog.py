@@ -126,6 +126,11 @@ def test_a_fifo_at_the_log_path_is_refused_with_one_warning(tmp_path: Path, capl
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "is a FIFO, not a regular file" in warnings[0]
     assert "[call_log] path" in warnings[0]
+    assert log.health() == {
+        "state": "failing",
+        "dropped": 3,
+        "lastError": "the log's path is a FIFO, not a regular file",
+    }
 
 
 def test_closing_writes_every_record_queued(tmp_path: Path) -> None:

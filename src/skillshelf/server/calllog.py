@@ -430,10 +430,10 @@ class JsonlCallLogStore:
                 "call log %s is a %s, not a regular file: calls go on unlogged. Point [call_log] path at a file",
                 refused.kind,
             )
-            raise StoreFailed(f"{self.path} is a {refused.kind}, not a regular file") from refused
+            raise StoreFailed(f"the log's path is a {refused.kind}, not a regular file") from refused
         except OSError as exc:
             self._warn("os", "call log %s cannot be written (%s); calls go on unlogged", exc)
-            raise StoreFailed(f"{self.path} cannot be written ({exc.strerror or exc})") from exc
+            raise StoreFailed(f"the log file cannot be written ({exc.strerror or type(exc).__name__})") from exc
         finally:
             if fd >= 0:
                 os.close(fd)
