@@ -421,6 +421,8 @@ def _problem(error: ErrorDetails, layers: Sequence[_Layer]) -> str:
         except UnknownKey:
             guess = None
         message = "not a setting" + (f"; did you mean {guess!r}?" if guess else "")
+    elif error["type"] == "value_error":  # a validator's own message, without pydantic's "Value error, "
+        message = str(error.get("ctx", {}).get("error", message))
     elif where.startswith(PREFIX) and error["type"] in ("list_type", "dict_type", "model_type"):
         message += f' (a variable sets a list or a table as JSON, e.g. {where}=\'["a", "b"]\')'
     return f"{where}: {key}: {message}"

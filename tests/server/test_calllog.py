@@ -20,6 +20,7 @@ from mcp import Client
 
 from skillshelf.cli import cli
 from skillshelf.library.index.library import SkillLibrary
+from skillshelf.server.app import build_server
 from skillshelf.server.calllog import (
     MAX_PENDING,
     MAX_TOOL_NAME,
@@ -27,9 +28,11 @@ from skillshelf.server.calllog import (
     UNKNOWN_WINDOW_S,
     CallLog,
     CallRecord,
+    JsonlCallLogStore,
     read_records,
     summarise,
 )
+from skillshelf.settings import resolve_settings
 from tests.conftest import deadline
 from tests.server.team_support import make_server
 
@@ -123,6 +126,11 @@ def test_a_fifo_at_the_log_path_is_refused_with_one_warning(tmp_path: Path, capl
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "is a FIFO, not a regular file" in warnings[0]
     assert "[call_log] path" in warnings[0]
+    assert log.health() == {
+        "state": "failing",
+        "dropped": 3,
+        "lastError": "the log's path is a FIFO, not a regular file",
+    }
 
 
 def test_closing_writes_every_record_queued(tmp_path: Path) -> None:
@@ -301,3 +309,94 @@ def test_log_counts_calls_to_unknown_tools_apart(tmp_path: Path) -> None:
     assert "11 calls to tools the server does not know" in text.output
     summary = json.loads(CliRunner().invoke(cli, ["log", "--path", str(log), "--json"]).output)
     assert summary["unknown_tools"] == 11 and [t["tool"] for t in summary["tools"]] == ["loadSkill"]
+
+
+# -- a store that fails: the writer goes on, /health and the log say so ----------------------------------
+
+
+class PickyStore(JsonlCallLogStore):
+    """The file, refusing any line from the caller `refused`: a store that cannot hold one record."""
+
+    def append(self, lines: list[bytes]) -> None:
+        if any(b'"caller":"refused"' in line for line in lines):
+            raise ValueError("this store cannot hold that line")
+        super().append(lines)
+
+
+def test_a_record_the_store_refuses_costs_that_record_alone_and_the_writer_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "calls.jsonl"
+    log = CallLog(path, max_bytes=1 << 20, store=PickyStore(path, 1 << 20))
+    log.linger_s = DEADLINE_S  # the three records share one batch (flush writes it at once)
+    refused = CallRecord("loadSkill", "default", "refused", 1.0, True, None, 1, 1)
+    with caplog.at_level("ERROR", logger="skillshelf.server.calllog"):
+        for record in (ALICE_CALL, refused, ALICE_CALL):
+            log.write(record)
+        assert log.flush(DEADLINE_S)
+        log.write(ALICE_CALL)
+        log.close()
+    assert [r["caller"] for r in read_records(path)] == ["alice"] * 3
+    assert log.health() == {"state": "ok", "dropped": 1, "lastError": "ValueError: this store cannot hold that line"}
+    errors = [r.getMessage() for r in caplog.records]
+    assert errors == [
+        f"call log {path} could not store 1 call record(s), dropped: ValueError: this store cannot hold that line"
+    ]
+
+
+class BrokenStore(JsonlCallLogStore):
+    """The file, failing as `fault` says: "fire" fails every line, "fatal" ends the thread handing it lines."""
+
+    fault: str | None = "fire"
+
+    def append(self, lines: list[bytes]) -> None:
+        if self.fault == "fatal":
+            raise SystemExit("the writer thread is gone")
+        if self.fault == "fire":
+            raise RuntimeError("the disk is on fire")
+        super().append(lines)
+
+
+@pytest.mark.anyio
+async def test_health_shows_a_call_log_writer_that_fails_or_died_and_a_new_one_starts(
+    sample_root: Path, tmp_path: Path
+) -> None:
+    import httpx2
+
+    path = tmp_path / "calls.jsonl"
+    store = BrokenStore(path, 1 << 20)
+    log = CallLog(path, max_bytes=1 << 20, store=store)
+    settings = resolve_settings([sample_root], env={"SKILLSHELF_STATE_DIR": str(tmp_path / "state")})
+    library = SkillLibrary(settings.library_config())
+
+    async def call_log_health() -> dict[str, Any]:
+        app = build_server(settings, library, call_log=log).streamable_http_app()
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+            found: dict[str, Any] = (await http.get("/health")).json()["callLog"]
+        return found
+
+    try:
+        assert await call_log_health() == {"state": "ok", "dropped": 0, "lastError": None}
+        log.write(ALICE_CALL)
+        assert log.flush(DEADLINE_S)
+        assert await call_log_health() == {
+            "state": "failing",
+            "dropped": 1,
+            "lastError": "RuntimeError: the disk is on fire",
+        }
+        store.fault = "fatal"
+        log.write(ALICE_CALL)
+        assert log.flush(DEADLINE_S)
+        assert (await call_log_health())["state"] == "stopped"
+        store.fault = None  # mended: the next record starts a writer, which writes it
+        log.write(ALICE_CALL)
+        assert log.flush(DEADLINE_S)
+        assert await call_log_health() == {
+            "state": "ok",
+            "dropped": 2,
+            "lastError": "SystemExit: the writer thread is gone",
+        }
+        assert [r["caller"] for r in read_records(path)] == ["alice"]
+    finally:
+        log.close()
+        library.close()

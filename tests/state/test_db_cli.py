@@ -52,6 +52,8 @@ def test_status_gives_the_redacted_url_reachability_and_schema_version(postgres_
     assert output.startswith("{"), output
     status = json.loads(output)
     assert code == 1 and status["reachable"] and status["schemaVersion"] == 0  # not migrated yet
+    code, output = run("db", "status", "--database-url", url)
+    assert code == 1 and f"schema: version 0 (this skillshelf: {LATEST}); run `skillshelf db migrate`" in output
     run("db", "migrate", "--database-url", url)
     code, output = run("db", "status", "--database-url", url)
     assert code == 0, output
@@ -70,6 +72,19 @@ def test_status_of_an_unreachable_database_names_it_without_the_password_and_fai
 def test_db_commands_without_a_database_url_say_how_to_set_one() -> None:
     code, output = run("db", "status")
     assert code != 0 and "database_url is not set" in output and "--database-url" in output
+
+
+def test_a_url_that_is_not_postgresql_is_refused_in_the_validators_words_alone() -> None:
+    code, output = run("db", "migrate", "--database-url", "mysql://root:s3cret@db/shelf")
+    assert code != 0 and "only postgresql://" in output
+    assert "Value error" not in output and "s3cret" not in output
+
+
+def test_a_password_with_an_unencoded_at_sign_shows_no_part_of_itself() -> None:
+    url = "postgresql://app:s3cr@t-tail@127.0.0.1:1/shelf"
+    code, output = run("db", "status", "--database-url", url)
+    assert code != 0 and "%40" in output
+    assert "s3cr" not in output and "t-tail" not in output
 
 
 def test_serve_with_an_unreachable_database_stops_at_once_with_a_clear_error(tmp_path: Path) -> None:
@@ -190,3 +205,21 @@ def test_a_database_url_without_psycopg_installed_says_which_extra_to_install(tm
     assert done.returncode != 0
     assert "psycopg is not installed" in done.stderr and "skillshelf[postgres]" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_import_with_no_library_configured_refuses_to_read_the_bundled_examples_and_names_the_fix(
+    postgres_url: str,
+) -> None:
+    """It read the bundled examples' (empty) usage history and reported "0 of 0" for the served library's."""
+    code, output = run("db", "import", "--database-url", postgres_url)
+    assert code != 0 and "no library configured" in output and "--library PATH" in output and "--no-usage" in output
+    code, output = run("db", "import", "--database-url", postgres_url, "--no-usage")
+    assert code == 0, output
+
+
+def test_import_of_a_library_never_used_says_which_library_it_looked_in(postgres_url: str, tmp_path: Path) -> None:
+    library = tmp_path / "served"
+    library.mkdir()
+    code, output = run("db", "import", "--database-url", postgres_url, env={"SKILLSHELF_LIBRARY": str(library)})
+    assert code == 0, output
+    assert f"usage: nothing to import: the library at {library} has no usage history" in output

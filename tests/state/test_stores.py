@@ -168,7 +168,10 @@ def test_notes_are_read_back_newest_first_with_their_fields(backend: Backend) ->
     found = get_notes(backend.roots, "app", notes=notes)
     assert [n.id for n in found.notes] == [second.note.id, first.note.id]
     assert found.notes[1] == first.note and found.total == 2 and found.skipped_lines == []
-    assert first.file == notes.location
+    if backend.database_url is None:
+        assert (first.file, first.stored_in) == (".agent-memory/session-notes.jsonl", "file")
+    else:  # it said "file": "postgresql"
+        assert (first.file, first.stored_in) == (None, "database")
 
 
 def test_notes_filter_by_type_words_and_time(backend: Backend) -> None:
@@ -220,6 +223,25 @@ def test_logged_calls_are_read_back_in_order_and_summarised(backend: Backend) ->
     assert summary.callers == {"alice": 2, "anonymous": 1}
 
 
+def test_a_call_naming_a_tool_with_nul_or_a_lone_surrogate_is_logged_and_every_call_after_it_too(
+    backend: Backend,
+) -> None:
+    """A NUL in a tool name failed PostgreSQL's insert and the error ended the writer thread: every later
+    record of that replica was lost. Such strings are stored with U+FFFD in their place, on both backends."""
+    log = backend.call_log()
+    log.write(CallRecord("evil\x00tool", "default", "mallory\ud800", 1.0, False, "UNKNOWN", 2, 60, known=False))
+    assert log.flush(deadline())
+    for _ in range(3):
+        log.write(CALL)
+    log.close()
+    records = list(backend.call_log_reader().records())
+    assert [(r["tool"], r["caller"]) for r in records] == [
+        ("evil\ufffdtool", "mallory\ufffd"),
+        *[("loadSkill", "alice")] * 3,
+    ]
+    assert log.health() == {"state": "ok", "dropped": 0, "lastError": None}
+
+
 def test_the_call_log_keeps_about_twice_max_bytes_of_the_newest_records(backend: Backend) -> None:
     """The file rotates to `.1`; the table drops its oldest rows: either way a busy server's log is bounded,
     and what is kept is the newest."""
@@ -248,3 +270,27 @@ def test_a_note_postgresql_cannot_hold_is_refused_as_invalid_and_the_embedded_fi
         add_note(backend.roots, "app", "general", "before\x00after", None, notes)
     assert refused.value.code is ErrorCode.VALIDATION_ERROR and "NUL" in refused.value.message
     assert get_notes(backend.roots, "app", notes=notes).total == 0
+
+
+def test_a_prune_that_fails_neither_loses_nor_repeats_the_records_it_follows(
+    postgres_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pruning runs after the insert: were its failure taken for the batch's, the batch would be offered again."""
+    import psycopg
+
+    backend = Backend("postgres", postgres_url, tmp_path / "state", ProjectRoots.of([tmp_path]))
+    log = backend.call_log(max_bytes=4096)  # a prune after every 1,024 bytes written (about 7 records)
+    log.write(CALL)
+    log.close()  # the schema exists now
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes'; END $$"
+        )
+        conn.execute("CREATE TRIGGER no_prune BEFORE DELETE ON call_log FOR EACH STATEMENT EXECUTE FUNCTION refuse()")
+    with caplog.at_level("WARNING", logger="skillshelf.server.calllog_postgres"):
+        for _ in range(12):
+            log.write(CALL)
+            assert log.flush(deadline())
+        log.close()
+    assert len(list(backend.call_log_reader().records())) == 13
+    assert log.health()["dropped"] == 0 and "could not be pruned (no deletes)" in caplog.text

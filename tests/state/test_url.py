@@ -47,6 +47,16 @@ def test_other_urls_are_refused_naming_the_fix_and_never_the_password(url: str, 
     assert "s3cret" not in str(refused.value)
 
 
+def test_a_password_with_an_unencoded_at_sign_is_refused_naming_the_fix_and_no_part_of_it() -> None:
+    """libpq splits at the first `@`: the password's tail became the host, and its name was shown in errors."""
+    with pytest.raises(ValueError) as refused:
+        check_database_url("postgresql://app:s3cr@t-tail@127.0.0.1:5432/shelf")
+    message = str(refused.value)
+    assert "unencoded '@'" in message and "%40" in message and "postgresql://app:***@127.0.0.1:5432/shelf" in message
+    assert "s3cr" not in message and "t-tail" not in message
+    assert check_database_url("postgresql://app:s3cr%40t-tail@127.0.0.1/shelf")  # encoded, it is fine
+
+
 def test_a_driver_message_holding_the_password_is_masked() -> None:
     from skillshelf.state.database import reason_of
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from skillshelf.cli.common import command_settings, json_option, library_option
+from skillshelf.cli.common import announce_roots, command_settings, json_option, library_option
 from skillshelf.cli.output import plural, print_json
 from skillshelf.cli.setting_flags import setting_flags
 from skillshelf.library.skill.paths import display_path
@@ -64,9 +64,20 @@ def status_command(as_json: bool) -> None:
         click.echo(f"database: {status['database']}")
         click.echo(f"reachable: {'yes' if status['reachable'] else 'no (' + str(status['error']) + ')'}")
         if status["reachable"]:
-            click.echo(f"schema: version {status['schemaVersion']} (this skillshelf: {status['latest']})")
+            click.echo(
+                f"schema: version {status['schemaVersion']} (this skillshelf: {status['latest']}){_hint(status)}"
+            )
     if not status["reachable"] or status["schemaVersion"] != status["latest"]:
         raise SystemExit(1)
+
+
+def _hint(status: dict[str, Any]) -> str:
+    """What to do about a schema that is not this skillshelf's."""
+    if status["schemaVersion"] < status["latest"]:
+        return "; run `skillshelf db migrate` to bring it up to date (a server does so on start too)"
+    if status["schemaVersion"] > status["latest"]:
+        return "; a newer skillshelf migrated it: upgrade skillshelf here"
+    return ""
 
 
 @db.command("import")
@@ -92,12 +103,14 @@ def import_command(
 
     settings = command_settings(libraries)
     url = _url(settings)
+    if not no_usage and usage_file is None:
+        _check_served_library(settings)
     shown = database(url).shown  # unreachable: a clear error before anything is read
     report: dict[str, Any] = {"database": shown}
     if not no_usage:
         path = usage_file or embedded_usage_path(settings)
         if usage_file is None and not path.is_file():  # a library never used: only its notes to import
-            report["usage"] = {"file": str(path), "read": 0, "added": 0}
+            report["usage"] = {"file": str(path), "read": 0, "added": 0, "found": False, "library": _roots(settings)}
         else:
             events = import_events(url, path)  # a --usage-file that does not exist is an error
             report["usage"] = {"file": str(path), "read": events.read, "added": events.added}
@@ -114,12 +127,32 @@ def import_command(
     _print_import(report)
 
 
+def _check_served_library(settings: Settings) -> None:
+    """The library whose usage history is imported is found as `serve` finds it (--library, then
+    SKILLSHELF_LIBRARY, then `library` in the config file); the bundled examples have none worth importing."""
+    if settings.using_bundled:
+        raise click.ClickException(
+            "no library configured: `db import` reads the usage history of the library you serve; pass it as "
+            "you pass it to serve (--library PATH, SKILLSHELF_LIBRARY or `library` in the config file), or "
+            "--usage-file FILE, or --no-usage to import the notes only"
+        )
+    announce_roots(settings.roots, settings.using_bundled)  # a root that is no folder: the error serve gives
+
+
+def _roots(settings: Settings) -> list[str]:
+    return [display_path(root) for root in settings.roots]
+
+
 def _print_import(report: dict[str, Any]) -> None:
     click.echo(f"into {report['database']}:")
     if "usage" in report:
         usage = report["usage"]
         where = display_path(Path(usage["file"]))
-        click.echo(f"  usage: {plural(usage['added'], 'event')} added of {usage['read']} in {where}")
+        if usage.get("found", True):
+            click.echo(f"  usage: {plural(usage['added'], 'event')} added of {usage['read']} in {where}")
+        else:
+            library = ", ".join(usage["library"])
+            click.echo(f"  usage: nothing to import: the library at {library} has no usage history ({where})")
     for notes in report.get("notes", []):
         skipped = f"; unreadable lines left out: {notes['skippedLines']}" if notes["skippedLines"] else ""
         click.echo(f"  notes of {notes['project']}: {plural(notes['added'], 'note')} added of {notes['read']}{skipped}")

@@ -8,6 +8,7 @@ for these.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import sys
@@ -15,6 +16,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.skill.paths import display_path
 
 # SQLite's primary result codes that mean "this place cannot be written" (not damage, not a lock).
 UNWRITABLE_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM})
@@ -51,6 +55,22 @@ def describe_sqlite_error(exc: sqlite3.Error) -> str:
         sqlite3.SQLITE_IOERR: "an I/O error",
     }
     return reasons.get(code, str(exc))
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """SQLITE_FULL, or an OSError saying the disk (or the user's quota) has no space left."""
+    if isinstance(exc, sqlite3.Error):
+        return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF == sqlite3.SQLITE_FULL
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(path: Path, what: str) -> SkillshelfError:
+    """The error for `what` (e.g. "the skill index") that could not be written at `path` for want of space."""
+    return SkillshelfError(
+        ErrorCode.FILESYSTEM_ERROR,
+        f"No space left on the disk holding {what} ({display_path(path)}): free some space there "
+        "(`df -h` shows how full it is), then try again.",
+    )
 
 
 @contextmanager

@@ -16,7 +16,8 @@ class Note(WireModel):
 
 class NoteAdded(WireModel):
     project: str
-    file: str  # relative to the project
+    file: str | None = None  # the notes file, relative to the project; absent when they are in the shared database
+    stored_in: str = "file"  # "file" (the notes file) or "database" (the shared database of database_url)
     note: Note
 
 

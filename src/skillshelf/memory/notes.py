@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.db import is_disk_full
 from skillshelf.memory import store
 from skillshelf.projects import Project
 
@@ -25,8 +26,9 @@ class NotesStore(Protocol):
     """A project's notes: appended one at a time, read all at once (newest first)."""
 
     @property
-    def location(self) -> str:
-        """Where the notes are kept, as the `file` an added note reports."""
+    def location(self) -> str | None:
+        """The notes file relative to the project, as the `file` an added note reports; None: no file (the
+        shared database)."""
 
     def append(self, project: Project, record: dict[str, Any]) -> bool:
         """Store one note (the seed's fields plus `id`, `tags`, `author`); True when a torn last line
@@ -47,10 +49,11 @@ class FileNotes:
             path.parent.mkdir(parents=True, exist_ok=True)
             return store.append_line(path, store.encode_line(record))
         except OSError as exc:
+            fix = "Free space on that disk" if is_disk_full(exc) else "Check that the project folder is writable"
             raise SkillshelfError(
                 ErrorCode.FILESYSTEM_ERROR,
-                f"Could not write {project.name}/{NOTES_RELATIVE}: {exc.strerror or type(exc).__name__}. "
-                "Check that the project folder is writable, then add the note again.",
+                f"Could not write {project.name}/{NOTES_RELATIVE}: {exc.strerror or type(exc).__name__}; nothing "
+                f"of the note was kept. {fix}, then add the note again.",
             ) from exc
 
     def read(self, project: Project) -> store.NotesView:

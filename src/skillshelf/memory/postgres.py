@@ -12,13 +12,11 @@ from skillshelf.projects import Project
 from skillshelf.state.database import database
 from skillshelf.state.url import redacted
 
-LOCATION = "postgresql"  # what NoteAdded.file says: the notes are in the database, not a file
-
 
 class PostgresNotes:
     """A project's notes in table `memory_notes`; failures are StateUnavailable (retryable)."""
 
-    location = LOCATION
+    location = None  # no file: NoteAdded says `storedIn: "database"` (never the URL: it names the host and user)
 
     def __init__(self, url: str) -> None:
         self.url = url

@@ -66,7 +66,8 @@ def add_note(
         logger.warning(
             "%s/%s ended in a torn line; the new note starts on a line of its own", found.name, NOTES_RELATIVE
         )
-    return NoteAdded(project=found.name, file=notes.location, note=note)
+    where = notes.location
+    return NoteAdded(project=found.name, file=where, stored_in="file" if where else "database", note=note)
 
 
 def get_notes(

@@ -99,7 +99,8 @@ def append_line(path: Path, line: bytes) -> bool:
     """Append one complete line; True when a torn last line (a crash mid-write) had to be terminated first.
 
     O_APPEND puts every write at the end; the lock keeps the torn-line check and the write together
-    so two writers can neither interleave nor both "repair" the same line.
+    so two writers can neither interleave nor both "repair" the same line. A write that fails part way (a
+    full disk) is cut back off under the same lock: it leaves no partial line for every later read to report.
     """
     # Read-write, not write-only: the torn-line check reads the last byte under the same lock.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | OPEN_FLAGS | NONBLOCK, 0o666)
@@ -108,7 +109,11 @@ def append_line(path: Path, line: bytes) -> bool:
         with _locked(fd):
             size = os.fstat(fd).st_size
             torn = size > 0 and _read_range(fd, size - 1, size) != b"\n"
-            _write_all(fd, b"\n" + line if torn else line)
+            try:
+                _write_all(fd, b"\n" + line if torn else line)
+            except OSError:
+                os.ftruncate(fd, size)  # shrinking needs no space; the file is as it was
+                raise
     finally:
         os.close(fd)
     return torn

@@ -158,7 +158,7 @@ def _assemble(
     pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
     skills.install(server)
     register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
-    _add_routes(server, settings, reader, sessions, web)
+    _add_routes(server, settings, reader, sessions, web, call_log)
     return server
 
 
@@ -245,7 +245,12 @@ def _freeze_when_indexed(library: SkillLibrary) -> None:
 
 
 def _add_routes(
-    server: MCPServer[Any], settings: Settings, reader: ViewReader, sessions: SessionArchive, web: WebAccess | None
+    server: MCPServer[Any],
+    settings: Settings,
+    reader: ViewReader,
+    sessions: SessionArchive,
+    web: WebAccess | None,
+    call_log: CallLog | None,
 ) -> None:
     """The skill:// documentation template, /health and the web view, all over the view's reader."""
 
@@ -268,6 +273,8 @@ def _add_routes(
         found = {**reader.status(), "version": __version__, **counts}
         if (url := settings.database_url) is not None:
             found["database"] = await anyio.to_thread.run_sync(database_health, url)
+        if call_log is not None:
+            found["callLog"] = call_log.health()
         return JSONResponse(found)
 
     for route in web_routes(reader, web or WebAccess(security=transport_security(settings.http_host))):

@@ -22,7 +22,10 @@ Where the lines go is a `CallLogStore`: `JsonlCallLogStore`, the file above (the
 shared PostgreSQL database when `database_url` is set (state/calllog.py); `open_call_log` picks one.
 A store that cannot take lines for now (the database restarting) raises `RetryLater`: the writer
 keeps them queued and tries again, so a restart costs no record unless the queue overflows (counted
-in `dropped`, and logged) or the server stops first (logged with the count).
+in `dropped`, and logged) or the server stops first (logged with the count). No record can stop the
+writer: its strings are made storable first (NUL and lone surrogates become U+FFFD), a batch the store
+fails on otherwise is offered again line by line so only a line it still refuses is lost (dropped, and
+logged as an error), and `health` (in /health) says whether the writer runs and what it lost.
 
 `summarise` reads it back for `skillshelf log`: calls per tool, error rates, p50/p95 durations, the
 busiest skills, and how many calls named unknown tools.
@@ -49,9 +52,18 @@ from pydantic import BaseModel
 
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server.calllog_store import CallLogStore, RetryLater
+from skillshelf.server.calllog_store import CallLogStore, RetryLater, StoreFailed
 
-__all__ = ["CallLog", "CallLogStore", "CallRecord", "JsonlCallLogStore", "RetryLater", "open_call_log", "summarise"]
+__all__ = [
+    "CallLog",
+    "CallLogStore",
+    "CallRecord",
+    "JsonlCallLogStore",
+    "RetryLater",
+    "StoreFailed",
+    "open_call_log",
+    "summarise",
+]
 
 if TYPE_CHECKING:
     from skillshelf.settings import Settings
@@ -69,6 +81,11 @@ LINGER_S = 0.05  # a queued record waits up to this long for the next ones, to s
 WRITE_BATCH = 256  # ... or until this many are queued
 RETRY_S = 1.0  # between attempts to hand queued lines to a store that said RetryLater
 NOT_A_FILE = "not a regular file"
+MAX_ERROR = 300  # characters of a store's error kept for /health
+# What neither store can hold in a string: NUL (PostgreSQL's text and jsonb refuse it) and a lone surrogate
+# (no UTF-8 for it; jsonb refuses its escape). A record's strings come from callers (a tool name, a token's
+# name): these become U+FFFD, so one odd call is logged, not refused, and never fails the lines around it.
+UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
 def log_path(settings: CallLogSettings) -> Path:
@@ -114,7 +131,13 @@ class CallRecord:
             record["unknown"] = True
         if suppressed:
             record["suppressed"] = suppressed
+        record = {key: storable(value) if isinstance(value, str) else value for key, value in record.items()}
         return json.dumps(record, separators=(",", ":")) + "\n"
+
+
+def storable(text: str) -> str:
+    """`text` with what no store can hold (NUL, a lone surrogate) replaced by U+FFFD."""
+    return UNSTORABLE.sub("\ufffd", text)
 
 
 @dataclass
@@ -180,7 +203,9 @@ class CallLog:
         self.max_bytes = max_bytes
         self.clock = clock
         self.store: CallLogStore = store or JsonlCallLogStore(path, max_bytes)
-        self.dropped = 0  # records lost because the writer fell MAX_PENDING lines behind
+        self.dropped = 0  # records lost: the writer fell MAX_PENDING lines behind, or the store refused them
+        self._state = "ok"  # of the last hand-over to the store: "ok", "retrying" (kept) or "failing" (lost)
+        self._last_error: str | None = None
         self._unknown = UnknownQuota()
         self._pending: deque[bytes] = deque()
         self._writing = False  # the thread holds lines taken from the queue but not yet written
@@ -235,7 +260,7 @@ class CallLog:
             self._warn("behind", "call log %s: the disk is %d records behind; new records are dropped", MAX_PENDING)
             return
         self._pending.append(line)
-        if self._thread is None:
+        if self._thread is None or not (self._thread.is_alive() or self._stopping):  # none yet, or it died
             self._thread = threading.Thread(target=self._run, name="skillshelf-call-log", daemon=True)
             self._thread.start()
             atexit.register(self.close)
@@ -253,13 +278,72 @@ class CallLog:
                 self._pending.clear()
                 self._writing = True
             try:
-                self._append(batch)
-            except RetryLater as exc:
-                self._keep_for_later(batch, exc)
+                self._deliver(batch)
+            except BaseException as exc:  # past `_deliver` only what ends a thread: it ends, and says so
+                self._lose(len(batch), exc)
+                logger.error("call log %s: its writer stopped; the next record starts another", self.store.where)
+                return
             finally:
                 with self._changed:
                     self._writing = False
                     self._changed.notify_all()
+
+    def health(self) -> dict[str, Any]:
+        """For /health: `state` "ok" (the last record was stored), "retrying" (the store cannot take records now:
+        they are kept), "failing" (the last record was lost) or "stopped" (the writer thread is gone; the next
+        record starts another); `dropped`, the records lost since the start (a refused one, one past a full
+        queue); `lastError`, the store's latest complaint (None: never)."""
+        with self._changed:
+            thread = self._thread
+            dead = thread is not None and not thread.is_alive() and not self._stopping
+            state = "stopped" if dead else self._state
+            return {"state": state, "dropped": self.dropped, "lastError": self._last_error}
+
+    def _deliver(self, batch: list[bytes]) -> None:
+        """On the writer thread: hand `batch` to the store. A store that fails on something else than its own
+        RetryLater or StoreFailed is offered the lines one by one, so a line it cannot hold costs that line
+        alone (dropped, logged), never the batch around it nor the thread."""
+        try:
+            self._append(batch)
+        except (RetryLater, StoreFailed) as exc:
+            self._not_taken(batch, exc)
+        except Exception:
+            self._deliver_one_by_one(batch)
+        else:
+            self._delivered()
+
+    def _deliver_one_by_one(self, batch: list[bytes]) -> None:
+        for number, line in enumerate(batch):
+            try:
+                self._append([line])
+            except (RetryLater, StoreFailed) as exc:
+                self._not_taken(batch[number:], exc)
+                return
+            except Exception as exc:
+                self._lose(1, exc)
+            else:
+                self._delivered()
+
+    def _not_taken(self, lines: list[bytes], why: RetryLater | StoreFailed) -> None:
+        if isinstance(why, RetryLater):
+            self._keep_for_later(lines, why)
+        else:
+            self._lose(len(lines), why, logged=True)
+
+    def _delivered(self) -> None:
+        with self._changed:
+            self._state = "ok"
+
+    def _lose(self, count: int, why: BaseException, logged: bool = False) -> None:
+        """`count` records the store refused: counted, kept in /health, and logged as an error (once while the
+        store keeps failing the same way; `logged`: the store has said why itself)."""
+        message = describe_error(why)
+        with self._changed:
+            repeated = self._state == "failing" and self._last_error == message
+            self.dropped += count
+            self._state, self._last_error = "failing", message
+        if not (logged or repeated):
+            logger.error("call log %s could not store %d call record(s), dropped: %s", self.store.where, count, message)
 
     def _write_now(self) -> bool:  # holding self._changed
         return self._stopping or self._hurry > 0 or len(self._pending) >= WRITE_BATCH
@@ -283,6 +367,7 @@ class CallLog:
                 self._pending.clear()
                 return
             self._warn("retry", "call log %s cannot take records now (%s); they are kept and retried", why)
+            self._state, self._last_error = "retrying", describe_error(why)
             self._pending.extendleft(reversed(batch))
             while len(self._pending) > MAX_PENDING:
                 self._pending.pop()
@@ -295,9 +380,19 @@ class CallLog:
             logger.warning(message, self.store.where, *args)
 
 
+def describe_error(exc: BaseException) -> str:
+    """A store's error for the log and /health: its message's first line, capped (never a record's text)."""
+    own = isinstance(exc, SkillshelfError | RetryLater | StoreFailed)  # their message says what happened
+    text = exc.message if isinstance(exc, SkillshelfError) else str(exc)
+    first = (text.strip().splitlines() or [""])[0]
+    shown = first if own or not first else f"{type(exc).__name__}: {first}"
+    return (shown or type(exc).__name__)[:MAX_ERROR]
+
+
 class JsonlCallLogStore:
     """The default store: one JSON line per call in a file that rotates to `.1` past `max_bytes`. A disk
-    that fails is logged once; its lines are lost and calls go on (never a failed call)."""
+    that fails is logged once; its lines are lost (`StoreFailed`, which /health shows) and calls go on
+    (never a failed call)."""
 
     def __init__(self, path: Path, max_bytes: int) -> None:
         self.path = path
@@ -335,8 +430,10 @@ class JsonlCallLogStore:
                 "call log %s is a %s, not a regular file: calls go on unlogged. Point [call_log] path at a file",
                 refused.kind,
             )
+            raise StoreFailed(f"the log's path is a {refused.kind}, not a regular file") from refused
         except OSError as exc:
             self._warn("os", "call log %s cannot be written (%s); calls go on unlogged", exc)
+            raise StoreFailed(f"the log file cannot be written ({exc.strerror or type(exc).__name__})") from exc
         finally:
             if fd >= 0:
                 os.close(fd)

@@ -9,12 +9,15 @@ so with several replicas the table stays near the bound whichever of them writes
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 from skillshelf.server.calllog_store import RetryLater
-from skillshelf.state.database import StateUnavailable, database
+from skillshelf.state.database import StateUnavailable, database, reason_of
 from skillshelf.state.url import redacted
+
+logger = logging.getLogger(__name__)
 
 PAGE = 5000  # records read per query by `records`
 
@@ -49,11 +52,18 @@ class PostgresCallLogStore:
             self._prune()
 
     def _prune(self) -> None:
-        """Drop the oldest records past `keep_bytes`; a database gone meanwhile only delays it."""
+        """Drop the oldest records past `keep_bytes`; a database gone meanwhile only delays it. Never raises:
+        the records are stored already, and the writer would offer them again."""
         try:
             with database(self.url).connection("pruning the call log") as conn:
                 conn.execute(PRUNE_SQL, (self.keep_bytes,))
         except StateUnavailable:
+            return
+        except Exception as exc:  # pruning only bounds the table: try again after the next quarter
+            logger.warning(
+                "call log %s could not be pruned (%s); trying again later", self.where, reason_of(exc, self.url)
+            )
+            self._written = 0
             return
         self._written = 0
 

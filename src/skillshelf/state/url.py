@@ -20,6 +20,12 @@ def check_database_url(url: str) -> str:
         raise ValueError(
             f"{redacted(url)!r} is not a URL ({exc}); use postgresql://USER:PASSWORD@HOST:PORT/DB"
         ) from exc
+    if "@" in parts.netloc.rpartition("@")[0]:
+        # libpq splits at the first `@`: the password's tail would be taken for the host, and shown as one.
+        raise ValueError(
+            f"{redacted(url)!r} has an unencoded '@' in its user name or password: write each '@' there as "
+            "%40, e.g. postgresql://skillshelf:pa%40ss@db.example:5432/skillshelf"
+        )
     if parts.scheme not in SCHEMES:
         shown = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
         raise ValueError(

@@ -45,10 +45,12 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.db import (
     UNWRITABLE_CODES,
     describe_sqlite_error,
+    disk_full,
     file_identity,
     file_lock,
     immediate_transaction,
     is_corruption,
+    is_disk_full,
     use_wal,
 )
 from skillshelf.library.skill.paths import display_path
@@ -167,8 +169,9 @@ class FtsIndex:
     def _open(self) -> sqlite3.Connection:
         """Connect. A damaged file is noted and stood in for by an empty index until the first sync
         replaces it (moving it needs the lock, which another process's long build may hold). A folder
-        that cannot be written falls back to a temporary one. A lock held by another process or a full
-        disk is raised as it is: nothing here may touch a file another server is using."""
+        that cannot be written falls back to a temporary one. A lock held by another process is raised as it
+        is, and a full disk as FILESYSTEM_ERROR naming the file: nothing here may touch a file another server is
+        using."""
         try:
             self._identity = file_identity(self.path)
             self._require_writable()
@@ -178,6 +181,8 @@ class FtsIndex:
             if is_corruption(exc):
                 self.damage = str(exc)
                 return self._placeholder()
+            if is_disk_full(exc):
+                raise disk_full(self.path, f"the {self.LABEL}") from exc
             if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF not in UNWRITABLE_CODES:
                 raise
             return self._open_elsewhere(describe_sqlite_error(exc))
