@@ -158,7 +158,7 @@ def _assemble(
     pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
     skills.install(server)
     register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
-    _add_routes(server, settings, reader, sessions, web)
+    _add_routes(server, settings, reader, sessions, web, pipeline)
     return server
 
 
@@ -245,9 +245,15 @@ def _freeze_when_indexed(library: SkillLibrary) -> None:
 
 
 def _add_routes(
-    server: MCPServer[Any], settings: Settings, reader: ViewReader, sessions: SessionArchive, web: WebAccess | None
+    server: MCPServer[Any],
+    settings: Settings,
+    reader: ViewReader,
+    sessions: SessionArchive,
+    web: WebAccess | None,
+    pipeline: CallPipeline,
 ) -> None:
-    """The skill:// documentation template, /health and the web view, all over the view's reader."""
+    """The skill:// documentation template, /health and the web view, all over the view's reader; the web
+    view's pages read through the view's pipeline (its hooks and call log), as resources/read does."""
 
     @server.resource(
         "skill://{category}/{name}",
@@ -270,7 +276,8 @@ def _add_routes(
             found["database"] = await anyio.to_thread.run_sync(database_health, url)
         return JSONResponse(found)
 
-    for route in web_routes(reader, web or WebAccess(security=transport_security(settings.http_host))):
+    access = web or WebAccess(security=transport_security(settings.http_host))
+    for route in web_routes(reader, access, reads=pipeline.read):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
 

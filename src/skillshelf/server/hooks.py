@@ -70,8 +70,14 @@ class ToolCall:
 
     @property
     def skill_ids(self) -> list[str]:
-        """The skill ids this call names, wherever they were sent (skillId, skillIds, patternId)."""
+        """The skill ids this call names, wherever they were sent (skillId, skillIds, patternId, the skill
+        a read's `skill://` URI names)."""
         return [v for v in self.values("skillId") + self.values("patternId") if isinstance(v, str)]
+
+    @property
+    def paths(self) -> list[str]:
+        """The skill files this call names (readSkillFile's `path`, the file of a read's `skill://` URI)."""
+        return [v for v in self.values("path") if isinstance(v, str)]
 
 
 @dataclass(frozen=True)
