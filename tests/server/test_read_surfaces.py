@@ -19,17 +19,21 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 
+from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest
 from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import ViewSettings
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.app import build_server
+from skillshelf.server.auth import web_authorize, web_refusal
 from skillshelf.server.calllog import CallLog
 from skillshelf.server.hooks import HookResult, ToolCall
+from skillshelf.server.http import team_app
 from skillshelf.server.pipeline import METHODS
 from skillshelf.server.web import WebAccess, surfaces, web_routes
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import agent_skill, call, synced_library, write
+from tests.server.team_support import make_server
 from tests.server.test_skills_ext import request
 
 pytestmark = pytest.mark.anyio
@@ -240,6 +244,22 @@ async def test_a_failing_hook_is_a_500_page_that_shows_nothing(library: SkillLib
         broken = await served.web.get("/skills/docs/tool/references/creds.md")
     assert page.status_code == 500 and SECRET not in page.text and "post_call hook" in page.text
     assert broken.status_code == 500 and SECRET not in broken.text
+
+
+async def test_a_web_page_is_logged_under_the_token_that_read_it(library: SkillLibrary, tmp_path: Path) -> None:
+    token = "alice-0123456789abcdef"
+    tokens = {"alice": TokenSettings(sha256=token_digest(token), views=["default"])}
+    log = CallLog(tmp_path / "calls.jsonl", 1 << 20)
+    web = WebAccess(authorize=web_authorize(True), refuse=web_refusal())
+    server = make_server(library, tmp_path / "projects", web, call_log=log)
+    app = team_app({"default": server}, auth=AuthSettings(tokens=tokens))
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        page = await http.get("/skills/docs/tool/references/creds.md", headers={"Authorization": f"Bearer {token}"})
+    assert page.status_code == 200
+    assert log.flush()
+    (record,) = [json.loads(line) for line in log.path.read_text(encoding="utf-8").splitlines()]
+    assert (record["tool"], record["caller"], record["skill"], record["ok"]) == ("web/file", "alice", "docs/tool", True)
 
 
 def not_a_page(_call: ToolCall, _envelope: dict[str, Any]) -> HookResult:

@@ -433,8 +433,20 @@ def _as_data(result: Any) -> Any:
     if isinstance(result, BaseModel):
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
     if is_dataclass(result) and not isinstance(result, type):
-        return TypeAdapter(type(result)).dump_python(result, mode="json", by_alias=True)
+        return adapter(type(result)).dump_python(result, mode="json", by_alias=True)
     return result
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def adapter(shape: type[Any]) -> TypeAdapter[Any]:
+    """A read's result type as pydantic reads and writes it (a web page's content: server/web.py), built once
+    per type (two threads building one at once build the same)."""
+    found = _ADAPTERS.get(shape)
+    if found is None:
+        found = _ADAPTERS[shape] = TypeAdapter(shape)
+    return found
 
 
 __all__ = ["METHODS", "READ_PLACES", "CallPipeline", "HookResult", "ReadRefused", "classify"]

@@ -30,7 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import anyio.to_thread
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -45,7 +45,7 @@ from skillshelf.patterns.models import SkillFile, SkillHit
 from skillshelf.patterns.service import MAX_LIMIT
 from skillshelf.server.auth import Tokens, caller_of, web_authorize, web_refusal
 from skillshelf.server.hosts import transport_security
-from skillshelf.server.pipeline import ReadRefused
+from skillshelf.server.pipeline import ReadRefused, adapter
 from skillshelf.web import pages
 from skillshelf.web.stats import LibraryView, library_view
 
@@ -234,7 +234,7 @@ class _Site:
 
         try:
             found = await self.reads(surface.name, asked, run, caller=caller_of(request))
-            shown = found if isinstance(found, surface.shape) else TypeAdapter(surface.shape).validate_python(found)
+            shown = found if isinstance(found, surface.shape) else adapter(surface.shape).validate_python(found)
         except ReadRefused as exc:
             status = 500 if exc.code == ErrorCode.HOOK_FAILED else 403
             return _html(pages.refused_page(base, exc.message, status), status)
