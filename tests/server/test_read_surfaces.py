@@ -214,6 +214,25 @@ async def test_a_refusing_hook_stops_every_read_surface_and_the_call_log_records
             assert seen.paths == ([read.path] if read.path else []), read
 
 
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "skill://%73ecret/vault-notes",  # percent-encoded: the hook sees the decoded id the read finds
+        f"skill://{VAULT}/%53KILL.md",
+        f"skill://{VAULT}/./references/keys.md",
+        f"skill://{VAULT}/",  # not a skill URI: refused before the skill:// template could read it
+        "skill://x/secret%2Fvault-notes",
+        f"skill:///{VAULT}",
+    ],
+)
+async def test_no_spelling_of_a_skill_uri_reads_past_the_policy(
+    library: SkillLibrary, tmp_path: Path, uri: str
+) -> None:
+    async with serve(library, tmp_path, HookSettings(pre_call=f"{__name__}:vault_policy")) as served:
+        _refused, text = await attempt(served, Read("mcp", "resources/read", uri, {"uri": uri}))
+    assert not any(shown in text for shown in SHOWN), text
+
+
 async def test_every_read_surface_is_in_the_call_log_with_its_skill(library: SkillLibrary, tmp_path: Path) -> None:
     async with serve(library, tmp_path, HookSettings()) as served:
         reads = [r for r in [*mcp_reads(), *web_reads()] if r.name not in REFUSED_BY_NAME]
