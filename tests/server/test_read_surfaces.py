@@ -9,6 +9,9 @@ and the files a skill's manifest lists, the web view's routes, and every tool wi
 from __future__ import annotations
 
 import json
+import re
+import sys
+import types
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -231,6 +234,27 @@ async def test_no_spelling_of_a_skill_uri_reads_past_the_policy(
     async with serve(library, tmp_path, HookSettings(pre_call=f"{__name__}:vault_policy")) as served:
         _refused, text = await attempt(served, Read("mcp", "resources/read", uri, {"uri": uri}))
     assert not any(shown in text for shown in SHOWN), text
+
+
+@pytest.fixture
+def docs_example(monkeypatch: pytest.MonkeyPatch) -> str:
+    """docs/deploy.md's hook example, as written, importable as a hook: its module's name."""
+    deploy = (Path(__file__).parents[2] / "docs" / "deploy.md").read_text(encoding="utf-8")
+    (code,) = [block for block in re.findall(r"```python\n(.*?)```", deploy, re.DOTALL) if "def pre_call" in block]
+    module = types.ModuleType("deploy_hook_example")
+    exec(compile(code, "docs/deploy.md", "exec"), module.__dict__)  # the docs' own code, nothing else
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module.__name__
+
+
+async def test_the_docs_hook_example_holds_on_every_surface_that_names_the_skill(
+    library: SkillLibrary, tmp_path: Path, docs_example: str
+) -> None:
+    async with serve(library, tmp_path, HookSettings(pre_call=f"{docs_example}:pre_call")) as served:
+        reads = [*mcp_reads(), *web_reads(), *await tool_reads(served.client)]
+        for read in [r for r in reads if r.name not in REFUSED_BY_NAME]:
+            refused, text = await attempt(served, read)
+            assert refused and not any(shown in text for shown in SHOWN), f"{read.name} {read.target}: {text[:300]}"
 
 
 async def test_every_read_surface_is_in_the_call_log_with_its_skill(library: SkillLibrary, tmp_path: Path) -> None:
