@@ -51,6 +51,37 @@ PATTERNS: tuple[tuple[str, re.Pattern[str], str | None], ...] = (
 )
 
 
+# Markup that closes after a value: `password=x` in inline code, **token=x** in bold, (api_key=x) in a
+# parenthesis end with markup, not with the secret. Brackets close what they open; the others close a run
+# of the same characters (a code or emphasis span).
+BRACKETS = {")": "(", "]": "[", ">": "<"}
+SPANS = "`*_~"
+PROSE_END = ".,!?:"  # after markup that closes, a sentence's end: `token=x`.
+
+
+def _pending(line: str) -> dict[str, int]:
+    """The closers ``line`` leaves open: one per unclosed bracket and, for a span character, the length of
+    its last run when the line holds an odd number of runs of it."""
+    pending = {close: line.count(open_) - line.count(close) for close, open_ in BRACKETS.items()}
+    for char in SPANS:
+        runs = re.findall(re.escape(char) + "+", line)
+        pending[char] = len(runs[-1]) if len(runs) % 2 else 0
+    return pending
+
+
+def _markup_tail(before: str, secret: str) -> int:
+    """How many characters at the end of ``secret`` close markup that ``before`` (the text before the key,
+    on its line) opened, with a sentence's end after them: those stay, so masking never eats a closing
+    backtick or bracket. At least one character of the secret is always masked."""
+    pending = _pending(before.rsplit("\n", 1)[-1])
+    prose = len(secret) - len(secret.rstrip(PROSE_END))
+    kept = prose
+    while kept < len(secret) - 1 and pending.get(closer := secret[-1 - kept], 0) > 0:
+        pending[closer] -= 1
+        kept += 1
+    return kept if kept > prose else 0  # a bare trailing '.' may be the secret's own
+
+
 def _compile_extra(extra_patterns: list[str] | None) -> list[re.Pattern[str]]:
     compiled: list[re.Pattern[str]] = []
     for pattern in extra_patterns or []:
@@ -72,7 +103,8 @@ def redact_secrets(
     """Replace secrets in ``text`` with ``mask``.
 
     Keys and URL user names are kept so the line stays useful (``password=[REDACTED]``,
-    ``postgres://app:[REDACTED]@db``); only the secret part is replaced. ``extra_patterns``
+    ``postgres://app:[REDACTED]@db``); only the secret part is replaced, and markup that closes
+    around it stays (```password=[REDACTED]```, ``**token=[REDACTED]**``, ``(api_key=[REDACTED])``). ``extra_patterns``
     are regular expressions whose whole match is masked (kind ``"custom"``).
 
     Returns ``{"text": str, "count": int, "kinds": sorted list of kinds found}``.
@@ -96,6 +128,7 @@ def redact_secrets(
             if group is None:
                 return mask
             start, end = match.span(group)
+            end -= _markup_tail(match.string[: match.start()], secret)  # mask the value, not markup around it
             offset = match.start()
             whole = match.group(0)
             return whole[: start - offset] + mask + whole[end - offset :]

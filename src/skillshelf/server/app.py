@@ -158,7 +158,7 @@ def _assemble(
     pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
     skills.install(server)
     register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
-    _add_routes(server, settings, reader, sessions, web, call_log)
+    _add_routes(server, settings, reader, sessions, web, call_log, pipeline)
     return server
 
 
@@ -251,8 +251,10 @@ def _add_routes(
     sessions: SessionArchive,
     web: WebAccess | None,
     call_log: CallLog | None,
+    pipeline: CallPipeline,
 ) -> None:
-    """The skill:// documentation template, /health and the web view, all over the view's reader."""
+    """The skill:// documentation template, /health and the web view, all over the view's reader; the web
+    view's pages read through the view's pipeline (its hooks and call log), as resources/read does."""
 
     @server.resource(
         "skill://{category}/{name}",
@@ -277,7 +279,8 @@ def _add_routes(
             found["callLog"] = call_log.health()
         return JSONResponse(found)
 
-    for route in web_routes(reader, web or WebAccess(security=transport_security(settings.http_host))):
+    access = web or WebAccess(security=transport_security(settings.http_host))
+    for route in web_routes(reader, access, reads=pipeline.read):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
 

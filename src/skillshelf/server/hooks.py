@@ -18,13 +18,15 @@ A direct call is hooked once; a composite tool is not hooked itself, but each of
 policy on `loadSkill` also holds inside "search then load"), and so is the tool a search-mode
 `{view}_call_tool` runs. Reads of content are hooked as calls named after their method
 (`resources/read`, `skills/get`, `prompts/get`, with the request's params as arguments, and the result
-as `{"success": true, "data": <the MCP result>}`): a post_call hook that masks strings masks those too.
+as `{"success": true, "data": <the MCP result>}`), and the web view's pages as `web/search`,
+`web/skill`, `web/file` and `web/library` (the page's content, before it becomes HTML, as `data`): a
+post_call hook that masks strings masks those too.
 
 `ToolCall` tells a hook where it is: `tool` (the name the agent used), `own` (the tool's own name: a
 policy on `executeSkill` holds under any name a view gives it), `via` (the meta-tool or composite that
-made the call, or None), and `values(name)` / `skill_ids` give an argument at every place it can be
-sent (`skillIds` items, `queries[].category`...), so a policy keyed on `skillId` cannot be walked past
-through the bulk form.
+made the call, or None), and `values(name)` / `skill_ids` / `paths` give an argument at every place it
+can be sent (`skillIds` items, `queries[].category`, the skill and file of a read's `skill://` URI...),
+so a policy keyed on `skillId` cannot be walked past through the bulk form or another surface.
 """
 
 from __future__ import annotations
@@ -70,8 +72,14 @@ class ToolCall:
 
     @property
     def skill_ids(self) -> list[str]:
-        """The skill ids this call names, wherever they were sent (skillId, skillIds, patternId)."""
+        """The skill ids this call names, wherever they were sent (skillId, skillIds, patternId, the skill
+        a read's `skill://` URI names)."""
         return [v for v in self.values("skillId") + self.values("patternId") if isinstance(v, str)]
+
+    @property
+    def paths(self) -> list[str]:
+        """The skill files this call names (readSkillFile's `path`, the file of a read's `skill://` URI)."""
+        return [v for v in self.values("path") if isinstance(v, str)]
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,12 @@ that applies to it is applied here, whatever surface it came through.
   can appear: bulk items included), the pre_call and post_call hooks, the caller's rate limit (the
   HTTP gate charges the request itself; each inner call is charged to the same caller's budget) and
   the call log;
-- reads of content (`resources/read`, `skills/get`, `prompts/get`): the hooks (a post_call hook sees
-  the result as an envelope and may replace it: `redact_secrets` masks a file read as a resource as it
-  masks loadSkill) and the call log;
+- reads of content (`resources/read`, `skills/get`, `prompts/get`, and the web view's pages, which call
+  `CallPipeline.read` themselves: server/web.py): the hooks, which see the skill ids and paths a read
+  touches as they see a tool's (a `skill://` URI's skill and file, READ_PLACES), so a policy on a skill
+  holds on every surface; a post_call hook sees the result as an envelope and may replace it
+  (`redact_secrets` masks a file read as a resource or shown on a web page as it masks loadSkill); the
+  call log;
 - listings and protocol methods pass untouched (what they list comes from the view's reader);
 - a method this module does not classify is refused: a new surface is wired here, or it does not answer.
 
@@ -25,14 +28,14 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from skillshelf.caller import current_caller
 from skillshelf.envelope import failure
@@ -68,13 +71,29 @@ METHODS: dict[str, Kind] = {
     "logging/setLevel": "protocol",
     "completion/complete": "protocol",
 }
+# Reads that name a skill by its `skill://` URI: the skill and file it names are the read's `skillId` and
+# `path`, for the hooks and the call log exactly as a tool's arguments are (tooling.Places).
+READ_PLACES: dict[str, Places] = {"resources/read": Places(uris=("uri",)), "skills/get": Places(uris=("uri",))}
 # The rate-limit budget of the request being answered (over HTTP): calls made inside it are charged too.
 _budget: ContextVar[CallerBudget | None] = ContextVar("skillshelf_budget", default=None)
 RunTool = Callable[[str, dict[str, Any]], Awaitable[HandlerResult]]
+Read = Callable[[dict[str, Any]], Awaitable[Any]]  # a read, given its (possibly hooked) arguments
 
 
 class ArgumentError(SkillshelfError):
     """Arguments the view does not allow (a pinned one sent, in any of its places)."""
+
+
+class ReadRefused(Exception):
+    """A read a hook stopped: a pre_call abort or failure (`after` False), or a post_call failure or a
+    replacement that is not a success (`after` True). `code` and `message` come from the hook's envelope."""
+
+    def __init__(self, result: CallToolResult, *, after: bool) -> None:
+        error = (result.structured_content or {}).get("error")
+        self.code = str(error.get("code") or "CALL_ABORTED") if isinstance(error, dict) else "CALL_ABORTED"
+        self.message = _message_of(result)
+        self.after = after
+        super().__init__(self.message)
 
 
 @dataclass
@@ -241,33 +260,53 @@ class CallPipeline:
     async def _read(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, caller: str | None
     ) -> HandlerResult:
-        """resources/read, skills/get, prompts/get: the hooks see them as calls named after the method."""
-        started = time.perf_counter()
+        """resources/read, skills/get, prompts/get: `read`, with a refusal as the MCP error it is."""
         params = dict(ctx.params or {})
-        call = ToolCall(ctx.method, params, self.view, caller, own=ctx.method)
-        result: HandlerResult = None
+
+        async def run(arguments: dict[str, Any]) -> HandlerResult:
+            return await call_next(ctx if arguments == params else replace(ctx, params=arguments))
+
+        try:
+            result: HandlerResult = await self.read(ctx.method, params, run, caller=caller)
+        except ReadRefused as exc:
+            raise MCPError(
+                code=types.INTERNAL_ERROR if exc.after else types.INVALID_REQUEST, message=exc.message
+            ) from None
+        return result
+
+    async def read(self, name: str, arguments: dict[str, Any], run: Read, *, caller: str | None) -> Any:
+        """The one way a surface reads content (resources/read, skills/get, prompts/get, the web view's pages).
+
+        The pre_call hook sees the read as a call named `name` with `arguments`, and the skill ids and paths
+        it touches (`call.skill_ids`, `call.paths`: a `skill://` URI's too, READ_PLACES); it may change the
+        arguments `run` gets, or refuse. The post_call hook sees the result as an envelope `{success, data}`
+        and may replace it: the replacement's `data` is returned. The call log records the read whatever
+        happens. Raises ReadRefused when a hook stops it; what `run` raises goes on (logged with its code).
+        """
+        started = time.perf_counter()
+        call = ToolCall(name, arguments, self.view, caller, own=name, places=self._places_of(name))
+        code: str | None = "PROTOCOL_ERROR"  # what an exception that is not ours means to the log
         try:
             if self.hooks is not None:
                 decided = await self.hooks.before(call)
                 if isinstance(decided, CallToolResult):
-                    result = decided
-                    raise MCPError(code=types.INVALID_REQUEST, message=_message_of(decided))
-                if decided.arguments != params:
-                    ctx = replace(ctx, params=decided.arguments)
+                    raise ReadRefused(decided, after=False)
                 call = decided
-            result = await call_next(ctx)
+            result = await run(call.arguments)
             if self.hooks is not None and self.hooks.post_call is not None:
-                result = await self._read_after(call, result, started)
+                result = await self._read_after(call, result)
+            code = None
             return result
+        except (ReadRefused, SkillshelfError) as exc:
+            code = str(exc.code)
+            raise
         finally:
-            self._log(ctx.method, params, caller, started, result, None)
+            self._record(call, arguments, started, code, None)
 
-    async def _read_after(self, call: ToolCall, result: HandlerResult, started: float) -> HandlerResult:
+    async def _read_after(self, call: ToolCall, result: Any) -> Any:
         """A read's result as an envelope `{success, data}` for the post_call hook; a replacement goes back out."""
         assert self.hooks is not None
-        data = result
-        if isinstance(result, BaseModel):
-            data = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        data = _as_data(result)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
         wrapped = CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content={"success": True, "data": data}
@@ -277,9 +316,8 @@ class CallPipeline:
             return result
         envelope = after.structured_content or {}
         if after.is_error or not envelope.get("success", False):
-            raise MCPError(code=types.INTERNAL_ERROR, message=_message_of(after))
-        replaced: HandlerResult = envelope.get("data")
-        return replaced
+            raise ReadRefused(after, after=True)
+        return envelope.get("data")
 
     # -- the call log ---------------------------------------------------------------------------
     def _known(self, name: str) -> bool:
@@ -294,6 +332,9 @@ class CallPipeline:
             or sdk.get_tool(self.server, name) is not None
         )
 
+    def _places_of(self, own: str) -> Places:
+        return self.places.get(own) or READ_PLACES.get(own) or Places()
+
     def _log(
         self,
         name: str,
@@ -303,31 +344,46 @@ class CallPipeline:
         result: HandlerResult,
         via: str | None,
     ) -> None:
-        if self.call_log is None:
-            return
+        """A tool call's line: success and error code from its envelope."""
         as_result = _as_call_result(result)
         envelope = (as_result.structured_content if as_result is not None else None) or {}
         error = envelope.get("error") if isinstance(envelope.get("error"), dict) else None
-        success = (as_result is not None and not as_result.is_error) or (
-            as_result is None and result is not None and name in METHODS
-        )
+        success = as_result is not None and not as_result.is_error
         fallback = "PROTOCOL_ERROR" if result is None else "UNKNOWN"
         code = None if success else str((error or {}).get("code") or fallback)
-        own = self.live.selection.own_name(name)
-        places = self.places.get(own) or Places()
+        places = self._places_of(self.live.selection.own_name(name))
+        call = ToolCall(name, arguments if isinstance(arguments, dict) else {}, self.view, caller, places=places)
+        self._record(call, arguments, started, code, via, _response_bytes(as_result), known=self._known(name))
+
+    def _record(
+        self,
+        call: ToolCall,
+        sent: Any,
+        started: float,
+        code: str | None,
+        via: str | None,
+        response_bytes: int = 0,
+        *,
+        known: bool = True,
+    ) -> None:
+        """One call-log line; the skill is the first id the call names (through `ToolCall.skill_ids`, as the
+        hooks see it), and only when the call succeeded: an id that resolved, never junk."""
+        if self.call_log is None:
+            return
+        ids = [i for i in call.skill_ids if 0 < len(i) <= 300 and "\n" not in i] if code is None else []
         self.call_log.write(
             CallRecord(
-                tool=name,
+                tool=call.tool,
                 view=self.view,
-                caller=caller,
+                caller=call.caller,
                 duration_ms=(time.perf_counter() - started) * 1000,
-                success=success,
+                success=code is None,
                 error_code=code,
-                request_bytes=len(json.dumps(arguments, separators=(",", ":"), default=str).encode()),
-                response_bytes=_response_bytes(as_result),
-                skill=_skill_of(places, arguments) if success else None,  # an id that resolved, never junk
+                request_bytes=len(json.dumps(sent, separators=(",", ":"), default=str).encode()),
+                response_bytes=response_bytes,
+                skill=ids[0] if ids else None,
                 via=via,
-                known=self._known(name),
+                known=known,
             )
         )
 
@@ -372,16 +428,25 @@ def _response_bytes(result: CallToolResult | None) -> int:
     return sum(len(c.text.encode()) for c in result.content if isinstance(c, TextContent))
 
 
-def _skill_of(places: Places, arguments: Any) -> str | None:
-    """The first skill id a call names (ids only: nothing else an agent passes is ever logged)."""
-    if not isinstance(arguments, dict):
-        return None
-    if isinstance(uri := arguments.get("uri"), str) and uri.startswith("skill://"):
-        parts = uri[len("skill://") :].split("/")
-        return "/".join(parts[:2]) if len(parts) >= 2 else None
-    ids = places.values_of(arguments, "skillId") + places.values_of(arguments, "patternId")
-    found = [v for v in ids if isinstance(v, str) and 0 < len(v) <= 300 and "\n" not in v]
-    return found[0] if found else None
+def _as_data(result: Any) -> Any:
+    """A read's result as JSON data, as a post_call hook sees it (a model or dataclass by its wire names)."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    if is_dataclass(result) and not isinstance(result, type):
+        return adapter(type(result)).dump_python(result, mode="json", by_alias=True)
+    return result
 
 
-__all__ = ["METHODS", "CallPipeline", "HookResult", "classify"]
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def adapter(shape: type[Any]) -> TypeAdapter[Any]:
+    """A read's result type as pydantic reads and writes it (a web page's content: server/web.py), built once
+    per type (two threads building one at once build the same)."""
+    found = _ADAPTERS.get(shape)
+    if found is None:
+        found = _ADAPTERS[shape] = TypeAdapter(shape)
+    return found
+
+
+__all__ = ["METHODS", "READ_PLACES", "CallPipeline", "HookResult", "ReadRefused", "classify"]

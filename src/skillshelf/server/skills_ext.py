@@ -228,6 +228,10 @@ class SkillsSurface:
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> HandlerResult:
         parsed = parse_skill_uri(params.uri)
+        if parsed is None and params.uri.startswith(SCHEME):
+            # Only a URI this parser reads reaches the skill:// template: the skill the hooks were told of
+            # (tooling.Places.uris) is the one read.
+            raise _not_found(params.uri, f"{params.uri} is not a skill URI; skills are skill://<category>/<name>")
         if parsed is not None and parsed[2] is not None:
             return await anyio.to_thread.run_sync(self._read_file, params.uri, *parsed)
         if parsed is not None and self._find(parsed[0], parsed[1]) is None:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from skillshelf.envelope import Envelope, failure, internal_failure, run_service, run_service_async
 from skillshelf.errors import ErrorCode
+from skillshelf.server.skills_ext import parse_skill_uri
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -195,12 +196,16 @@ class Places:
 
     - `aliases`: another name for a parameter (searchPatterns' `keyword` is `query`);
     - `items`: a list whose items are values of a parameter (loadSkill's `skillIds` holds `skillId`s);
-    - `objects`: a list whose items are objects of the tool's own parameters (searchPatterns' `queries`).
+    - `objects`: a list whose items are objects of the tool's own parameters (searchPatterns' `queries`);
+    - `uris`: a parameter holding a `skill://category/name[/path]` URI (resources/read's and skills/get's
+      `uri`): the skill it names is a value of `skillId`, the file a value of `path`. Parsed by the one
+      parser the read serves it with, so a hook sees exactly the skill the read reaches.
     """
 
     aliases: Mapping[str, str] = field(default_factory=dict)
     items: Mapping[str, str] = field(default_factory=dict)
     objects: tuple[str, ...] = ()
+    uris: tuple[str, ...] = ()
 
     def names_for(self, parameter: str) -> list[str]:
         return [parameter, *(alias for alias, own in self.aliases.items() if own == parameter)]
@@ -215,6 +220,8 @@ class Places:
             for item in arguments.get(listed) or []:
                 if isinstance(item, Mapping):
                     found += [item[n] for n in self.names_for(parameter) if n in item]
+        for listed in self.uris:
+            found += _named_by_uri(arguments.get(listed)).get(parameter, [])
         return found
 
     def sent(self, arguments: Mapping[str, Any], parameters: set[str]) -> set[str]:
@@ -235,6 +242,15 @@ class Places:
                 items = arguments[listed]
                 final[listed] = [{**item, **values} if isinstance(item, Mapping) else item for item in items]
         return final
+
+
+def _named_by_uri(uri: Any) -> dict[str, list[str]]:
+    """What a skill URI names, as the arguments a tool takes: {"skillId": [...], "path": [...]}."""
+    parsed = parse_skill_uri(uri) if isinstance(uri, str) else None
+    if parsed is None:
+        return {}
+    category, name, path = parsed
+    return {"skillId": [f"{category}/{name}"], "path": [path] if path is not None else []}
 
 
 def make_tool(

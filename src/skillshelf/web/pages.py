@@ -356,6 +356,14 @@ def forbidden_page(base: str, reason: str) -> str:
     return layout(base, "Not for this token", body)
 
 
+def refused_page(base: str, reason: str, status: int) -> str:
+    """A read the view's hooks stopped: 403 (a policy refused it, with its reason) or 500 (a hook failed)."""
+    title = "Refused by this view" if status == 403 else "Not shown"
+    body = f"""<section class="error-page"><p class="code">{status}</p><h1>{escape(title)}</h1>
+<p>{breakable(reason)}</p><p><a href="{escape(base)}/">Search the library</a></p></section>"""
+    return layout(base, title, body)
+
+
 def unauthorized_page(base: str) -> str:
     body = """<section class="error-page"><p class="code">401</p><h1>Sign-in required</h1>
 <p>This view of the library needs a valid token. Send it as <code>Authorization: Bearer …</code>.</p></section>"""
