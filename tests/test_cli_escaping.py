@@ -3,6 +3,7 @@ a file named `\x1b[2K\r...` could erase the review's "files an agent may run" wa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,10 @@ def test_a_table_cell_is_neither_control_nor_rich_markup(hostile_root: Path) -> 
         table(("name",), [(f"[bold]x[/bold]{ERASE}",)])
         printed = out.getvalue().decode()
     assert "[bold]x[/bold]\\x1b[2K\\r" in printed
+
+
+def test_json_output_escapes_every_control_character_and_stays_json(hostile_root: Path) -> None:
+    code, output = run("search", "--library", str(hostile_root), "--json", "erases", "flips")
+    assert code == 0, output
+    assert_escaped(output)
+    assert "\\u202eflips" in output and json.loads(output)["hits"]

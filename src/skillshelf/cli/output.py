@@ -49,6 +49,7 @@ QUOTED_WORDS: dict[str, str] = {"script": "--script", "args": "--arg", "input": 
 # C0 and C1 controls, DEL, and the bidirectional marks and overrides: a name holding them could move
 # the cursor, erase a line ("\x1b[2K\r") or reorder what a curator reads.
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BEYOND_C0 = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _WORD_RE = re.compile(r"(?<![\w`-])(" + "|".join(map(re.escape, CLI_WORDS)) + r")\b")
 
@@ -112,7 +113,10 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 def print_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+    """JSON with every control character in a string escaped: json.dumps escapes C0 itself; DEL, C1 and
+    the bidirectional marks (found only inside strings) become \\uXXXX."""
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    click.echo(_BEYOND_C0.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
 
 
 def model_json(model: BaseModel) -> Any:
