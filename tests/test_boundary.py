@@ -308,3 +308,11 @@ def test_the_walk_check_sees_every_way_to_list_a_folder() -> None:
     )
     found = sorted(f.split(" line")[0] for f in folder_walks(ast.parse(sample)))
     assert found == sorted(["os.walk()", "sd()", "g.glob()", "p.rglob()", "p.iterdir()", "os.listdir()"])
+
+
+def test_the_watchers_copy_of_the_ignore_list_is_the_one_list() -> None:
+    """watch_child.py runs as its own small process and imports nothing of the package: its copy must match."""
+    from skillshelf.library.index.watch_child import UNWATCHED_NAMES
+    from skillshelf.library.skill.folder import IGNORED_NAMES
+
+    assert UNWATCHED_NAMES == IGNORED_NAMES
