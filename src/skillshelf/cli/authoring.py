@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from skillshelf.cli.common import command_settings, library_option, open_library
+from skillshelf.cli.output import shown
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.scaffold import LAYOUTS, SCRIPTS, LayoutChoice, Scaffold, ScriptChoice
 
@@ -125,8 +126,8 @@ def library_table(reader: SkillReader) -> str:
 
 
 def cell(text: str) -> str:
-    """One table cell: one line, pipes escaped, no HTML tag that a renderer would act on."""
-    line = " ".join(text.split())
+    """One table cell: one line, control characters and pipes escaped, no HTML tag a renderer would act on."""
+    line = shown(" ".join(text.split()))
     return line.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 

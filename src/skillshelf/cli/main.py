@@ -23,7 +23,7 @@ from skillshelf.cli.common import (
     open_library,
     opened_library,
 )
-from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, table
+from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, say, shown, table
 from skillshelf.cli.setting_flags import setting_flags
 from skillshelf.library.skill.models import SEVERITY_WORDS, Finding, count_of
 from skillshelf.library.skill.paths import display_path
@@ -99,14 +99,14 @@ def search(
 
     def render(found: SearchResult) -> None:
         for warning in found.warnings or []:
-            click.echo(f"note: {warning}", err=True)
+            say(f"note: {warning}", err=True)
         if not found.hits:
             click.echo("No skills found. Try other words, or `skillshelf categories`.")
         for hit in found.hits:
             badge = " [code]" if hit.executable else ""
             tick = " ✓" if hit.verified else ""
-            click.echo(f"{click.style(hit.id, bold=True)}  {hit.quality:.1f}{tick}{badge}  ~{hit.tokens} tokens")
-            click.echo(f"    {hit.description}")
+            click.echo(f"{click.style(shown(hit.id), bold=True)}  {hit.quality:.1f}{tick}{badge}  ~{hit.tokens} tokens")
+            say(f"    {hit.description}")
 
     emit(result, as_json, render)
 
@@ -133,26 +133,27 @@ def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) 
 
     def render(loaded: LoadedSkill) -> None:
         meta = loaded.metadata
-        click.echo(click.style(loaded.id, bold=True) + f"  ({loaded.layout})")
-        click.echo(loaded.description)
+        click.echo(click.style(shown(loaded.id), bold=True) + f"  ({loaded.layout})")
+        say(loaded.description)
         if meta is not None:
             verified = ", verified" if meta.verified else ""
             click.echo(f"quality {meta.quality:.1f} ({meta.quality_source}{verified})")
             for reason in meta.quality_reasons:
-                click.echo(f"  {reason}")
+                say(f"  {reason}")
             if meta.tags:
-                click.echo("tags: " + ", ".join(meta.tags))
+                say("tags: " + ", ".join(meta.tags))
             if meta.resources:
-                click.echo("files: " + ", ".join(meta.resources))
+                say("files: " + ", ".join(meta.resources))
             if meta.source is not None:
                 found = meta.source
                 license = f", {found.license}" if found.license else ""
-                click.echo(f"source: {found.name} ({found.kind} {found.url} @ {found.commit}{license})")
+                say(f"source: {found.name} ({found.kind} {found.url} @ {found.commit}{license})")
         click.echo("")
-        click.echo(loaded.documentation.rstrip())
+        click.echo(shown(loaded.documentation.rstrip(), lines=True))
         for code_file in loaded.code or []:
-            click.echo(f"\n--- {code_file.path} ({code_file.language or 'text'})")
-            click.echo(code_file.content.rstrip())
+            click.echo("")
+            say(f"--- {code_file.path} ({code_file.language or 'text'})")
+            click.echo(shown(code_file.content.rstrip(), lines=True))
 
     emit(skill, as_json, render)
 
@@ -261,9 +262,9 @@ def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
         click.echo("\nquality  " + "  ".join(f"{band}:{n}" for band, n in r.quality_histogram.items() if n))
         click.echo(f"tokens to load: {r.load_tokens_total} in all, {r.load_tokens_mean:.0f} on average")
         for item in r.largest[:3]:
-            click.echo(f"  largest: {item.id} ~{item.tokens}")
+            say(f"  largest: {item.id} ~{item.tokens}")
         for used in r.most_used[:5]:
-            click.echo(f"  most used: {used.id} ({plural(used.uses, 'use')}, {plural(used.projects, 'project')})")
+            say(f"  most used: {used.id} ({plural(used.uses, 'use')}, {plural(used.projects, 'project')})")
         click.echo(f"never used: {r.never_used_count}")
         by_severity = r.findings_by_severity
         findings = ", ".join(count_of(sev, by_severity[sev]) for sev in SEVERITY_WORDS if sev in by_severity) or "none"
@@ -365,9 +366,9 @@ def sessions(as_json: bool, project: str, query: str, limit: int) -> None:
         if not r.hits:
             click.echo("No sessions found.")
         for hit in r.hits:
-            click.echo(f"{hit.date}  {click.style(hit.session_id, bold=True)}  {hit.title}")
+            click.echo(f"{shown(hit.date)}  {click.style(shown(hit.session_id), bold=True)}  {shown(hit.title)}")
             if hit.summary:
-                click.echo(f"    {hit.summary}")
+                say(f"    {hit.summary}")
 
     emit(result, as_json, render)
 
@@ -401,7 +402,8 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
 
 def _echo_finding(finding: Finding) -> None:
     colour = {"error": "red", "warning": "yellow", "info": "blue"}[finding.severity]
-    click.echo(f"{finding.location()}: {click.style(finding.severity, fg=colour)}: {finding.message} [{finding.code}]")
+    where, message = shown(finding.location()), shown(finding.message)
+    click.echo(f"{where}: {click.style(finding.severity, fg=colour)}: {message} [{finding.code}]")
 
 
 @cli.command(short_help="Create a library seeded with the example skills.")

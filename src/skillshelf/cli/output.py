@@ -1,5 +1,6 @@
 """How the CLI speaks: domain errors turned into click errors once, one output helper (a model, the
-`--json` flag, a renderer for people), rich tables for tabular output, and plurals.
+`--json` flag, a renderer for people), rich tables for tabular output, plurals, and `shown`, which
+every line printed for people passes a name from a skill or a source through.
 
 Domain messages are written for agents and name tools and their parameters ("call searchPatterns",
 "timeoutS"); `cli_message` rewrites those names into the CLI's own commands and flags, so a
@@ -45,7 +46,33 @@ CLI_WORDS: dict[str, str] = {
 }
 # Plain words that are also parameter names: rewritten only when quoted as code (`script`).
 QUOTED_WORDS: dict[str, str] = {"script": "--script", "args": "--arg", "input": "--input"}
+# C0 and C1 controls, DEL, and the bidirectional marks and overrides: a name holding them could move
+# the cursor, erase a line ("\x1b[2K\r") or reorder what a curator reads.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BEYOND_C0 = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _WORD_RE = re.compile(r"(?<![\w`-])(" + "|".join(map(re.escape, CLI_WORDS)) + r")\b")
+
+
+def shown(text: object, *, lines: bool = False) -> str:
+    """`text` as the terminal may show it: every control character escaped (`\\x1b`, `\\r`, `\\u202e`).
+
+    For anything from a skill or a source (a name, a path, an id, a description, a finding, a review's
+    line). `lines=True` keeps newlines and tabs, for a document printed whole.
+    """
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if lines and char in "\n\t":
+            return char
+        return _NAMED_ESCAPES.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+    return _CONTROLS.sub(escape, str(text))
+
+
+def say(line: object, *, err: bool = False) -> None:
+    """Print one line that holds a name from a skill or a source, every control character escaped."""
+    click.echo(shown(line), err=err)
 
 
 def cli_message(message: str) -> str:
@@ -60,7 +87,7 @@ class CliError(click.ClickException):
     """A SkillshelfError as the CLI shows it: the message in CLI words, then the stable code."""
 
     def __init__(self, exc: SkillshelfError) -> None:
-        super().__init__(f"{cli_message(exc.message)} [{exc.code}]")
+        super().__init__(shown(f"{cli_message(exc.message)} [{exc.code}]", lines=True))
         self.error = exc
 
     def show(self, file: Any = None) -> None:
@@ -86,7 +113,10 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 def print_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+    """JSON with every control character in a string escaped: json.dumps escapes C0 itself; DEL, C1 and
+    the bidirectional marks (found only inside strings) become \\uXXXX."""
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    click.echo(_BEYOND_C0.sub(lambda match: f"\\u{ord(match.group()):04x}", text))
 
 
 def model_json(model: BaseModel) -> Any:
@@ -117,10 +147,11 @@ def table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, numeric: 
     """A table for people: headers and columns aligned whatever the widths; `numeric` columns right-aligned."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
     for name in columns:
         grid.add_column(name, justify="right" if name in numeric else "left", no_wrap=True)
-    for row in rows:
-        grid.add_row(*(str(cell) for cell in row))
+    for row in rows:  # cells as plain text: a name is neither rich markup nor terminal control
+        grid.add_row(*(Text(shown(cell)) for cell in row))
     console().print(grid)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from skillshelf.cli.common import command_settings
-from skillshelf.cli.output import plural, print_json, table
+from skillshelf.cli.output import plural, print_json, say, shown, table
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
 
@@ -62,7 +62,7 @@ def _shelf(root: Path, *, reading: bool = False) -> Any:
 
 def _say_recovered(shelf: Shelf) -> None:
     for line in shelf.recovered:
-        click.echo(f"skillshelf: {line}", err=True)
+        say(f"skillshelf: {line}", err=True)
 
 
 @click.command(short_help="Add skills from a git repository, archive, folder or SKILL.md.")
@@ -90,23 +90,23 @@ def add(
 
     spec = parse_source(source, ref=ref, path=subpath)
     root = library_root(library, create=True)
-    click.echo(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
+    say(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
     with _shelf(root) as shelf:
         _say_recovered(shelf)
         outcome = shelf.add(spec, name=name, only=only, force=force)
         entry = shelf.lock().sources[outcome.source]
     where = display_path(shelf.folder(outcome.source))
     license_text = f", {entry.license}" if entry.license else ""
-    click.echo(
+    say(
         f"Added {outcome.source}: {plural(len(outcome.skills), 'skill')} in {where} "
         f"({_version(entry.version)}{license_text})"
     )
     for skill_id in outcome.skills[:LISTED_SKILLS]:
-        click.echo(f"  {skill_id}")
+        say(f"  {skill_id}")
     if len(outcome.skills) > LISTED_SKILLS:
         click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (each has a line in skillshelf.lock)")
     for warning in [*outcome.warnings, *_collisions_with_other_roots(root, outcome.skills)]:
-        click.echo(f"note: {warning}", err=True)
+        say(f"note: {warning}", err=True)
 
 
 def _collisions_with_other_roots(root: Path, added: list[str]) -> list[str]:
@@ -158,9 +158,9 @@ def sync(library: Path | None, force: bool) -> None:
         _say_recovered(shelf)
         outcomes = shelf.sync(force=force)
     for outcome in outcomes:
-        click.echo(_outcome_line(outcome))
+        say(_outcome_line(outcome))
         for edit in outcome.local_edits:
-            click.echo(f"  local edit: {edit}")
+            say(f"  local edit: {edit}")
     if not force and any(o.local_edits for o in outcomes):
         click.echo("Local edits were kept; `skillshelf sync --force` replaces them with the locked version.")
     if any(o.action == "failed" for o in outcomes):
@@ -213,20 +213,21 @@ def _prepare_all(
     prepared: list[Prepared] = []
     failures: list[dict[str, str]] = []
     for name in names:
-        click.echo(f"checking {name}…", err=True)
+        say(f"checking {name}…", err=True)
         try:
             item = shelf.prepare_update(name, check_only=check)
         except SkillshelfError as exc:
             failures.append({"source": name, "error": exc.message})
-            click.echo(f"{name}: {exc.message}", err=True)
+            say(f"{name}: {exc.message}", err=True)
             continue
         if item is None:
             if not as_json:
-                click.echo(f"{name}: up to date")
+                say(f"{name}: up to date")
             continue
         prepared.append(item)
         if not as_json:
-            click.echo("\n".join(item.review.lines()))
+            for line in item.review.lines():  # every name in it escaped: one could erase the warning above it
+                say(line)
     return prepared, failures
 
 
@@ -257,9 +258,9 @@ def _confirmed(yes: bool, shelf: Shelf, prepared: list[Prepared]) -> bool:
 def _echo_applied(outcome: Outcome) -> None:
     if outcome.action == "kept":
         edits = ", ".join(str(e) for e in outcome.local_edits)
-        click.echo(f"{outcome.source}: not updated, it has local edits: {edits}. Pass --force to replace them.")
+        say(f"{outcome.source}: not updated, it has local edits: {edits}. Pass --force to replace them.")
     else:
-        click.echo(f"{outcome.source}: updated ({plural(len(outcome.skills), 'skill')})")
+        say(f"{outcome.source}: updated ({plural(len(outcome.skills), 'skill')})")
 
 
 @click.command(short_help="Remove a source, or one skill of a source.")
@@ -275,10 +276,10 @@ def remove(what: str, library: Path | None, force: bool) -> None:
         outcome = shelf.remove(what, force=force)
     if outcome.action == "kept":
         edits = ", ".join(str(e) for e in outcome.local_edits)
-        raise click.ClickException(f"not removed: {edits}. Pass --force to remove it anyway")
+        raise click.ClickException(shown(f"not removed: {edits}. Pass --force to remove it anyway"))
     whole = f"{outcome.source} ({plural(len(outcome.skills), 'skill')})"
     removed = whole if what == outcome.source else outcome.skills[0]
-    click.echo(f"Removed {removed}; usage history is kept.")
+    say(f"Removed {removed}; usage history is kept.")
 
 
 @click.command(name="sources", short_help="The library's sources: version, age, skills, updates, edits.")

@@ -2,8 +2,9 @@
 
 Minification drops only what an agent never needs: HTML comments, badge images, trailing spaces and
 runs of blank lines. Code fences and tables are copied byte for byte. Paging splits the document
-into blocks (a paragraph, a list, a table, a whole code fence, a heading) and cuts only between
-blocks, so a fence is never cut; every block knows its heading path ("Usage > Options").
+into blocks (a paragraph, a list, a table, a whole code fence, a heading; read by markdown-it in
+library/skill/markdown.py, as the index reads it) and cuts only between blocks, so a fence is never
+cut; every block knows its heading path ("Usage > Options").
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from skillshelf.library.skill import markdown
+
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 TABLE_LINE = re.compile(r"^\s*\|")
 # A badge: an image whose address is a badge service or has "badge" in it, optionally wrapped in a link.
 BADGE = re.compile(
@@ -103,48 +105,17 @@ class Block:
 
 
 def split_blocks(text: str) -> list[Block]:
-    """Blocks separated by blank lines; a heading and a whole fence are blocks of their own."""
-    blocks: list[Block] = []
+    """The document's blocks (library/skill/markdown.py `blocks`: the index's own reading of it), each with
+    its heading path, tiling the whole text."""
+    found: list[Block] = []
     stack: list[tuple[int, str]] = []
-    offset = 0
-    start: int | None = None
-    opener: str | None = None
-
-    def close(at: int) -> None:
-        nonlocal start
-        if start is not None:
-            whole = bool(FENCE.match(text[start:at]) or TABLE_LINE.match(text[start:at]))
-            blocks.append(Block(start, at, tuple(title for _, title in stack), whole=whole))
-            start = None
-
-    for line in text.splitlines(keepends=True):
-        end = offset + len(line)
-        if opener is not None:
-            if _fence_closes(line, opener):
-                opener = None
-                close(end)
-            offset = end
-            continue
-        fence = FENCE.match(line)
-        heading = HEADING.match(line.rstrip("\n"))
-        if fence:
-            close(offset)
-            opener = fence.group(1)
-            start = offset
-        elif heading:
-            close(offset)
-            level = len(heading.group(1))
-            while stack and stack[-1][0] >= level:
+    for block in markdown.blocks(text):
+        if block.level:
+            while stack and stack[-1][0] >= block.level:
                 stack.pop()
-            stack.append((level, heading.group(2).strip()))
-            blocks.append(Block(offset, end, tuple(title for _, title in stack), level))
-        elif not line.strip():
-            close(offset)
-        elif start is None:
-            start = offset
-        offset = end
-    close(offset)  # also an unclosed fence, kept whole to the end
-    return _absorb_gaps(blocks, len(text))
+            stack.append((block.level, block.title))
+        found.append(Block(block.start, block.end, tuple(title for _, title in stack), block.level, block.whole))
+    return _absorb_gaps(found, len(text))
 
 
 def _absorb_gaps(blocks: list[Block], length: int) -> list[Block]:
@@ -182,8 +153,9 @@ def find_section(blocks: list[Block], wanted: str) -> tuple[int, int] | None:
 
 
 def _path_key(path: str) -> tuple[str, ...]:
+    """The wanted path's parts as the outline writes a heading (markup dropped), lower-cased."""
     parts = re.split(r"\s*(?:>|/)\s*", path.strip().lower())
-    return tuple(part.strip(" #") for part in parts if part.strip(" #"))
+    return tuple(markdown.plain(part.strip(" #")) for part in parts if markdown.plain(part.strip(" #")))
 
 
 def _path_key_of(path: tuple[str, ...]) -> tuple[str, ...]:

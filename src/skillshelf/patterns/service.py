@@ -166,7 +166,7 @@ def _code_files(reader: SkillReader, skill: IndexedSkill) -> list[CodeFile]:
         code_file = skill.details.code_file
         paths = [Path(code_file).name] if code_file else []
     else:
-        paths = [r for r in skill.details.resources if r.startswith("scripts/")]
+        paths = [r for r in served_resources(reader, skill) if r.startswith("scripts/")]
     files: list[CodeFile] = []
     budget = MAX_CODE_BYTES
     for served in paths:
@@ -235,10 +235,20 @@ def _metadata(reader: SkillReader, skill: IndexedSkill, usage: list[PatternUsage
         input_schema=schema,
         input_schema_source=schema_source,
         frontmatter=details.frontmatter,
-        resources=details.resources,
+        resources=served_resources(reader, skill),
         findings=[FindingInfo(**f) for f in details.findings],
         source=_source_info(reader.provenance(skill)),
     )
+
+
+def served_resources(reader: SkillReader, skill: IndexedSkill) -> list[str]:
+    """`metadata.resources`: the index's list (the one folder walk, at the last sync) less any file this
+    reader does not serve now (a link into a skill the view hides, a file gone since, an index written
+    before the walk's ignore list applied), so every path listed is one readSkillFile reads."""
+    if not skill.details.resources:
+        return []
+    served = set(reader.files(skill))
+    return [path for path in skill.details.resources if path in served]
 
 
 def _source_info(found: Provenance | None) -> SourceInfo | None:
@@ -571,7 +581,7 @@ def _brief_metadata(reader: SkillReader, skill: IndexedSkill, warnings: list[str
         verified=True if reader.is_verified(skill, reader.verified_ids(warnings)) else None,
         tags=details.tags or None,
         input_schema=schema,
-        resources=details.resources or None,
+        resources=served_resources(reader, skill) or None,
         source=found.brief if (found := reader.provenance(skill)) is not None else None,
     )
 

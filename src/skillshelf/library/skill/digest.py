@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from skillshelf.library.skill.folder import kept
+from skillshelf.library.skill.folder import listed
 
 PREFIX = "sha256:"
 EntryKind = Literal["file", "exec", "link", "other"]
@@ -51,18 +51,17 @@ def entry_kind(info: os.stat_result) -> EntryKind:
 
 
 def walk_tree(folder: Path) -> Iterator[TreeEntry]:
-    """Every servable entry under `folder`, sorted by path; links are entries, never entered."""
+    """Every entry under `folder` the one walk's ignore list keeps (`folder.listed`), sorted by path; links are
+    entries, never entered (the digest pins a link's text, and a review shows it as a link)."""
     pending = [(folder, "")]
     found: list[TreeEntry] = []
     while pending:
         directory, prefix = pending.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            entries = listed(directory)
         except OSError:
             continue
         for entry in entries:
-            if not kept(entry.name):
-                continue
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(info.st_mode):
                 pending.append((Path(entry.path), f"{prefix}{entry.name}/"))

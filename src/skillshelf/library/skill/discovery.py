@@ -13,10 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillshelf.library.skill import folder
+from skillshelf.library.skill.folder import listed
 from skillshelf.library.skill.models import Finding, SkillSource
 from skillshelf.library.skill.paths import display_path, relative_to_root
 
-IGNORED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
+# The one ignore list lives with the one walk (folder.py); named here too for this module's importers.
+IGNORED_NAMES = folder.IGNORED_NAMES
+undecodable = folder.undecodable
 NOT_SKILL_DOCS = frozenset({"readme.md", "changelog.md", "contributing.md", "license.md", "index.md"})
 CODE_EXTENSIONS = (".py", ".js", ".ts")
 METADATA_SUFFIX = "-SKILL.md"
@@ -29,16 +33,6 @@ TOP_LEVEL_CATEGORY = "general"
 class Discovery:
     sources: list[SkillSource] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-
-
-def undecodable(name: str) -> bool:
-    """True for a file name that is not valid UTF-8: Python carries its bad bytes as lone surrogates,
-    which SQLite, JSON and the MCP answer cannot encode, so such a name is reported, never served."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def printable(text: str) -> str:
@@ -128,23 +122,19 @@ class _RootWalker:
 
     def _entries(self, directory: Path) -> list[os.DirEntry[str]]:
         """Directory entries worth looking at; symlinks that leave the root are reported, not followed."""
+        refused: list[Path] = []
         try:
-            with os.scandir(directory) as iterator:
-                entries = sorted(iterator, key=lambda e: e.name)
+            entries = listed(directory, refused)
         except PermissionError:
             self.report(directory, "error", "file-unreadable", "folder cannot be listed (permission denied)")
             return []
         except OSError as exc:
             self.report(directory, "error", "file-unreadable", f"folder cannot be listed ({exc.strerror})")
             return []
+        for path in refused:
+            self.report(path, "error", "name-not-utf8", name_not_utf8(path.name, folder=path.is_dir()))
         kept = []
         for entry in entries:
-            if entry.name.startswith(".") or entry.name in IGNORED_NAMES:
-                continue
-            if undecodable(entry.name):
-                message = name_not_utf8(entry.name, folder=entry.is_dir())
-                self.report(Path(entry.path), "error", "name-not-utf8", message)
-                continue
             if entry.is_symlink() and not self._symlink_ok(Path(entry.path)):
                 continue
             if not entry.is_dir() and not entry.is_file():

@@ -1,10 +1,12 @@
 """Walking a skill's folder: every file it holds, safely.
 
-One walk for every listing of a skill's files (the Skills extension's manifests, readSkillFile's list,
-`skillshelf check`'s size limits): dot-names (`.git/`, `.env`, `.skillshelf/`) and build folders are
-never entered; a symlink is followed only while its target stays inside the library root without a
-dot-name on the way; a folder reached twice (a symlink loop such as `references/a -> .`) is walked
-once; depth and file count are bounded, so no folder makes a listing run forever.
+One walk for every listing of a skill's files (loadSkill's `metadata.resources`, the Skills extension's
+manifests, readSkillFile's list, the web page's file list, `skillshelf show`, `skillshelf check`'s size
+limits), and one ignore list (`kept`) for it, for discovery, for the digest's tree and for what
+`readSkillFile` serves, so what is listed is exactly what is served. Dot-names (`.git/`, `.env`,
+`.skillshelf/`) and build folders are never entered; a symlink is followed only while its target
+stays inside the library root without a dot-name on the way; a folder reached twice (a symlink loop
+such as `references/a -> .`) is walked once; depth and file count are bounded, so no folder makes a listing run forever.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillshelf.library.skill.discovery import IGNORED_NAMES
 from skillshelf.library.skill.paths import is_servable
+
+# Build and dependency folders: never part of a skill, never listed, never served.
+IGNORED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
 
 MAX_DEPTH = 16  # folders below the skill's own; far deeper than any real skill
 MAX_FOLDERS = 4096  # folders entered in one walk (links between siblings could otherwise multiply them)
@@ -41,15 +45,41 @@ class TooManyFiles(Exception):
         self.limit = limit
 
 
-def kept(name: str) -> bool:
-    """Names a listing may show: no dot-names, no build or dependency folders, valid UTF-8."""
-    if name.startswith(".") or name in IGNORED_NAMES:
-        return False
+def ignored(name: str) -> bool:
+    """A dot-name (`.git`, `.env`, `.skillshelf`) or a build or dependency folder: never looked into."""
+    return name.startswith(".") or name in IGNORED_NAMES
+
+
+def undecodable(name: str) -> bool:
+    """True for a file name that is not valid UTF-8: Python carries its bad bytes as lone surrogates,
+    which SQLite, JSON and the MCP answer cannot encode, so such a name is reported, never served."""
     try:
         name.encode("utf-8")
-    except UnicodeEncodeError:  # an undecodable byte in the name (surrogate-escaped): no URI can carry it
-        return False
-    return True
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def kept(name: str) -> bool:
+    """Names a listing may show and a read may serve: not ignored, valid UTF-8."""
+    return not ignored(name) and not undecodable(name)
+
+
+def listed(directory: Path | str, refused: list[Path] | None = None) -> list[os.DirEntry[str]]:
+    """The entries of one folder a walk may look at, sorted by name (raises OSError when it cannot be
+    listed); an entry whose name is not UTF-8 is left out and added to `refused`, to be reported."""
+    with os.scandir(directory) as iterator:
+        entries = sorted(iterator, key=lambda e: e.name)
+    found = []
+    for entry in entries:
+        if ignored(entry.name):
+            continue
+        if undecodable(entry.name):
+            if refused is not None:
+                refused.append(Path(entry.path))
+            continue
+        found.append(entry)
+    return found
 
 
 def walk_folder(
@@ -59,9 +89,11 @@ def walk_folder(
     max_files: int,
     crossing: Callable[[Path], bool] | None = None,
     loops: list[Path] | None = None,
+    refused: list[Path] | None = None,
 ) -> Iterator[FolderFile]:
     """Every regular file under `folder`, sorted by served path per folder; raises TooManyFiles past `max_files`.
 
+    `refused` collects the names left out for not being UTF-8 (a caller reports them).
     `crossing(real_path)` is asked about each entry reached through a symlink (its resolved path
     differs from where it was found): False skips it (a view's hidden skill, say). A link to a folder
     that holds it (`references/again -> ..`, `a -> .`) is not followed; `loops` collects them.
@@ -76,14 +108,12 @@ def walk_folder(
     while pending:
         directory, prefix, depth, via_link, above = pending.pop()
         try:
-            info = directory.stat()
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            entries = listed(directory, refused)
         except OSError:
             continue
         entered += 1
         if entered > MAX_FOLDERS:
             raise TooManyFiles(max_files)
-        del info
         folders: list[tuple[Path, str, int, bool, tuple[tuple[int, int], ...]]] = []
         for entry in entries:
             path = directory / entry.name
@@ -110,7 +140,7 @@ def _admitted(
     entry: os.DirEntry[str], path: Path, real_root: Path, linked: bool, crossing: Callable[[Path], bool] | None
 ) -> os.stat_result | None:
     """The entry's stat (symlinks followed) when the walk may show or enter it, else None."""
-    if not kept(entry.name) or len(entry.name.encode()) > MAX_NAME_BYTES:
+    if len(entry.name.encode()) > MAX_NAME_BYTES:
         return None
     try:
         target = path.stat()

@@ -7,7 +7,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_not_utf8, printable, undecodable
+from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_not_utf8, printable
+from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, walk_folder
 from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -351,22 +352,20 @@ class _AgentSkillLoader(_Loader):
             report.add("warning", "metadata-invalid", "`metadata` must be a mapping of strings to strings", 2)
 
     def _resources(self) -> list[str]:
+        """The files under scripts/, references/ and assets/ as the one folder walk lists them (what
+        readSkillFile serves); a name that is not UTF-8 is reported once, at the name itself."""
         folder = self.source.doc_file.parent
+        refused: list[Path] = []
         found: list[str] = []
-        for sub in RESOURCE_DIRS:
-            base = folder / sub
-            if not base.is_dir() or not is_within(base, self.real_root):
-                continue
-            for path in sorted(base.rglob("*")):
-                if len(found) >= MAX_RESOURCES:
-                    return found
-                relative = path.relative_to(folder).as_posix()
-                if undecodable(path.name):  # reported once, at the name itself; what is inside it follows
-                    message = name_not_utf8(path.name, folder=path.is_dir())
-                    self.reporter(path).add("warning", "name-not-utf8", message)
-                elif not undecodable(relative) and path.is_file() and is_servable(path, self.real_root):
-                    found.append(relative)
-        return found
+        try:
+            for file in walk_folder(folder, self.real_root, max_files=MAX_FILES, refused=refused):
+                if "/" in file.served and file.served.split("/", 1)[0] in RESOURCE_DIRS:
+                    found.append(file.served)  # noqa: PERF401 (TooManyFiles keeps what was listed)
+        except TooManyFiles:
+            pass  # what was listed before the limit stands; `skillshelf check` reports the limit
+        for path in refused:
+            self.reporter(path).add("warning", "name-not-utf8", name_not_utf8(path.name, folder=path.is_dir()))
+        return sorted(found)[:MAX_RESOURCES]
 
 
 def valid_name(name: str) -> bool:

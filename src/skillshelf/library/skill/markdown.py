@@ -1,14 +1,20 @@
-"""Markdown structure via markdown-it-py: headings, first paragraph, bold fields, tables.
+"""Markdown structure via markdown-it-py: headings, first paragraph, blocks, bold fields, tables.
 
-Two module-level parsers: a block-only one for indexing documents (inline parsing is most of
-markdown-it's cost and the index needs only block structure), and a full one with tables for
-the small metadata files whose bold fields and breakdown table are inline structure.
+Two module-level parsers: a block-only one for a document's structure (inline parsing is most of
+markdown-it's cost and only block structure is needed), and a full one with tables for the small
+metadata files whose bold fields and breakdown table are inline structure.
+
+The block-only parser is the one reader of a document's structure: the index's outline (headings,
+first paragraph, code blocks) and the blocks that paging and `section=` cut between (`blocks`, from
+the tokens' line maps) come from the same tokens, so a heading the index sees (setext `Usage\n====`
+included) is a section loadSkill serves, and a `#` line in a fence is neither.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -22,6 +28,8 @@ _FULL = MarkdownIt("commonmark").enable("table")
 
 _MARKUP = re.compile(r"[*_`]+|!?\[([^\]]*)\]\([^)]*\)")
 _SPACE = re.compile(r"\s+")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # a line as markdown-it counts them
+_TABLE_ROW = re.compile(r"^ {0,3}\|")
 
 
 def plain(text: str) -> str:
@@ -38,12 +46,23 @@ class DocumentOutline:
     word_count: int = 0
 
 
+@dataclass(frozen=True)
+class MarkdownBlock:
+    """One top-level block of a document: a heading, a paragraph (a list, a quote, a table), a fence."""
+
+    start: int  # character offsets into the document
+    end: int
+    level: int = 0  # 1-6 for a heading, 0 otherwise
+    title: str = ""  # a heading's text, as the outline has it
+    whole: bool = False  # a code fence, an indented code block or a table: never cut inside
+
+
 def outline(body: str) -> DocumentOutline:
     result = DocumentOutline(word_count=len(body.split()))
     tokens = _BLOCKS.parse(body)
     for index, token in enumerate(tokens):
         if token.type == "heading_open":
-            text = plain(tokens[index + 1].content)
+            text = _heading_title(tokens, index)
             if token.tag == "h1" and result.title is None:
                 result.title = text
             elif text:
@@ -53,6 +72,34 @@ def outline(body: str) -> DocumentOutline:
         elif token.type in ("fence", "code_block"):
             result.code_languages.append(token.info.split(maxsplit=1)[0] if token.info.strip() else "")
     return result
+
+
+def blocks(text: str) -> list[MarkdownBlock]:
+    """The document's top-level blocks in order, from the same tokens the outline reads (their line maps).
+
+    Blank lines between blocks belong to no block; a caller that tiles the text extends blocks over them.
+    """
+    lines = [match.group() for match in _LINE.finditer(text)]
+    starts = [0, *accumulate(len(line) for line in lines)]
+    tokens = _BLOCKS.parse(text)
+    found: list[MarkdownBlock] = []
+    for index, token in enumerate(tokens):
+        if token.level != 0 or token.nesting == -1 or token.map is None:
+            continue
+        first, last = token.map
+        start, end = starts[min(first, len(lines))], starts[min(last, len(lines))]
+        if token.type == "heading_open":
+            found.append(MarkdownBlock(start, end, int(token.tag[1:]), _heading_title(tokens, index)))
+        else:
+            opening = lines[first] if first < len(lines) else ""
+            whole = token.type in ("fence", "code_block") or bool(_TABLE_ROW.match(opening))
+            found.append(MarkdownBlock(start, end, whole=whole))
+    return found
+
+
+def _heading_title(tokens: list[Token], index: int) -> str:
+    """A heading's text (the inline token after its heading_open) as readable text."""
+    return plain(tokens[index + 1].content)
 
 
 def bold_fields(text: str) -> dict[str, tuple[str, int]]:
