@@ -124,7 +124,10 @@ def serve(
     from skillshelf.server.http import HttpReload
     from skillshelf.server.web import web_access
 
-    http_reload = HttpReload(host, Tokens(settings.auth.tokens))  # the tokens in force; a reload replaces them
+    from skillshelf.server.hosts import reachable_name
+
+    # the tokens in force (a reload replaces them), judged by where the server is reachable, proxy included
+    http_reload = HttpReload(reachable_name(host, allowed_hosts), Tokens(settings.auth.tokens))
     access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
     progress = index_progress()
     library.add_progress_listener(progress)

@@ -305,7 +305,8 @@ def is_loopback(host: str) -> bool:
 
 
 def refuse_unauthenticated(host: str, auth: AuthSettings, insecure_no_auth: bool) -> None:
-    """A bind beyond loopback needs tokens, unless the operator says otherwise (logged)."""
+    """A server reachable beyond loopback needs tokens, unless the operator says otherwise (logged). `host`:
+    the name it is reachable by (`hosts.reachable_name`: the bind address or an accepted Host name)."""
     if is_loopback(host) or auth.tokens:
         return
     if insecure_no_auth:
@@ -317,9 +318,11 @@ def refuse_unauthenticated(host: str, auth: AuthSettings, insecure_no_auth: bool
         return
     raise SkillshelfError(
         ErrorCode.VALIDATION_ERROR,
-        f"refusing to serve {host} without authentication: anyone who can reach that address could call every "
+        f"refusing to serve {host} without authentication: anyone who can reach it (a bind address beyond "
+        "loopback, or a Host name accepted with --allowed-host, which a proxy forwards anyone to) could call every "
         "tool. Add a token with `skillshelf token new NAME` (it writes [auth.tokens.NAME] into the config file) "
-        "or set SKILLSHELF_TOKENS=NAME=TOKEN; bind to 127.0.0.1; or pass --insecure-no-auth to serve anyway.",
+        "or set SKILLSHELF_TOKENS=NAME=TOKEN; bind to 127.0.0.1 and accept loopback names only; or pass "
+        "--insecure-no-auth to serve anyway.",
     )
 
 

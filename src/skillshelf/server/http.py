@@ -49,14 +49,14 @@ logger = logging.getLogger(__name__)
 
 
 def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
-    """Skill execution over HTTP without authentication is for loopback binds only (callers pass
-    `exec_enabled` false when tokens are configured)."""
+    """Skill execution over HTTP without authentication is for loopback-only servers (callers pass
+    `exec_enabled` false when tokens are configured; `host`: `hosts.reachable_name`)."""
     if exec_enabled and not is_loopback(host):
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,
-            f"refusing to serve skill execution on {host}: anyone who can reach that address could run skills, "
-            "and no tokens are configured. Add one (`skillshelf token new NAME`), bind to 127.0.0.1 (the default), "
-            "or drop --allow-exec.",
+            f"refusing to serve skill execution on {host}: anyone who can reach it (directly, or through a proxy "
+            "forwarding a Host name accepted with --allowed-host) could run skills, and no tokens are configured. Add one (`skillshelf token "
+            "new NAME`), bind to 127.0.0.1 (the default) and accept loopback names only, or drop --allow-exec.",
         )
 
 
