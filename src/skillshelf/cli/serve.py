@@ -121,10 +121,9 @@ def serve(
     archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
     from skillshelf.server.auth import Tokens
+    from skillshelf.server.hosts import reachable_name
     from skillshelf.server.http import HttpReload
     from skillshelf.server.web import web_access
-
-    from skillshelf.server.hosts import reachable_name
 
     # the tokens in force (a reload replaces them), judged by where the server is reachable, proxy included
     http_reload = HttpReload(reachable_name(host, allowed_hosts), Tokens(settings.auth.tokens))

@@ -55,8 +55,9 @@ def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,
             f"refusing to serve skill execution on {host}: anyone who can reach it (directly, or through a proxy "
-            "forwarding a Host name accepted with --allowed-host) could run skills, and no tokens are configured. Add one (`skillshelf token "
-            "new NAME`), bind to 127.0.0.1 (the default) and accept loopback names only, or drop --allow-exec.",
+            "forwarding a Host name accepted with --allowed-host) could run skills, and no tokens are configured. "
+            "Add one (`skillshelf token new NAME`), bind to 127.0.0.1 (the default) and accept loopback names only, "
+            "or drop --allow-exec.",
         )
 
 
