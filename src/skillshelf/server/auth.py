@@ -5,7 +5,8 @@ config file, or `SKILLSHELF_TOKENS`). A presented token is hashed and compared w
 digest in constant time, so neither the comparison nor the loop tells an attacker how close a guess
 came. `Gate` is one ASGI middleware in front of every route:
 
-- `/health` is open (a load balancer probes it; it holds counts, never contents);
+- `/health` is open (a load balancer probes it): liveness and the library's digest for anyone, the
+  details (counts, the database) for a valid token (`server/health.py`);
 - API paths (`/mcp`, `/view/...`, `/views...`) without a valid token get 401 JSON with
   `WWW-Authenticate: Bearer`; a valid token on a view it does not list gets 403 JSON;
 - web pages pass through with or without a principal: the web view's own `authorize` (see
@@ -402,7 +403,13 @@ class Gate:
         self.limits = RateLimits(self.auth.rate_per_s, self.auth.burst, self.clock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] in OPEN_PATHS:  # open to all; a valid token gets the details (server/health.py)
+            principal, _ = self._authenticate(Headers(scope=scope))
+            if principal is not None and principal.authenticated:
+                scope[PRINCIPAL] = principal
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
