@@ -157,6 +157,7 @@ def serve(
                 sock=listener,
                 stream_responses=stream_responses,
                 tokens=http_reload.tokens,
+                limits=settings.http,
             )
         else:
             call_log = open_call_log(settings)

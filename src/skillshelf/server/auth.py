@@ -54,6 +54,7 @@ __all__ = [
     "TokenTable",
     "Tokens",
     "budget_of",
+    "client_of",
     "current_caller",
     "web_authorize",
     "web_refusal",
@@ -286,6 +287,15 @@ def _address_key(host: str) -> str:
             return str(ip.ipv4_mapped)
         return str(ipaddress.IPv6Network((ip, 64), strict=False))
     return str(ip)
+
+
+def client_of(scope: Scope) -> str:
+    """Who a request comes from, for limits that count per client: its token's name, else its address (an
+    IPv6 address by its /64)."""
+    principal = scope.get(PRINCIPAL)
+    if isinstance(principal, Principal) and principal.authenticated:
+        return f"token:{principal.name}"
+    return f"address:{_address_key(_peer(scope)[0])}"
 
 
 def budget_of(request: Request | None) -> CallerBudget | None:
