@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import tomllib
 from contextlib import closing
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from skillshelf.caller import current_caller
 from skillshelf.cli import cli
 from skillshelf.library.usage.store import UsageStore
 from skillshelf.server.calllog import read_records
+from skillshelf.settings import HttpSettings
 from tests.conftest import deadline
 from tests.live_server import skillshelf_http
 from tests.server.team_support import free_port
@@ -139,3 +141,9 @@ def test_the_deploy_guides_token_commands_run_as_written(tmp_path: Path) -> None
     for words in commands:
         made = CliRunner().invoke(cli, ["--config", str(config), *words])
         assert made.exit_code == 0, f"{' '.join(words)}: {made.output}"
+
+
+def test_the_deploy_guides_http_block_states_the_defaults() -> None:
+    text = DEPLOY.read_text(encoding="utf-8")
+    block = text.split("```toml\n[http]", 1)[1].split("```", 1)[0]
+    assert tomllib.loads(block) == HttpSettings().model_dump()
