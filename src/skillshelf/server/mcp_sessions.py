@@ -112,6 +112,8 @@ class SessionCap:
         ended = scope.get("method") == "DELETE" and status and status[0] < 300
         if ended or status[:1] == [404]:  # ended by its client, or closed by the SDK
             self.sessions.pop(session_id, None)
+        elif session is None and status and status[0] < 300:  # forgotten here a moment before the SDK's timeout
+            self.sessions[session_id] = _Session(client_of(scope), self.clock())
 
     def _forget_idle(self) -> None:
         now = self.clock()
