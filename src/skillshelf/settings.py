@@ -108,7 +108,7 @@ class HttpSettings(BaseModel):
     )
     max_sessions: int = Field(default=1000, ge=1, description="Open MCP sessions (legacy clients), every view together")
     sessions_per_client: int = Field(
-        default=50, ge=1, description="Open MCP sessions per token, or per address without tokens"
+        default=100, ge=1, description="Open MCP sessions per token, or per address without tokens"
     )
     session_idle_s: float = Field(
         default=600.0, gt=0, le=86400, description="A session with no request in flight for this long is closed"
