@@ -74,3 +74,26 @@ def test_health_answers_while_idle_connections_outnumber_the_descriptors(
         answer = httpx2.get(f"{server.base}/health", timeout=deadline(30))
         assert answer.status_code == 200 and answer.json()["status"] == "healthy"
     assert "leaves room for" not in log.read_text(encoding="utf-8")  # 20 fit in 400 descriptors: said nothing
+
+
+def test_the_cap_closes_idle_connections_never_one_with_a_request_in_flight(
+    sample_root: Path, isolated_environment: Path, tmp_path: Path
+) -> None:
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n" % len(body)
+    )
+    log = tmp_path / "server.log"
+    with (
+        serving(sample_root, isolated_environment, log, max_connections="8", header_timeout_s="600") as server,
+        connect(server) as busy,
+        ExitStack() as idle,
+    ):
+        busy.sendall(head + body[:5])  # its headers are in: a request in flight, waiting for the rest
+        first_idle = idle.enter_context(connect(server))
+        for _ in range(30):
+            idle.enter_context(connect(server))
+        assert closed_by_server(first_idle)  # the oldest idle one made room
+        busy.sendall(body[5:])
+        assert busy.recv(1024).startswith(b"HTTP/1.1 ")  # answered: never closed for the newcomers
