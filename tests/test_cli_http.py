@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import tomllib
 from contextlib import closing
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from skillshelf.caller import current_caller
 from skillshelf.cli import cli
 from skillshelf.library.usage.store import UsageStore
 from skillshelf.server.calllog import read_records
+from skillshelf.settings import HttpSettings
 from tests.conftest import deadline
 from tests.live_server import skillshelf_http
 from tests.server.team_support import free_port
@@ -124,3 +126,24 @@ def test_several_workers_serve_one_library_statelessly(sample_root: Path, tmp_pa
 def test_stream_responses_is_refused_where_it_cannot_apply(sample_root: Path, flags: list[str], problem: str) -> None:
     result = CliRunner().invoke(cli, ["serve", "-l", str(sample_root), "--stream-responses", *flags])
     assert result.exit_code == 2 and problem in result.output
+
+
+DEPLOY = Path(__file__).resolve().parents[1] / "docs" / "deploy.md"
+
+
+def test_the_deploy_guides_token_commands_run_as_written(tmp_path: Path) -> None:
+    """docs/deploy.md's `token new` lines run on a fresh config (before: `--view readers`, a view defined
+    nowhere, failed with "no view 'readers'")."""
+    config = tmp_path / "config.toml"
+    lines = [line.split("#")[0].split() for line in DEPLOY.read_text(encoding="utf-8").splitlines()]
+    commands = [words[1:] for words in lines if words[:3] == ["skillshelf", "token", "new"]]
+    assert len(commands) >= 2
+    for words in commands:
+        made = CliRunner().invoke(cli, ["--config", str(config), *words])
+        assert made.exit_code == 0, f"{' '.join(words)}: {made.output}"
+
+
+def test_the_deploy_guides_http_block_states_the_defaults() -> None:
+    text = DEPLOY.read_text(encoding="utf-8")
+    block = text.split("```toml\n[http]", 1)[1].split("```", 1)[0]
+    assert tomllib.loads(block) == HttpSettings().model_dump()

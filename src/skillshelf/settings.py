@@ -95,6 +95,26 @@ class ExecutionSettings(BaseModel):
     network: list[str] = Field(default_factory=list, description="Skill id patterns that may use the network")
 
 
+class HttpSettings(BaseModel):
+    """`serve --http`: what bounds the connections and sessions strangers can hold open (docs/deploy.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, le=600, description="A connection that has not sent a request's headers by then is closed"
+    )
+    max_connections: int = Field(
+        default=1000, ge=8, description="Open connections per process; past it the oldest one with no request is closed"
+    )
+    max_sessions: int = Field(default=1000, ge=1, description="Open MCP sessions (legacy clients), every view together")
+    sessions_per_client: int = Field(
+        default=100, ge=1, description="Open MCP sessions per token, or per address without tokens"
+    )
+    session_idle_s: float = Field(
+        default=600.0, gt=0, le=86400, description="A session with no request in flight for this long is closed"
+    )
+
+
 class UserSettings(BaseModel):
     """Every setting a user sets: a key of the config file, a `SKILLSHELF_` variable (nested keys
     joined by `__`), and for some a flag. Unknown keys are errors, so a typo never silently does
@@ -124,6 +144,7 @@ class UserSettings(BaseModel):
     views: dict[str, ViewSettings] = Field(default_factory=dict, description="Named views ([views.NAME])")
     auth: AuthSettings = Field(default_factory=AuthSettings)
     call_log: CallLogSettings = Field(default_factory=CallLogSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
     cache_dir: Path = Field(
         default_factory=user_cache_dir,
         description="Indexes that cannot live in their library, and the sessions index (default: the user cache)",

@@ -20,7 +20,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from skillshelf.errors import SkillshelfError
-from skillshelf.server.hosts import HostGuard, transport_security
+from skillshelf.server.hosts import HostGuard, reachable_name, transport_security
 from tests.conftest import deadline
 from tests.live_server import skillshelf_http
 
@@ -191,3 +191,30 @@ def test_a_network_bind_without_tokens_refuses_to_start_and_says_how_to_add_one(
     assert done.returncode != 0
     assert "refusing to serve 0.0.0.0 without authentication" in done.stderr
     assert "skillshelf token new NAME" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "refusal"),
+    [
+        ([], "refusing to serve skills.example.com without authentication"),
+        (["--allow-exec", "--insecure-no-auth"], "refusing to serve skill execution on skills.example.com"),
+    ],
+)
+def test_a_loopback_bind_that_accepts_a_proxys_host_name_needs_tokens_as_a_network_bind_does(
+    sample_root: Path, flags: list[str], refusal: str
+) -> None:
+    """Bound to 127.0.0.1 but accepting `Host: skills.example.com`, the server is there for a proxy that
+    forwards anyone: before, `--allow-exec --allowed-host skills.example.com` with no tokens served skill
+    execution to all of them without a word."""
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--allowed-host", "skills.example.com:443"]
+    command += [*flags, "--port", "0", "-l", str(sample_root)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=deadline())
+    assert done.returncode != 0 and refusal in done.stderr, done.stderr
+    assert "--allowed-host" in done.stderr  # says why a loopback bind counts as reachable
+
+
+def test_only_loopback_host_names_keep_a_server_loopback_only() -> None:
+    assert reachable_name("127.0.0.1", ["localhost:8765", "[::1]", "::1", "127.0.0.2", "app.localhost"]) == "127.0.0.1"
+    assert reachable_name("127.0.0.1", ["localhost", "skills.example.com:8765"]) == "skills.example.com"
+    assert reachable_name("127.0.0.1", ["[2001:db8::1]:8765"]) == "2001:db8::1"
+    assert reachable_name("0.0.0.0", ["skills.example.com"]) == "0.0.0.0"

@@ -64,6 +64,19 @@ async def team(sample_library: SkillLibrary, tmp_path: Path) -> AsyncIterator[st
         yield base
 
 
+async def test_health_without_a_token_says_only_liveness_and_the_digest(team: str) -> None:
+    """Before, anyone got the skill count (hidden skills included), the session count and, with PostgreSQL,
+    the database's user, host and name. A proxy's check needs only `status`; replicas compare the digest."""
+    async with httpx2.AsyncClient() as http:
+        for headers in ({}, bearer("not-a-token-0123456789"), {"Authorization": "Basic x"}):
+            anonymous = await http.get(f"{team}/health", headers=headers)
+            assert anonymous.status_code == 200
+            assert set(anonymous.json()) == {"status", "library"}, headers
+            assert set(anonymous.json()["library"]) == {"digest"}
+        detailed = (await http.get(f"{team}/health", headers=bearer(CAROL))).json()  # any valid token
+    assert detailed["status"] == anonymous.json()["status"] and detailed["skills"] > 0 and "index" in detailed
+
+
 async def search_over_http(url: str, token: str) -> dict[str, Any]:
     async with (
         httpx2.AsyncClient(headers=bearer(token)) as http,
@@ -77,7 +90,7 @@ async def search_over_http(url: str, token: str) -> dict[str, Any]:
 async def test_health_is_open_and_the_views_are_described(team: str) -> None:
     async with httpx2.AsyncClient(follow_redirects=False) as http:
         for path in ("/health", "/health/"):
-            health = await http.get(f"{team}{path}")
+            health = await http.get(f"{team}{path}", headers=bearer(ALICE))
             assert health.status_code == 200, path
             assert {"status", "version", "skills", "sessions"} <= set(health.json())
         listing = await http.get(f"{team}/views/", headers=bearer(BOB))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import threading
@@ -25,10 +26,12 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import deadline, wait_until
 from tests.live_server import LiveServer, skillshelf_http
+from tests.postgres_support import PostgresCluster
 from tests.server.team_support import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # processes, a proxy and a kill: seconds, not milliseconds
 CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "haproxy.cfg"
+DEPLOY_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 CLIENTS = 8
 
 
@@ -52,9 +55,8 @@ def certificate(folder: Path) -> tuple[Path, ssl.SSLContext]:
     return both, ssl.create_default_context(cafile=str(cert))
 
 
-@contextmanager
-def haproxy(bind: str, pem: Path, replicas: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = {
+def proxy_env(bind: str, pem: Path, replicas: list[str]) -> dict[str, str]:
+    return {
         **os.environ,
         "SKILLSHELF_PROXY_BIND": bind,
         "SKILLSHELF_PROXY_CERT": str(pem),
@@ -62,13 +64,49 @@ def haproxy(bind: str, pem: Path, replicas: list[str], log: Path) -> Iterator[su
         "SKILLSHELF_REPLICA_2": replicas[1],
         "SKILLSHELF_REPLICA_HOST": "127.0.0.1",
     }
+
+
+@contextmanager
+def haproxy(
+    bind: str, pem: Path, replicas: list[str], log: Path, config: Path = CONFIG
+) -> Iterator[subprocess.Popen[bytes]]:
+    """HAProxy on `config`, plus a stats socket beside its log (`stick_table` reads the table through it)."""
+    stats = log.with_suffix(".stats.cfg")
+    stats.write_text(f"global\n    stats socket {log.with_suffix('.sock')} mode 600 level admin\n", encoding="utf-8")
+    command = ["haproxy", "-db", "-f", str(config), "-f", str(stats)]
     with log.open("wb") as sink:
-        process = subprocess.Popen(["haproxy", "-db", "-f", str(CONFIG)], env=env, stdout=sink, stderr=sink)
+        process = subprocess.Popen(command, env=proxy_env(bind, pem, replicas), stdout=sink, stderr=sink)
     try:
         yield process
     finally:
         process.terminate()
         process.wait(deadline(30))
+
+
+def stick_table(log: Path) -> str:
+    """`show table replicas` on the stats socket of the HAProxy `haproxy(..., log)` started."""
+    with socket.socket(socket.AF_UNIX) as admin:
+        admin.settimeout(deadline(10))
+        admin.connect(str(log.with_suffix(".sock")))
+        admin.sendall(b"show table replicas\n")
+        return b"".join(iter(lambda: admin.recv(65536), b"")).decode()
+
+
+def stricter_check() -> str:
+    """The stricter health check line docs/deploy.md gives, as written there."""
+    lines = [line.strip() for line in DEPLOY_GUIDE.read_text(encoding="utf-8").splitlines()]
+    found = [line for line in lines if line.startswith("http-check expect") and "status 200" not in line]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def with_stricter_check(folder: Path) -> Path:
+    """deploy/haproxy.cfg with its health check replaced by the guide's stricter one."""
+    shipped = CONFIG.read_text(encoding="utf-8")
+    assert shipped.count("    http-check expect status 200\n") == 1
+    strict = folder / "haproxy-strict.cfg"
+    strict.write_text(shipped.replace("http-check expect status 200", stricter_check()), encoding="utf-8")
+    return strict
 
 
 class Writes:
@@ -120,11 +158,19 @@ class Proxied:
     context: ssl.SSLContext  # trusts the proxy's certificate
     replicas: list[LiveServer]
     start_replica: Callable[[int], LiveServer]
+    log: Path  # the proxy's (stick_table reads its table)
 
 
 @pytest.fixture
 def proxied(postgres_url: str, sample_root: Path, tmp_path: Path) -> Iterator[Proxied]:
     """deploy/haproxy.cfg in front of two replicas sharing `postgres_url`."""
+    with proxy_over(postgres_url, sample_root, tmp_path) as found:
+        yield found
+
+
+@contextmanager
+def proxy_over(postgres_url: str, sample_root: Path, tmp_path: Path, config: Path = CONFIG) -> Iterator[Proxied]:
+    """HAProxy on `config` in front of two replicas sharing `postgres_url`, once it answers /health."""
     missing = proxy_missing()
     if missing:
         pytest.skip(missing)
@@ -144,10 +190,11 @@ def proxied(postgres_url: str, sample_root: Path, tmp_path: Path) -> Iterator[Pr
 
         replicas = [start_replica(0), start_replica(1)]
         backends = [f"127.0.0.1:{port}" for port in ports]
-        stack.enter_context(haproxy(f"127.0.0.1:{proxy_port}", pem, backends, tmp_path / "haproxy.log"))
+        log = tmp_path / "haproxy.log"
+        stack.enter_context(haproxy(f"127.0.0.1:{proxy_port}", pem, backends, log, config))
         base = f"https://127.0.0.1:{proxy_port}"
         wait_until(lambda: _answers(f"{base}/health", context), "the proxy never answered /health", 60)
-        yield Proxied(base, context, replicas, start_replica)
+        yield Proxied(base, context, replicas, start_replica, log)
 
 
 async def test_a_replica_killed_under_load_loses_no_acknowledged_write_and_duplicates_none(
@@ -189,6 +236,79 @@ async def test_a_legacy_session_sticks_to_the_replica_that_made_it(proxied: Prox
                 for _ in range(6):  # round robin alone would send every other one to the other replica
                     result = await client.call_tool("searchPatterns", {"query": "slugify"})
                     assert not result.is_error, result
+
+
+def test_the_shipped_config_and_the_guides_stricter_check_are_valid(tmp_path: Path) -> None:
+    """The guide's stricter check, `http-check expect string "state": "ok"` before, made HAProxy refuse the
+    whole file; the line it gives now is checked in the shipped file (and run below)."""
+    missing = proxy_missing()
+    if missing:
+        pytest.skip(missing)
+    pem, _ = certificate(tmp_path)
+    env = proxy_env("127.0.0.1:1", pem, ["127.0.0.1:2", "127.0.0.1:3"])
+    for config in (CONFIG, with_stricter_check(tmp_path)):
+        checked = subprocess.run(
+            ["haproxy", "-c", "-f", str(config)],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=deadline(60),
+        )
+        assert checked.returncode == 0, f"{config.name}: {checked.stdout}{checked.stderr}"
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+async def test_the_proxy_stores_only_session_ids_a_replica_issued(proxied: Proxied) -> None:
+    """Before, `stick on req.hdr(mcp-session-id)` stored every id a client sent: 106,000 made-up ones
+    (each refused with 404) filled the table and evicted real sessions' entries."""
+    async with httpx2.AsyncClient(verify=proxied.context, timeout=deadline(30)) as http:
+        for number in range(20):
+            made_up = {**MCP_HEADERS, "Mcp-Session-Id": f"madeup{number:04d}"}
+            assert (await http.post(f"{proxied.base}/mcp", json=PING, headers=made_up)).status_code == 404
+        hello = await http.post(f"{proxied.base}/mcp", json=HELLO, headers=MCP_HEADERS)
+        issued = hello.headers["mcp-session-id"]
+        table = stick_table(proxied.log)
+        assert issued in table and "madeup" not in table, table
+        session = {**MCP_HEADERS, "Mcp-Session-Id": issued, "MCP-Protocol-Version": "2025-06-18"}
+        for _ in range(4):  # round robin alone would send every other one to the other replica
+            assert (await http.post(f"{proxied.base}/mcp", json=PING, headers=session)).status_code == 200
+
+
+async def test_the_stricter_check_takes_replicas_whose_database_is_down_out_and_back(
+    own_cluster: PostgresCluster, sample_root: Path, tmp_path: Path
+) -> None:
+    """/health said "healthy" while its database was down and every write failed with STATE_UNAVAILABLE.
+    It says "degraded" now (naming the database), and the guide's stricter check, run in the shipped file,
+    matches a healthy replica's compact JSON and takes degraded ones out."""
+    url = own_cluster.create_database("strict")
+    with proxy_over(url, sample_root, tmp_path, with_stricter_check(tmp_path)) as proxy:
+        replica = proxy.replicas[0]
+        assert (replica.health() or {}).get("status") == "healthy"
+        own_cluster.stop()
+        wait_until(lambda: (replica.health() or {}).get("status") == "degraded", "/health never said degraded")
+        down = replica.health() or {}
+        assert down["failing"] == ["database"] and down["database"]["state"] == "unreachable"
+        wait_until(lambda: _status(f"{proxy.base}/health", proxy.context) == 503, "the proxy kept the replicas", 60)
+        own_cluster.start()
+        wait_until(lambda: _answers(f"{proxy.base}/health", proxy.context), "the replicas never came back", 60)
+        assert (replica.health() or {}).get("status") == "healthy"
+
+
+def _status(url: str, context: ssl.SSLContext) -> int | None:
+    try:
+        return httpx2.get(url, verify=context, timeout=deadline(5)).status_code
+    except httpx2.TransportError:
+        return None
 
 
 def _answers(url: str, context: ssl.SSLContext) -> bool:

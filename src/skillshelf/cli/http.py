@@ -25,12 +25,14 @@ def prepare_http(
     The tokens are the settings' own: the config file's and SKILLSHELF_TOKENS', as digests."""
     from skillshelf.server.auth import refuse_unauthenticated
     from skillshelf.server.hooks import check_views
+    from skillshelf.server.hosts import reachable_name
     from skillshelf.server.http import refuse_unsafe_exposure
     from skillshelf.server.workers import run_http_workers
 
+    reachable = reachable_name(settings.http_host, allowed_hosts)  # a proxy's Host name counts as a bind
+    refuse_unauthenticated(reachable, settings.auth, insecure_no_auth)
+    refuse_unsafe_exposure(reachable, settings.execution.enabled and not settings.auth.tokens)
     host = settings.http_host
-    refuse_unauthenticated(host, settings.auth, insecure_no_auth)
-    refuse_unsafe_exposure(host, settings.execution.enabled and not settings.auth.tokens)
     _warn_of_unknown_token_views(settings)
     if workers == 1:
         return False

@@ -121,10 +121,12 @@ def serve(
     archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
     from skillshelf.server.auth import Tokens
+    from skillshelf.server.hosts import reachable_name
     from skillshelf.server.http import HttpReload
     from skillshelf.server.web import web_access
 
-    http_reload = HttpReload(host, Tokens(settings.auth.tokens))  # the tokens in force; a reload replaces them
+    # the tokens in force (a reload replaces them), judged by where the server is reachable, proxy included
+    http_reload = HttpReload(reachable_name(host, allowed_hosts), Tokens(settings.auth.tokens))
     access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
     progress = index_progress()
     library.add_progress_listener(progress)
@@ -155,6 +157,7 @@ def serve(
                 sock=listener,
                 stream_responses=stream_responses,
                 tokens=http_reload.tokens,
+                limits=settings.http,
             )
         else:
             call_log = open_call_log(settings)

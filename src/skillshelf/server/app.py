@@ -28,6 +28,7 @@ from skillshelf.memory.notes import open_notes
 from skillshelf.patterns import service
 from skillshelf.server.calllog import CallLog, open_call_log
 from skillshelf.server.composite import install_composites
+from skillshelf.server.health import health_report, sees_details
 from skillshelf.server.hooks import Hooks
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.http import ReloadRefused
@@ -269,17 +270,19 @@ def _add_routes(
         except SkillshelfError as exc:
             raise ResourceNotFoundError(exc.message) from exc
 
-    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
-    async def health(_request: Request) -> JSONResponse:
-        counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
-        found = {**reader.status(), "version": __version__, **counts}
-        if (url := settings.database_url) is not None:
-            found["database"] = await anyio.to_thread.run_sync(database_health, url)
-        if call_log is not None:
-            found["callLog"] = call_log.health()
-        return JSONResponse(found)
-
     access = web or WebAccess(security=transport_security(settings.http_host))
+
+    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
+    async def health(request: Request) -> JSONResponse:
+        counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
+        parts: dict[str, dict[str, Any]] = {}  # what writes need: one not "ok" makes the status "degraded"
+        if (url := settings.database_url) is not None:
+            parts["database"] = await anyio.to_thread.run_sync(database_health, url)
+        if call_log is not None:
+            parts["callLog"] = call_log.health()
+        detailed = sees_details(request, access.authorize)
+        return JSONResponse(health_report(reader.status(), counts, parts, detailed=detailed))
+
     for route in web_routes(reader, access, reads=pipeline.read):
         server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 

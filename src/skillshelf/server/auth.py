@@ -5,7 +5,8 @@ config file, or `SKILLSHELF_TOKENS`). A presented token is hashed and compared w
 digest in constant time, so neither the comparison nor the loop tells an attacker how close a guess
 came. `Gate` is one ASGI middleware in front of every route:
 
-- `/health` is open (a load balancer probes it; it holds counts, never contents);
+- `/health` is open (a load balancer probes it): liveness and the library's digest for anyone, the
+  details (counts, the database) for a valid token (`server/health.py`);
 - API paths (`/mcp`, `/view/...`, `/views...`) without a valid token get 401 JSON with
   `WWW-Authenticate: Bearer`; a valid token on a view it does not list gets 403 JSON;
 - web pages pass through with or without a principal: the web view's own `authorize` (see
@@ -53,6 +54,7 @@ __all__ = [
     "TokenTable",
     "Tokens",
     "budget_of",
+    "client_of",
     "current_caller",
     "web_authorize",
     "web_refusal",
@@ -287,6 +289,15 @@ def _address_key(host: str) -> str:
     return str(ip)
 
 
+def client_of(scope: Scope) -> str:
+    """Who a request comes from, for limits that count per client: its token's name, else its address (an
+    IPv6 address by its /64)."""
+    principal = scope.get(PRINCIPAL)
+    if isinstance(principal, Principal) and principal.authenticated:
+        return f"token:{principal.name}"
+    return f"address:{_address_key(_peer(scope)[0])}"
+
+
 def budget_of(request: Request | None) -> CallerBudget | None:
     """The budget the Gate charged this request to (None: not over HTTP)."""
     budget = request.scope.get(BUDGET) if request is not None else None
@@ -305,7 +316,8 @@ def is_loopback(host: str) -> bool:
 
 
 def refuse_unauthenticated(host: str, auth: AuthSettings, insecure_no_auth: bool) -> None:
-    """A bind beyond loopback needs tokens, unless the operator says otherwise (logged)."""
+    """A server reachable beyond loopback needs tokens, unless the operator says otherwise (logged). `host`:
+    the name it is reachable by (`hosts.reachable_name`: the bind address or an accepted Host name)."""
     if is_loopback(host) or auth.tokens:
         return
     if insecure_no_auth:
@@ -317,9 +329,11 @@ def refuse_unauthenticated(host: str, auth: AuthSettings, insecure_no_auth: bool
         return
     raise SkillshelfError(
         ErrorCode.VALIDATION_ERROR,
-        f"refusing to serve {host} without authentication: anyone who can reach that address could call every "
+        f"refusing to serve {host} without authentication: anyone who can reach it (a bind address beyond "
+        "loopback, or a Host name accepted with --allowed-host, which a proxy forwards anyone to) could call every "
         "tool. Add a token with `skillshelf token new NAME` (it writes [auth.tokens.NAME] into the config file) "
-        "or set SKILLSHELF_TOKENS=NAME=TOKEN; bind to 127.0.0.1; or pass --insecure-no-auth to serve anyway.",
+        "or set SKILLSHELF_TOKENS=NAME=TOKEN; bind to 127.0.0.1 and accept loopback names only; or pass "
+        "--insecure-no-auth to serve anyway.",
     )
 
 
@@ -399,7 +413,13 @@ class Gate:
         self.limits = RateLimits(self.auth.rate_per_s, self.auth.burst, self.clock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["path"] in OPEN_PATHS:  # open to all; a valid token gets the details (server/health.py)
+            principal, _ = self._authenticate(Headers(scope=scope))
+            if principal is not None and principal.authenticated:
+                scope[PRINCIPAL] = principal
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]

@@ -8,6 +8,7 @@ one ASGI middleware around a whole app (`/mcp`, `/health` and the web view alike
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
@@ -40,6 +41,23 @@ def transport_security(
             )
         origins.extend(f"{scheme}://{pattern}" for pattern in _host_patterns(_bracketed(rest)))
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def reachable_name(host: str, allowed_hosts: Iterable[str] = ()) -> str:
+    """The name a server is judged by for the rules of a network-facing server (tokens required, no
+    unauthenticated skill execution): its bind address when that is not loopback, else the first
+    non-loopback Host it accepts (`--allowed-host`), else the bind address.
+
+    A server bound to 127.0.0.1 that accepts `Host: skills.example.com` is there for a proxy, which
+    forwards whoever reaches it: it is as reachable as a server bound to a public address.
+    """
+    if not is_loopback(host):
+        return host
+    for name in allowed_hosts:
+        bare = _split_port(_bracketed(name))[0].strip("[]")
+        if not is_loopback(bare):
+            return bare
+    return host
 
 
 def _bracketed(name: str) -> str:

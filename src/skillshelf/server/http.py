@@ -40,7 +40,10 @@ from skillshelf.server.auth import (
     Tokens,
     is_loopback,
 )
+from skillshelf.server.connections import ConnectionLimits, descriptor_room, guarded_protocol
 from skillshelf.server.hosts import HostGuard, transport_security
+from skillshelf.server.mcp_sessions import SessionCap
+from skillshelf.settings import HttpSettings
 
 if TYPE_CHECKING:
     from skillshelf.settings import Settings
@@ -49,13 +52,14 @@ logger = logging.getLogger(__name__)
 
 
 def refuse_unsafe_exposure(host: str, exec_enabled: bool) -> None:
-    """Skill execution over HTTP without authentication is for loopback binds only (callers pass
-    `exec_enabled` false when tokens are configured)."""
+    """Skill execution over HTTP without authentication is for loopback-only servers (callers pass
+    `exec_enabled` false when tokens are configured; `host`: `hosts.reachable_name`)."""
     if exec_enabled and not is_loopback(host):
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR,
-            f"refusing to serve skill execution on {host}: anyone who can reach that address could run skills, "
-            "and no tokens are configured. Add one (`skillshelf token new NAME`), bind to 127.0.0.1 (the default), "
+            f"refusing to serve skill execution on {host}: anyone who can reach it (directly, or through a proxy "
+            "forwarding a Host name accepted with --allowed-host) could run skills, and no tokens are configured. "
+            "Add one (`skillshelf token new NAME`), bind to 127.0.0.1 (the default) and accept loopback names only, "
             "or drop --allow-exec.",
         )
 
@@ -141,8 +145,9 @@ def team_app(
     stateless: bool = False,
     stream_responses: bool = False,
     tokens: Tokens | None = None,
+    limits: HttpSettings | None = None,
 ) -> ASGIApp:
-    """Every view's MCP server behind one HostGuard and one Gate.
+    """Every view's MCP server behind one HostGuard and one Gate, their sessions counted by one SessionCap.
 
     `servers` maps view names to servers and must hold the default view: it answers `/mcp`, `/health`
     and the web view at `/`; every view (the default too) answers `/view/NAME/mcp`. `/views` and
@@ -155,8 +160,9 @@ def team_app(
     tools/list_changed, reach a session's GET stream either way.
 
     `tokens`: the tokens in force, when something (`HttpReload`) replaces them while serving;
-    default: those of `auth`, fixed.
+    default: those of `auth`, fixed. `limits`: how many sessions, and how long idle ones live.
     """
+    limits = limits or HttpSettings()
     if DEFAULT_VIEW not in servers:
         raise ValueError(f"team_app needs a {DEFAULT_VIEW!r} view; got {sorted(servers)}")
     settings = dict(views or {})
@@ -171,6 +177,8 @@ def team_app(
                 stateless_http=stateless,
                 json_response=stateless or not stream_responses,
                 max_request_body_size=(auth or AuthSettings()).max_request_bytes,
+                session_idle_timeout=limits.session_idle_s,
+                max_sessions=limits.max_sessions,  # per view; SessionCap counts every view's together
             )
         apps[name] = by_server[id(server)]
 
@@ -220,7 +228,12 @@ def team_app(
         ],
         lifespan=lifespan,
     )
-    gated = Gate(_NoSlash(outer), auth or AuthSettings(), views=tuple(servers), tokens=tokens)
+    counted: ASGIApp = outer
+    if not stateless:
+        counted = SessionCap(
+            outer, limits.max_sessions, limits.sessions_per_client, limits.session_idle_s, _is_mcp_path
+        )
+    gated = Gate(_NoSlash(counted), auth or AuthSettings(), views=tuple(servers), tokens=tokens)
     return HostGuard(gated, transport_security(host, extra_hosts, extra_origins))
 
 
@@ -243,6 +256,11 @@ class _NoSlash:
 
 
 _API_PATH = re.compile(r"^/(mcp|health|views(/[^/]+)?|view/[^/]+/mcp)/+$")
+_MCP_PATH = re.compile(r"^/(mcp|view/[^/]+/mcp)$")  # after _NoSlash
+
+
+def _is_mcp_path(path: str) -> bool:
+    return _MCP_PATH.match(path) is not None
 
 
 GRACEFUL_SHUTDOWN_S = 10
@@ -250,6 +268,18 @@ GRACEFUL_SHUTDOWN_S = 10
 # default too): with equal times the server could close a connection just as the client sent a request on
 # it, which the client sees as a ReadError on a call it may not resend. The client now always closes first.
 KEEP_ALIVE_S = 75
+
+
+def uvicorn_limits(limits: HttpSettings | None) -> dict[str, Any]:
+    """uvicorn's options that bound what a connection may hold (one process, or each worker's): the
+    graceful stop, keep-alive, and the header timeout and connection cap it lacks (`server/connections.py`)."""
+    limits = limits or HttpSettings()
+    room = descriptor_room(limits.max_connections)
+    return {
+        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN_S,
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "http": guarded_protocol(ConnectionLimits(room, limits.header_timeout_s)),
+    }
 
 
 def finish_calls_on_shutdown(enabled: bool = True) -> None:
@@ -277,11 +307,13 @@ def run_http(
     sock: socket.socket | None = None,
     stream_responses: bool = False,
     tokens: Tokens | None = None,
+    limits: HttpSettings | None = None,
 ) -> None:
     """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful).
 
     On `sock` when given (already bound and listening, so the caller knows the port and could say so).
-    `stream_responses`, `tokens`: see `team_app`.
+    `stream_responses`, `tokens`, `limits`: see `team_app`; `limits` also bound connections
+    (`uvicorn_limits`).
     """
     import uvicorn
 
@@ -295,14 +327,8 @@ def run_http(
         views=views,
         stream_responses=stream_responses,
         tokens=tokens,
+        limits=limits,
     )
     finish_calls_on_shutdown()
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-        timeout_keep_alive=KEEP_ALIVE_S,
-    )
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", **uvicorn_limits(limits))
     uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)

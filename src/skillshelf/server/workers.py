@@ -11,7 +11,7 @@ from functools import partial
 from starlette.types import ASGIApp
 
 from skillshelf.library import children
-from skillshelf.server.http import GRACEFUL_SHUTDOWN_S, KEEP_ALIVE_S, finish_calls_on_shutdown, team_app
+from skillshelf.server.http import finish_calls_on_shutdown, team_app, uvicorn_limits
 from skillshelf.server.web import web_access
 
 
@@ -54,6 +54,8 @@ def run_http_workers(
     from uvicorn import Config
     from uvicorn.supervisors import Multiprocess
 
+    from skillshelf.settings import Settings
+
     children.make_nondumpable()
     environment = tuple(children.server_environment().items())
     setup = WorkerSetup(settings_json, extra_hosts, extra_origins, environment, os.getpid())
@@ -64,8 +66,7 @@ def run_http_workers(
         port=port,
         workers=workers,
         log_level="warning",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-        timeout_keep_alive=KEEP_ALIVE_S,
+        **uvicorn_limits(Settings.model_validate_json(settings_json).http),  # header timeout, connection cap
     )
     sock = config.bind_socket()
     sock.set_inheritable(False)  # the workers get it through the spawn, which passes it explicitly
