@@ -422,6 +422,20 @@ def init(directory: Path | None) -> None:
     count = sum(1 for _ in target.rglob("*.md"))
     click.echo(f"Created {display_path(target)} with the example skills ({count} markdown files).")
     click.echo(f"Serve it with: skillshelf serve --library {display_path(target)}")
+    if target != DEFAULT_LIBRARY.expanduser():
+        _say_how_to_make_it_the_default(target)
+
+
+def _say_how_to_make_it_the_default(target: Path) -> None:
+    """Other commands read the configured library, not the one just created: say how to make it theirs."""
+    from skillshelf.cli.common import config_flag
+    from skillshelf.settings import config_location
+
+    shown = display_path(target)
+    config = display_path(config_location(config_flag()).path)
+    click.echo(f"Other commands read it with --library {shown}; to make it the default, add")
+    click.echo(f'  library = "{shown}"')
+    click.echo(f"to {config}, or export SKILLSHELF_LIBRARY={shown}")
 
 
 def main() -> None:
