@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
+import httpx2
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
 from skillshelf.library.skill.paths import display_path
+from tests.test_first_contact import LIVENESS_S, read_until, serve_env
 
 
 def test_init_of_another_folder_says_how_to_make_it_the_default_and_that_works(isolated_environment: Path) -> None:
@@ -29,3 +35,87 @@ def test_init_of_the_default_library_gives_no_advice_to_make_it_the_default(isol
     made = CliRunner().invoke(cli, ["init"])
     assert made.exit_code == 0, made.output
     assert "library = " not in made.output
+
+
+def test_over_http_a_projects_root_some_served_view_reads_is_not_reported_and_a_stop_is_said(
+    sample_root: Path, isolated_environment: Path
+) -> None:
+    projects = isolated_environment / "projects"
+    projects.mkdir()
+    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--port", "0", "-l", str(sample_root)]
+    process = subprocess.Popen(
+        [*command, "--projects-root", str(projects)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=serve_env(isolated_environment),
+    )
+    try:
+        assert process.stderr is not None
+        said = read_until(process.stderr.fileno(), r"http://127\.0\.0\.1:\d+/mcp")
+        port = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", said)
+        assert port, said
+        assert httpx2.get(f"http://127.0.0.1:{port.group(1)}/health", timeout=LIVENESS_S).status_code == 200
+    finally:
+        process.terminate()
+        _, rest = process.communicate(timeout=LIVENESS_S)
+    said += rest.decode()
+    assert "memory or session tool" not in said  # before: warned, although /view/full/mcp reads it
+    assert said.rstrip().endswith("stopped"), said  # before: nothing after uvicorn's own lines
+
+
+# A real process in which NumPy cannot be imported, as in a pipx install without the `semantic` extra.
+WITHOUT_NUMPY = "import sys; sys.modules['numpy'] = None; "
+
+
+def without_numpy(home: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**serve_env(home), "SKILLSHELF_DATA_DIR": str(home / "data")}
+    command = [sys.executable, "-c", WITHOUT_NUMPY + code, *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=LIVENESS_S, check=False)
+
+
+def fetched_model_in(home: Path) -> Path:
+    folder = home / "data" / "models" / "all-MiniLM-L6-v2"
+    folder.mkdir(parents=True)
+    for name in ("config.json", "vocab.txt", "model.safetensors"):
+        (folder / name).write_text("{}", encoding="utf-8")
+    return folder
+
+
+def cli_without_numpy(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return without_numpy(home, "sys.argv[0] = 'skillshelf'; from skillshelf.cli import main; main()", *args)
+
+
+def test_without_numpy_model_fetch_config_show_and_search_give_one_hint_that_works_for_pipx(
+    isolated_environment: Path,
+) -> None:
+    folder = fetched_model_in(isolated_environment)
+    said = without_numpy(
+        isolated_environment,
+        "from pathlib import Path; from skillshelf.cli.model import say_what_turns_it_on; "
+        "say_what_turns_it_on(Path(sys.argv[1]), Path(sys.argv[1]))",
+        str(folder),
+    )
+    assert said.returncode == 0, said.stderr
+    assert "pipx inject skillshelf numpy" in said.stdout and "skillshelf[semantic]" in said.stdout
+    assert "is on from the next start" not in said.stdout  # before: said so right after "NumPy is missing"
+    shown = cli_without_numpy(isolated_environment, "config", "show")
+    line = next(line for line in shown.stdout.splitlines() if line.startswith("semantic_model"))
+    assert "off: NumPy is not installed" in line and "pipx inject skillshelf numpy" in line  # before: no reason
+    found = cli_without_numpy(isolated_environment, "search", "-l", "patterns", "retry")
+    assert found.returncode == 0, found.stderr
+    assert "semantic search is off (NumPy is not installed" in found.stderr and "pipx inject" in found.stderr
+
+
+def test_without_numpy_and_without_a_model_search_says_nothing_of_semantic_search(isolated_environment: Path) -> None:
+    found = cli_without_numpy(isolated_environment, "search", "-l", "patterns", "retry")
+    assert found.returncode == 0 and "semantic" not in found.stderr
+
+
+def test_a_configured_model_without_numpy_names_the_same_hint_in_the_answer(isolated_environment: Path) -> None:
+    folder = fetched_model_in(isolated_environment)
+    code = "sys.argv[0] = 'skillshelf'; from skillshelf.cli import main; main()"
+    env_model = f"import os; os.environ['SKILLSHELF_SEMANTIC_MODEL'] = {str(folder)!r}; "
+    found = without_numpy(isolated_environment, env_model + code, "search", "--json", "-l", "patterns", "retry")
+    assert found.returncode == 0, found.stderr
+    warnings = json.loads(found.stdout)["warnings"]
+    assert any("NumPy is not installed" in w and "pipx inject skillshelf numpy" in w for w in warnings), warnings

@@ -85,9 +85,12 @@ def search(
     from skillshelf.patterns import service
     from skillshelf.patterns.models import SearchResult
 
-    with open_library(libraries) as library:
+    settings = command_settings(libraries, watch=False)
+    with opened_library(settings) as library:
         if query:
             _wait_for_vectors(library.library.semantic)
+        if library.library.semantic is None and (reason := settings.semantic_off_reason()) is not None:
+            click.echo(f"note: semantic search is off ({reason}); these hits rank by words only", err=True)
         result = service.search_patterns(
             library,
             " ".join(query),

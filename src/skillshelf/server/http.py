@@ -277,11 +277,13 @@ def run_http(
     sock: socket.socket | None = None,
     stream_responses: bool = False,
     tokens: Tokens | None = None,
+    stopped: Callable[[], None] | None = None,
 ) -> None:
     """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful).
 
     On `sock` when given (already bound and listening, so the caller knows the port and could say so).
-    `stream_responses`, `tokens`: see `team_app`.
+    `stream_responses`, `tokens`: see `team_app`. `stopped` runs once the shutdown is done: uvicorn then
+    raises the signal it caught again, which ends the process before `run_http` could return.
     """
     import uvicorn
 
@@ -305,4 +307,11 @@ def run_http(
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         timeout_keep_alive=KEEP_ALIVE_S,
     )
-    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            if stopped is not None:
+                stopped()
+
+    Server(config).run(sockets=[sock] if sock is not None else None)
