@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from skillshelf.cli import cli
 from skillshelf.library.skill.paths import display_path
+from tests.sources.helpers import skill_md
 from tests.test_first_contact import LIVENESS_S, read_until, serve_env
 
 
@@ -119,3 +120,22 @@ def test_a_configured_model_without_numpy_names_the_same_hint_in_the_answer(isol
     assert found.returncode == 0, found.stderr
     warnings = json.loads(found.stdout)["warnings"]
     assert any("NumPy is not installed" in w and "pipx inject skillshelf numpy" in w for w in warnings), warnings
+
+
+def test_new_inside_an_installed_sources_folder_says_sources_will_count_it_as_a_local_edit(tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream" / "pdf-fill"
+    upstream.mkdir(parents=True)
+    (upstream / "SKILL.md").write_text(skill_md("pdf-fill", "Fill PDF forms from JSON data."), encoding="utf-8")
+    root = tmp_path / "library"
+    root.mkdir()
+    added = CliRunner().invoke(cli, ["add", str(tmp_path / "upstream"), "--name", "team", "--library", str(root)])
+    assert added.exit_code == 0, added.output
+    created = CliRunner().invoke(cli, ["new", "team/mine", "--library", str(root)])
+    assert created.exit_code == 0, created.output
+    assert "team/ is the folder of the installed source 'team'" in created.stderr  # before: nothing said
+    assert "local edit (added here)" in created.stderr
+    listed = CliRunner().invoke(cli, ["sources", "--json", "--library", str(root)])
+    (source,) = json.loads(listed.stdout)["sources"]
+    assert source["localEdits"] == [{"what": "team/mine", "how": "added here"}]  # what the note announced
+    elsewhere = CliRunner().invoke(cli, ["new", "ours/mine", "--library", str(root)])
+    assert elsewhere.exit_code == 0 and "installed source" not in elsewhere.stderr

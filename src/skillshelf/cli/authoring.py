@@ -55,6 +55,7 @@ def new(skill_id: str, layout: LayoutChoice, script: ScriptChoice | None, librar
     written = write_scaffold(root, skill_id, layout, script, taken=frozenset(s.skill_id for s in found))
     namesakes = sorted(s.skill_id for s in found if s.name == skill_id.rsplit("/", 1)[-1])
     _report(written, layout, namesakes)
+    _say_if_inside_a_source(root, written.skill_id)
 
 
 def _target_root(library: Path | None) -> tuple[Path, list[Path]]:
@@ -85,6 +86,27 @@ def _report(written: Scaffold, layout: str, namesakes: list[str]) -> None:
         click.echo(
             f"note: {', '.join(namesakes)} has the same name; `skillshelf check` of the library reports them as "
             "near-duplicates until one is renamed",
+            err=True,
+        )
+
+
+def _say_if_inside_a_source(root: Path, skill_id: str) -> None:
+    """A skill written into an installed source's folder is the curator's, not the source's: `sources`
+    lists it as a local edit. Say so now rather than let that listing surprise them."""
+    from skillshelf.library.sources.errors import SourceError
+    from skillshelf.library.sources.lock import lock_path, read_lock
+    from skillshelf.library.sources.state import ADDED
+
+    category = skill_id.split("/", 1)[0]
+    try:
+        source = read_lock(lock_path(root)).sources.get(category)
+    except SourceError:  # a broken lock is `skillshelf sources`' to report, not new's
+        return
+    if source is not None:
+        click.echo(
+            f"note: {category}/ is the folder of the installed source {category!r} ({source.kind} {source.url}): "
+            f"`skillshelf sources` lists {skill_id} as a local edit ({ADDED}), and updates of {category} keep it. "
+            "To keep your skills apart from the source, use another category.",
             err=True,
         )
 
