@@ -139,3 +139,31 @@ def test_new_inside_an_installed_sources_folder_says_sources_will_count_it_as_a_
     assert source["localEdits"] == [{"what": "team/mine", "how": "added here"}]  # what the note announced
     elsewhere = CliRunner().invoke(cli, ["new", "ours/mine", "--library", str(root)])
     assert elsewhere.exit_code == 0 and "installed source" not in elsewhere.stderr
+
+
+def test_an_unfinished_scaffold_gets_a_check_warning_and_is_left_out_of_doc(tmp_path: Path) -> None:
+    created = CliRunner().invoke(cli, ["new", "testing/webapp-smoke", "--script", "py", "-l", str(tmp_path)])
+    assert created.exit_code == 0, created.output
+    checked = CliRunner().invoke(cli, ["check", str(tmp_path)])
+    assert checked.exit_code == 0  # a warning: the scaffold still runs and serves
+    (line,) = [line for line in checked.stdout.splitlines() if "[scaffold-text]" in line]  # before: no finding
+    assert "testing/webapp-smoke/SKILL.md: warning:" in line
+    assert "(the description, 8 TODO lines of the body)" in line
+    documented = CliRunner().invoke(cli, ["doc", "-l", str(tmp_path)])
+    assert "TODO" not in documented.stdout  # before: the placeholder description was published
+    assert documented.stdout.startswith("<!-- 0 skills; 1 unfinished left out;")
+    assert "left out testing/webapp-smoke" in documented.stderr
+
+
+def test_a_written_skill_with_a_todo_of_its_own_is_no_scaffold(tmp_path: Path) -> None:
+    assert CliRunner().invoke(cli, ["new", "testing/webapp-smoke", "-l", str(tmp_path)]).exit_code == 0
+    document = tmp_path / "testing" / "webapp-smoke" / "SKILL.md"
+    text = document.read_text(encoding="utf-8")
+    written = "\n".join(
+        "- TODO: ours, on purpose." if "TODO:" in line and not line.startswith("description") else line
+        for line in text.splitlines()
+    ).replace("TODO: say in one or two sentences what", "Smoke-test a web app: say")
+    document.write_text(written.replace("Use when TODO:", "Use when"), encoding="utf-8")
+    checked = CliRunner().invoke(cli, ["check", str(tmp_path)])
+    assert "[scaffold-text]" not in checked.stdout, checked.stdout
+    assert "testing/webapp-smoke" in CliRunner().invoke(cli, ["doc", "-l", str(tmp_path)]).stdout
