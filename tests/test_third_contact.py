@@ -7,12 +7,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx2
+import pytest
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
 from skillshelf.library.skill.paths import display_path
+from tests.conftest import agent_skill, call
 from tests.sources.helpers import skill_md
 from tests.test_first_contact import LIVENESS_S, read_until, serve_env
 
@@ -167,3 +170,40 @@ def test_a_written_skill_with_a_todo_of_its_own_is_no_scaffold(tmp_path: Path) -
     checked = CliRunner().invoke(cli, ["check", str(tmp_path)])
     assert "[scaffold-text]" not in checked.stdout, checked.stdout
     assert "testing/webapp-smoke" in CliRunner().invoke(cli, ["doc", "-l", str(tmp_path)]).stdout
+
+
+LONG_OPENING = " ".join(f"Sentence {i} says what the skill does and for whom it was written." for i in range(1, 30))
+
+
+@pytest.mark.anyio
+async def test_load_skill_with_a_small_budget_fills_it_with_the_first_paragraph(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.server.app import build_server
+    from skillshelf.settings import Settings
+
+    root = tmp_path / "library"
+    body = f"# Long opening\n\n{LONG_OPENING}\n\n## Steps\n\n1. Do it.\n"
+    agent_skill(root, "docs", "long-opening", "name: long-opening\ndescription: " + "Say it at length. " * 4, body)
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=[root]), library, view="full")) as client:
+            args: dict[str, Any] = {"skillId": "docs/long-opening", "maxTokens": 200, "includeMetadata": False}
+            parts = []
+            for _ in range(50):
+                is_error, answer = await call(client, "loadSkill", args)
+                assert not is_error, (answer["error"]["message"], parts)
+                assert answer["metadata"]["tokensUsed"] <= 200
+                parts.append(answer["data"]["documentation"])
+                more = answer["data"].get("continuation")
+                if more is None:
+                    break
+                args = {"skillId": "docs/long-opening", "cursor": more["cursor"], "maxTokens": 200}
+            _, whole = await call(client, "loadSkill", {"skillId": "docs/long-opening", "includeMetadata": False})
+    finally:
+        library.close()
+    first = parts[0]
+    assert first.startswith("# Long opening\n\nSentence 1 says") and first.endswith("written. ")  # before: the title
+    assert len(first) > 300
+    assert "".join(parts) == whole["data"]["documentation"]  # the pages still add up to the whole
