@@ -190,7 +190,7 @@ async def test_load_skill_with_a_small_budget_fills_it_with_the_first_paragraph(
     try:
         async with Client(build_server(Settings(roots=[root]), library, view="full")) as client:
             args: dict[str, Any] = {"skillId": "docs/long-opening", "maxTokens": 200, "includeMetadata": False}
-            parts = []
+            parts: list[str] = []
             for _ in range(50):
                 is_error, answer = await call(client, "loadSkill", args)
                 assert not is_error, (answer["error"]["message"], parts)
