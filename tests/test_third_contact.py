@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,35 @@ async def test_load_skill_with_a_small_budget_fills_it_with_the_first_paragraph(
     assert first.startswith("# Long opening\n\nSentence 1 says") and first.endswith("written. ")  # before: the title
     assert len(first) > 300
     assert "".join(parts) == whole["data"]["documentation"]  # the pages still add up to the whole
+
+
+def index_files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / ".skillshelf").glob("*.sqlite3") if p.name.startswith("index-"))
+
+
+def synced(root: Path) -> int:
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+
+    library = SkillLibrary(LibraryConfig(roots=[root], watch=False))
+    try:
+        library.sync()
+        return library.index.count()
+    finally:
+        library.close()
+
+
+def test_a_copied_or_moved_library_uses_its_own_index_and_an_old_one_is_removed(sample_root: Path) -> None:
+    assert synced(sample_root) == 4
+    (first,) = index_files(sample_root)
+    copy = sample_root.parent / "copy"
+    shutil.copytree(sample_root, copy)
+    assert synced(copy) == 4
+    assert index_files(copy) == [first]  # before: a second index, named for the new path, beside the first
+    moved = sample_root.parent / "moved"
+    copy.rename(moved)
+    assert synced(moved) == 4 and index_files(moved) == [first]
+    # what an earlier skillshelf left: an index (and its companions) named for an absolute path
+    for name in ("index-0123456789ab.sqlite3", "index-0123456789ab.sqlite3-wal", "vectors-0123456789ab.sqlite3"):
+        (moved / ".skillshelf" / name).write_bytes(b"old")
+    assert synced(moved) == 4
+    assert sorted(p.name for p in (moved / ".skillshelf").iterdir() if "0123456789ab" in p.name) == []
