@@ -240,3 +240,20 @@ def test_a_copied_or_moved_library_uses_its_own_index_and_an_old_one_is_removed(
         (moved / ".skillshelf" / name).write_bytes(b"old")
     assert synced(moved) == 4
     assert sorted(p.name for p in (moved / ".skillshelf").iterdir() if "0123456789ab" in p.name) == []
+
+
+def test_a_tab_in_frontmatter_gets_the_tab_hint_with_its_line(tmp_path: Path) -> None:
+    document = tmp_path / "c" / "x" / "SKILL.md"
+    document.parent.mkdir(parents=True)
+    document.write_text("---\nname: x\ndescription: hello\n\ttags: [a]\n---\n# X\n", encoding="utf-8")
+    checked = CliRunner().invoke(cli, ["check", str(tmp_path)])
+    assert "replace the tab on line 4 with spaces" in checked.stdout
+    assert "Quote values" not in checked.stdout  # before: a hint about quoting ': '
+
+
+def test_an_unknown_id_is_offered_only_skills_whose_names_are_alike(sample_root: Path) -> None:
+    shown = CliRunner().invoke(cli, ["show", "python/retry", "-l", str(sample_root)])
+    assert shown.exit_code != 0 and "Did you mean 'python/retry-backoff'?" in shown.output
+    assert "slugify" not in shown.output  # before: offered for sharing the category "python/"
+    unrelated = CliRunner().invoke(cli, ["show", "git/changelog-writer", "-l", str(sample_root)])
+    assert "Did you mean" not in unrelated.output  # before: git/release-notes, from a search on "git"

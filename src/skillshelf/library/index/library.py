@@ -108,6 +108,25 @@ def store_name(kind: str, roots: list[Path], state_dir: Path) -> str:
     return f"{kind}-here-{_roots_digest(roots, holder)}.sqlite3"
 
 
+NAME_SIMILARITY = 0.6  # difflib's ratio of two whole names ("slugfy", "slugify": 0.92)
+WORD_SIMILARITY = 0.8  # of two words ("note", "notes": 0.89), or they share their first four letters
+
+
+def _alike(wanted: str, name: str) -> bool:
+    """Whether a skill name is close enough to the unknown one to be offered for it: alike as a whole, or
+    sharing a word give or take its ending ("retries", "retry"). A shared category is not enough."""
+    wanted, name = wanted.lower(), name.lower()
+    if difflib.SequenceMatcher(None, wanted, name).ratio() >= NAME_SIMILARITY:
+        return True
+    words = [w for w in re.split(r"[^a-z0-9]+", wanted) if len(w) >= 3]
+    others = [w for w in re.split(r"[^a-z0-9]+", name) if len(w) >= 3]
+    return any(_same_word(a, b) for a in words for b in others)
+
+
+def _same_word(a: str, b: str) -> bool:
+    return (len(a) >= 4 and a[:4] == b[:4]) or difflib.SequenceMatcher(None, a, b).ratio() >= WORD_SIMILARITY
+
+
 def choose_index_path(config: LibraryConfig) -> Path:
     state_dir = choose_state_dir(config)
     return state_dir / store_name("index", config.roots, state_dir)
@@ -485,13 +504,18 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         pairs = self.index.ids_and_names()
         wanted_name = skill_id.rsplit("/", 1)[-1].lower()
         same_name = [i for i, n in pairs if n.lower() == wanted_name or i.rsplit("/", 1)[-1] == wanted_name]
-        similar = difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
+        similar = [  # a shared category makes any two ids look alike: the names must be alike too
+            i
+            for i in difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
+            if _alike(wanted_name, i.rsplit("/", 1)[-1])
+        ]
         by_name = difflib.get_close_matches(wanted_name, [i.rsplit("/", 1)[-1] for i, _ in pairs], n=limit, cutoff=0.6)
         similar_names = [i for name in by_name for i, _ in pairs if i.rsplit("/", 1)[-1] == name]
         close = list(dict.fromkeys([*same_name, *similar, *similar_names]))
         if close:  # what was meant, misspelt: a search on its words would only add unrelated skills
             return close[:limit]
-        return [s.id for s in self.search(skill_id.replace("/", " "), SearchFilters(), limit)]
+        found = self.search(skill_id.replace("/", " "), SearchFilters(), limit)
+        return [s.id for s in found if _alike(wanted_name, s.id.rsplit("/", 1)[-1])]
 
     def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:
         """Ids verified by use (three distinct projects); quality-verified skills say so themselves.
