@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -257,3 +258,25 @@ def test_an_unknown_id_is_offered_only_skills_whose_names_are_alike(sample_root:
     assert "slugify" not in shown.output  # before: offered for sharing the category "python/"
     unrelated = CliRunner().invoke(cli, ["show", "git/changelog-writer", "-l", str(sample_root)])
     assert "Did you mean" not in unrelated.output  # before: git/release-notes, from a search on "git"
+
+
+@pytest.mark.parametrize("command", [["show", "python/slugify", "--code"], ["search", "retry"], ["doc"]])
+def test_a_reader_that_stops_reading_ends_the_command_quietly_with_success(
+    command: list[str], isolated_environment: Path
+) -> None:
+    reader, writer = os.pipe()
+    os.close(reader)  # `| head` that has already left: every write meets EPIPE
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "skillshelf", *command, "-l", "patterns"],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=serve_env(isolated_environment),
+            timeout=LIVENESS_S,
+            check=False,
+        )
+    finally:
+        os.close(writer)
+    assert done.returncode == 0, done.stderr  # before: 1 (click's EPIPE handling), or 120 at exit
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr

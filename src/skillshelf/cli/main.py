@@ -9,7 +9,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
@@ -35,7 +35,28 @@ if TYPE_CHECKING:
 SEMANTIC_WAIT_S = 10.0  # how long `search` waits for semantic search to catch up (docs/search.md)
 
 
-@click.group(cls=SkillshelfGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(SkillshelfGroup):
+    """The command group; a reader that stops reading (`skillshelf show ID | head`) ends any command quietly,
+    with success (click's own handling exits 1)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _stop_on_broken_pipe()
+
+
+def _stop_on_broken_pipe() -> NoReturn:
+    """Nothing more can reach the reader: point stdout at /dev/null, so that Python's flush at exit does
+    not fail a second time (a traceback, exit 120), and end with success."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="skillshelf")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.option(
@@ -442,4 +463,11 @@ def _say_how_to_make_it_the_default(target: Path) -> None:
 
 
 def main() -> None:
-    cli(prog_name="skillshelf")
+    try:
+        cli(prog_name="skillshelf")
+    except SystemExit:
+        try:
+            sys.stdout.flush()  # what is still buffered meets a reader that left here, not at exit
+        except BrokenPipeError:
+            _stop_on_broken_pipe()
+        raise
