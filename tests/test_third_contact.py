@@ -280,3 +280,33 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly_with_success(
         os.close(writer)
     assert done.returncode == 0, done.stderr  # before: 1 (click's EPIPE handling), or 120 at exit
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+@pytest.mark.anyio
+async def test_every_page_links_an_icon_that_is_served_and_favicon_ico_answers(
+    sample_root: Path, tmp_path: Path
+) -> None:
+    from skillshelf.server.web import WebAccess, web_app
+    from tests.conftest import synced_library
+
+    with synced_library(sample_root, tmp_path / "index") as library:
+        transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+        async with httpx2.AsyncClient(transport=transport, base_url="http://t") as web:
+            for path in ("/", "/library", "/skills/python/slugify/", "/nowhere"):
+                page = (await web.get(path)).text
+                assert '<link rel="icon" type="image/svg+xml" href="/static/skillshelf.svg">' in page, path
+            for path in ("/static/skillshelf.svg", "/favicon.ico"):  # before: the 404 page, on every page load
+                icon = await web.get(path)
+                assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+                assert icon.text.startswith("<svg")
+
+
+def test_a_long_category_name_is_shortened_at_the_one_label_size_and_whole_in_its_tooltip() -> None:
+    from skillshelf.web.charts import WIDTH, Bar, bar_chart
+
+    category = "a-category-name-that-goes-on-and-on-and-on-well-past-the-room-for-it"
+    chart = bar_chart("categories", "Skills per category", [Bar(category, 3), Bar("python", 2)], width=WIDTH)
+    classes = re.findall(r'<text class="(bar-label[^"]*)"', chart)
+    assert classes and set(classes) == {"bar-label"}  # before: "bar-label tight", drawn at 10 px
+    assert any("…" in label for label in re.findall(r'<text class="bar-label"[^>]*>([^<]*)</text>', chart))
+    assert f"<title>{category}: 3</title>" in chart

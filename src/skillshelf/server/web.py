@@ -79,6 +79,7 @@ def web_routes(library: SkillReader, access: WebAccess | None = None, *, catch_a
     access = access or WebAccess()
     guard = TransportSecurityMiddleware(access.security) if access.security else None
     stylesheet = files("skillshelf.web").joinpath(pages.STYLESHEET).read_text(encoding="utf-8")
+    icon = files("skillshelf.web").joinpath(pages.ICON).read_bytes()
 
     def endpoint(page: Page) -> Callable[[Request], Awaitable[Response]]:
         async def handle(request: Request) -> Response:
@@ -144,6 +145,9 @@ def web_routes(library: SkillReader, access: WebAccess | None = None, *, catch_a
     async def css(_request: Request) -> Response:
         return Response(stylesheet, media_type="text/css", headers={"Cache-Control": "max-age=300"})
 
+    async def favicon(_request: Request) -> Response:
+        return Response(icon, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
+
     routes = [
         Route("/", endpoint(search), methods=["GET", "HEAD"], name="web-search"),
         Route("/library", endpoint(library_page), methods=["GET", "HEAD"], name="web-library"),
@@ -151,6 +155,8 @@ def web_routes(library: SkillReader, access: WebAccess | None = None, *, catch_a
         Route("/skills/{category}/{name}/", endpoint(skill), methods=["GET", "HEAD"], name="web-skill"),
         Route("/skills/{category}/{name}/{path:path}", endpoint(skill_file), methods=["GET", "HEAD"]),
         Route(f"/{pages.STYLESHEET}", css, methods=["GET", "HEAD"]),
+        Route(f"/{pages.ICON}", favicon, methods=["GET", "HEAD"]),
+        Route("/favicon.ico", favicon, methods=["GET", "HEAD"]),  # browsers ask there before reading a page
     ]
     if catch_all:
         routes.append(Route("/{path:path}", endpoint(not_found), methods=["GET", "HEAD"]))

@@ -20,8 +20,7 @@ from html import escape
 WIDTH = 560  # a chart in a half-width card on a desktop, or the full width of a middle screen
 NARROW = 340  # a phone: about the width of a 375 px screen's card
 CHAR_EM = 0.56  # an id's average character width, in ems, with room to spare (DejaVu Sans: 0.48)
-LABEL_PX = 12  # bar labels' font size (the stylesheet's .bar-label); a label that does not fit tries:
-TIGHT_PX = 10  # (.bar-label.tight)
+LABEL_PX = 12  # bar labels' font size (the stylesheet's .bar-label), one size for every label
 COLUMN_MAX = 40  # widest column: one or a few columns stay columns, not a slab
 LABEL_EVERY = 40  # room each column label along the axis needs; the rest are in the tooltips
 
@@ -77,12 +76,9 @@ def _middle(text: str, fits: int) -> str:
 
 
 def _bar_label(label: str, room: float) -> tuple[str, str]:
-    """The label's text and class: the normal size, or a smaller one if that keeps more of its name."""
-    shown = fitted_label(label, room)
-    if shown == label or shown.endswith("/" + label.rpartition("/")[2]):
-        return shown, "bar-label"
-    tight = fitted_label(label, room, TIGHT_PX)
-    return (tight, "bar-label tight") if len(tight) > len(shown) else (shown, "bar-label")
+    """The label's text and class: shortened to fit at the one label size (a smaller font for long names
+    made a chart of mixed sizes); the mark's tooltip holds it whole."""
+    return fitted_label(label, room), "bar-label"
 
 
 def _figure(name: str, title: str, svgs: list[str], note: str = "") -> str:
