@@ -76,7 +76,7 @@ WITHOUT_NUMPY = "import sys; sys.modules['numpy'] = None; "
 def without_numpy(home: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**serve_env(home), "SKILLSHELF_DATA_DIR": str(home / "data")}
     command = [sys.executable, "-c", WITHOUT_NUMPY + code, *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=LIVENESS_S, check=False)
+    return subprocess.run(command, input="", capture_output=True, text=True, env=env, timeout=LIVENESS_S, check=False)
 
 
 def fetched_model_in(home: Path) -> Path:
@@ -110,6 +110,8 @@ def test_without_numpy_model_fetch_config_show_and_search_give_one_hint_that_wor
     found = cli_without_numpy(isolated_environment, "search", "-l", "patterns", "retry")
     assert found.returncode == 0, found.stderr
     assert "semantic search is off (NumPy is not installed" in found.stderr and "pipx inject" in found.stderr
+    served = cli_without_numpy(isolated_environment, "serve", "-l", "patterns")  # stdin at its end: it stops
+    assert "semantic search is off: NumPy is not installed" in served.stderr and "pipx inject" in served.stderr
 
 
 def test_without_numpy_and_without_a_model_search_says_nothing_of_semantic_search(isolated_environment: Path) -> None:
