@@ -48,7 +48,13 @@ from skillshelf.config.variables import (
 from skillshelf.config.views import DEFAULT_VIEW, VIEW_NAME, ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.index.library import LibraryConfig, user_cache_dir
-from skillshelf.library.semantic.install import installed_model, user_data_dir
+from skillshelf.library.semantic.install import (
+    NUMPY_MISSING,
+    fetched_model,
+    installed_model,
+    numpy_missing,
+    user_data_dir,
+)
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.projects import DEFAULT_PROJECTS_ROOT, ProjectRoots
@@ -215,6 +221,12 @@ class Settings(UserSettings):
         if self.semantic_model == "off":
             return None
         return self.semantic_model or installed_model(self.data_dir)
+
+    def semantic_off_reason(self) -> str | None:
+        """Why semantic search is off although a model is set or fetched (NumPy is missing), else None."""
+        if self.semantic_model == "off" or not numpy_missing():
+            return None
+        return NUMPY_MISSING if self.semantic_model or fetched_model(self.data_dir) else None
 
     def library_config(self) -> LibraryConfig:
         bundled = bundled_library_path()

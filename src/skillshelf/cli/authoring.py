@@ -13,7 +13,14 @@ import click
 from skillshelf.cli.common import command_settings, library_option, open_library
 from skillshelf.cli.output import shown
 from skillshelf.library.skill.paths import display_path
-from skillshelf.library.skill.scaffold import LAYOUTS, SCRIPTS, LayoutChoice, Scaffold, ScriptChoice
+from skillshelf.library.skill.scaffold import (
+    LAYOUTS,
+    SCRIPTS,
+    LayoutChoice,
+    Scaffold,
+    ScriptChoice,
+    is_placeholder_description,
+)
 
 if TYPE_CHECKING:
     from skillshelf.library.access.reader import SkillReader
@@ -43,7 +50,8 @@ LOCAL = "local"  # the source column of a skill no `skillshelf add` installed
     help="The library root to write into. Default: the first configured root.",
 )
 def new(skill_id: str, layout: LayoutChoice, script: ScriptChoice | None, library: Path | None) -> None:
-    """Write the skill CATEGORY/NAME from a scaffold that `skillshelf check` passes with no finding.
+    """Write the skill CATEGORY/NAME from a scaffold that `skillshelf check` passes with no error (it warns of
+    the placeholder text until it is written).
 
     Every place to fill in says TODO. Nothing is overwritten: an existing skill or file of that name
     stops it.
@@ -56,6 +64,7 @@ def new(skill_id: str, layout: LayoutChoice, script: ScriptChoice | None, librar
     written = write_scaffold(root, skill_id, layout, script, taken=frozenset(s.skill_id for s in found))
     namesakes = sorted(s.skill_id for s in found if s.name == skill_id.rsplit("/", 1)[-1])
     _report(written, layout, namesakes)
+    _say_if_inside_a_source(root, written.skill_id)
 
 
 def _target_root(library: Path | None) -> tuple[Path, list[Path]]:
@@ -90,6 +99,27 @@ def _report(written: Scaffold, layout: str, namesakes: list[str]) -> None:
         )
 
 
+def _say_if_inside_a_source(root: Path, skill_id: str) -> None:
+    """A skill written into an installed source's folder is the curator's, not the source's: `sources`
+    lists it as a local edit. Say so now rather than let that listing surprise them."""
+    from skillshelf.library.sources.errors import SourceError
+    from skillshelf.library.sources.lock import lock_path, read_lock
+    from skillshelf.library.sources.state import ADDED
+
+    category = skill_id.split("/", 1)[0]
+    try:
+        source = read_lock(lock_path(root)).sources.get(category)
+    except SourceError:  # a broken lock is `skillshelf sources`' to report, not new's
+        return
+    if source is not None:
+        click.echo(
+            f"note: {category}/ is the folder of the installed source {category!r} ({source.kind} {source.url}): "
+            f"`skillshelf sources` lists {skill_id} as a local edit ({ADDED}), and updates of {category} keep it. "
+            "To keep your skills apart from the source, use another category.",
+            err=True,
+        )
+
+
 @click.command(short_help="The library as a markdown table, for a README or AGENTS.md.")
 @library_option
 @click.option(
@@ -101,7 +131,14 @@ def doc(libraries: tuple[Path, ...], out: Path | None) -> None:
     """Print the library as a markdown table: id, description, tokens to load, quality and source, one
     row per skill in id order (the same library gives the same bytes)."""
     with open_library(libraries) as reader:
-        text, count = library_table(reader), reader.count()
+        text, unfinished = library_table(reader)
+        count = reader.count() - len(unfinished)
+    if unfinished:
+        click.echo(
+            f"note: left out {', '.join(unfinished)}: still the placeholder description of `skillshelf new` "
+            "(`skillshelf check` lists what is left to write)",
+            err=True,
+        )
     if out is None:
         click.echo(text, nl=False)
         return
@@ -109,20 +146,27 @@ def doc(libraries: tuple[Path, ...], out: Path | None) -> None:
     click.echo(f"Wrote {display_path(out.expanduser())} ({count} skills)", err=True)
 
 
-def library_table(reader: SkillReader) -> str:
-    """The markdown table of every skill `reader` shows, sorted by id; the source as loadSkill says it."""
-    rows = []
+def library_table(reader: SkillReader) -> tuple[str, list[str]]:
+    """The markdown table of every skill `reader` shows, sorted by id; the source as loadSkill says it. A
+    skill whose description is still the scaffold's is left out (the second value names them): the table
+    is published to people and agents, and a row reading "TODO: say in one or two sentences..." tells
+    them nothing, while the skill's row appears as soon as its description is written."""
+    rows, unfinished = [], []
     for skill in sorted(reader.overview(), key=lambda s: s.id):
+        if is_placeholder_description(skill.summary):
+            unfinished.append(skill.id)
+            continue
         found = reader.provenance(skill)
         source = found.brief if found is not None else LOCAL
         cells = [cell(skill.id), cell(skill.summary), f"{skill.tokens:,}", f"{skill.quality:.1f}", cell(source)]
         rows.append("| " + " | ".join(cells) + " |")
+    left_out = f"; {len(unfinished)} unfinished left out" if unfinished else ""
     header = [
-        f"<!-- {len(rows)} skills; written by `skillshelf doc`, regenerate rather than edit -->",
+        f"<!-- {len(rows)} skills{left_out}; written by `skillshelf doc`, regenerate rather than edit -->",
         "| id | description | tokens | quality | source |",
         "|---|---|--:|--:|---|",
     ]
-    return "\n".join(header + rows) + "\n"
+    return "\n".join(header + rows) + "\n", unfinished
 
 
 def cell(text: str) -> str:

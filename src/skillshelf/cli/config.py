@@ -131,6 +131,8 @@ def show(libraries: tuple[Path, ...], config_path: Path | None, as_json: bool) -
             (p, v, "default: the model `skillshelf model fetch` installed" if p == ("semantic_model",) else o)
             for p, v, o in rows
         ]
+    if (reason := settings.semantic_off_reason()) is not None:  # set or fetched, yet off: say why
+        rows = [(p, v, f"off: {reason}" if p == ("semantic_model",) else o) for p, v, o in rows]
     if as_json:
         print_json({"settings": shown, "origins": {_dotted(path): origin for path, _, origin in rows}})
         return

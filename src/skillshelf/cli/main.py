@@ -9,7 +9,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
@@ -35,7 +35,28 @@ if TYPE_CHECKING:
 SEMANTIC_WAIT_S = 10.0  # how long `search` waits for semantic search to catch up (docs/search.md)
 
 
-@click.group(cls=SkillshelfGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(SkillshelfGroup):
+    """The command group; a reader that stops reading (`skillshelf show ID | head`) ends any command quietly,
+    with success (click's own handling exits 1)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _stop_on_broken_pipe()
+
+
+def _stop_on_broken_pipe() -> NoReturn:
+    """Nothing more can reach the reader: point stdout at /dev/null, so that Python's flush at exit does
+    not fail a second time (a traceback, exit 120), and end with success."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="skillshelf")
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.option(
@@ -85,9 +106,12 @@ def search(
     from skillshelf.patterns import service
     from skillshelf.patterns.models import SearchResult
 
-    with open_library(libraries) as library:
+    settings = command_settings(libraries, watch=False)
+    with opened_library(settings) as library:
         if query:
             _wait_for_vectors(library.library.semantic)
+        if library.library.semantic is None and (reason := settings.semantic_off_reason()) is not None:
+            click.echo(f"note: semantic search is off ({reason}); these hits rank by words only", err=True)
         result = service.search_patterns(
             library,
             " ".join(query),
@@ -424,7 +448,28 @@ def init(directory: Path | None) -> None:
     count = sum(1 for _ in target.rglob("*.md"))
     click.echo(f"Created {display_path(target)} with the example skills ({count} markdown files).")
     click.echo(f"Serve it with: skillshelf serve --library {display_path(target)}")
+    if target != DEFAULT_LIBRARY.expanduser():
+        _say_how_to_make_it_the_default(target)
+
+
+def _say_how_to_make_it_the_default(target: Path) -> None:
+    """Other commands read the configured library, not the one just created: say how to make it theirs."""
+    from skillshelf.cli.common import config_flag
+    from skillshelf.settings import config_location
+
+    shown = display_path(target)
+    config = display_path(config_location(config_flag()).path)
+    click.echo(f"Other commands read it with --library {shown}; to make it the default, add")
+    click.echo(f'  library = "{shown}"')
+    click.echo(f"to {config}, or export SKILLSHELF_LIBRARY={shown}")
 
 
 def main() -> None:
-    cli(prog_name="skillshelf")
+    try:
+        cli(prog_name="skillshelf")
+    except SystemExit:
+        try:
+            sys.stdout.flush()  # what is still buffered meets a reader that left here, not at exit
+        except BrokenPipeError:
+            _stop_on_broken_pipe()
+        raise

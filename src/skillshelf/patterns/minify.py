@@ -182,22 +182,39 @@ def cut(text: str, blocks: list[Block], start: int, end: int, fits: Callable[[in
 
     `fits` must be monotone (a longer part never fits when a shorter one does not). Blocks that end
     before `start` are skipped; a section's end may fall between blocks and is a boundary too. When
-    not even the first block fits and it is prose or a list (not a fence or a table), it is cut at
-    the last line end that fits, so a long list still pages.
+    the part would hold no prose yet (nothing, or headings alone) and the next block is prose or a list
+    (not a fence or a table), that block is cut where the budget ends: at a line or sentence end, else
+    between words. A small budget then still carries the first paragraph's opening, not a bare title.
     """
     stop = start
-    first: Block | None = None
+    broken: Block | None = None
     for block in blocks:
         if block.end <= start or block.start >= end:
             continue
-        first = first or block
         block_end = min(block.end, end)
         if not fits(block_end):
+            broken = block
             break
         stop = block_end
-    if stop == start and first is not None and not first.whole:
-        at = text.find("\n", start, min(first.end, end))
-        while at >= 0 and fits(at + 1):
-            stop = at + 1
-            at = text.find("\n", stop, min(first.end, end))
+    prose_yet = stop > start and any(b.level == 0 and b.start < stop and b.end > start for b in blocks)
+    if broken is not None and broken.level == 0 and not broken.whole and not prose_yet:
+        stop = _fill(text, max(stop, broken.start), min(broken.end, end), fits)
     return stop
+
+
+_LINE_OR_SENTENCE_END = re.compile(r"\n|[.!?;:][ \t]+")
+_WORD_END = re.compile(r"[ \t\n]+")
+
+
+def _fill(text: str, start: int, end: int, fits: Callable[[int], bool]) -> int:
+    """The furthest line or sentence end in (start, end) with `fits`, else the furthest word end; `start`
+    when none fits."""
+    for boundary in (_LINE_OR_SENTENCE_END, _WORD_END):
+        stop = start
+        for match in boundary.finditer(text, start, end):
+            if not fits(match.end()):
+                break
+            stop = match.end()
+        if stop > start:
+            return stop
+    return start

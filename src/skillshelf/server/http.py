@@ -308,12 +308,15 @@ def run_http(
     stream_responses: bool = False,
     tokens: Tokens | None = None,
     limits: HttpSettings | None = None,
+    stopped: Callable[[], None] | None = None,
 ) -> None:
     """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful).
 
     On `sock` when given (already bound and listening, so the caller knows the port and could say so).
     `stream_responses`, `tokens`, `limits`: see `team_app`; `limits` also bound connections
     (`uvicorn_limits`).
+    `stopped` runs once the shutdown is done: uvicorn then raises the signal it caught again, which ends
+    the process before `run_http` could return.
     """
     import uvicorn
 
@@ -331,4 +334,11 @@ def run_http(
     )
     finish_calls_on_shutdown()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", **uvicorn_limits(limits))
-    uvicorn.Server(config).run(sockets=[sock] if sock is not None else None)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().shutdown(sockets)
+            if stopped is not None:
+                stopped()
+
+    Server(config).run(sockets=[sock] if sock is not None else None)

@@ -153,6 +153,7 @@ def web_routes(
     site = _Site(library, access, reads, guard)
     stylesheet = files("skillshelf.web").joinpath(pages.STYLESHEET).read_text(encoding="utf-8")
     read = surfaces(library)
+    icon = files("skillshelf.web").joinpath(pages.ICON).read_bytes()
 
     def not_found(request: Request, base: str) -> Response:
         return _html(pages.not_found_page(base, f"There is no page at {request.url.path}.", []), 404)
@@ -163,6 +164,9 @@ def web_routes(
     async def css(_request: Request) -> Response:
         return Response(stylesheet, media_type="text/css", headers={"Cache-Control": "max-age=300"})
 
+    async def favicon(_request: Request) -> Response:
+        return Response(icon, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
+
     get = ["GET", "HEAD"]
     routes = [
         Route("/", site.reading(read["web/search"]), methods=get, name="web-search"),
@@ -171,6 +175,8 @@ def web_routes(
         Route("/skills/{category}/{name}/", site.reading(read["web/skill"]), methods=get, name="web-skill"),
         Route("/skills/{category}/{name}/{path:path}", site.reading(read["web/file"]), methods=get, name="web-file"),
         Route(f"/{pages.STYLESHEET}", css, methods=get),
+        Route(f"/{pages.ICON}", favicon, methods=get),
+        Route("/favicon.ico", favicon, methods=get),  # browsers ask there before reading a page
     ]
     if catch_all:
         routes.append(Route("/{path:path}", site.endpoint(not_found), methods=get))

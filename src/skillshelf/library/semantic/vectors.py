@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skillshelf.library.db import file_lock, is_corruption
+from skillshelf.library.semantic.install import NUMPY_MISSING
 from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class SemanticIndex:
                 self._pass_rebuilding_if_damaged()
                 self.error = None
             except Exception as exc:  # semantic search is an extra: words keep answering without it
-                self.error = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+                self.error = _why_off(exc)
                 logger.warning("semantic search is off: %s", self.error)
             if not self._wanted.is_set():
                 self._idle.set()
@@ -387,3 +388,11 @@ def _connect(path: Path) -> sqlite3.Connection:
 def _stored_fingerprint(conn: sqlite3.Connection) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
     return None if row is None else str(row[0])
+
+
+def _why_off(exc: Exception) -> str:
+    """What a search answer and the log say turned semantic search off: the one NumPy hint when the encoder
+    could not import it, else the error itself."""
+    if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] == "numpy":
+        return NUMPY_MISSING
+    return f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"

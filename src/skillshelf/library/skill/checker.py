@@ -14,6 +14,7 @@ from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.models import SEVERITY_WORDS, Finding, Severity, Skill, SkillSource, count_of
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
+from skillshelf.library.skill.scaffold import scaffold_leftovers
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 LOOP_MESSAGE = "symlink to a folder that holds it (a loop); not followed. Remove the link or point it elsewhere."
@@ -72,6 +73,7 @@ def check_roots(
         if skill is not None:
             report.skills.append(skill)
             report.findings.extend(_limit_findings(source, skill.id))
+            report.findings.extend(scaffold_findings(skill))
     if not targets:  # duplicates are across the library: one skill checked alone has none
         report.findings.extend(duplicate_findings(report.skills))
     report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
@@ -93,6 +95,19 @@ def duplicate_findings(skills: list[Skill]) -> list[Finding]:
         source = skills[0].source
         findings.append(_finding(source, source.root, "info", "near-duplicate-search-stopped", found.note))
     return findings
+
+
+def scaffold_findings(skill: Skill) -> list[Finding]:
+    """A `scaffold-text` warning while a skill still holds `skillshelf new`'s placeholders: it checks clean
+    otherwise, and agents (and `doc`'s table) would read "TODO: say in one or two sentences..."."""
+    left = scaffold_leftovers(skill.description, skill.body)
+    if not left:
+        return []
+    message = (
+        f"{skill.id} still holds the placeholder text of `skillshelf new` ({', '.join(left)}); agents read it as "
+        "it stands. Replace every TODO."
+    )
+    return [_finding(skill.source, skill.source.doc_file, "warning", "scaffold-text", message)]
 
 
 def _limit_findings(source: SkillSource, skill_id: str) -> list[Finding]:

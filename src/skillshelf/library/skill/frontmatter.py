@@ -133,7 +133,7 @@ def _load_mapping(raw_yaml: str, report: Reporter, first_line: int) -> dict[str,
             "error",
             "frontmatter-invalid-yaml",
             f"frontmatter is not valid YAML ({getattr(exc, 'problem', None) or exc}); it was ignored. "
-            "Quote values containing ': ' or '#'.",
+            + _yaml_hint(exc, first_line),
             line,
         )
         return {}
@@ -149,6 +149,15 @@ def _load_mapping(raw_yaml: str, report: Reporter, first_line: int) -> dict[str,
         return {}
     normalised: dict[str, Any] = normalise(loaded)
     return normalised
+
+
+def _yaml_hint(exc: yaml.YAMLError, first_line: int) -> str:
+    """What to change for this YAML error: a tab is fixed with spaces, most of the rest by quoting."""
+    if "tab" in str(getattr(exc, "problem", None) or exc):
+        mark = getattr(exc, "problem_mark", None)  # the tab itself, not the construct it broke
+        where = f" on line {first_line + mark.line}" if mark is not None else ""
+        return f"YAML indents with spaces only: replace the tab{where} with spaces."
+    return "Quote values containing ': ' or '#'."
 
 
 def _requote_plain_values(raw_yaml: str) -> dict[str, Any] | None:

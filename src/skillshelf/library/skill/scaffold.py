@@ -1,5 +1,5 @@
 """`skillshelf new`: a new skill from a scaffold, in either layout, that `skillshelf check` passes with no
-finding at all.
+finding but one: a `scaffold-text` warning until its placeholders are written (`scaffold_leftovers`).
 
 What the curator must fill in is marked `TODO:` (the word every editor highlights and `grep -rn TODO`
 finds), inside text that is valid as it stands: the description is a real sentence of the right length
@@ -208,10 +208,13 @@ def title_of(name: str) -> str:
     return " ".join(part.capitalize() for part in name.split("-"))
 
 
+DESCRIPTION_START = "TODO: say in one or two sentences what "
+
+
 def placeholder_description(name: str) -> str:
     """Valid as it stands (50-1024 characters, "use when" guidance, no angle brackets), plainly a placeholder."""
     return (
-        f"TODO: say in one or two sentences what {name} does and what it produces. "
+        f"{DESCRIPTION_START}{name} does and what it produces. "
         f"Use when TODO: the situations in which an agent should choose {name}."
     )
 
@@ -405,3 +408,22 @@ process.stdin.on("end", () => {{
   console.log(JSON.stringify({{ received: text, length: text.length }}));
 }});
 """
+
+
+# Each line of the scaffold's body that the curator must replace, as `skillshelf new` writes it.
+_TODO_LINES = frozenset(line.strip() for line in (BODY + VERIFICATION).splitlines() if "TODO:" in line)
+
+
+def is_placeholder_description(description: str) -> bool:
+    """True while a description is still the scaffold's own (what `doc` leaves out of its table)."""
+    return description.strip().startswith(DESCRIPTION_START)
+
+
+def scaffold_leftovers(description: str, body: str) -> list[str]:
+    """What of the scaffold a skill still holds word for word: its placeholder description, its TODO lines.
+    Only the scaffold's own text counts, so a TODO a curator wrote on purpose is never reported."""
+    left = ["the description"] if is_placeholder_description(description) else []
+    lines = sum(1 for line in body.splitlines() if line.strip() in _TODO_LINES)
+    if lines:
+        left.append(f"{lines} TODO line{'' if lines == 1 else 's'} of the body")
+    return left
