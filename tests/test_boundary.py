@@ -257,6 +257,7 @@ OTHER_WALKS = {
     "execution/_child.py": "/proc/self/fd inside the skill's own process",
     "library/children.py": "/proc/self/fd (the descriptors a child inherits)",
     "library/index/fts.py": "the index's own damaged copies",
+    "library/index/library.py": "the library root's .skillshelf/ state folder (old indexes named for a path to prune)",
     "library/index/watch_child.py": "the folders the watcher watches (no file is listed)",
     "library/semantic/install.py": "the model's wheel and the files it installs",
     "library/sources/fetch.py": "a source's files before they are a skill of the library (its hostile-input rules)",

@@ -86,6 +86,8 @@ WEB = {
     ),
     "/skills/{category}/{name}": None,  # a redirect to the skill page
     "/static/skillshelf.css": None,
+    "/static/skillshelf.svg": None,  # the icon
+    "/favicon.ico": None,
     "/{path:path}": None,  # the 404 page
 }
 
