@@ -47,8 +47,13 @@ class ScanHit:
         return f"{self.path}:{self.line}" if self.line else self.path
 
     @property
+    def text(self) -> str:
+        return f"{self.rule.message}{self.detail}; {self.rule.fix}"
+
+    @property
     def message(self) -> str:
-        return f"{self.rule.severity} risk: {self.rule.message}{self.detail}. {self.rule.fix}"
+        """As a `check` finding says it (its severity there is error, warning or note)."""
+        return f"{self.rule.severity} risk: {self.text}"
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -340,7 +340,7 @@ RULES: tuple[Rule, ...] = (
         "low",
         _SCRIPTS,
         "contacts a host over the network",
-        "make sure the host is the one the skill says it uses; `executeSkill` runs without network by default",
+        "check the host is one the skill says it uses, and that it should get what is sent",
         matcher=_network_hosts,
         needles=("://",),
     ),
