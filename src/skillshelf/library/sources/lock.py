@@ -56,6 +56,7 @@ class LockedSkill:
     origin: str  # where it was in the source (relative to the source's subpath); '' for the source itself
     digest: str  # digest.py: its files, as installed
     license: str | None = None  # its own frontmatter `license`, when it declares one
+    accepted: tuple[str, ...] = ()  # high scan findings a curator accepted for these bytes: 'RULE:PATH'
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,16 @@ def _skill(skill_id: str, raw: Any, at: str) -> LockedSkill:
         origin=_optional(raw, "from", at) or "",
         digest=_text(raw, "digest", at),
         license=_optional(raw, "license", at),
+        accepted=_accepted(raw, at),
     )
+
+
+def _accepted(raw: dict[str, Any], at: str) -> tuple[str, ...]:
+    found = _strings(raw, "accepted", at)
+    wrong = [item for item in found if not re.fullmatch(r"[a-z0-9-]+:[^\x00-\x1f]+", item)]
+    if wrong:
+        raise SourceError(f"{at}: accepted must hold 'RULE:PATH' strings, not {wrong[0]!r}")
+    return found
 
 
 def _text(raw: dict[str, Any], key: str, at: str) -> str:
@@ -230,7 +240,10 @@ def render_source(source: LockedSource) -> str:
 
 def _inline(skill: LockedSkill) -> str:
     pairs = [("path", skill.path), ("from", skill.origin), ("digest", skill.digest), ("license", skill.license)]
-    return "{ " + ", ".join(f"{key} = {_string(value)}" for key, value in pairs if value is not None) + " }"
+    parts = [f"{key} = {_string(value)}" for key, value in pairs if value is not None]
+    if skill.accepted:
+        parts.append(f"accepted = {_array(sorted(set(skill.accepted)))}")
+    return "{ " + ", ".join(parts) + " }"
 
 
 def _key(text: str) -> str:
