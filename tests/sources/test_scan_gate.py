@@ -42,7 +42,7 @@ def repo(tmp_path: Path) -> Repo:
 def root(tmp_path: Path, repo: Repo) -> Path:
     root = tmp_path / "library"
     root.mkdir()
-    code, out, err = run("add", repo.url, "--name", "ops", "--library", str(root))
+    code, _, err = run("add", repo.url, "--name", "ops", "--library", str(root))
     assert code == 0, err
     return root
 

@@ -63,7 +63,9 @@ def _owner(path: str, owners: dict[str, str]) -> str | None:
     return None
 
 
-def accept(entry: LockedSource, risks: list[Risk], given: tuple[str, ...], previous: LockedSource | None) -> LockedSource:
+def accept(
+    entry: LockedSource, risks: list[Risk], given: tuple[str, ...], previous: LockedSource | None
+) -> LockedSource:
     """`entry` with each skill's accepted high findings recorded; SourceError (naming each finding and the
     `--accept` that takes it) when a high one is not accepted. A previous acceptance holds while the
     skill's bytes are the ones it was given for."""
