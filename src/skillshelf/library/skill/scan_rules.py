@@ -353,7 +353,7 @@ RULES: tuple[Rule, ...] = (
         pattern=_re(
             r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*(?:previous|prior|above|"
             r"earlier|preceding|system|original|safety)\s+(?:instructions|rules|prompts?|guidelines|directions)"
-            r"|\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this|it|that)\s+to|notify|alert|show|"
+            r"|\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention\s+(?:this|it|that)\s+to|notify|alert|"
             r"reveal\s+(?:this|it)\s+to)\s+the\s+user"
             r"|\bwithout\s+(?:telling|informing|notifying|alerting|asking)\s+the\s+user"
             r"|\b(?:hide|conceal|keep)\s+(?:this|these|it|them)\s+(?:hidden\s+)?from\s+the\s+user"
