@@ -18,7 +18,7 @@ from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, walk_folder
 from skillshelf.library.skill.models import Finding, Severity, SkillSource
 from skillshelf.library.skill.paths import is_servable, relative_to_root
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, read_regular_file
-from skillshelf.library.skill.scan_rules import RULES, RULES_BY_ID, FileKind, RiskLevel, Rule
+from skillshelf.library.skill.scan_rules import RULES, RULES_BY_ID, FileKind, RiskLevel, Rule, lower_ascii
 
 HEAD_BYTES = 4096  # what a file that is not read whole is judged on (a program's header, NUL bytes)
 MAX_SCANNED_FILES = 20_000  # `skillshelf scan` of a big folder stops there and says so
@@ -107,7 +107,7 @@ def scan_file(path: Path, shown: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -
     except OSError:
         return []
     text = raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n") if wants_text else ""
-    lowered = text.lower()
+    lowered = lower_ascii(text)
     hits: list[ScanHit] = []
     for rule in RULES:
         if not rule.applies & kinds:

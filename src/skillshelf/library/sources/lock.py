@@ -171,7 +171,7 @@ def _skill(skill_id: str, raw: Any, at: str) -> LockedSkill:
 
 def _accepted(raw: dict[str, Any], at: str) -> tuple[str, ...]:
     found = _strings(raw, "accepted", at)
-    wrong = [item for item in found if not re.fullmatch(r"[a-z0-9-]+:[^\x00-\x1f]+", item)]
+    wrong = [item for item in found if not re.fullmatch(r"[a-z0-9-]+:.+", item, re.DOTALL)]
     if wrong:
         raise SourceError(f"{at}: accepted must hold 'RULE:PATH' strings, not {wrong[0]!r}")
     return found
