@@ -102,6 +102,7 @@ def test_add_refuses_a_source_with_a_high_finding_unless_accepted(tmp_path: Path
     code, out, err = run("add", repo.url, "--name", "ops", "--accept", ACCEPT, "--library", str(root))
     assert code == 0, err
     assert read_lock(root / "skillshelf.lock").sources["ops"].skills[0].accepted == (ACCEPT,)
+    assert f"accepted (recorded in skillshelf.lock): {ACCEPT}" in out
     assert "check: 1 error and 0 warnings in the added skills (1 from the scan)" in out
     assert "skillshelf check" in out
 

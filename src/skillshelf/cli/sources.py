@@ -14,6 +14,7 @@ import click
 
 from skillshelf.cli.common import command_settings
 from skillshelf.cli.output import plural, print_json, table
+from skillshelf.cli.scan import escape_name
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
 
@@ -122,6 +123,8 @@ def add(
         click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (each has a line in skillshelf.lock)")
     for warning in [*outcome.warnings, *_collisions_with_other_roots(root, outcome.skills)]:
         click.echo(f"note: {warning}", err=True)
+    for key in sorted({key for skill in entry.skills for key in skill.accepted}):
+        click.echo(f"accepted (recorded in skillshelf.lock): {escape_name(key)}")
     _report_check(root, entry, shelf.folder(outcome.source))
 
 
@@ -301,12 +304,19 @@ def _confirmed(yes: bool, shelf: Shelf, prepared: list[Prepared]) -> bool:
     return click.confirm("Apply these updates?", default=False)
 
 
+def _lines_escaped(text: str) -> str:
+    """A refusal is several lines; each line's names escaped, the line breaks kept."""
+    return "\n".join(escape_name(line) for line in text.split("\n"))
+
+
 def _echo_applied(outcome: Outcome) -> None:
     if outcome.action == "kept":
         edits = ", ".join(str(e) for e in outcome.local_edits)
         click.echo(f"{outcome.source}: not updated, it has local edits: {edits}. Pass --force to replace them.")
     elif outcome.action == "refused":
-        click.echo(f"{outcome.source}: not updated. " + "; ".join(outcome.warnings), err=True)
+        click.echo(
+            escape_name(f"{outcome.source}: not updated. ") + "; ".join(map(_lines_escaped, outcome.warnings)), err=True
+        )
     else:
         click.echo(f"{outcome.source}: updated ({plural(len(outcome.skills), 'skill')})")
 
