@@ -140,3 +140,15 @@ def test_a_lock_with_a_malformed_acceptance_is_refused_by_name() -> None:
         parse_lock(text)
     good = parse_lock(text.replace("no rule here", ACCEPT))
     assert parse_lock(render_lock(good)) == good
+
+
+def test_an_update_that_leaves_the_accepted_skill_as_it_was_does_not_ask_again(repo: Repo, root: Path) -> None:
+    repo.write("collector/scripts/collect.sh", RISKY, executable=True)
+    repo.commit("collect")
+    assert run("update", "--yes", "--accept", ACCEPT, "--library", str(root))[0] == 0
+    repo.write("notes/SKILL.md", skill_md("notes", "Keep incident notes. Use when an incident is open."))
+    repo.commit("another skill")
+    code, out, err = run("update", "--yes", "--library", str(root))
+    assert code == 0 and "ops: updated (2 skills)" in out, err
+    collector = read_lock(root / "skillshelf.lock").sources["ops"].skill("ops/collector")
+    assert collector is not None and collector.accepted == (ACCEPT,)
