@@ -22,6 +22,7 @@ READER_LAYER = {
     "library/skill/reading.py": "defensive reads: regular files only, size caps, encodings",
     "library/skill/frontmatter.py": "the one YAML loader (the alias-bomb guard)",
     "library/skill/layouts.py": "parsing a skill's files for the index (through reading.py)",
+    "library/skill/scan.py": "the scanner: a skill's (or any folder's) files, walked by folder.py, read by reading.py",
     "library/access/files.py": "the path rules every read passes",
     "library/access/reader.py": "the reader interface",
 }

@@ -12,6 +12,7 @@ from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.skill.checker import CheckReport, check_roots
+from skillshelf.library.skill.scan import scan_risk
 from tests.conftest import CORPORA
 
 pytestmark = [
@@ -39,11 +40,18 @@ def test_every_corpus_skill_loads(report: CheckReport) -> None:
 
 
 def test_the_two_over_long_descriptions_are_the_only_errors(report: CheckReport) -> None:
-    errors = sorted((f.path, f.code) for f in report.findings if f.severity == "error")
+    errors = sorted((f.path, f.code) for f in report.findings if f.severity == "error" and scan_risk(f) is None)
     assert errors == [
         ("K-Dense-AI__claude-scientific-skills/database-lookup/SKILL.md", "description-too-long"),
         ("anthropics__skills/claude-api/SKILL.md", "description-too-long"),
     ]
+
+
+def test_the_scans_high_findings_are_the_few_skills_that_quote_attacks_or_hide_actions(report: CheckReport) -> None:
+    """A filter, not a proof: two security skills quote the attacks they teach (injection phrases, base64 | sh,
+    reading ~/.ssh), and three tell the agent to act without telling or asking the user."""
+    high = {f.path.split("/")[1] for f in report.findings if scan_risk(f) == "high"}
+    assert high == {"ai-security", "skill-security-auditor", "azure-architecture-autopilot", "roundup", "setup-my-iq"}
 
 
 def test_findings_match_the_measured_facts(report: CheckReport) -> None:

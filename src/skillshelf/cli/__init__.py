@@ -7,6 +7,7 @@ from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.db import db
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
+from skillshelf.cli.scan import scan
 from skillshelf.cli.serve import serve
 from skillshelf.cli.sources import COMMANDS as SOURCE_COMMANDS
 from skillshelf.cli.tokens import token
@@ -18,6 +19,7 @@ cli.add_command(model)
 cli.add_command(new)
 cli.add_command(doc)
 cli.add_command(db)
+cli.add_command(scan)
 
 for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
     cli.add_command(_command)

@@ -168,6 +168,9 @@ def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) 
                 say("tags: " + ", ".join(meta.tags))
             if meta.resources:
                 say("files: " + ", ".join(meta.resources))
+            for finding in meta.findings:  # `check`'s findings, the scan's among them
+                where = f"{finding.path}:{finding.line}" if finding.line else finding.path
+                say(f"finding: {finding.severity} {where}: {finding.message} [{finding.code}]")
             if meta.source is not None:
                 found = meta.source
                 license = f", {found.license}" if found.license else ""

@@ -19,6 +19,7 @@ from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:
     from skillshelf.library.sources.install import Outcome, Prepared, Shelf, SourceStatus
+    from skillshelf.library.sources.lock import LockedSource
 
 F = TypeVar("F", bound=Callable[..., Any])
 LISTED_SKILLS = 30  # skills `add` names one by one; a large source is summed up past them
@@ -36,6 +37,17 @@ def root_option(fn: F) -> F:
 
 def force_option(help_text: str) -> Callable[[F], F]:
     return click.option("--force", is_flag=True, help=help_text)
+
+
+def accept_option(fn: F) -> F:
+    return click.option(
+        "--accept",
+        "accepted",
+        multiple=True,
+        metavar="RULE:PATH",
+        help="Take a high-risk scan finding anyway, by rule and path as the refusal names it (repeatable); "
+        "recorded in skillshelf.lock for these bytes.",
+    )(fn)
 
 
 def library_root(library: Path | None, *, create: bool = False) -> Path:
@@ -73,6 +85,7 @@ def _say_recovered(shelf: Shelf) -> None:
 @click.option("--only", multiple=True, metavar="GLOB", help="Only skills whose name or path matches (repeatable).")
 @root_option
 @force_option("Replace a folder of that name that skillshelf did not install.")
+@accept_option
 def add(
     source: str,
     name: str | None,
@@ -81,11 +94,13 @@ def add(
     only: tuple[str, ...],
     library: Path | None,
     force: bool,
+    accepted: tuple[str, ...],
 ) -> None:
     """Install every skill SOURCE holds into ROOT/NAME/ and pin it in ROOT/skillshelf.lock.
 
     SOURCE is a git URL (https, ssh, git, file), a local repository, GitHub's owner/repo[/subdir][@ref],
-    a folder, a .zip or .skill archive, or a SKILL.md. Nothing from it is run."""
+    a folder, a .zip or .skill archive, or a SKILL.md. Nothing from it is run. What it holds is scanned
+    first: a high-risk finding is refused unless accepted with --accept RULE:PATH."""
     from skillshelf.library.sources.spec import parse_source
 
     spec = parse_source(source, ref=ref, path=subpath)
@@ -93,7 +108,7 @@ def add(
     say(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
     with _shelf(root) as shelf:
         _say_recovered(shelf)
-        outcome = shelf.add(spec, name=name, only=only, force=force)
+        outcome = shelf.add(spec, name=name, only=only, force=force, accepted=accepted)
         entry = shelf.lock().sources[outcome.source]
     where = display_path(shelf.folder(outcome.source))
     license_text = f", {entry.license}" if entry.license else ""
@@ -107,6 +122,29 @@ def add(
         click.echo(f"  … and {len(outcome.skills) - LISTED_SKILLS} more (each has a line in skillshelf.lock)")
     for warning in [*outcome.warnings, *_collisions_with_other_roots(root, outcome.skills)]:
         say(f"note: {warning}", err=True)
+    for key in sorted({key for skill in entry.skills for key in skill.accepted}):
+        say(f"accepted (recorded in skillshelf.lock): {key}")
+    _report_check(root, entry, shelf.folder(outcome.source))
+
+
+def _report_check(root: Path, entry: LockedSource, folder: Path) -> None:
+    """What `skillshelf check` finds in what was just added: counted, with the command that shows it."""
+    from skillshelf.library.skill.checker import check_roots
+    from skillshelf.library.skill.scan import scan_risk
+
+    report = check_roots([root / skill.path for skill in entry.skills]) if entry.skills else None
+    mine = report.findings if report else []
+    errors = sum(1 for f in mine if f.severity == "error")
+    warnings = sum(1 for f in mine if f.severity == "warning")
+    if not errors and not warnings:
+        click.echo("check: no errors or warnings in the added skills")
+        return
+    risky = sum(1 for f in mine if scan_risk(f) in ("high", "medium"))
+    scanned = f" ({risky} from the scan)" if risky else ""
+    click.echo(
+        f"check: {plural(errors, 'error')} and {plural(warnings, 'warning')} in the added skills{scanned}; "
+        f"see them with `skillshelf check {display_path(folder)}`"
+    )
 
 
 def _collisions_with_other_roots(root: Path, added: list[str]) -> list[str]:
@@ -149,14 +187,15 @@ def _same_folder(a: Path, b: Path) -> bool:
 @click.command(short_help="Make the library hold exactly what skillshelf.lock says.")
 @root_option
 @force_option("Overwrite local edits with the locked version (and remove what was added by hand).")
-def sync(library: Path | None, force: bool) -> None:
+@accept_option
+def sync(library: Path | None, force: bool, accepted: tuple[str, ...]) -> None:
     """Install every source of ROOT/skillshelf.lock at its locked version, verifying every digest.
 
     Local edits are reported and kept unless --force; a source no longer in the lock is removed."""
     root = library_root(library)
     with _shelf(root) as shelf:
         _say_recovered(shelf)
-        outcomes = shelf.sync(force=force)
+        outcomes = shelf.sync(force=force, accepted=accepted)
     for outcome in outcomes:
         say(_outcome_line(outcome))
         for edit in outcome.local_edits:
@@ -186,9 +225,19 @@ def _outcome_line(outcome: Outcome) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the reviews as JSON.")
 @root_option
 @force_option("Update sources with local edits too (the edits are replaced).")
-def update(names: tuple[str, ...], check: bool, yes: bool, as_json: bool, library: Path | None, force: bool) -> None:
+@accept_option
+def update(
+    names: tuple[str, ...],
+    check: bool,
+    yes: bool,
+    as_json: bool,
+    library: Path | None,
+    force: bool,
+    accepted: tuple[str, ...],
+) -> None:
     """Fetch each SOURCE's newest version (default: all) and review it before anything changes: files an
-    agent may run first, then skills added, removed and changed, descriptions, quality, new findings."""
+    agent may run first, then the scan's findings, skills added, removed and changed, descriptions,
+    quality, new findings. A high-risk finding is refused unless accepted with --accept RULE:PATH."""
     root = library_root(library)
     with _shelf(root, reading=check) as shelf:
         _say_recovered(shelf)
@@ -200,10 +249,10 @@ def update(names: tuple[str, ...], check: bool, yes: bool, as_json: bool, librar
                 shelf.discard(item)
             _finish_check(prepared, failures, check, as_json)
             return
-        outcomes = [shelf.apply(item, force=force) for item in prepared]
+        outcomes = [shelf.apply(item, force=force, accepted=accepted) for item in prepared]
     for outcome in outcomes:
         _echo_applied(outcome)
-    if failures or any(o.action == "kept" for o in outcomes):
+    if failures or any(o.action in ("kept", "refused") for o in outcomes):
         sys.exit(1)
 
 
@@ -255,10 +304,19 @@ def _confirmed(yes: bool, shelf: Shelf, prepared: list[Prepared]) -> bool:
     return click.confirm("Apply these updates?", default=False)
 
 
+def _lines_escaped(text: str) -> str:
+    """A refusal is several lines; each line's names escaped, the line breaks kept."""
+    return "\n".join(shown(line) for line in text.split("\n"))
+
+
 def _echo_applied(outcome: Outcome) -> None:
     if outcome.action == "kept":
         edits = ", ".join(str(e) for e in outcome.local_edits)
         say(f"{outcome.source}: not updated, it has local edits: {edits}. Pass --force to replace them.")
+    elif outcome.action == "refused":
+        click.echo(
+            shown(f"{outcome.source}: not updated. ") + "; ".join(map(_lines_escaped, outcome.warnings)), err=True
+        )
     else:
         say(f"{outcome.source}: updated ({plural(len(outcome.skills), 'skill')})")
 

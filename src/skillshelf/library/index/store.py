@@ -30,7 +30,7 @@ from skillshelf.library.skill.models import Finding, Skill, SkillSource
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7  # 7: skills carry the scanner's findings (issue 31), so an older index is parsed anew
 # bm25 weights in column order: name, description, tags, headings, body
 FIELD_WEIGHTS = (10.0, 5.0, 4.0, 2.0, 1.0)
 _WEIGHTS = ", ".join(str(w) for w in FIELD_WEIGHTS)  # as bm25() takes them

@@ -15,6 +15,7 @@ from skillshelf.library.skill.models import Finding, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path, is_servable, is_within, relative_to_root
 from skillshelf.library.skill.quality import CRITERIA, QualityFacts, parse_score, score_quality
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, Reporter, read_text
+from skillshelf.library.skill.scan import scan_skill
 from skillshelf.tokens import estimate_text_tokens
 
 NAME_RULE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -110,6 +111,7 @@ class _Loader:
             has_tags=bool(tags),
             has_metadata=has_metadata,
         )
+        self.findings.extend(scan_skill(self.source, self.root_label, self.max_bytes))  # before quality: risk caps it
         quality = score_quality(declared, breakdown, facts, self.findings)
         schema = frontmatter.get("input_schema")
         if schema is not None and not (isinstance(schema, dict) and schema.get("type") == "object"):

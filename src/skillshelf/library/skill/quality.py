@@ -8,9 +8,10 @@ a deterministic estimate from static checks. Every point the estimate withholds 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from skillshelf.library.skill.models import VERIFIED_THRESHOLD, Finding, Quality
+from skillshelf.library.skill.scan import is_high_risk, scan_risk
 
 CRITERIA = ("correctness", "reusability", "documentation", "test coverage", "performance")
 _WHEN_TO_USE = re.compile(r"\b(use (this )?when|when to use|use it (to|when|for)|use for)\b", re.IGNORECASE)
@@ -125,6 +126,30 @@ def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[
 
 
 def score_quality(
+    declared: float | None,
+    breakdown: dict[str, float] | None,
+    facts: QualityFacts,
+    findings: list[Finding],
+) -> Quality:
+    quality = _score(declared, breakdown, facts, findings)
+    risky = [f for f in findings if is_high_risk(f)]
+    return _capped(quality, facts, findings, risky[0]) if risky else quality
+
+
+def _capped(quality: Quality, facts: QualityFacts, findings: list[Finding], risky: Finding) -> Quality:
+    """Risk never raises quality: with a high scan finding, the score stops at what the skill's estimate is
+    without its scripts and without the scan's findings (what it scored before it had them), and it is
+    not verified."""
+    before, _ = estimate(replace(facts, executable=False), [f for f in findings if scan_risk(f) is None])
+    where = f"{risky.path}:{risky.line}" if risky.line else risky.path
+    reason = f"not verified while {where} has a high-risk scan finding [{risky.code}] (`skillshelf scan`)"
+    if quality.score > before:
+        lost = round(quality.score - before, 1)
+        reason = f"-{lost:g}: {reason}; the score stops at {before:g}, its score without it"
+    return Quality(min(quality.score, before), quality.source, False, (*quality.reasons, reason))
+
+
+def _score(
     declared: float | None,
     breakdown: dict[str, float] | None,
     facts: QualityFacts,

@@ -34,6 +34,7 @@ from skillshelf.library.sources.fetch import Snapshot, fetch_url, open_snapshot,
 from skillshelf.library.sources.layout import Plan, PlannedSkill, license_name, plan_source, write_plan
 from skillshelf.library.sources.lock import Lock, LockedSkill, LockedSource, lock_path, read_lock
 from skillshelf.library.sources.review import Review, review_update
+from skillshelf.library.sources.scanning import accept, scan_staged
 from skillshelf.library.sources.spec import (
     SourceSpec,
     portable_path,
@@ -68,7 +69,9 @@ class Outcome:
     """What one command did to one source, for the curator."""
 
     source: str
-    action: str  # 'added', 'installed', 'unchanged', 'updated', 'removed', 'kept' (local edits), 'failed'
+    # 'added', 'installed', 'unchanged', 'updated', 'removed', 'kept' (local edits), 'failed',
+    # 'refused' (a high scan finding not accepted)
+    action: str
     skills: list[str] = field(default_factory=list)
     local_edits: list[LocalEdit] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -155,7 +158,13 @@ class Shelf:
 
     # -- add ---------------------------------------------------------------------------------------
     def add(
-        self, spec: SourceSpec, *, name: str | None = None, only: tuple[str, ...] = (), force: bool = False
+        self,
+        spec: SourceSpec,
+        *,
+        name: str | None = None,
+        only: tuple[str, ...] = (),
+        force: bool = False,
+        accepted: tuple[str, ...] = (),
     ) -> Outcome:
         lock = self.lock()
         chosen = source_name(name or spec.default_name, given=bool(name))
@@ -173,6 +182,7 @@ class Shelf:
         staging = new_staging(self.root)
         try:
             entry, warnings = self._stage(spec, chosen, staging, only=only, exclude=())
+            entry = accept(entry, scan_staged(staging / TREE / chosen, entry), accepted, None)  # or refused
             commit(self.root, staging, target, staging / TREE / chosen, lock.with_source(entry))
         except BaseException:
             discard(staging)
@@ -294,6 +304,7 @@ class Shelf:
                 return self._checked(entry, None)
             self._carry_untracked(entry, staging / TREE / name)  # what a curator added stays: not a change
             review = review_update(self.folder(name), staging / TREE / name, entry, new)
+            review.risks = scan_staged(staging / TREE / name, new)
             review.warnings = warnings
             edits = self.local_edits(entry)
             review.local_edits = [str(edit) for edit in edits]
@@ -312,9 +323,10 @@ class Shelf:
         record_check(self.root, entry.name, found)
         return prepared
 
-    def apply(self, prepared: Prepared, *, force: bool = False) -> Outcome:
-        """Swap a prepared update in; refused (nothing changed) when the source has local edits, unless forced.
-        Skills a curator added to the source's folder by hand are carried over."""
+    def apply(self, prepared: Prepared, *, force: bool = False, accepted: tuple[str, ...] = ()) -> Outcome:
+        """Swap a prepared update in; refused (nothing changed) when the source has local edits, unless forced,
+        or a high scan finding not accepted (scanning.py). Skills a curator added to the source's folder by
+        hand are carried over."""
         name = prepared.entry.name
         edits = [e for e in prepared.local_edits if e.modified]
         if edits and not force:
@@ -322,7 +334,12 @@ class Shelf:
             return Outcome(name, "kept", local_edits=edits)
         lock = self.lock()
         try:
-            commit(self.root, prepared.staging, self.folder(name), prepared.folder, lock.with_source(prepared.entry))
+            entry = accept(prepared.entry, prepared.review.risks, accepted, lock.sources.get(name))
+        except SourceError as exc:
+            discard(prepared.staging)
+            return Outcome(name, "refused", warnings=[exc.message])
+        try:
+            commit(self.root, prepared.staging, self.folder(name), prepared.folder, lock.with_source(entry))
         except BaseException:
             discard(prepared.staging)
             raise
@@ -342,21 +359,21 @@ class Shelf:
             _copy(old_folder / name, destination)
 
     # -- sync ----------------------------------------------------------------------------------------
-    def sync(self, *, force: bool = False) -> list[Outcome]:
+    def sync(self, *, force: bool = False, accepted: tuple[str, ...] = ()) -> list[Outcome]:
         """Make the root hold exactly what the lock says (see the module's doc)."""
         lock = self.lock()
         if not lock.sources and not lock_path(self.root).exists():
             raise SourceError(f"no {lock_path(self.root).name} in {self.root}: add a source first, or copy one there")
         installed = read_installed(self.root).sources
         outcomes = [self._drop(installed[name], lock, force) for name in sorted(installed) if name not in lock.sources]
-        outcomes += [self._sync_or_fail(entry, force) for _, entry in sorted(lock.sources.items())]
+        outcomes += [self._sync_or_fail(entry, force, accepted) for _, entry in sorted(lock.sources.items())]
         record_installed(self.root, self._installed_now(lock, outcomes))
         return outcomes
 
-    def _sync_or_fail(self, entry: LockedSource, force: bool) -> Outcome:
+    def _sync_or_fail(self, entry: LockedSource, force: bool, accepted: tuple[str, ...]) -> Outcome:
         """One source synced; a source that fails is left as it was and said so, the others still synced."""
         try:
-            return self._sync_one(entry, force)
+            return self._sync_one(entry, force, accepted)
         except SourceError as exc:
             return Outcome(entry.name, "failed", warnings=[exc.message])
 
@@ -389,7 +406,7 @@ class Shelf:
             discard(staging)
             raise
 
-    def _sync_one(self, entry: LockedSource, force: bool) -> Outcome:
+    def _sync_one(self, entry: LockedSource, force: bool, accepted: tuple[str, ...] = ()) -> Outcome:
         """Install what is missing; overwrite local edits (and drop what was added by hand) only if forced."""
         edits = self.local_edits(entry)
         missing = [e for e in edits if e.how == DELETED]
@@ -400,9 +417,11 @@ class Shelf:
         try:
             self._stage_locked(entry, staging)
             new_folder = staging / TREE / entry.name
+            scanned = accept(entry, scan_staged(new_folder, entry), accepted, entry)  # the lock's acceptances hold
             if not force:
                 self._keep_edits(entry, in_the_way, new_folder)
-            commit(self.root, staging, self.folder(entry.name), new_folder, self.lock())
+            lock = self.lock().with_source(scanned) if accepted else self.lock()  # a sync alone never edits it
+            commit(self.root, staging, self.folder(entry.name), new_folder, lock)
         except BaseException:
             discard(staging)
             raise

@@ -71,6 +71,7 @@ class LockedSkill:
     origin: str  # where it was in the source (relative to the source's subpath); '' for the source itself
     digest: str  # digest.py: its files, as installed
     license: str | None = None  # its own frontmatter `license`, when it declares one
+    accepted: tuple[str, ...] = ()  # high scan findings a curator accepted for these bytes: 'RULE:PATH'
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,9 @@ def _skill(skill_id: str, raw: Any, source: str, at: str) -> LockedSkill:
     origin = _optional(raw, "from", at) or ""
     if not plain_relative(origin):
         raise SourceError(f"{at}: from {origin!r} must be a relative path inside the source{FIX}")
-    return LockedSkill(skill_id, path, origin, _text(raw, "digest", at), _optional(raw, "license", at))
+    return LockedSkill(
+        skill_id, path, origin, _text(raw, "digest", at), _optional(raw, "license", at), _accepted(raw, at)
+    )
 
 
 # -- the rules `add` follows, for what a lock says (it is input from whoever last pushed) -----------
@@ -226,6 +229,14 @@ def _subpath(subpath: str, at: str) -> str:
     if clean != subpath:
         raise SourceError(f"{at}: subpath {subpath!r} must be a folder inside the source, such as skills{FIX}")
     return subpath
+
+
+def _accepted(raw: dict[str, Any], at: str) -> tuple[str, ...]:
+    found = _strings(raw, "accepted", at)
+    wrong = [item for item in found if not re.fullmatch(r"[a-z0-9-]+:.+", item, re.DOTALL)]
+    if wrong:
+        raise SourceError(f"{at}: accepted must hold 'RULE:PATH' strings, not {wrong[0]!r}")
+    return found
 
 
 def _text(raw: dict[str, Any], key: str, at: str) -> str:
@@ -291,7 +302,10 @@ def render_source(source: LockedSource) -> str:
 
 def _inline(skill: LockedSkill) -> str:
     pairs = [("path", skill.path), ("from", skill.origin), ("digest", skill.digest), ("license", skill.license)]
-    return "{ " + ", ".join(f"{key} = {_string(value)}" for key, value in pairs if value is not None) + " }"
+    parts = [f"{key} = {_string(value)}" for key, value in pairs if value is not None]
+    if skill.accepted:
+        parts.append(f"accepted = {_array(sorted(set(skill.accepted)))}")
+    return "{ " + ", ".join(parts) + " }"
 
 
 def _key(text: str) -> str:

@@ -20,6 +20,7 @@ from skillshelf.library.skill.digest import TreeEntry, walk_tree
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX
 from skillshelf.library.skill.models import Finding, Skill
 from skillshelf.library.sources.lock import LockedSource
+from skillshelf.library.sources.scanning import Risk
 
 Change = Literal["added", "removed", "changed"]
 SCRIPT_SUFFIXES = frozenset(
@@ -71,6 +72,7 @@ class Review:
     skills: list[SkillChange] = field(default_factory=list)
     local_edits: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    risks: list[Risk] = field(default_factory=list)  # the scan of the new version (scanning.py)
 
     @property
     def pending(self) -> bool:
@@ -104,12 +106,21 @@ class Review:
         if runnable:
             out.append("  ! files an agent may run, new or changed (read them before applying):")
             out += [f"      {f.describe()}" for f in runnable]
+        out += self._scan_lines()
         out.append("  " + self.summary())
         for skill in self.skills:
             out += _skill_lines(skill)
         out += [f"  local edit (kept unless --force): {edit}" for edit in self.local_edits]
         out += [f"  note: {warning}" for warning in self.warnings]
         return out
+
+    def _scan_lines(self) -> list[str]:
+        """The scan's findings, before any description: what the new version would bring that is risky."""
+        if not self.risks:
+            return []
+        high = sum(1 for risk in self.risks if risk.high)
+        head = f"  ! scan findings ({high} high; a high one needs --accept RULE:PATH to apply):"
+        return [head, *(f"      {risk.line()}" for risk in self.risks)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +130,7 @@ class Review:
             "ref": self.ref,
             "pending": self.pending,
             "runnable": [f.describe() for f in self.runnable_changes],
+            "scan": [risk.to_dict() for risk in self.risks],
             "skills": [
                 {
                     "id": s.id,
