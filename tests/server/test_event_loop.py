@@ -1,6 +1,7 @@
 """What may run on the event loop: nothing that can block. Every tool is fired while a first index of a
 few thousand skills builds, and a ticker on the same loop measures how late it wakes: the loop stays
-responsive throughout (before: a dryRun, a cached load or a search could hold it for seconds).
+responsive throughout (before: a dryRun, a cached load or a search could hold it for seconds). The
+1,000-skill run is the quick check outside `slow`.
 
 The bounds are those of tests/execution/test_event_loop.py: 95 % of ticks within 50 ms, none a second
 late. The worst tick is no finer a measure on a 2-core machine: with the index's parse workers, the
@@ -31,16 +32,19 @@ from tests.conftest import deadline, wait_until_async, write
 from tests.execution.test_event_loop import assert_the_loop_stayed_free
 from tests.server.team_support import listening_socket
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.anyio]
 
-SKILLS = 3000
 TICK_S = 0.005
 
 
-@pytest.fixture(scope="module")
-def big_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+# 3,000 skills is the stress run (CI); 1,000 the quick check the developer loop (`-m 'not slow'`) runs.
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(1000, id="1000-skills"), pytest.param(3000, id="3000-skills", marks=pytest.mark.slow)],
+)
+def big_library(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("loop") / "library"
-    generate(root, SKILLS, seed=3, n_queries=10)
+    generate(root, request.param, seed=3, n_queries=10)
     return root
 
 
