@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,37 @@ def test_a_tampered_record_cannot_make_uninstall_remove_anything_else(sample_roo
     code, out = run("uninstall", "--agent", "cursor")
     assert code == 0 and "removed slugify" in out
     assert victim.read_text(encoding="utf-8") == "keep\n"
+
+
+def test_sync_removes_a_skill_gone_from_the_library_and_check_says_so_first(sample_root: Path) -> None:
+    library = ("-l", str(sample_root))
+    assert run("install", "--agent", "gemini-cli", "--only", "python/*", *library)[0] == 0
+    for name in ("slugify.md",):
+        (sample_root / "python" / name).unlink()
+    code, out = run("install", "--check", *library)
+    assert code == 1 and "python/slugify is no longer in the library" in out
+    code, out = run("install", "--sync", *library)
+    assert code == 0 and "removed slugify" in out
+    assert not (folder_of("gemini-cli", Path.home()) / "slugify").exists()
+    assert (folder_of("gemini-cli", Path.home()) / "retry-backoff").is_dir()
+
+
+def test_a_sync_that_cannot_stage_every_change_changes_no_agent(sample_root: Path) -> None:
+    library = ("-l", str(sample_root), "--only", "git/*")
+    assert run("install", "--agent", "claude-code", *library)[0] == 0
+    assert run("install", "--agent", "cursor", *library)[0] == 0
+    (sample_root / "git" / "release-notes" / "SKILL.md").write_text(
+        "---\nname: release-notes\ndescription: Version two.\n---\n# Two\n", encoding="utf-8"
+    )
+    cursor = folder_of("cursor", Path.home())
+    shutil.rmtree(cursor)
+    cursor.write_text("a file where Cursor's folder was\n", encoding="utf-8")  # its copy cannot be staged
+    code, out = run("install", "--sync", "-l", str(sample_root))
+    assert code == 1 and "nothing was changed" in out, out
+    text = (folder_of("claude-code", Path.home()) / "release-notes" / "SKILL.md").read_text(encoding="utf-8")
+    assert "Version two" not in text
+    cursor.unlink()
+    assert run("install", "--sync", "-l", str(sample_root))[0] == 0
+    for agent in ("claude-code", "cursor"):
+        text = (folder_of(agent, Path.home()) / "release-notes" / "SKILL.md").read_text(encoding="utf-8")
+        assert "Version two" in text, agent

@@ -201,18 +201,30 @@ def swap_in(change: Change) -> None:
         _remove_tree(old)
 
 
-def apply(changes: list[Change], folder: Path) -> None:
-    """Stage every change, then swap each in: a failure while staging changes nothing installed."""
-    if not changes:
-        return
-    stage = Stage(folder)
+def apply(changes: list[Change]) -> None:
+    """Stage every change (in every folder), then swap each in: a failure while staging changes nothing
+    installed in any agent's folder."""
+    stages: dict[Path, Stage] = {}
     try:
         for change in changes:
-            stage.put(change)
+            _stage(change, stages)
         for change in changes:
             swap_in(change)
     finally:
-        stage.close()
+        for stage in stages.values():
+            stage.close()
+
+
+def _stage(change: Change, stages: dict[Path, Stage]) -> None:
+    folder = Path(change.install.folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        stage = stages.get(folder) or stages.setdefault(folder, Stage(folder))
+        stage.put(change)
+    except OSError as exc:
+        raise InstallError(
+            f"cannot stage {change.install.name} beside {folder} ({exc.strerror or exc}); nothing was changed"
+        ) from exc
 
 
 def _remove_tree(path: Path) -> None:
@@ -243,9 +255,10 @@ def install(record: Record, reader: SkillReader, chosen: list[Chosen], request: 
         outcomes.append(outcome)
         if change is not None:
             changes.append(change)
-    apply(changes, target.folder)
+    apply(changes)
     for change in changes:
         _remember(record, change.install)
+    _remove_made_folders(record, target.folder)  # nothing went in (all refused): leave no empty folder
     for outcome in outcomes:  # a copy already there for another agent sharing the folder serves this one too
         existing = record.at(target.folder, outcome.name)
         if outcome.action in ("unchanged", "kept") and existing and target.agent.name not in existing.agents:
@@ -355,6 +368,8 @@ def library_change(entry: Install, reader: SkillReader) -> str | None:
         manifest = reader.manifest(skill)
     except NotPublishableError as exc:
         return f"no longer publishable: {exc.message}"
+    if entry.mode == "link":  # the agent reads the library's folder itself: always current
+        return None
     return None if set_digest(manifest) == entry.digest else "changed in the library"
 
 
@@ -363,7 +378,8 @@ def sync(record: Record, reader_for: ReaderFor, agent: str | None = None, force:
     """Bring every install (of `agent`) up to the library: changed skills re-rendered, skills gone from
     the library removed, edited copies kept (reported) unless `force`. All staged, then swapped in."""
     outcomes: list[Outcome] = []
-    by_folder: dict[str, list[Change]] = {}
+    changes: list[Change] = []
+    gone: list[tuple[Install, str]] = []
     for result in drift(record, reader_for, agent):
         entry = result.install
         if result.current:
@@ -376,8 +392,7 @@ def sync(record: Record, reader_for: ReaderFor, agent: str | None = None, force:
         reader = reader_for(entry.view)
         skill = reader.get(entry.skill)
         if skill is None or (result.library or "").startswith("no longer publishable"):
-            outcomes.append(_remove_entry(record, entry, force=force, reason=result.library or ""))
-            _remove_made_folders(record, Path(entry.folder))
+            gone.append((entry, result.library or ""))
             continue
         chosen = Chosen(skill, reader.manifest(skill))
         fresh = replace(
@@ -386,13 +401,14 @@ def sync(record: Record, reader_for: ReaderFor, agent: str | None = None, force:
         fresh.description_chars = chosen.listed.description_chars
         if fresh.mode == "link":
             fresh.link = str(reader.folder_of(skill))
-        by_folder.setdefault(entry.folder, []).append(Change(fresh, chosen, reader))
+        changes.append(Change(fresh, chosen, reader))
         outcomes.append(Outcome(entry.name, "updated", f"{entry.path} ({result.library or ', '.join(result.edits)})"))
-    for folder, changes in by_folder.items():
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        apply(changes, Path(folder))
-        for change in changes:
-            _remember(record, change.install)
+    apply(changes)
+    for change in changes:
+        _remember(record, change.install)
+    for entry, reason in gone:  # removed once every update is in: a failed staging removes nothing
+        outcomes.append(_remove_entry(record, entry, force=force, reason=reason))
+        _remove_made_folders(record, Path(entry.folder))
     return outcomes
 
 
