@@ -210,3 +210,25 @@ def test_a_sync_that_cannot_stage_every_change_changes_no_agent(sample_root: Pat
     for agent in ("claude-code", "cursor"):
         text = (folder_of(agent, Path.home()) / "release-notes" / "SKILL.md").read_text(encoding="utf-8")
         assert "Version two" in text, agent
+
+
+def test_update_and_sources_say_which_agents_an_update_reaches(tmp_path: Path) -> None:
+    from tests.sources.helpers import Repo
+
+    repo = Repo(tmp_path / "upstream")
+    repo.skill("pdf-fill", "Fill PDF forms from JSON data.")
+    repo.commit("first")
+    root = tmp_path / "library"
+    assert run("add", repo.url, "--name", "team", "--library", str(root))[0] == 0
+    assert run("install", "--agent", "claude-code", "-l", str(root))[0] == 0
+    code, out = run("sources", "--library", str(root))
+    assert code == 0 and "team: installed for claude-code (1)" in out, out
+    repo.skill("pdf-fill", "Fill PDF forms, version two.")
+    repo.commit("second")
+    code, out = run("update", "--check", "--library", str(root))
+    assert code == 1 and "team: installed for claude-code (1): `skillshelf install --sync`" in out, out
+    code, out = run("update", "--yes", "--library", str(root))
+    assert code == 0 and "team: installed for claude-code (1)" in out, out
+    assert run("install", "--sync", "-l", str(root))[0] == 0
+    installed = folder_of("claude-code", Path.home()) / "pdf-fill" / "SKILL.md"
+    assert "version two" in installed.read_text(encoding="utf-8")

@@ -309,6 +309,17 @@ def _agent_view_tokens(settings: Settings) -> int:
         return surface_cost(ToolSelection.of("agent", view, tools)).total_tokens
 
 
+def agents_reached(folder: Path) -> str | None:
+    """For `update` and `sources`: which agents have skills of `folder` (a source's) installed, or None.
+    Only a hint: a record that cannot be read says nothing here (`install --check` reports it)."""
+    from skillshelf.library.agents.record import RecordError, reach_line, read_record
+
+    try:
+        return reach_line(read_record(command_settings().state_dir), folder)
+    except RecordError:
+        return None
+
+
 def _read_record(settings: Settings) -> Record:
     from skillshelf.library.agents.record import read_record
 

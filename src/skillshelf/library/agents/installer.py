@@ -312,6 +312,7 @@ def _entry(reader: SkillReader, item: Chosen, request: Request, existing: Instal
         description_chars=item.listed.description_chars,
         project=str(target.project) if target.project else None,
         link=str(reader.folder_of(item.skill)) if linked else None,
+        origin=str(reader.folder_of(item.skill)),
     )
 
 
@@ -399,6 +400,7 @@ def sync(record: Record, reader_for: ReaderFor, agent: str | None = None, force:
             entry, digest=set_digest(chosen.manifest), files={f.path: f.digest for f in chosen.manifest.files}
         )
         fresh.description_chars = chosen.listed.description_chars
+        fresh.origin = str(reader.folder_of(skill))
         if fresh.mode == "link":
             fresh.link = str(reader.folder_of(skill))
         changes.append(Change(fresh, chosen, reader))

@@ -51,6 +51,7 @@ class Install:
     description_chars: int = 0
     project: str | None = None  # the project folder, for a project install
     link: str | None = None  # the link's target (link)
+    origin: str = ""  # the skill's folder in the library (a three-file skill: its category's)
 
     @property
     def path(self) -> Path:
@@ -71,6 +72,26 @@ class Record:
             for i in self.installs
             if (agent is None or agent in i.agents) and (folder is None or i.folder == str(folder))
         ]
+
+
+def reaching(record: Record, folder: Path) -> dict[str, list[Install]]:
+    """The installs of skills under `folder` (a source's folder in a library), by agent: what an update of
+    that source reaches once `install --sync` runs."""
+    found: dict[str, list[Install]] = {}
+    for entry in record.installs:
+        if entry.origin and Path(entry.origin).is_relative_to(folder):
+            for agent in entry.agents:
+                found.setdefault(agent, []).append(entry)
+    return found
+
+
+def reach_line(record: Record, folder: Path) -> str | None:
+    """One sentence for `update` and `sources`: which agents have skills of `folder` installed."""
+    found = reaching(record, folder)
+    if not found:
+        return None
+    agents = ", ".join(f"{agent} ({len(entries)})" for agent, entries in sorted(found.items()))
+    return f"installed for {agents}: `skillshelf install --sync` brings the update to them"
 
 
 def record_path(state_dir: Path) -> Path:
