@@ -232,3 +232,41 @@ def test_update_and_sources_say_which_agents_an_update_reaches(tmp_path: Path) -
     assert run("install", "--sync", "-l", str(root))[0] == 0
     installed = folder_of("claude-code", Path.home()) / "pdf-fill" / "SKILL.md"
     assert "version two" in installed.read_text(encoding="utf-8")
+
+
+def test_serve_keep_installed_brings_a_library_change_to_the_agents(sample_root: Path, tmp_path: Path) -> None:
+    from skillshelf.cli.install import keep_installed
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.settings import resolve_settings
+
+    assert run("install", "--agent", "codex", "--only", "git/*", "-l", str(sample_root))[0] == 0
+    edited = folder_of("codex", Path.home()) / "release-notes" / "SKILL.md"
+    settings = resolve_settings((sample_root,), keep_installed=True)
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "index", watch=True))
+    try:
+        library.sync()
+        keep_installed(settings, library)
+        (sample_root / "git" / "release-notes" / "SKILL.md").write_text(
+            "---\nname: release-notes\ndescription: Version two.\n---\n# Two\n", encoding="utf-8"
+        )
+        library._on_change()  # what the watcher's thread calls after a change under the roots
+    finally:
+        library.close()
+    assert "Version two" in edited.read_text(encoding="utf-8")
+    assert run("install", "--check", "-l", str(sample_root))[0] == 0
+
+
+def test_keep_installed_is_off_unless_asked_and_a_setting_too(sample_root: Path) -> None:
+    from skillshelf.settings import resolve_settings
+
+    assert resolve_settings((sample_root,)).keep_installed is False
+    assert resolve_settings((sample_root,), env={"SKILLSHELF_KEEP_INSTALLED": "1"}).keep_installed is True
+    assert "--keep-installed" in run("serve", "--help")[1]
+
+
+def test_uninstall_of_a_link_never_touches_the_library_even_forced(sample_root: Path) -> None:
+    assert run("install", "--agent", "gemini-cli", "--link", "--only", "git/*", "-l", str(sample_root))[0] == 0
+    assert (folder_of("gemini-cli", Path.home()) / "release-notes").is_symlink()
+    assert run("uninstall", "--agent", "gemini-cli", "--force")[0] == 0
+    assert (sample_root / "git" / "release-notes" / "scripts" / "collect.sh").is_file()
+    assert not folder_of("gemini-cli", Path.home()).exists()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import hashlib
+import logging
 import os
 import shutil
 import stat
@@ -29,11 +30,12 @@ from pathlib import Path
 from skillshelf.library.access.manifest import MAX_TOTAL_BYTES, NotPublishableError, SkillManifest, folder_name
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.agents.cost import Listed
-from skillshelf.library.agents.record import Install, Record
+from skillshelf.library.agents.record import Install, Record, RecordError, read_record, under, write_record
 from skillshelf.library.agents.table import Agent, may_link
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.digest import walk_tree
 
+logger = logging.getLogger(__name__)
 ReaderFor = Callable[[str | None], SkillReader]  # the reader of a view (None: the whole library)
 
 
@@ -246,7 +248,10 @@ class Request:
 def install(record: Record, reader: SkillReader, chosen: list[Chosen], request: Request) -> list[Outcome]:
     """Install `chosen` for the request's agent; the record is updated in place (the caller writes it)."""
     target = request.target
-    made = make_folder(target.folder)
+    try:
+        made = make_folder(target.folder)
+    except OSError as exc:
+        raise InstallError(f"cannot make {target.folder} ({exc.strerror or exc}); nothing was installed") from exc
     record.created.setdefault(str(target.folder), [str(p) for p in made])
     outcomes: list[Outcome] = []
     changes: list[Change] = []
@@ -344,17 +349,24 @@ def installed_edits(entry: Install) -> list[str]:
         return ["missing" if not os.path.lexists(path) else "no longer a folder"]
     found: dict[str, str] = {}
     for item in walk_tree(path):
-        content = item.content() if item.kind in ("file", "exec") else b"\0link\0"
-        found[item.path] = "sha256:" + hashlib.sha256(content).hexdigest()
+        if item.kind not in ("file", "exec") or item.info.st_size > MAX_TOTAL_BYTES:
+            found[item.path] = f"not a file skillshelf wrote ({item.kind}, {item.info.st_size} bytes)"  # never read
+            continue
+        found[item.path] = "sha256:" + hashlib.sha256(item.content()).hexdigest()
     edits = [f"{p} deleted" for p in sorted(entry.files) if p not in found]
     edits += [f"{p} modified" for p in sorted(entry.files) if p in found and found[p] != entry.files[p]]
     edits += [f"{p} added" for p in sorted(found) if p not in entry.files]
     return edits
 
 
-def drift(record: Record, reader_for: ReaderFor, agent: str | None = None) -> list[Drift]:
+def drift(
+    record: Record, reader_for: ReaderFor, agent: str | None = None, within: list[Path] | None = None
+) -> list[Drift]:
+    """Each install (of `agent`; of a skill under one of `within`, the library's roots) and how it drifted."""
     found = []
     for entry in record.of(agent):
+        if within is not None and not any(under(entry.origin, root) for root in within):
+            continue
         result = Drift(entry, edits=installed_edits(entry))
         result.library = library_change(entry, reader_for(entry.view))
         found.append(result)
@@ -375,13 +387,19 @@ def library_change(entry: Install, reader: SkillReader) -> str | None:
 
 
 # -- syncing and uninstalling ------------------------------------------------------------------------
-def sync(record: Record, reader_for: ReaderFor, agent: str | None = None, force: bool = False) -> list[Outcome]:
+def sync(
+    record: Record,
+    reader_for: ReaderFor,
+    agent: str | None = None,
+    force: bool = False,
+    within: list[Path] | None = None,
+) -> list[Outcome]:
     """Bring every install (of `agent`) up to the library: changed skills re-rendered, skills gone from
     the library removed, edited copies kept (reported) unless `force`. All staged, then swapped in."""
     outcomes: list[Outcome] = []
     changes: list[Change] = []
     gone: list[tuple[Install, str]] = []
-    for result in drift(record, reader_for, agent):
+    for result in drift(record, reader_for, agent, within):
         entry = result.install
         if result.current:
             continue
@@ -480,3 +498,24 @@ def _remove_made_folders(record: Record, folder: Path) -> None:
             Path(made).rmdir()
         except OSError:
             break
+
+
+def keeper(state_dir: Path, reader_for: ReaderFor, roots: list[Path]) -> Callable[[], None]:
+    """A library change listener (`serve --keep-installed`): every install of a skill under `roots` brought
+    up to date as `install --sync` would, edited copies kept; what it did is logged, and a failure is a
+    warning (the next change tries again), never an error of the server."""
+
+    def on_change() -> None:
+        try:
+            record = read_record(state_dir)
+            if all(found.current for found in drift(record, reader_for, within=roots)):
+                return
+            outcomes = sync(record, reader_for, within=roots)
+            write_record(state_dir, record)
+        except (InstallError, RecordError, OSError) as exc:
+            logger.warning("could not keep agents' installed skills current: %s", exc)
+            return
+        for outcome in outcomes:
+            logger.info("kept installed skills current: %s", outcome)
+
+    return on_change

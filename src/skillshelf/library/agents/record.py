@@ -79,10 +79,18 @@ def reaching(record: Record, folder: Path) -> dict[str, list[Install]]:
     that source reaches once `install --sync` runs."""
     found: dict[str, list[Install]] = {}
     for entry in record.installs:
-        if entry.origin and Path(entry.origin).is_relative_to(folder):
+        if under(entry.origin, folder):
             for agent in entry.agents:
                 found.setdefault(agent, []).append(entry)
     return found
+
+
+def under(origin: str, folder: Path) -> bool:
+    """Is the skill folder `origin` (as recorded) inside `folder`, as written or with links resolved?"""
+    if not origin:
+        return False
+    path = Path(origin)
+    return path.is_relative_to(folder) or path.resolve().is_relative_to(folder.resolve())
 
 
 def reach_line(record: Record, folder: Path) -> str | None:
