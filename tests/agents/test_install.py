@@ -77,7 +77,7 @@ def test_install_drift_sync_and_uninstall_for_each_agent(
     assert "release-notes: changed in the library" in out and "slugify: edited here (SKILL.md modified)" in out
 
     code, out = run("install", "--sync", *library)
-    assert code == 0 and "updated release-notes" in out and "kept slugify" in out, out
+    assert code == 1 and "updated release-notes" in out and "kept slugify" in out, out
     assert "version two" in (folder / "release-notes" / "SKILL.md").read_text(encoding="utf-8")
     assert "My note." in edited.read_text(encoding="utf-8")  # an edit is never overwritten without --force
     code, out = run("install", "--sync", "--force", *library)
@@ -128,7 +128,7 @@ def test_a_name_already_in_the_folder_is_reported_not_overwritten_unless_forced(
     folder = folder_of("claude-code", Path.home())
     theirs = write(folder / "slugify" / "SKILL.md", "theirs\n")
     code, out = run("install", "--agent", "claude-code", "-l", str(sample_root))
-    assert code == 0 and "refused slugify" in out and "--force replaces it" in out, out
+    assert code == 1 and "refused slugify" in out and "--force replaces it" in out, out
     assert theirs.read_text(encoding="utf-8") == "theirs\n"
     run("uninstall", "--agent", "claude-code")
     assert theirs.read_text(encoding="utf-8") == "theirs\n"  # uninstall never touches what it did not put there
@@ -270,3 +270,10 @@ def test_uninstall_of_a_link_never_touches_the_library_even_forced(sample_root: 
     assert run("uninstall", "--agent", "gemini-cli", "--force")[0] == 0
     assert (sample_root / "git" / "release-notes" / "scripts" / "collect.sh").is_file()
     assert not folder_of("gemini-cli", Path.home()).exists()
+
+
+def test_a_damaged_record_is_a_clear_error_naming_it(sample_root: Path) -> None:
+    record = Path(os.environ["SKILLSHELF_STATE_DIR"]) / "installs.json"
+    write(record, "{not json")
+    code, out = run("install", "--check", "-l", str(sample_root))
+    assert code == 1 and f"cannot read {record}" in out and "fix or remove it" in out

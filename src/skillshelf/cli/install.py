@@ -120,6 +120,14 @@ def _install(
         outcomes = _domain(lambda: install_skills(record, reader, chosen, request)) + outcomes
         _write_record(settings, record)
     _report(target, cost, serve_tokens, outcomes, dry_run=dry_run, as_json=as_json, planned=[c.name for c in chosen])
+    _exit_if_left(outcomes)
+
+
+def _exit_if_left(outcomes: list[Outcome]) -> None:
+    """Exit 1 when a skill was left as it was (a name not ours, an edited copy): as `update` does, so a
+    script sees it."""
+    if any(o.action in ("refused", "kept") for o in outcomes):
+        sys.exit(1)
 
 
 def _cost(record: Record, target: Target, planned: list[Any]) -> CatalogueCost:
@@ -239,6 +247,7 @@ def _check_or_sync(libraries: tuple[Path, ...], agent: str | None, *, sync: bool
             outcomes = _domain(lambda: sync_installs(record, reader_for, agent, force=force))
             _write_record(settings, record)
             _print_outcomes(outcomes, as_json, "every install is up to date")
+            _exit_if_left(outcomes)
             return
         found = [d for d in drift(record, reader_for, agent) if not d.current]
     if as_json:

@@ -45,7 +45,8 @@ class CatalogueCost:
     def lines(self) -> list[str]:
         budget = self.agent.budget
         size = f"~{self.tokens:,} tokens ({self.chars:,} characters)"
-        head = f"catalogue for {self.agent.title}: {self.skills} skills, {size}"
+        skills = f"{self.skills} skill" + ("" if self.skills == 1 else "s")
+        head = f"catalogue for {self.agent.title}: {skills}, {size}"
         if budget.chars is None:
             lines = [f"{head}; {budget.note}"]
         else:
