@@ -51,6 +51,7 @@ OTHER_FILES = {
     "library/sources/lock.py": "skillshelf.lock",
     "library/sources/state.py": "the source commands' own state in .skillshelf/",
     "library/sources/swap.py": "the journal of a source being swapped in",
+    "library/agents/record.py": "the install record (installs.json in the state folder)",
 }
 FILE_METHODS = frozenset({"open", "read_text", "read_bytes"})
 RAW_FUNCTIONS = frozenset({"open", "read_text", "read_regular_file", "safe_load", "spec_from_file_location"})

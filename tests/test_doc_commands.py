@@ -19,7 +19,7 @@ from skillshelf.cli import cli
 from tests.sources.helpers import Repo
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDES = ("README.md", "docs/curating.md", "docs/deploy.md")
+GUIDES = ("README.md", "docs/curating.md", "docs/deploy.md", "docs/agents.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # what a guide's shell variables stand for when a command is parsed
 VARIABLES = {"SKILLSHELF_DATABASE_URL": "postgresql://skillshelf:secret@db.example:5432/skillshelf"}

@@ -146,6 +146,11 @@ class UserSettings(BaseModel):
         '`skillshelf model fetch` installed, if any; "off": words alone)',
     )
     view: str = Field(default=DEFAULT_VIEW, description="The view `skillshelf serve` serves")
+    keep_installed: bool = Field(
+        default=False,
+        description="`serve` keeps the skills `skillshelf install` put in agents' folders current as the library "
+        "changes (edited copies are kept; docs/agents.md)",
+    )
     execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
     views: dict[str, ViewSettings] = Field(default_factory=dict, description="Named views ([views.NAME])")
     auth: AuthSettings = Field(default_factory=AuthSettings)

@@ -19,6 +19,7 @@ from skillshelf.cli.common import (
     settings_loader,
     start_log,
 )
+from skillshelf.cli.install import keep_installed
 from skillshelf.cli.output import plural
 from skillshelf.cli.rules import RulesCommand, config_reloader, rule_options, with_flag_rules
 from skillshelf.cli.setting_flags import setting_flags
@@ -121,6 +122,7 @@ def serve(
     announce_roots(settings.roots, settings.using_bundled)
     listener = _bind(host, port) if http else None  # before anything says "serving"
     library = SkillLibrary(settings.library_config())
+    keep_installed(settings, library)  # when asked to (--keep-installed): a listener of the watcher
     archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
     from skillshelf.server.auth import Tokens

@@ -71,6 +71,12 @@ FLAGS = (
     ),
     SettingFlag("view", "--view", "The view to serve (docs/views.md). Default: `view` in the config, else `default`."),
     SettingFlag(
+        "keep_installed",
+        "--keep-installed",
+        "Keep the skills `skillshelf install` put in agents' folders current as the library changes.",
+        {"is_flag": True},
+    ),
+    SettingFlag(
         "watch",
         "--no-watch",
         "Do not watch the library or the config file for changes.",

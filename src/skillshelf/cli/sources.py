@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from skillshelf.cli.common import command_settings
+from skillshelf.cli.install import agents_reached
 from skillshelf.cli.output import plural, print_json, say, shown, table
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
@@ -242,6 +243,9 @@ def update(
     with _shelf(root, reading=check) as shelf:
         _say_recovered(shelf)
         prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json)
+        for item in [] if as_json else prepared:  # which agents the update will reach (docs/agents.md)
+            if reach := agents_reached(root / item.entry.name):
+                say(f"{item.entry.name}: {reach}")
         if as_json:
             print_json({"updates": [p.review.to_dict() for p in prepared], "errors": failures})
         if check or not prepared or not _confirmed(yes, shelf, prepared):
@@ -252,6 +256,8 @@ def update(
         outcomes = [shelf.apply(item, force=force, accepted=accepted) for item in prepared]
     for outcome in outcomes:
         _echo_applied(outcome)
+        if outcome.action == "updated" and (reach := agents_reached(root / outcome.source)):
+            say(f"{outcome.source}: {reach}")
     if failures or any(o.action in ("kept", "refused") for o in outcomes):
         sys.exit(1)
 
@@ -359,6 +365,9 @@ def sources(library: Path | None, as_json: bool) -> None:
     rows = [_status_row(s) for s in found]
     table(("source", "kind", "version", "installed", "skills", "license", "updates", "local edits"), rows,
           numeric=("skills",))  # fmt: skip
+    for status in found:
+        if reach := agents_reached(root / status.entry.name):
+            say(f"{status.entry.name}: {reach}")
 
 
 def _status_row(status: SourceStatus) -> tuple[object, ...]:
