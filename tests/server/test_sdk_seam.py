@@ -224,3 +224,30 @@ def test_the_check_allows_a_classs_own_private_names() -> None:
         "    def f(self):\n        return self._anything, getattr(self, 'public')\n"
     )
     assert uses_in(source) == set()
+
+
+# MCPServer's own tool table is left empty (a view's tools are served from `LiveView`'s table): a tool added
+# to it would be served by nothing, and its listing would say nothing of what a client sees.
+SDK_TOOL_TABLE = frozenset({"add_tool", "remove_tool", "list_tools", "call_tool", "tool"})
+
+
+def sdk_tool_table_uses(tree: ast.Module) -> set[str]:
+    return {
+        ast.unparse(node.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SDK_TOOL_TABLE
+    }
+
+
+def test_no_module_uses_mcpservers_own_tool_table() -> None:
+    offenders = {
+        str(path.relative_to(SRC)): uses for _name, path, tree in project() if (uses := sdk_tool_table_uses(tree))
+    }
+    assert not offenders, (
+        f"serve tools through the view's LiveView (server/views.py), not MCPServer's table: {offenders}"
+    )
+
+
+def test_the_tool_table_check_sees_a_use() -> None:
+    source = "async def f(server):\n    server.add_tool(g)\n    return await server.list_tools()\n"
+    assert sdk_tool_table_uses(ast.parse(source)) == {"server.add_tool", "server.list_tools"}
