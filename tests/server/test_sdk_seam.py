@@ -1,5 +1,6 @@
-"""The SDK at one seam: server/sdk.py touches exactly the private names it declares, and no other module
-touches any private name of another object (so an SDK upgrade is one file to read).
+"""The SDK at one seam: server/sdk.py touches exactly the private names it declares, no other module
+touches any private name of another object, and no class of the project overrides a method of an SDK
+class other than an extension point the SDK offers for it (so an SDK upgrade is one file to read).
 
 A private use is seen however it is written: `x._name`, `getattr(x, "_name")` (and setattr, hasattr,
 delattr, `operator.attrgetter`), `vars(x)["_name"]` and `x.__dict__["_name"]`, a private name or module
@@ -11,6 +12,7 @@ self-test below with a sample that must be caught.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,11 @@ from tests.source_analysis import SRC, Imports, ProjectClass, chain_names, modul
 SEAM = SRC / "server" / "sdk.py"
 # Private names of the standard library that are its documented API.
 STANDARD = {("os", "_exit")}
+# What an SDK class offers to be overridden (its documented extension points); any other method of an SDK
+# class that a project class defines again is an override of the SDK's internals.
+EXTENSION_POINTS = {
+    "mcp.server.extension.Extension": frozenset({"settings", "tools", "resources", "methods", "intercept_tool_call"})
+}
 BY_NAME = frozenset({"getattr", "setattr", "hasattr", "delattr", "operator.attrgetter"})
 SELF = ("self", "cls", "super()")
 
@@ -88,13 +95,80 @@ def test_the_seam_touches_exactly_the_private_names_it_declares() -> None:
 def test_no_other_module_touches_a_private_name() -> None:
     modules = project()
     derived = sdk_classes([(name, tree) for name, _path, tree in modules])
-    assert "skillshelf.server.views.ViewTool" in derived  # through tooling.EnvelopeTool: the chain is followed
+    assert "skillshelf.server.skills_ext.SkillsExtension" in derived  # the check sees the SDK-derived classes
     offenders = {
         str(path.relative_to(SRC)): sorted(uses)
         for name, path, tree in modules
         if path != SEAM and (uses := private_uses(tree, name, derived) - STANDARD)
     }
     assert not offenders, f"private names used outside server/sdk.py: {offenders}"
+
+
+def sdk_overrides(derived: dict[str, ProjectClass]) -> set[tuple[str, str]]:
+    """(class, method) for each method a project class defines that an SDK class in its chain defines too,
+    outside the SDK class's EXTENSION_POINTS (a `Tool.run` override, say)."""
+    found: set[tuple[str, str]] = set()
+    for name, cls in derived.items():
+        methods = {item.name for item in cls.node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for base in _sdk_bases(name, derived):
+            sdk_class = _resolve(base)
+            defined = {m for k in sdk_class.__mro__ if k.__module__.startswith("mcp") for m in vars(k)}
+            found |= {(name, m) for m in methods & defined if m not in EXTENSION_POINTS.get(base, frozenset())}
+    return found
+
+
+def _sdk_bases(name: str, derived: dict[str, ProjectClass]) -> set[str]:
+    """The SDK classes a derived class stands on, through the project's own classes too."""
+    bases = derived[name].bases
+    inherited = {s for b in bases if b in derived for s in _sdk_bases(b, derived)}
+    return {b for b in bases if b.startswith("mcp")} | inherited
+
+
+def _resolve(qualified: str) -> type:
+    module, _, attribute = qualified.rpartition(".")
+    found = getattr(importlib.import_module(module), attribute)
+    assert isinstance(found, type)
+    return found
+
+
+def test_no_class_overrides_the_sdks_internals() -> None:
+    """Before issue 32 a tool was an SDK `Tool` subclass overriding `Tool.run` (tooling.EnvelopeTool,
+    views.ViewTool); the view's table now runs the SDK's `Tool` through its public `run`."""
+    derived = sdk_classes([(name, tree) for name, _path, tree in project()])
+    assert not sdk_overrides(derived)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "from mcp.server.mcpserver.tools.base import Tool\n"
+            "class Mine(Tool):\n    async def run(self, arguments, context, convert_result=False):\n        pass\n",
+            {("sample.Mine", "run")},
+        ),
+        (
+            "from mcp.server.mcpserver.tools.base import Tool\n"
+            "class Middle(Tool):\n    pass\n"
+            "class Mine(Middle):\n    async def run(self, arguments, context, convert_result=False):\n        pass\n",
+            {("sample.Mine", "run")},
+        ),
+        (
+            "from mcp.server.extension import Extension\n"
+            "class Ext(Extension):\n    identifier = 'a.b/c'\n"
+            "    def methods(self):\n        return ()\n"
+            "    def __init__(self):\n        self.x = 1\n",
+            set(),
+        ),
+        (
+            "from mcp.server.extension import Extension\n"
+            "class Ext(Extension):\n    identifier = 'a.b/c'\n    def __init_subclass__(cls):\n        pass\n",
+            {("sample.Ext", "__init_subclass__")},
+        ),
+    ],
+)
+def test_the_override_check_sees_an_override(source: str, expected: set[tuple[str, str]]) -> None:
+    tree = ast.parse(source)
+    assert sdk_overrides(sdk_classes([("sample", tree)])) == expected
 
 
 def uses_in(source: str) -> set[tuple[str, str]]:
@@ -150,3 +224,30 @@ def test_the_check_allows_a_classs_own_private_names() -> None:
         "    def f(self):\n        return self._anything, getattr(self, 'public')\n"
     )
     assert uses_in(source) == set()
+
+
+# MCPServer's own tool table is left empty (a view's tools are served from `LiveView`'s table): a tool added
+# to it would be served by nothing, and its listing would say nothing of what a client sees.
+SDK_TOOL_TABLE = frozenset({"add_tool", "remove_tool", "list_tools", "call_tool", "tool"})
+
+
+def sdk_tool_table_uses(tree: ast.Module) -> set[str]:
+    return {
+        ast.unparse(node.func)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SDK_TOOL_TABLE
+    }
+
+
+def test_no_module_uses_mcpservers_own_tool_table() -> None:
+    offenders = {
+        str(path.relative_to(SRC)): uses for _name, path, tree in project() if (uses := sdk_tool_table_uses(tree))
+    }
+    assert not offenders, (
+        f"serve tools through the view's LiveView (server/views.py), not MCPServer's table: {offenders}"
+    )
+
+
+def test_the_tool_table_check_sees_a_use() -> None:
+    source = "async def f(server):\n    server.add_tool(g)\n    return await server.list_tools()\n"
+    assert sdk_tool_table_uses(ast.parse(source)) == {"server.add_tool", "server.list_tools"}

@@ -150,12 +150,12 @@ def _assemble(
         log_level="WARNING",
         extensions=[skills.extension],
         subscriptions=skills.bus,
-        tools=selection.listed(),
         middleware=[live.middleware],
     )
     view.server = server
+    live.serve(server)
     pipeline.attach(server, live)
-    pipeline.passthrough.update(install_composites(server, chosen.composites, pipeline.call))
+    pipeline.passthrough.update(install_composites(live, chosen.composites, pipeline.call))
     pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
     skills.install(server)
     register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})

@@ -32,7 +32,7 @@ import time
 from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -40,8 +40,8 @@ from pydantic import Field
 from skillshelf.config.composites import CompositeInput, CompositeStep, CompositeTool
 from skillshelf.envelope import EnvelopeMetadata, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server import sdk
 from skillshelf.server.tooling import CallTool, make_tool, to_call_result
+from skillshelf.server.views import LiveView, ViewTool
 from skillshelf.tokens import estimate_json_tokens
 
 PYTHON_TYPES: dict[str, Any] = {
@@ -214,16 +214,16 @@ def composite_tool(name: str, config: CompositeTool, call: CallTool) -> Tool:
     return make_tool(composite, name, config.description or name, COMPOSITE)
 
 
-def install_composites(server: MCPServer[Any], composites: dict[str, CompositeTool], call: CallTool) -> list[str]:
-    """Register a view's composites on its server (before it serves); their names, for the pipeline's passthrough."""
+def install_composites(live: LiveView, composites: dict[str, CompositeTool], call: CallTool) -> list[str]:
+    """Serve a view's composites beside its tools (before it serves); their names, for the pipeline's passthrough."""
     for name, config in composites.items():
-        if sdk.get_tool(server, name) is not None:
+        if live.get(name) is not None:
             raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"composite {name!r} has the name of an existing tool")
-        unknown = [s.tool for s in _steps(config) if sdk.get_tool(server, s.tool) is None]
+        unknown = [s.tool for s in _steps(config) if live.get(s.tool) is None]
         if unknown:
             listed = ", ".join(sorted(set(unknown)))
             raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"composite {name!r} calls unknown tool(s): {listed}")
-        sdk.add_tool(server, composite_tool(name, config, call))
+        live.add(ViewTool.plain(composite_tool(name, config, call)))
     return list(composites)
 
 

@@ -43,6 +43,7 @@ from skillshelf.server.auth import (
 from skillshelf.server.connections import ConnectionLimits, descriptor_room, guarded_protocol
 from skillshelf.server.hosts import HostGuard, transport_security
 from skillshelf.server.mcp_sessions import SessionCap
+from skillshelf.server.views import served_tools
 from skillshelf.settings import HttpSettings
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ def team_app(
 
     async def describe(name: str) -> dict[str, Any]:
         view = settings.get(name) or ViewSettings()
-        tools = [{"name": tool.name} for tool in await servers[name].list_tools()]
+        tools = [{"name": tool.name} for tool in served_tools(servers[name])]
         return {"name": name, "description": view.description, "exposure_mode": view.exposure, "tools": tools}
 
     def allowed(request: Request) -> list[str]:

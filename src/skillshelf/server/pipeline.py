@@ -40,7 +40,6 @@ from pydantic import BaseModel, TypeAdapter
 from skillshelf.caller import current_caller
 from skillshelf.envelope import failure
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server import sdk
 from skillshelf.server.auth import CallerBudget, budget_of, caller_of
 from skillshelf.server.calllog import CallLog, CallRecord
 from skillshelf.server.hooks import HookResult, Hooks, ToolCall
@@ -162,7 +161,7 @@ class CallPipeline:
         async def run(exposed: str, final: dict[str, Any]) -> HandlerResult:
             return await call_next(replace(ctx, params={**params, "name": exposed, "arguments": final}))
 
-        if self.live.selection.refusal(name) is not None or sdk.get_tool(self.server, name) is None:
+        if self.live.selection.refusal(name) is not None or self.live.get(name) is None:
             started = time.perf_counter()
             problem = self.live.selection.unknown(name)  # hidden, renamed, or no such tool: the envelope says which
             result = to_call_result(
@@ -185,7 +184,7 @@ class CallPipeline:
             self._log(name, arguments, caller, started, result, via or "?")
             return result
 
-        tool = self.live.selection.shown.get(name) or sdk.get_tool(self.server, name)
+        tool = self.live.selection.shown.get(name) or self.live.get(name)
         if tool is None or name in self.passthrough:  # hidden, unknown, or itself a meta-tool or composite
             problem = self.live.selection.unknown(name)
             if name in self.passthrough:
@@ -198,7 +197,7 @@ class CallPipeline:
 
         async def run(_exposed: str, final: dict[str, Any]) -> HandlerResult:
             try:
-                ran = await tool.run(final, context or Context(mcp_server=self.server), convert_result=True)
+                ran = await tool.run(final, context or Context(mcp_server=self.server))
             except SkillshelfError as exc:
                 return to_call_result(failure(exc.code, exc.message, started, exc.suggestions, exc.details))
             except Exception as exc:  # arguments the tool's schema refuses: the SDK's ToolError
@@ -329,7 +328,7 @@ class CallPipeline:
             or name in selection.shown
             or name in selection.hidden
             or name in selection.renamed
-            or sdk.get_tool(self.server, name) is not None
+            or self.live.get(name) is not None
         )
 
     def _places_of(self, own: str) -> Places:

@@ -12,8 +12,9 @@ URIs are `skill://<category>/<name>/<file>`; the skill name is the last director
 Everything is read through the view's `SkillReader`: a hidden skill is absent from every listing and
 unreadable, exactly like one that does not exist, and files obey the same path rules and size caps as
 every other read (one read returns at most the extension's 16 MiB per skill).
-The MCPServer has no public hook for replacing `resources/list` and `resources/read`, so
-`install` registers those two on its low-level server (through server/sdk.py).
+MCPServer serves `resources/list` and `resources/read` from its resource table, which holds no per-file
+MIME type and no listing of a library that changes, so `install` answers those two itself, on the
+low-level server's public handler API (reached through server/sdk.py).
 """
 
 from __future__ import annotations
@@ -140,11 +141,10 @@ class SkillsSurface:
 
     def install(self, server: MCPServer[Any]) -> None:
         """Serve resources/list and resources/read for skills, and announce library changes."""
-        lowlevel = sdk.lowlevel(server)  # no public hook replaces a spec handler; see the module docstring
-        original = lowlevel.get_request_handler("resources/read")
+        original = sdk.lowlevel(server).get_request_handler("resources/read")  # MCPServer's: the skill:// template
         self._read_fallback = original.handler if original is not None else None
-        lowlevel.add_request_handler("resources/list", types.PaginatedRequestParams, self.list_resources)
-        lowlevel.add_request_handler("resources/read", types.ReadResourceRequestParams, self.read_resource)
+        sdk.serve_request(server, "resources/list", types.PaginatedRequestParams, self.list_resources)
+        sdk.serve_request(server, "resources/read", types.ReadResourceRequestParams, self.read_resource)
         server.middleware.append(self.middleware)
 
     # -- skills/list and skills/get ------------------------------------------------------------

@@ -158,26 +158,26 @@ def unknown_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> str 
     return f"Unknown argument{'s' if len(unknown) > 1 else ''} {names}; this tool accepts: {listed}.{hints}"
 
 
-class EnvelopeTool(Tool):
-    """A tool whose argument errors come back as a VALIDATION_ERROR envelope, like every other failure.
+async def run_tool(tool: Tool, arguments: dict[str, Any], context: Context[Any, Any]) -> Any:
+    """How every tool runs (the SDK's `Tool.run`, called, never overridden): argument errors come back as a
+    VALIDATION_ERROR envelope, like every other failure.
 
-    Arguments the input schema does not name are refused (a misspelt optional argument would
-    otherwise be dropped silently and the call would do something other than what was asked).
+    Arguments the input schema does not name are refused (a misspelt optional argument would otherwise be
+    dropped silently and the call would do something other than what was asked). The call's context is
+    kept for the call's work, which reports an index build's progress through it (`_wait_for`).
     """
-
-    async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
-        started = time.perf_counter()
-        if (problem := unknown_arguments(arguments, self.parameters)) is not None:
-            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
-        try:
-            self.fn_metadata.validate_arguments(arguments)
-        except ValidationError as exc:
-            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, describe_validation_error(exc), started))
-        token = _CALL_CONTEXT.set(context)
-        try:
-            return await super().run(arguments, context, convert_result)
-        finally:
-            _CALL_CONTEXT.reset(token)
+    started = time.perf_counter()
+    if (problem := unknown_arguments(arguments, tool.parameters)) is not None:
+        return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
+    try:
+        tool.fn_metadata.validate_arguments(arguments)
+    except ValidationError as exc:
+        return to_call_result(failure(ErrorCode.VALIDATION_ERROR, describe_validation_error(exc), started))
+    token = _CALL_CONTEXT.set(context)
+    try:
+        return await tool.run(arguments, context, convert_result=True)
+    finally:
+        _CALL_CONTEXT.reset(token)
 
 
 class CallTool(Protocol):
@@ -260,4 +260,5 @@ def make_tool(
     annotations: ToolAnnotations = READ_ONLY,
     description: str | None = None,
 ) -> Tool:
-    return EnvelopeTool.from_function(fn, name=name, title=title, annotations=annotations, description=description)
+    """A tool as the SDK builds it from a function (its schemas from the signature); `run_tool` runs it."""
+    return Tool.from_function(fn, name=name, title=title, annotations=annotations, description=description)

@@ -25,19 +25,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import SubscriptionBus, ToolsListChanged
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -47,7 +48,7 @@ from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import decide_tool
 from skillshelf.server import sdk
-from skillshelf.server.tooling import CallTool, EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
+from skillshelf.server.tooling import CallTool, make_tool, respond, run_tool, to_call_result, unknown_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -59,24 +60,56 @@ META = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_h
 CALLS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
 
 
-class ViewTool(EnvelopeTool):
-    """One tool as a view presents it: its name, description and schema. Its pinned arguments arrive set by
-    the call pipeline, the only way a call reaches it."""
+@dataclass(frozen=True)
+class ViewTool:
+    """One tool as a view presents it: its name, description and input schema (pinned arguments removed),
+    over the SDK's `Tool`, which runs it. Its pinned arguments arrive set by the call pipeline, the only way
+    a call reaches it. Not an SDK `Tool` subclass: the view's table (`LiveView`) serves tools/list and
+    tools/call from these, and runs the SDK's `Tool` through its public `run` (tooling.run_tool)."""
 
-    inner: Tool = Field(exclude=True)
-    pinned: dict[str, Any] = Field(default_factory=dict)
+    inner: Tool
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    pinned: dict[str, Any] = field(default_factory=dict)
     send_output_schema: bool = True
 
-    @cached_property
+    @classmethod
+    def plain(cls, tool: Tool) -> ViewTool:
+        """A tool as it is (a composite: server/composite.py)."""
+        return cls(tool, tool.name, tool.description, tool.parameters)
+
+    @property
+    def title(self) -> str | None:
+        return self.inner.title
+
+    @property
+    def annotations(self) -> ToolAnnotations | None:
+        return self.inner.annotations
+
+    @property
     def output_schema(self) -> dict[str, Any] | None:
         return self.inner.output_schema if self.send_output_schema else None
 
-    async def run(self, arguments: dict[str, Any], context: Context[Any, Any], convert_result: bool = False) -> Any:
+    def wire(self) -> MCPTool:
+        """The tool as tools/list carries it."""
+        return MCPTool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.parameters,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
+            icons=self.inner.icons,
+            _meta=self.inner.meta,
+        )
+
+    async def run(self, arguments: dict[str, Any], context: Context[Any, Any]) -> Any:
         started = time.perf_counter()
         given = {k: v for k, v in arguments.items() if k not in self.pinned}
         if (problem := unknown_arguments(given, self.parameters)) is not None:
             return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
-        return await self.inner.run(arguments, context, convert_result)
+        return await run_tool(self.inner, arguments, context)
 
 
 def _without(schema: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
@@ -101,18 +134,10 @@ def present(tool: Tool, view: ViewSettings) -> ViewTool:
     if override and override.description is not None:
         description = override.description.replace("{original}", tool.description)
     return ViewTool(
-        fn=tool.fn,
+        tool,
         name=(override.name if override and override.name else tool.name),
-        title=tool.title,
         description=description,
         parameters=_without(tool.parameters, pinned),
-        fn_metadata=tool.fn_metadata,
-        is_async=tool.is_async,
-        context_kwarg=tool.context_kwarg,
-        annotations=tool.annotations,
-        icons=tool.icons,
-        meta=tool.meta,
-        inner=tool,
         pinned=pinned,
         send_output_schema=view.output_schemas,
     )
@@ -151,7 +176,7 @@ class ToolSelection:
         tool = self.shown.get(exposed)
         return tool.inner.name if tool is not None else exposed
 
-    def listed(self) -> list[Tool]:
+    def listed(self) -> list[ViewTool]:
         """The tools tools/list carries: the view's own, or the three meta-tools in search mode."""
         if self.view.exposure == "search":
             return meta_tools(self)
@@ -276,7 +301,7 @@ def _vocabulary(text: str) -> set[str]:
     return {form for word in _words(text) for form in _forms(word)}
 
 
-def match_score(query: str, tool: Tool) -> tuple[float, float]:
+def match_score(query: str, tool: ViewTool) -> tuple[float, float]:
     """(coverage, rank): the share of the query's words the tool holds (what MIN_SCORE bounds), and how well
     it answers them, 0-1: a word in the tool's name or title counts most (a synonym of it a little less),
     then in its description's first sentence, then anywhere in it; a close spelling counts too ("find
@@ -313,7 +338,7 @@ def match_score(query: str, tool: Tool) -> tuple[float, float]:
     return found / len(wanted), weight / (ACTION_WEIGHT * len(wanted))
 
 
-def info(tool: Tool, with_schema: bool) -> ToolInfo:
+def info(tool: ViewTool, with_schema: bool) -> ToolInfo:
     return ToolInfo(
         name=tool.name,
         description=tool.description,
@@ -322,7 +347,7 @@ def info(tool: Tool, with_schema: bool) -> ToolInfo:
     )
 
 
-def meta_tools(selection: ToolSelection) -> list[Tool]:
+def meta_tools(selection: ToolSelection) -> list[ViewTool]:
     view = selection.name
 
     def search_tools(
@@ -448,17 +473,7 @@ class SurfaceCost:
 def surface_cost(selection: ToolSelection) -> SurfaceCost:
     listed = selection.listed()
     read = [{"name": t.name, "description": t.description, "inputSchema": t.parameters} for t in listed]
-    wire = [
-        MCPTool(
-            name=t.name,
-            title=t.title,
-            description=t.description,
-            input_schema=t.parameters,
-            output_schema=t.output_schema,
-            annotations=t.annotations,
-        ).model_dump(by_alias=True, mode="json", exclude_none=True)
-        for t in listed
-    ]
+    wire = [t.wire().model_dump(by_alias=True, mode="json", exclude_none=True) for t in listed]
     compact = (",", ":")
     return SurfaceCost(
         tools=[t.name for t in listed],
@@ -470,17 +485,71 @@ def surface_cost(selection: ToolSelection) -> SurfaceCost:
 
 # -- serving a view that can change under a running server -------------------------------------------
 class LiveView:
-    """The selection a server serves now. A reload swaps it whole and tells clients to re-list.
+    """The tools a server serves now: the view's selection, and the tools added beside it (its composites).
+    A reload swaps the selection whole and tells clients to re-list.
 
-    Its middleware refuses calls to tools the view hides, marks `tools.listChanged` in the
-    capabilities, and remembers sessions (legacy connections) to notify.
+    It answers tools/list and tools/call from its own table (`serve`): MCPServer's tool table holds the
+    SDK's `Tool` objects it built itself and has no public way to hold a view's presentation of a tool or to
+    be replaced while the server runs. Its middleware marks `tools.listChanged` in the capabilities and
+    remembers sessions (legacy connections) to notify.
     """
 
     def __init__(self, selection: ToolSelection, bus: SubscriptionBus) -> None:
         self.selection = selection
         self.bus = bus
+        self._added: dict[str, ViewTool] = {}
+        self._table = {t.name: t for t in selection.listed()}
         self._sessions: list[ServerSession] = []
         self._token: anyio.lowlevel.EventLoopToken | None = None
+
+    def get(self, name: str) -> ViewTool | None:
+        """The tool tools/call runs under `name`, or None."""
+        return self._table.get(name)
+
+    def add(self, tool: ViewTool) -> None:
+        """Serve `tool` beside the view's own, across reloads (a composite, before the server serves)."""
+        self._added[tool.name] = tool
+        self._table = {**self._table, tool.name: tool}
+
+    def tools(self) -> list[ViewTool]:
+        """What tools/list carries."""
+        return list(self._table.values())
+
+    def serve(self, server: MCPServer[Any]) -> None:
+        """Answer `server`'s tools/list and tools/call from this table (see the class docstring)."""
+        sdk.serve_request(server, "tools/list", types.PaginatedRequestParams, self.list_tools)
+        sdk.serve_request(server, "tools/call", types.CallToolRequestParams, partial(self.call_tool, server))
+        sdk.set_tool_schemas(server, self.input_schema)
+
+    async def list_tools(
+        self, _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[t.wire() for t in self.tools()])
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """A served tool's input schema, for the SDK's check of `Mcp-Param-*` headers (HTTP, 2026 protocol)."""
+        tool = self.get(name)
+        return tool.parameters if tool is not None else None
+
+    async def call_tool(
+        self, server: MCPServer[Any], ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> HandlerResult:
+        """Run a served tool, as MCPServer's own tools/call does (the call pipeline's rules ran before it)."""
+        tool = self.get(params.name)
+        if tool is None:  # the pipeline answers unknown names before this; a bare server says it plainly
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"Unknown tool: {params.name}")], is_error=True
+            )
+        context: Context[Any, Any] = Context(
+            request_context=ctx, mcp_server=server, input_params=params, subscriptions=self.bus
+        )
+        try:
+            return cast(HandlerResult, await tool.run(params.arguments or {}, context))
+        except MCPError:
+            raise
+        except Exception as exc:  # the SDK's ToolError text, as MCPServer answers it (tools answer envelopes)
+            logger.exception("tool %r raised", params.name)
+            return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         self._token = anyio.lowlevel.current_token()
@@ -495,14 +564,11 @@ class LiveView:
         return result
 
     def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
-        """Serve `selection` from now on. MCPServer has no public way to replace its tools or its
-        instructions, so this sets them through the SDK seam (server/sdk.py)."""
-        previous = {t.name for t in self.selection.listed()}
-        # Tools added beside the view's own (its composites, server/composite.py) stay.
-        added = {t.name: t for t in sdk.registered_tools(server) if t.name not in previous}
-        sdk.replace_tools(server, [*selection.listed(), *added.values()])
-        sdk.set_instructions(server, instructions_for(selection))
+        """Serve `selection` from now on: one assignment of the table (a request sees the old one or the new
+        one), and the instructions naming what it offers."""
+        self._table = {**{t.name: t for t in selection.listed()}, **self._added}
         self.selection = selection
+        sdk.set_instructions(server, instructions_for(selection))
 
     def install_from_thread(
         self, server: MCPServer[Any], selection: ToolSelection, also: Callable[[], None] | None = None
@@ -546,6 +612,15 @@ class LiveView:
                 continue
             alive.append(session)
         self._sessions = alive
+
+
+def served_tools(server: MCPServer[Any]) -> list[ViewTool]:
+    """What `server`'s tools/list carries now (its view's table: MCPServer's own `list_tools` lists the SDK's
+    table, which a view's server leaves empty)."""
+    for middleware in server.middleware:
+        if isinstance(live := getattr(middleware, "__self__", None), LiveView):
+            return live.tools()
+    return []
 
 
 class ConfigWatcher:
