@@ -99,6 +99,9 @@ class ExecutionSettings(BaseModel):
     bubblewrap: bool = Field(default=True, description="Run skills in a bubblewrap sandbox when bwrap works here")
     require_isolation: bool = Field(default=False, description="Refuse to run skills without the sandbox")
     network: list[str] = Field(default_factory=list, description="Skill id patterns that may use the network")
+    read_paths: list[Path] = Field(
+        default_factory=list, description="Folders a skill's policy may ask to read (bound read-only); default none"
+    )
 
 
 class HttpSettings(BaseModel):
