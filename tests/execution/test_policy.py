@@ -18,6 +18,7 @@ from skillshelf.config.execution_cap import ExecutionCap
 from skillshelf.config.views import ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import service
+from skillshelf.library import children
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.skill.policy import PolicyError, SkillPolicy, policy_of
@@ -276,7 +277,7 @@ async def test_a_granted_read_path_is_bound_read_only_and_nothing_beside_it(
     beside = await run(policy_library, settings, "reader", {"path": str(data_dir.parent / "secret.txt")})
     assert table.output == {"read": "a,b\n1,2\n"} and table.ran.policy.read_paths == [str(data_dir)]
     assert beside.output == {"error": "FileNotFoundError"}
-    with pytest.raises(SkillshelfError, match="not under a folder of execution.read_paths"):
+    with pytest.raises(SkillshelfError, match=r"not under a folder of execution\.read_paths"):
         await run(policy_library, SANDBOXED, "reader", {"path": str(data_dir / "table.csv")})
 
 
@@ -289,3 +290,11 @@ async def test_a_declared_time_and_memory_are_the_runs_limits(policy_library: Sk
     assert over.value.code == ErrorCode.SKILL_EXECUTION_FAILED and "MemoryError" in over.value.message
     fits = await run(policy_library, SANDBOXED, "slow", {"mb": 10})
     assert fits.output == 10 * 1024 * 1024 and fits.ran.timeout_s == 2
+
+
+def test_the_servers_own_settings_never_reach_a_skill_even_when_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SKILLSHELF_DATABASE_URL", "postgresql://user:password@db/skills")
+    env = children.skill_environment(tmp_path, tmp_path / "skill", ["SKILLSHELF_DATABASE_URL", "HOME", "POLICY_UNSET"])
+    assert "SKILLSHELF_DATABASE_URL" not in env and env["HOME"] == str(tmp_path) and "POLICY_UNSET" not in env
