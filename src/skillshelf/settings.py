@@ -33,6 +33,7 @@ from pydantic_core import ErrorDetails
 
 from skillshelf.config.auth import AuthSettings, tokens_from_variable
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
+from skillshelf.config.execution_cap import absolute_folders
 from skillshelf.config.variables import (
     PREFIX,
     KeyPath,
@@ -102,6 +103,11 @@ class ExecutionSettings(BaseModel):
     read_paths: list[Path] = Field(
         default_factory=list, description="Folders a skill's policy may ask to read (bound read-only); default none"
     )
+
+    @field_validator("read_paths")
+    @classmethod
+    def _absolute(cls, paths: list[Path]) -> list[Path]:
+        return absolute_folders(paths) or []
 
 
 class HttpSettings(BaseModel):

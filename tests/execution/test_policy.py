@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from pydantic import ValidationError
 
 from skillshelf.config.execution_cap import ExecutionCap
 from skillshelf.config.views import ViewSettings
@@ -168,6 +169,21 @@ def test_check_reports_an_unknown_policy_key_as_an_error(policy_library: SkillLi
     skill = policy_library.find("pol/typo")
     found = [f for f in skill.details.findings if f["code"] == "policy-invalid"]
     assert len(found) == 1 and found[0]["severity"] == "error" and "'netwrok'" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("cap", "named"),
+    [
+        ({"netwrok": "none"}, "execution.netwrok"),
+        ({"read_paths": ["data"]}, "'data' is not an absolute path"),
+        ({"env": ["A-B"]}, "'A-B' is not an environment variable name"),
+    ],
+)
+def test_a_views_cap_with_an_unknown_key_or_a_bad_value_is_a_config_error(cap: dict[str, Any], named: str) -> None:
+    with pytest.raises(ValidationError, match=named):
+        ViewSettings.model_validate({"execution": cap})
+    with pytest.raises(ValidationError, match="is not an absolute path"):
+        ExecutionSettings(read_paths=[Path("relative")])
 
 
 # Refused before anything runs.
