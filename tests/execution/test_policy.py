@@ -63,6 +63,7 @@ SKILLS = {
     "greedy": ("network: any", TOUCH),
     "slow": ("timeout_s: 2\n  memory_mb: 100", HOG),
     "big": ("memory_mb: 4096", TOUCH),
+    "spin": ("timeout_s: 1", "def {name}() -> None:\n    while True:\n        pass\n"),
 }
 SANDBOXED = ExecutionSettings(enabled=True, timeout_s=20, memory_mb=256, max_processes=16)
 
@@ -306,6 +307,9 @@ async def test_a_declared_time_and_memory_are_the_runs_limits(policy_library: Sk
     assert over.value.code == ErrorCode.SKILL_EXECUTION_FAILED and "MemoryError" in over.value.message
     fits = await run(policy_library, SANDBOXED, "slow", {"mb": 10})
     assert fits.output == 10 * 1024 * 1024 and fits.ran.timeout_s == 2
+    with pytest.raises(SkillshelfError) as stopped:
+        await run(policy_library, SANDBOXED, "spin", {})  # the configured 20 s would let it spin on
+    assert stopped.value.code == ErrorCode.EXECUTION_TIMEOUT and "its 1 s limit" in stopped.value.message
 
 
 def test_the_servers_own_settings_never_reach_a_skill_even_when_listed(

@@ -56,7 +56,9 @@ def grant_for(skill_id: str, policy: SkillPolicy, settings: ExecutionSettings, c
     if problems:
         raise SkillshelfError(
             ErrorCode.EXECUTION_DISABLED,
-            f"{skill_id} was not run: its policy asks for more than is allowed here: " + "; ".join(problems),
+            f"{skill_id} was not run: its policy asks for more than is allowed here: {'; '.join(problems)}. "
+            "Ask the user to allow it (docs/security.md, a skill's run policy), or read the skill with loadSkill "
+            "and apply it yourself.",
             details={"policy": problems},
         )
     return Grant(policy.declared, network, env, paths, timeout, int(memory))
