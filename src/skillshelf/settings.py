@@ -33,6 +33,7 @@ from pydantic_core import ErrorDetails
 
 from skillshelf.config.auth import AuthSettings, tokens_from_variable
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
+from skillshelf.config.execution_cap import absolute_folders
 from skillshelf.config.variables import (
     PREFIX,
     KeyPath,
@@ -99,6 +100,14 @@ class ExecutionSettings(BaseModel):
     bubblewrap: bool = Field(default=True, description="Run skills in a bubblewrap sandbox when bwrap works here")
     require_isolation: bool = Field(default=False, description="Refuse to run skills without the sandbox")
     network: list[str] = Field(default_factory=list, description="Skill id patterns that may use the network")
+    read_paths: list[Path] = Field(
+        default_factory=list, description="Folders a skill's policy may ask to read (bound read-only); default none"
+    )
+
+    @field_validator("read_paths")
+    @classmethod
+    def _absolute(cls, paths: list[Path]) -> list[Path]:
+        return absolute_folders(paths) or []
 
 
 class HttpSettings(BaseModel):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from skillshelf.config.composites import CompositeTool
+from skillshelf.config.execution_cap import ExecutionCap
 from skillshelf.config.hooks import HookSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import Rule, check_rules, decide_tool
@@ -79,6 +80,9 @@ class ViewSettings(BaseModel):
     )
     hooks: HookSettings = Field(default_factory=HookSettings)
     composites: dict[str, CompositeTool] = Field(default_factory=dict)
+    execution: ExecutionCap | None = Field(
+        default=None, description="Caps what a skill run from this view may be granted (network, env, paths, limits)"
+    )
 
     @field_validator("tools")
     @classmethod

@@ -7,6 +7,18 @@ from typing import Any, Literal
 from skillshelf.envelope import WireModel
 
 
+class RunPolicy(WireModel):
+    """The run policy applied: what the skill declared (or the configuration's defaults), within what is allowed.
+
+    Under bubblewrap the network and the paths are enforced by the sandbox; without it only the environment,
+    the time and the memory are (`isolation` says which)."""
+
+    declared: bool  # the skill declares a `policy`; False: it runs with what the configuration gives every skill
+    network: Literal["none", "any"]
+    read_paths: list[str]  # bound read-only in the sandbox
+    env: list[str]  # the variables it receives by name from the server's environment (those that are set)
+
+
 class RunDescription(WireModel):
     """What a run does (or would do): interpreter, entry point and the limits it runs under."""
 
@@ -25,6 +37,7 @@ class RunDescription(WireModel):
     isolation: Literal["bubblewrap", "rlimits-only"]  # a bubblewrap sandbox, or the limits above alone
     isolation_note: str  # what the sandbox hides, or why there is none
     network: bool  # whether the skill can open network connections
+    policy: RunPolicy | None = None
 
 
 class ExecutionResult(WireModel):

@@ -12,18 +12,20 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.execution.policy import declared_policy
 from skillshelf.execution.schema import camel_name, derive_python_schema, function_name
 from skillshelf.library import children
 from skillshelf.library.access.files import SkillFileError
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.paths import is_within
+from skillshelf.library.skill.policy import SkillPolicy
 
 CHILD = Path(__file__).with_name("_child.py")
 CHILD_JS = Path(__file__).with_name("_child_js.mjs")
@@ -49,6 +51,7 @@ class RunPlan:
     schema_source: Literal["declared", "derived"] | None = None
     files: tuple[Path, ...] = ()  # what the skill owns: all a sandboxed run sees of the library
     args: tuple[str, ...] = ()  # command-line arguments for a script
+    policy: SkillPolicy = field(default_factory=SkillPolicy)  # frontmatter `policy:`: what a run needs
 
     def child_config(
         self, limits: dict[str, int | None], cgroup_procs: list[str] | None, node_heap_mb: int | None = None
@@ -101,6 +104,7 @@ SCRIPT_MAX_BYTES = 1024  # far beyond any real scripts/ path, far below PATH_MAX
 def plan_for(skill: IndexedSkill, reader: SkillReader, script: str | None, args: list[str] | None = None) -> RunPlan:
     """How the skill runs; its files are found and read through `reader` (the same rules as every read)."""
     declared = skill.details.input_schema
+    policy = declared_policy(skill.id, skill.details.frontmatter)  # an unreadable policy: nothing runs
     if skill.layout == "three-file":
         if script is not None or args:
             given = "script" if script is not None else "args"
@@ -109,10 +113,10 @@ def plan_for(skill: IndexedSkill, reader: SkillReader, script: str | None, args:
                 f"{skill.id!r} is a three-file skill: it runs its implementation with the JSON input and takes no "
                 f"`{given}`. Call it again without `{given}`.",
             )
-        return _three_file_plan(skill, reader, declared)
+        return replace(_three_file_plan(skill, reader, declared), policy=policy)
     _check_args(args or [])
     plan = _script_plan(skill, reader, script, declared)
-    return replace(plan, args=tuple(args or ()))
+    return replace(plan, args=tuple(args or ()), policy=policy)
 
 
 def _check_args(args: list[str]) -> None:

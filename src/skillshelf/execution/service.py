@@ -17,11 +17,13 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
+from skillshelf.config.execution_cap import ExecutionCap
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.execution import sandbox
 from skillshelf.execution.containment import CgroupSupport, Limits, RunCgroup
-from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescription
+from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescription, RunPolicy
 from skillshelf.execution.plan import RunPlan, plan_for
+from skillshelf.execution.policy import Grant, grant_for
 from skillshelf.execution.runner import (
     WORK_DIR_MAX_ENTRIES,
     ProgressCallback,
@@ -62,12 +64,13 @@ def check_allowed(settings: ExecutionSettings, skill_id: str) -> None:
 MB = 1024 * 1024
 
 
-def limits_for(settings: ExecutionSettings, timeout_s: float | None) -> Limits:
-    timeout = min(timeout_s, settings.timeout_s) if timeout_s else settings.timeout_s
+def limits_for(settings: ExecutionSettings, timeout_s: float | None, grant: Grant) -> Limits:
+    """The settings' limits, narrowed by the run's grant (its policy within the view's cap) and the call's timeout."""
+    timeout = min(timeout_s, grant.timeout_s) if timeout_s else grant.timeout_s
     return Limits(
         timeout_s=timeout,
         cpu_s=min(settings.cpu_s, max(1, int(timeout) + 1)),
-        memory_bytes=settings.memory_mb * MB,
+        memory_bytes=grant.memory_mb * MB,
         max_processes=settings.max_processes,
         max_output_bytes=settings.max_output_bytes,
         max_stderr_bytes=settings.max_stderr_bytes,
@@ -75,10 +78,6 @@ def limits_for(settings: ExecutionSettings, timeout_s: float | None) -> Limits:
         work_dir_bytes=settings.work_dir_mb * MB,
         tmp_bytes=settings.tmp_mb * MB,
     )
-
-
-def network_allowed(settings: ExecutionSettings, skill_id: str) -> bool:
-    return any(fnmatch.fnmatchcase(skill_id, pattern) for pattern in settings.network)
 
 
 def isolation_for(settings: ExecutionSettings, skill_id: str) -> sandbox.Isolation:
@@ -95,7 +94,7 @@ def isolation_for(settings: ExecutionSettings, skill_id: str) -> sandbox.Isolati
 
 
 def describe(
-    plan: RunPlan, limits: Limits, cgroup: CgroupSupport, isolation: sandbox.Isolation, network: bool
+    plan: RunPlan, limits: Limits, cgroup: CgroupSupport, isolation: sandbox.Isolation, grant: Grant
 ) -> RunDescription:
     sized = isolation.sandboxed and isolation.sized_tmpfs
     return RunDescription(
@@ -113,7 +112,13 @@ def describe(
         process_cgroup=cgroup.pids,
         isolation=isolation.kind,
         isolation_note=isolation.note,
-        network=network or not isolation.sandboxed,
+        network=grant.network or not isolation.sandboxed,
+        policy=RunPolicy(
+            declared=grant.declared,
+            network="any" if grant.network else "none",
+            read_paths=[str(path) for path in grant.read_paths],
+            env=list(children.passed_names(grant.env)),
+        ),
     )
 
 
@@ -124,10 +129,13 @@ def prepare(
     payload: Any,
     script: str | None,
     args: list[str] | None = None,
-) -> tuple[RunPlan, str]:
-    """The plan and the JSON input, after every check that needs no process."""
+    cap: ExecutionCap | None = None,
+) -> tuple[RunPlan, str, Grant]:
+    """The plan, the JSON input and what the run is granted, after every check that needs no process: a policy
+    that asks for more than the configuration and the view (`cap`) allow is refused here, before anything runs."""
     skill = library.find(skill_id)
     plan = plan_for(skill, library, script, args)
+    grant = grant_for(plan.skill_id, plan.policy, settings, cap)
     encoded = json.dumps(payload, ensure_ascii=False)
     if len(encoded.encode()) > MAX_INPUT_BYTES:
         raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"input is over {MAX_INPUT_BYTES // 1024} KiB; send less")
@@ -139,7 +147,7 @@ def prepare(
                 f"input does not match {plan.skill_id}'s input schema: " + "; ".join(problems),
                 details={"inputSchema": plan.input_schema, "problems": problems},
             )
-    return plan, encoded
+    return plan, encoded, grant
 
 
 def dry_run(
@@ -150,9 +158,10 @@ def dry_run(
     script: str | None,
     timeout_s: float | None,
     args: list[str] | None = None,
+    cap: ExecutionCap | None = None,
 ) -> DryRunResult:
-    plan, _ = prepare(library, settings, skill_id, payload, script, args)
-    limits = limits_for(settings, timeout_s)
+    plan, _, grant = prepare(library, settings, skill_id, payload, script, args, cap)
+    limits = limits_for(settings, timeout_s, grant)
     isolation = sandbox.isolation(settings.bubblewrap)
     return DryRunResult(
         skill_id=plan.skill_id,
@@ -160,7 +169,7 @@ def dry_run(
         input_schema=plan.input_schema,
         schema_source=plan.schema_source,
         execution_enabled=settings.enabled,
-        would_run=describe(plan, limits, RunCgroup.available(), isolation, network_allowed(settings, plan.skill_id)),
+        would_run=describe(plan, limits, RunCgroup.available(), isolation, grant),
     )
 
 
@@ -174,6 +183,7 @@ async def execute_skill(
     on_progress: ProgressCallback | None = None,
     args: list[str] | None = None,
     record_use: bool = True,
+    cap: ExecutionCap | None = None,
 ) -> ExecutionResult:
     """Run the skill; an agent's run counts as a use (source `execute`), a curator's `skillshelf run` does not.
 
@@ -181,12 +191,12 @@ async def execute_skill(
     the cgroups and the working directory, removing it, recording the use) runs off the event loop:
     the server answers other calls meanwhile.
     """
-    run = await off_loop(partial(_set_up, library, settings, skill_id, payload, script, timeout_s, args))
+    run = await off_loop(partial(_set_up, library, settings, skill_id, payload, script, timeout_s, args, cap))
     try:
         outcome = await run_child(
             run.argv,
             run.stdin,
-            env=children.skill_environment(run.work_dir, run.plan.skill_dir, settings.env),
+            env=children.skill_environment(run.work_dir, run.plan.skill_dir, run.grant.env),
             work_dir=run.work_dir,
             limits=run.limits,
             cgroup=run.cgroup,
@@ -216,6 +226,7 @@ class _Run:
     cgroup: RunCgroup | None
     argv: list[str]
     ran: RunDescription
+    grant: Grant
 
 
 def _set_up(
@@ -226,26 +237,26 @@ def _set_up(
     script: str | None,
     timeout_s: float | None,
     args: list[str] | None,
+    cap: ExecutionCap | None,
 ) -> _Run:
     """Every check, then the working directory and the cgroups (blocking: called off the loop)."""
     check_allowed(settings, skill_id)
-    plan, encoded = prepare(library, settings, skill_id, payload, script, args)
-    limits = limits_for(settings, timeout_s)
+    plan, encoded, grant = prepare(library, settings, skill_id, payload, script, args, cap)
+    limits = limits_for(settings, timeout_s, grant)
     isolation = isolation_for(settings, plan.skill_id)
-    network = network_allowed(settings, plan.skill_id)
     work_dir = make_work_dir()
     cgroup = None
     try:
         cgroup = RunCgroup.create(limits.max_processes, limits.run_memory_bytes)
         got = CgroupSupport(pids=bool(cgroup and cgroup.limits_pids), memory=bool(cgroup and cgroup.limits_memory))
-        ran = describe(plan, limits, got, isolation, network)
-        argv = _argv(plan, limits, settings, isolation, network, work_dir, cgroup)
+        ran = describe(plan, limits, got, isolation, grant)
+        argv = _argv(plan, limits, grant, isolation, work_dir, cgroup)
     except BaseException:
         if cgroup is not None:
             cgroup.discard()
         remove_work_dir(work_dir)
         raise
-    return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran)
+    return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran, grant)
 
 
 def _finish(library: SkillReader, run: _Run, outcome: RunOutcome, record_use: bool) -> ExecutionResult:
@@ -263,9 +274,8 @@ def _finish(library: SkillReader, run: _Run, outcome: RunOutcome, record_use: bo
 def _argv(
     plan: RunPlan,
     limits: Limits,
-    settings: ExecutionSettings,
+    grant: Grant,
     isolation: sandbox.Isolation,
-    network: bool,
     work_dir: Path,
     cgroup: RunCgroup | None,
 ) -> list[str]:
@@ -276,17 +286,17 @@ def _argv(
     if isolation.bwrap is None:
         children.make_nondumpable()  # the skill shares our user: keep /proc/<server>/environ from it
         limited = limits.for_child(node=node)
-        return plan.argv(json.dumps(plan.child_config(limited, procs, node_heap_mb=settings.memory_mb)))
+        return plan.argv(json.dumps(plan.child_config(limited, procs, node_heap_mb=grant.memory_mb)))
     limited = limits.for_child(node=node, sandboxed=True)
-    inner = plan.argv(json.dumps(plan.child_config(limited, None, node_heap_mb=settings.memory_mb)))
+    inner = plan.argv(json.dumps(plan.child_config(limited, None, node_heap_mb=grant.memory_mb)))
     command = sandbox.bwrap_argv(
         isolation,
         work_dir=work_dir,
         work_dir_bytes=limits.work_dir_bytes,
         tmp_bytes=limits.tmp_bytes,
-        read_only=plan.exposed(),
+        read_only=[*plan.exposed(), *grant.read_paths],
         runtimes=sandbox.runtime_dirs(plan.binaries()),
-        network=network,
+        network=grant.network,
         command=inner,
     )
     if procs is None:

@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 # What the server reads from its environment and must never hand on (only digests are kept).
 SECRET_VARIABLES = frozenset({"SKILLSHELF_TOKENS"})
+SERVER_PREFIX = "SKILLSHELF_"  # the server's settings (SKILLSHELF_DATABASE_URL holds a password): never a skill's
 # What an interpreter or a system tool needs to start where the server started; nothing secret.
 HELPER_VARIABLES = frozenset(
     {
@@ -80,8 +81,18 @@ def skill_environment(work_dir: Path, skill_dir: Path, passthrough: Sequence[str
         "SKILLSHELF_SKILL_DIR": str(skill_dir),
         "PYTHONDONTWRITEBYTECODE": "1",  # a Python the skill starts itself writes no __pycache__ either
     }
-    env.update({name: os.environ[name] for name in passthrough if name in os.environ and name not in SECRET_VARIABLES})
+    env.update({name: os.environ[name] for name in passed_names(passthrough) if name not in env})
     return env
+
+
+def passed_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Of the names a skill is granted, those it receives: set in the server's environment, and never the
+    server's own configuration (SKILLSHELF_*, such as a database URL) or its secrets."""
+    return tuple(
+        name
+        for name in names
+        if name in os.environ and name not in SECRET_VARIABLES and not name.startswith(SERVER_PREFIX)
+    )
 
 
 def run(

@@ -58,12 +58,15 @@ TOOL_NAMES = (
 )
 
 
-def every_tool(settings: Settings, library: SkillReader, sessions: SessionArchive) -> list[Tool]:
-    """Every tool the server has, before a view picks and presents some of them."""
+def every_tool(
+    settings: Settings, library: SkillReader, sessions: SessionArchive, view: ViewSettings | None = None
+) -> list[Tool]:
+    """Every tool the server has, before a view picks and presents some of them (`view`: the one it serves,
+    whose execution cap bounds what a skill's run may be granted)."""
     projects = settings.projects()
     return [
         *patterns_tools(library, projects),
-        *execution_tools(library, settings.execution),
+        *execution_tools(library, settings.execution, view.execution if view else None),
         *artifacts_tools(sessions),
         *memory_tools(projects, open_notes(settings.database_url)),
         *metrics_tools(library, sessions),
@@ -136,7 +139,7 @@ def _assemble(
     skills = SkillsSurface(reader)
     shelf.add_change_listener(skills.library_changed)
     pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, ARGUMENT_PLACES)
-    selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions), pipeline.call)
+    selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions, chosen), pipeline.call)
     live = LiveView(selection, skills.bus)
     view = _View(view_name, chosen, reader, skills, pipeline, live)
     watcher = None
@@ -181,7 +184,7 @@ class _View:
         try:
             fresh = read()
             new_view = resolve_view(self.name, fresh.views, fresh.execution.enabled)
-            tools = every_tool(fresh, self.reader, sessions)
+            tools = every_tool(fresh, self.reader, sessions, new_view)
             selection = ToolSelection.of(self.name, new_view, tools, self.pipeline.call)
             hooks = Hooks.load(new_view.hooks)
         except ReloadRefused:

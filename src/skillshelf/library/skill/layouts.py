@@ -13,6 +13,7 @@ from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path, is_servable, is_within, relative_to_root
+from skillshelf.library.skill.policy import PolicyError, policy_of
 from skillshelf.library.skill.quality import CRITERIA, QualityFacts, parse_score, score_quality
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, Reporter, read_text
 from skillshelf.library.skill.scan import scan_skill
@@ -45,6 +46,7 @@ KNOWN_EXTRA_KEYS = frozenset(
         "quality",
         "quality_score",
         "input_schema",
+        "policy",
         "category",
         "version",
         "language",
@@ -121,6 +123,7 @@ class _Loader:
                 "input_schema must be a JSON Schema object with type: object",
             )
             schema = None
+        self._check_policy(frontmatter)
         headings = ([shape.title] if shape.title else []) + shape.headings
         return Skill(
             source=self.source,
@@ -138,6 +141,15 @@ class _Loader:
             findings=self.findings,
             load_tokens=estimate_text_tokens(document.body) + estimate_text_tokens(description) + 40,
         )
+
+    def _check_policy(self, frontmatter: dict[str, Any]) -> None:
+        """A run policy that cannot be read is an error: the skill does not run until it is fixed."""
+        try:
+            policy_of(frontmatter)
+        except PolicyError as exc:
+            self.reporter(self.source.meta_file or self.source.doc_file).add(
+                "error", "policy-invalid", f"{exc}; executeSkill refuses to run it until this is fixed"
+            )
 
 
 class _ThreeFileLoader(_Loader):

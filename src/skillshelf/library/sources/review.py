@@ -19,6 +19,7 @@ from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.digest import TreeEntry, walk_tree
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX
 from skillshelf.library.skill.models import Finding, Skill
+from skillshelf.library.skill.policy import PolicyError, SkillPolicy, policy_of
 from skillshelf.library.sources.lock import LockedSource
 from skillshelf.library.sources.scanning import Risk
 
@@ -61,6 +62,7 @@ class SkillChange:
     description: tuple[str, str] | None = None  # before, after
     quality: tuple[float | None, float | None] | None = None
     new_findings: list[Finding] = field(default_factory=list)
+    policy_widens: list[str] = field(default_factory=list)  # what its run policy asks for that it did not
 
 
 @dataclass
@@ -82,6 +84,11 @@ class Review:
     @property
     def runnable_changes(self) -> list[FileChange]:
         return [f for skill in self.skills for f in skill.files if f.runnable and f.change != "removed"]
+
+    @property
+    def policy_widenings(self) -> list[str]:
+        """Each skill's run policy asking for more than before (network, paths, variables, limits), one line each."""
+        return [f"{skill.id}: {what}" for skill in self.skills for what in skill.policy_widens]
 
     def counts(self) -> dict[str, int]:
         return {kind: sum(1 for s in self.skills if s.change == kind and s.id != SOURCE_FILES) for kind in _KINDS}
@@ -106,6 +113,9 @@ class Review:
         if runnable:
             out.append("  ! files an agent may run, new or changed (read them before applying):")
             out += [f"      {f.describe()}" for f in runnable]
+        if widened := self.policy_widenings:
+            out.append("  ! run policies that widen (what a run of the skill may reach):")
+            out += [f"      {line}" for line in widened]
         out += self._scan_lines()
         out.append("  " + self.summary())
         for skill in self.skills:
@@ -130,6 +140,7 @@ class Review:
             "ref": self.ref,
             "pending": self.pending,
             "runnable": [f.describe() for f in self.runnable_changes],
+            "policyWidens": self.policy_widenings,
             "scan": [risk.to_dict() for risk in self.risks],
             "skills": [
                 {
@@ -315,7 +326,24 @@ def _skill_change(source: str, name: str, files: list[FileChange], before: _Chec
     elif new is not None:
         result.quality = (None, new.quality.score)
     known = before.keys(name)
+    result.policy_widens = _policy_widens(old, new)
     result.new_findings = [
         f for f in after.findings.get(name, []) if (f.path.split("/", 1)[-1], f.code, f.message) not in known
     ]
     return result
+
+
+def _policy_widens(old: Skill | None, new: Skill | None) -> list[str]:
+    """What the new version's run policy asks for beyond the old one's (a new skill: beyond none). A policy
+    that cannot be read grants nothing (the skill does not run; `check` reports it as a new finding)."""
+    if new is None:
+        return []
+    try:
+        after = policy_of(new.frontmatter)
+    except PolicyError:
+        return []
+    try:
+        before = policy_of(old.frontmatter) if old is not None else SkillPolicy()
+    except PolicyError:
+        before = SkillPolicy(declared=True)
+    return after.widens(before)
