@@ -847,5 +847,6 @@ def test_a_first_search_that_cannot_wait_for_the_vectors_says_it_ranked_by_words
         found = search_patterns(LibraryReader(restarted), "retry flaky http calls")
     restarted.close()
     assert found.hits[0].id == "python/retry-backoff"
-    (warning,) = found.warnings or [None]
-    assert warning is not None and "rank by words only" in warning
+    assert found.warnings is not None
+    (warning,) = found.warnings
+    assert "rank by words only" in warning
