@@ -5,6 +5,7 @@ from skillshelf.cli.authoring import doc, new
 from skillshelf.cli.call_log import call_log
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.db import db
+from skillshelf.cli.evals import evaluate
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
 from skillshelf.cli.scan import scan
@@ -20,6 +21,7 @@ cli.add_command(new)
 cli.add_command(doc)
 cli.add_command(db)
 cli.add_command(scan)
+cli.add_command(evaluate)
 
 for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
     cli.add_command(_command)
