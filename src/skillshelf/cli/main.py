@@ -404,12 +404,17 @@ def sessions(as_json: bool, project: str, query: str, limit: int) -> None:
 @json_option
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--library", "-l", "libraries", multiple=True, type=click.Path(path_type=Path), hidden=True)
-def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -> None:
+@click.option(
+    "--findability",
+    is_flag=True,
+    help="Also search each skill's own description: skills it does not find, and colliding pairs (slower).",
+)
+def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...], findability: bool) -> None:
     """Check library roots (default: the configured ones) and print every finding.
 
     Exits 1 when any finding is an error.
     """
-    from skillshelf.library.skill.checker import check_roots
+    from skillshelf.library.skill.checker import SEVERITY_ORDER, check_roots
 
     roots = list(paths) or command_settings(libraries).roots
     progress = check_progress()
@@ -417,6 +422,9 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
         report = check_roots([r.expanduser() for r in roots], on_progress=progress)
     finally:
         progress.done()
+    if findability:
+        report.findings.extend(_findability_findings(tuple(paths) or libraries))
+        report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
     if as_json:
         print_json(report.to_dict())
     else:
@@ -425,6 +433,14 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
         click.echo(report.summary_line())
     if report.errors:
         sys.exit(1)
+
+
+def _findability_findings(libraries: tuple[Path, ...]) -> list[Finding]:
+    """`check --findability`: one search per skill (about 10 ms each: 1,000 skills take 10 s, so not by default)."""
+    from skillshelf.patterns.evals import findability_findings, library_findability
+
+    with open_library(libraries) as library:
+        return findability_findings(library, library_findability(library))
 
 
 def _echo_finding(finding: Finding) -> None:

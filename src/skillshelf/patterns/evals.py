@@ -10,7 +10,6 @@ and two skills that win each other's queries are a `collision` (docs/search.md).
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -24,23 +23,24 @@ from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.discovery import printable
+from skillshelf.library.skill.examples import (
+    EVALS_FILE,
+    FRONTMATTER_KEY,
+    Example,
+    parse_eval_file,
+    parse_frontmatter_examples,
+)
+from skillshelf.library.skill.models import Finding
+from skillshelf.library.skill.paths import display_path
 from skillshelf.patterns.service import search_patterns
 
-EVALS_FILE = "evals/eval_queries.json"
-FRONTMATTER_KEY = "evals"  # evals: {should: [...], should_not: [...]}
 SEARCH_LIMIT = 10  # ranks are looked for in the top 10 (an agent rarely reads further)
 TOP = 5  # hit@5; a skill whose own description does not bring it this high is unreachable
 MAX_QUERY_CHARS = 500  # of a description used as a query (a query is what an agent types, not a page)
-MAX_EXAMPLES = 50  # per skill: more is a data set, not trigger examples
 SHOWN_WORDS = 8  # shared and telling words shown per collision
 
 Search = Callable[[str], list[str]]  # a query -> skill ids, best first
-
-
-@dataclass(frozen=True)
-class Example:
-    query: str
-    should: bool  # should pick the skill (True) or should not (False)
 
 
 @dataclass(frozen=True)
@@ -74,58 +74,6 @@ def searcher(reader: SkillReader, pins: Pins = Pins()) -> Search:
 
 
 # --- reading examples ------------------------------------------------------------------------------
-
-
-def parse_frontmatter_examples(value: object) -> tuple[list[Example], list[str]]:
-    """`evals:` of a skill's frontmatter: a mapping with `should` and `should_not`, each a list of strings."""
-    if value is None:
-        return [], []
-    if not isinstance(value, dict):
-        return [], [f"frontmatter `{FRONTMATTER_KEY}` must be a mapping with `should:` and `should_not:` lists"]
-    problems = [
-        f"frontmatter `{FRONTMATTER_KEY}` has an unknown key {key!r}; use `should` and `should_not`"
-        for key in value
-        if key not in ("should", "should_not")
-    ]
-    examples: list[Example] = []
-    for key, should in (("should", True), ("should_not", False)):
-        items = value.get(key) or []
-        if not isinstance(items, list) or not all(isinstance(q, str) and q.strip() for q in items):
-            problems.append(f"frontmatter `{FRONTMATTER_KEY}.{key}` must be a list of non-empty strings")
-            continue
-        examples += [Example(q.strip(), should) for q in items]
-    return _capped(examples, problems)
-
-
-def parse_eval_file(text: str) -> tuple[list[Example], list[str]]:
-    """evals/eval_queries.json: `[{"query": ..., "should_trigger": true}, ...]` or `{"evals": [...]}`
-    (each item's text under `query` or `prompt`), as the Agent Skills guides' skill-creator writes it."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return [], [f"{EVALS_FILE} is not valid JSON: {exc}"]
-    if isinstance(data, dict) and isinstance(data.get("evals"), list):
-        data = data["evals"]
-    if not isinstance(data, list):
-        return [], [f'{EVALS_FILE} must be a list of {{"query": "...", "should_trigger": true}} items']
-    examples: list[Example] = []
-    problems: list[str] = []
-    for at, item in enumerate(data, 1):
-        query = item.get("query", item.get("prompt")) if isinstance(item, dict) else None
-        should = item.get("should_trigger") if isinstance(item, dict) else None
-        if not isinstance(query, str) or not query.strip() or not isinstance(should, bool):
-            problems.append(
-                f'{EVALS_FILE} item {at} needs "query" (a non-empty string) and "should_trigger" (true/false)'
-            )
-            continue
-        examples.append(Example(query.strip(), should))
-    return _capped(examples, problems)
-
-
-def _capped(examples: list[Example], problems: list[str]) -> tuple[list[Example], list[str]]:
-    if len(examples) > MAX_EXAMPLES:
-        problems.append(f"{len(examples)} examples; the first {MAX_EXAMPLES} are used")
-    return examples[:MAX_EXAMPLES], problems
 
 
 def examples_of(reader: SkillReader, skill: IndexedSkill) -> tuple[list[Example], list[str]]:
@@ -351,3 +299,40 @@ def run_evals(
 def library_findability(reader: SkillReader) -> Findability:
     """The library-wide part alone (check, stats, getLibraryStats, the web library page)."""
     return findability(reader.overview(), searcher(reader))
+
+
+def findability_findings(reader: SkillReader, found: Findability) -> list[Finding]:
+    """`skillshelf check --findability`: a warning per unreachable skill and per collision, at the skill's
+    document (a collision at its first skill's, naming both and the words that would tell them apart)."""
+    labels = [printable(display_path(root)) for root in reader.roots()]
+
+    def at(skill_id: str, code: str, message: str) -> Finding | None:
+        skill = reader.get(skill_id)
+        if skill is None:
+            return None
+        root = labels[skill.details.root_index] if skill.details.root_index < len(labels) else ""
+        return Finding(skill.details.doc_file, None, "warning", code, message, root)
+
+    findings = [
+        at(
+            lost.id,
+            "unreachable",
+            f"{lost.id} is not in the top {TOP} for its own description "
+            f"({f'rank {lost.rank}' if lost.rank else 'not in the top 10'}; {lost.winner} ranks first). "
+            "Say in the description, in the words a user would type, what it does and when to use it.",
+        )
+        for lost in found.unreachable
+    ]
+    for pair in found.collisions:
+        first, second = pair.skills
+        findings.append(
+            at(
+                first,
+                "search-collision",
+                f"{first} and {second} win each other's queries (shared words: "
+                f"{', '.join(pair.shared_words) or '-'}). Tell them apart in their descriptions: {first} has "
+                f"{', '.join(pair.only_first) or 'no word of its own'}; {second} has "
+                f"{', '.join(pair.only_second) or 'no word of its own'}.",
+            )
+        )
+    return [f for f in findings if f is not None]
