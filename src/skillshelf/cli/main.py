@@ -268,13 +268,14 @@ def _read_input(text: str) -> Any:
 @cli.command(short_help="Library health: quality, tokens, usage, findings.")
 @library_option
 @json_option
-def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
-    """Library health: categories and layouts, quality, tokens to load, usage, findings."""
+@click.option("--findability", is_flag=True, help="Work out findability past 200 skills too (a search per skill).")
+def stats(libraries: tuple[Path, ...], as_json: bool, findability: bool) -> None:
+    """Library health: categories and layouts, quality, tokens to load, usage, findings, findability."""
     from skillshelf.metrics.library_stats import library_stats
     from skillshelf.metrics.models import LibraryStats
 
     with open_library(libraries) as library:
-        report = library_stats(library)
+        report = library_stats(library, findability=findability)
 
     def render(r: LibraryStats) -> None:
         click.echo(
@@ -297,6 +298,14 @@ def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
         findings = ", ".join(count_of(sev, by_severity[sev]) for sev in SEVERITY_WORDS if sev in by_severity) or "none"
         click.echo(f"findings: {findings} (details: skillshelf check)")
         click.echo(f"near-duplicates: {r.near_duplicates} (same name or description; skillshelf check names them)")
+        found = r.findability
+        if found is None:
+            click.echo("findability: not worked out past 200 skills (stats --findability, or skillshelf eval)")
+        else:
+            click.echo(
+                f"findability: {found.checked - len(found.unreachable)}/{found.checked} skills found by their own "
+                f"description, {plural(len(found.collisions), 'collision')} (skillshelf eval names them)"
+            )
 
     emit(report, as_json, render)
 

@@ -301,6 +301,27 @@ def library_findability(reader: SkillReader) -> Findability:
     return findability(reader.overview(), searcher(reader))
 
 
+AUTO_MAX_SKILLS = 200  # stats and the web page work findability out by themselves up to this many skills
+_REMEMBERED: dict[tuple[int, bool, int], Findability] = {}  # the last few, by reader, meaning and skills
+
+
+def remembered_findability(reader: SkillReader, *, force: bool = False) -> Findability | None:
+    """`library_findability`, remembered while the skills the reader shows are unchanged (stats and the web
+    page ask again and again); None for a library over `AUTO_MAX_SKILLS` unless forced (one search a skill:
+    about 10 ms each, so `skillshelf eval` or `stats --findability` is where a big library pays for it)."""
+    skills = reader.overview()
+    if not force and len(skills) > AUTO_MAX_SKILLS:
+        return None
+    key = (id(reader), reader.searches_by_meaning, hash(tuple((s.id, s.payload_json) for s in skills)))
+    found = _REMEMBERED.get(key)
+    if found is None:
+        found = findability(skills, searcher(reader))
+        while len(_REMEMBERED) >= 4:
+            _REMEMBERED.pop(next(iter(_REMEMBERED)))
+        _REMEMBERED[key] = found
+    return found
+
+
 def findability_findings(reader: SkillReader, found: Findability) -> list[Finding]:
     """`skillshelf check --findability`: a warning per unreachable skill and per collision, at the skill's
     document (a collision at its first skill's, naming both and the words that would tell them apart)."""
