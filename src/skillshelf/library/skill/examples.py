@@ -10,6 +10,7 @@ from dataclasses import dataclass
 EVALS_FILE = "evals/eval_queries.json"
 FRONTMATTER_KEY = "evals"  # evals: {should: [...], should_not: [...]}
 MAX_EXAMPLES = 50  # per skill: more is a data set, not trigger examples
+PLACEHOLDER = "TODO:"  # how `skillshelf new`'s example queries start: never run, reported until replaced
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,14 @@ def parse_eval_file(text: str) -> tuple[list[Example], list[str]]:
 
 
 def _capped(examples: list[Example], problems: list[str]) -> tuple[list[Example], list[str]]:
+    placeholders = [e for e in examples if e.query.startswith(PLACEHOLDER)]
+    if placeholders:
+        examples = [e for e in examples if not e.query.startswith(PLACEHOLDER)]
+        count = len(placeholders)
+        problems.append(
+            f"{count} example{'' if count == 1 else 's'} still {'holds' if count == 1 else 'hold'} the placeholder "
+            f"text of `skillshelf new` ({PLACEHOLDER} ...), not run; write real requests in their place"
+        )
     if len(examples) > MAX_EXAMPLES:
         problems.append(f"{len(examples)} examples; the first {MAX_EXAMPLES} are used")
     return examples[:MAX_EXAMPLES], problems
