@@ -263,3 +263,9 @@ def test_the_web_library_page_and_get_library_stats_show_findability(tmp_path: P
         library.close()
     assert 'id="findability"' in page and 'href="/web/skills/ops/zz-tool/"' in page
     assert 'href="/web/skills/docs/release-writer/"' in page
+
+
+def test_check_findability_refuses_a_single_skill(tmp_path: Path) -> None:
+    root = colliding_library(tmp_path / "library")
+    code, output = run("check", "--findability", str(root / "docs" / "release-writer"))
+    assert code == 2 and "--findability searches a whole library" in output

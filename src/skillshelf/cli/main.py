@@ -432,6 +432,8 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...], f
     finally:
         progress.done()
     if findability:
+        if any((p / "SKILL.md").is_file() or p.suffix == ".md" for p in paths):
+            raise click.UsageError("--findability searches a whole library: pass library roots, not one skill")
         report.findings.extend(_findability_findings(tuple(paths) or libraries))
         report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
     if as_json:
