@@ -269,3 +269,25 @@ def test_check_findability_refuses_a_single_skill(tmp_path: Path) -> None:
     root = colliding_library(tmp_path / "library")
     code, output = run("check", "--findability", str(root / "docs" / "release-writer"))
     assert code == 2 and "--findability searches a whole library" in output
+
+
+def test_eval_ranks_by_meaning_when_it_is_on_and_says_so(tmp_path: Path) -> None:
+    from skillshelf.library.access.reader import LibraryReader
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.patterns.evals import run_evals
+    from tests.conftest import deadline
+    from tests.library.tiny_model import tiny_model
+
+    root = examples_library(tmp_path / "library")
+    config = LibraryConfig(
+        roots=[root], index_dir=tmp_path / "index", watch=False, semantic_model=tiny_model(tmp_path / "m")
+    )
+    library = SkillLibrary(config)
+    try:
+        library.sync()
+        assert library.semantic is not None and library.semantic.wait_idle(timeout=deadline(120))
+        report = run_evals(LibraryReader(library), 0.5)
+    finally:
+        library.close()
+    assert report.by_meaning and report.warnings is None
+    assert report.examples == 5

@@ -53,6 +53,8 @@ def evaluate(
 
 
 def render(report: EvalReport) -> None:
+    for warning in report.warnings or []:
+        say(f"note: {warning}", err=True)
     for skill in report.skills:
         hit1 = "-" if skill.hit_at_1 is None else f"{skill.hit_at_1:.0%}"
         hit5 = "-" if skill.hit_at_5 is None else f"{skill.hit_at_5:.0%}"
@@ -80,7 +82,8 @@ def render(report: EvalReport) -> None:
         f"{report.passed}/{plural(report.examples, 'example')} passed (hit@1 {hit1}, hit@5 {hit5}); "
         f"{found.checked - len(found.unreachable)}/{found.checked} skills found by their own description; "
         f"{plural(len(found.collisions), 'collision')}; score {report.score:.2f} "
-        f"({'ok' if report.ok else 'below'} threshold {report.threshold:.2f}); {report.seconds:.1f} s"
+        f"({'ok' if report.ok else 'below'} threshold {report.threshold:.2f}); "
+        f"{'words and meaning' if report.by_meaning else 'words only'}; {report.seconds:.1f} s"
     )
 
 

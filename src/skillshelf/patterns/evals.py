@@ -10,6 +10,7 @@ and two skills that win each other's queries are a `collision` (docs/search.md).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -148,6 +149,8 @@ class EvalReport(WireModel):
     ok: bool
     findability: Findability
     seconds: float
+    by_meaning: bool = Field(description="Whether the searches ranked by meaning too (words alone otherwise)")
+    warnings: list[str] | None = Field(default=None, description="What the search said (e.g. still embedding)")
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -282,6 +285,7 @@ def run_evals(
     passed = sum(q.passed for q in queries)
     reached = len(skills) - len(found.unreachable)
     score = passed / len(queries) if queries else (reached / len(skills) if skills else 1.0)
+    notes = [note for note in (reader.index_warning(), reader.semantic_note()) if note]
     return EvalReport(
         skills=results,
         examples=len(queries),
@@ -293,6 +297,8 @@ def run_evals(
         ok=score >= threshold,
         findability=found,
         seconds=round(time.perf_counter() - started, 2),
+        by_meaning=reader.searches_by_meaning,
+        warnings=notes or None,
     )
 
 
@@ -303,6 +309,7 @@ def library_findability(reader: SkillReader) -> Findability:
 
 AUTO_MAX_SKILLS = 200  # stats and the web page work findability out by themselves up to this many skills
 _REMEMBERED: dict[tuple[int, bool, int], Findability] = {}  # the last few, by reader, meaning and skills
+_REMEMBERED_LOCK = threading.Lock()  # getLibraryStats and the web page ask from worker threads
 
 
 def remembered_findability(reader: SkillReader, *, force: bool = False) -> Findability | None:
@@ -313,12 +320,14 @@ def remembered_findability(reader: SkillReader, *, force: bool = False) -> Finda
     if not force and len(skills) > AUTO_MAX_SKILLS:
         return None
     key = (id(reader), reader.searches_by_meaning, hash(tuple((s.id, s.payload_json) for s in skills)))
-    found = _REMEMBERED.get(key)
+    with _REMEMBERED_LOCK:
+        found = _REMEMBERED.get(key)
     if found is None:
         found = findability(skills, searcher(reader))
-        while len(_REMEMBERED) >= 4:
-            _REMEMBERED.pop(next(iter(_REMEMBERED)))
-        _REMEMBERED[key] = found
+        with _REMEMBERED_LOCK:
+            while len(_REMEMBERED) >= 4:
+                _REMEMBERED.pop(next(iter(_REMEMBERED)))
+            _REMEMBERED[key] = found
     return found
 
 
