@@ -86,12 +86,13 @@ def test_a_folder_scaffold_writes_its_skill_and_says_what_to_do_next(tmp_path: P
     code, output = new(tmp_path, "testing/webapp-smoke", "--script", "py")
     assert code == 0
     folder = tmp_path / "testing" / "webapp-smoke"
-    assert sorted(snapshot(folder)) == ["SKILL.md", "scripts/webapp-smoke.py"]
+    assert sorted(snapshot(folder)) == ["SKILL.md", "evals/eval_queries.json", "scripts/webapp-smoke.py"]
     assert (folder / "scripts" / "webapp-smoke.py").stat().st_mode & 0o111
     assert "testing/webapp-smoke/SKILL.md" in output and "Fill in every TODO" in output
     assert (
         f"skillshelf check {tmp_path}/testing/webapp-smoke" in output
         and "skillshelf run testing/webapp-smoke" in output
+        and f"skillshelf eval --library {tmp_path}" in output
     )
     assert not list(tmp_path.rglob(".new-*"))  # the staging folder is gone
 

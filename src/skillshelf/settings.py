@@ -149,6 +149,12 @@ class UserSettings(BaseModel):
         description="Project roots, for artifacts and memory",
     )
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, description="Largest file read, in bytes")
+    eval_threshold: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="`skillshelf eval` exits 1 when the share of trigger examples passed is below this (0-1)",
+    )
     semantic_model: Literal["off"] | Path | None = Field(
         default=None,
         description="A sentence-transformers BERT model folder: search by meaning too (default: the model "

@@ -805,3 +805,48 @@ def test_config_show_names_the_installed_model_that_turned_meaning_on(model: Pat
     assert str(installed) in line and "model fetch` installed" in line
     as_json = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"], env=env).stdout)
     assert as_json["settings"]["semantic_model"] == str(installed)
+
+
+# -- the first search after a restart (issue 34) -----------------------------------------------------------
+
+
+@real_model
+def test_the_first_search_after_a_restart_waits_for_the_stored_vectors_and_ranks_by_meaning(tmp_path: Path) -> None:
+    """Every vector is stored by an earlier run; the restarted library's very first search (before any sync of
+    its own ended) ranked by words with no warning: the paraphrase found nothing."""
+    from skillshelf.library.access.reader import LibraryReader
+    from skillshelf.patterns.service import search_patterns
+
+    lib = tmp_path / "library"
+    agent_skill(lib, "oss", "sponsor-finder", f"name: sponsor-finder\ndescription: {SPONSOR}")
+    agent_skill(lib, "writing", "cold-email", "name: cold-email\ndescription: Draft outreach emails to prospects.")
+    open_library(lib, tmp_path / "index", REAL_MODEL).close()
+    restarted = SkillLibrary(
+        LibraryConfig(roots=[lib], index_dir=tmp_path / "index", watch=False, semantic_model=REAL_MODEL)
+    )
+    found = search_patterns(LibraryReader(restarted), PARAPHRASE, limit=5)
+    restarted.close()
+    assert [h.id for h in found.hits][:1] == ["oss/sponsor-finder"]
+    assert not any("by words only" in w for w in found.warnings or [])
+
+
+def test_a_first_search_that_cannot_wait_for_the_vectors_says_it_ranked_by_words(
+    root: Path, model: Path, tmp_path: Path
+) -> None:
+    """Another process holds the vectors' lock, so none load: the first answer says it ranked by words."""
+    from skillshelf.library.access.reader import LibraryReader
+    from skillshelf.patterns.service import search_patterns
+
+    open_library(root, tmp_path / "index", model).close()
+    restarted = SkillLibrary(
+        LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False, semantic_model=model)
+    )
+    assert restarted.semantic is not None
+    vectors = restarted.semantic.path
+    with file_lock(vectors.with_name(vectors.name + ".lock")):
+        found = search_patterns(LibraryReader(restarted), "retry flaky http calls")
+    restarted.close()
+    assert found.hits[0].id == "python/retry-backoff"
+    assert found.warnings is not None
+    (warning,) = found.warnings
+    assert "rank by words only" in warning

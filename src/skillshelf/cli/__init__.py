@@ -5,6 +5,7 @@ from skillshelf.cli.authoring import doc, new
 from skillshelf.cli.call_log import call_log
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.db import db
+from skillshelf.cli.evals import evaluate
 from skillshelf.cli.install import COMMANDS as INSTALL_COMMANDS
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
@@ -21,6 +22,7 @@ cli.add_command(new)
 cli.add_command(doc)
 cli.add_command(db)
 cli.add_command(scan)
+cli.add_command(evaluate)
 
 for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS, *INSTALL_COMMANDS):
     cli.add_command(_command)

@@ -91,6 +91,8 @@ def _report(written: Scaffold, layout: str, namesakes: list[str]) -> None:
     click.echo(f"  skillshelf check {where}")
     if written.script:
         click.echo(f'  skillshelf run {written.skill_id} --library {root} --input \'{{"text": "hello"}}\'')
+    if layout != "three-file":
+        click.echo(f"  skillshelf eval --library {root}   (runs the requests in evals/eval_queries.json)")
     if namesakes:
         click.echo(
             f"note: {', '.join(namesakes)} has the same name; `skillshelf check` of the library reports them as "

@@ -268,13 +268,14 @@ def _read_input(text: str) -> Any:
 @cli.command(short_help="Library health: quality, tokens, usage, findings.")
 @library_option
 @json_option
-def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
-    """Library health: categories and layouts, quality, tokens to load, usage, findings."""
+@click.option("--findability", is_flag=True, help="Work out findability past 200 skills too (a search per skill).")
+def stats(libraries: tuple[Path, ...], as_json: bool, findability: bool) -> None:
+    """Library health: categories and layouts, quality, tokens to load, usage, findings, findability."""
     from skillshelf.metrics.library_stats import library_stats
     from skillshelf.metrics.models import LibraryStats
 
     with open_library(libraries) as library:
-        report = library_stats(library)
+        report = library_stats(library, findability=findability)
 
     def render(r: LibraryStats) -> None:
         click.echo(
@@ -297,6 +298,14 @@ def stats(libraries: tuple[Path, ...], as_json: bool) -> None:
         findings = ", ".join(count_of(sev, by_severity[sev]) for sev in SEVERITY_WORDS if sev in by_severity) or "none"
         click.echo(f"findings: {findings} (details: skillshelf check)")
         click.echo(f"near-duplicates: {r.near_duplicates} (same name or description; skillshelf check names them)")
+        found = r.findability
+        if found is None:
+            click.echo("findability: not worked out past 200 skills (stats --findability, or skillshelf eval)")
+        else:
+            click.echo(
+                f"findability: {found.checked - len(found.unreachable)}/{found.checked} skills found by their own "
+                f"description, {plural(len(found.collisions), 'collision')} (skillshelf eval names them)"
+            )
 
     emit(report, as_json, render)
 
@@ -404,12 +413,17 @@ def sessions(as_json: bool, project: str, query: str, limit: int) -> None:
 @json_option
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--library", "-l", "libraries", multiple=True, type=click.Path(path_type=Path), hidden=True)
-def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -> None:
+@click.option(
+    "--findability",
+    is_flag=True,
+    help="Also search each skill's own description: skills it does not find, and colliding pairs (slower).",
+)
+def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...], findability: bool) -> None:
     """Check library roots (default: the configured ones) and print every finding.
 
     Exits 1 when any finding is an error.
     """
-    from skillshelf.library.skill.checker import check_roots
+    from skillshelf.library.skill.checker import SEVERITY_ORDER, check_roots
 
     roots = list(paths) or command_settings(libraries).roots
     progress = check_progress()
@@ -417,6 +431,11 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
         report = check_roots([r.expanduser() for r in roots], on_progress=progress)
     finally:
         progress.done()
+    if findability:
+        if any((p / "SKILL.md").is_file() or p.suffix == ".md" for p in paths):
+            raise click.UsageError("--findability searches a whole library: pass library roots, not one skill")
+        report.findings.extend(_findability_findings(tuple(paths) or libraries))
+        report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
     if as_json:
         print_json(report.to_dict())
     else:
@@ -425,6 +444,14 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...]) -
         click.echo(report.summary_line())
     if report.errors:
         sys.exit(1)
+
+
+def _findability_findings(libraries: tuple[Path, ...]) -> list[Finding]:
+    """`check --findability`: one search per skill (about 10 ms each: 1,000 skills take 10 s, so not by default)."""
+    from skillshelf.patterns.evals import findability_findings, library_findability
+
+    with open_library(libraries) as library:
+        return findability_findings(library, library_findability(library))
 
 
 def _echo_finding(finding: Finding) -> None:

@@ -19,6 +19,7 @@ from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.usage.store import PatternUsage
 from skillshelf.metrics.models import CategoryLayoutCount, LibraryStats, SkillTokens, UsedSkill
+from skillshelf.patterns.evals import remembered_findability
 
 TOP = 10
 NEVER_USED_LISTED = 20
@@ -91,8 +92,10 @@ def duplicate_findings(library: SkillReader, skills: list[IndexedSkill], pairs: 
     return findings
 
 
-def library_stats(library: SkillReader) -> LibraryStats:
-    return stats_of(library_figures(library))
+def library_stats(library: SkillReader, *, findability: bool = False) -> LibraryStats:
+    """The library's health; its findability too when it is small enough (or `findability`: however big)."""
+    stats = stats_of(library_figures(library))
+    return stats.model_copy(update={"findability": remembered_findability(library, force=findability)})
 
 
 def stats_of(figures: LibraryFigures) -> LibraryStats:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from skillshelf.envelope import WireModel
+from skillshelf.patterns.evals import Findability
 
 
 class CategoryLayoutCount(WireModel):
@@ -38,6 +39,8 @@ class LibraryStats(WireModel):
     findings_by_severity: dict[str, int]
     findings_by_code: dict[str, int]
     near_duplicates: int = 0  # skills another one duplicates by name or description (`near-duplicate` findings)
+    # skills their own description does not find, and colliding pairs (up to 200 skills; `skillshelf eval` past it)
+    findability: Findability | None = None
     warnings: list[str] | None = None  # e.g. usage history unavailable
 
 

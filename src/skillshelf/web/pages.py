@@ -13,6 +13,7 @@ from urllib.parse import quote, urlencode
 
 from skillshelf import __version__
 from skillshelf.library.skill.models import SEVERITY_WORDS, count_of
+from skillshelf.patterns.evals import Findability
 from skillshelf.patterns.models import LoadedSkill, SkillHit, SourceInfo
 from skillshelf.web.charts import WIDTH, Bar, bar_chart, column_chart, donut
 from skillshelf.web.markdown import breakable, render_markdown
@@ -305,6 +306,7 @@ def library_page(base: str, view: LibraryView) -> str:
 <h3>Never used <span class="muted">(best first)</span></h3><ul class="never-used">{never_items}</ul>{never_more}</div>
 <div class="card span">{tokens}</div>
 <div class="card span" id="near-duplicates">{duplicates}</div>
+<div class="card span" id="findability">{_findability(base, view.findability)}</div>
 </div>
 <p class="muted">Findings from <code>skillshelf check</code>: {findings}.</p>"""
     return layout(base, "Library", body, page="library")
@@ -324,6 +326,32 @@ def _near_duplicates(base: str, pairs: list[tuple[str, str, str]]) -> str:
     more = f'<p class="muted">and {len(pairs) - DUPLICATES_SHOWN:,} more</p>' if len(pairs) > DUPLICATES_SHOWN else ""
     note = '<p class="muted">Keep one of each pair, or rename one and say how it differs.</p>'
     return f'{heading}<ul class="near-duplicates">{items}</ul>{more}{note}'
+
+
+def _findability(base: str, found: Findability | None) -> str:
+    """Skills their own description does not find, and colliding pairs (`skillshelf eval`; docs/search.md)."""
+    if found is None:
+        return (
+            '<h2>Findability</h2><p class="empty">Not worked out past 200 skills: run <code>skillshelf eval</code>.</p>'
+        )
+    heading = (
+        f'<h2>Findability <span class="muted">{found.checked - len(found.unreachable):,} of {found.checked:,} '
+        "found by their own description</span></h2>"
+    )
+    lost = "".join(
+        f'<li><a href="{escape(skill_url(base, u.id))}">{breakable(u.id)}</a> '
+        f'<span class="muted">(not in the top 5; {escape(u.winner or "nothing")} first)</span></li>'
+        for u in found.unreachable[:DUPLICATES_SHOWN]
+    )
+    pairs = "".join(
+        f'<li><a href="{escape(skill_url(base, c.skills[0]))}">{breakable(c.skills[0])}</a> and '
+        f'<a href="{escape(skill_url(base, c.skills[1]))}">{breakable(c.skills[1])}</a> '
+        f'<span class="muted">(shared: {escape(", ".join(c.shared_words))})</span></li>'
+        for c in found.collisions[:DUPLICATES_SHOWN]
+    )
+    if not lost and not pairs:
+        return heading + '<p class="empty">Every skill is found by its own description; no two collide.</p>'
+    return f'{heading}<ul class="unreachable">{lost}</ul><h3>Collisions {len(found.collisions):,}</h3><ul>{pairs}</ul>'
 
 
 def findings_line(by_severity: dict[str, int]) -> str:

@@ -72,6 +72,9 @@ MEANING_SURE = 0.33
 CONFIDENT_LEAD = 0.8
 UNSURE_MEANING = 0.45
 KEPT_RANK = 5
+# The first search after a restart waits this long for the vectors stored by earlier runs to load (972 skills:
+# 0.4 s, the model included) rather than ranking by words alone; past it, the answer says it ranked by words.
+FIRST_SEARCH_WAIT_S = 2.0
 
 
 @dataclass
@@ -462,6 +465,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
         self.ensure_fresh()
         semantic = self.semantic
+        if semantic is not None and not semantic.ready and query_terms(query):
+            semantic.wait_loaded(FIRST_SEARCH_WAIT_S)  # the first search after a restart ranks by meaning too
         if semantic is None or not semantic.ready or not query_terms(query):
             return self.index.search(query, filters, limit)
         semantic.start_query(query)  # the query's vector is computed while words rank

@@ -116,6 +116,10 @@ class SemanticIndex:
         self._stopping = threading.Event()
         self._idle = threading.Event()
         self._idle.set()
+        # set once the vectors stored by earlier runs are in memory, or semantic search turned off: what the first
+        # search after a restart waits for (briefly), so it does not rank by words alone without saying so
+        self._loaded = threading.Event()
+        self._waited = False  # only one search waits: another process embedding for minutes must not slow each
         self._thread: threading.Thread | None = None
         self._thread_lock = threading.Lock()  # syncs end on several threads (starter, watcher, reads)
         self.error: str | None = None  # why semantic search is off (a bad model folder, an unwritable file)
@@ -138,8 +142,21 @@ class SemanticIndex:
         CLI search does, briefly (vectors stored by earlier runs load in well under a second)."""
         return self._idle.wait(timeout)
 
+    def wait_loaded(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the stored vectors to be in memory, asking for the pass that loads
+        them if none is under way (a warm start answers before its first sync ends, and that sync's end is
+        what asks for a pass). Only the first call waits. True when they are: a search then ranks by meaning."""
+        if self._loaded.is_set():
+            return self.ready
+        if not self._stopping.is_set():
+            self.request_pass()
+        with self._query_lock:
+            waited, self._waited = self._waited, True
+        return self._loaded.wait(0 if waited else timeout) and self.ready
+
     def close(self) -> None:
         self._stopping.set()
+        self._loaded.set()
         self._wanted.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
@@ -167,6 +184,8 @@ class SemanticIndex:
         computed, or semantic search off (with why). None once every skill has its vector."""
         if self.error:
             return f"semantic search is off ({self.error}); these hits rank by words only"
+        if self._snapshot is None and self._idle.is_set():
+            return "semantic search is loading its stored vectors; these hits rank by words only. Search again."
         if self._idle.is_set():
             return None
         done, total = self.progress
@@ -189,6 +208,7 @@ class SemanticIndex:
             except Exception as exc:  # semantic search is an extra: words keep answering without it
                 self.error = _why_off(exc)
                 logger.warning("semantic search is off: %s", self.error)
+            self._loaded.set()  # loaded, or off: a first search waits no longer either way
             if not self._wanted.is_set():
                 self._idle.set()
 
@@ -230,10 +250,11 @@ class SemanticIndex:
                 conn.execute("DELETE FROM vectors")
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('model', ?)", (encoder.fingerprint,))
                 conn.commit()
-            current = {skill_id: (text, _digest(text)) for skill_id, text in self._texts()}
             stored: dict[str, str] = dict(conn.execute("SELECT skill_id, digest FROM vectors").fetchall())
             if self._snapshot is None:
                 self._publish(conn, encoder, stored)  # what earlier runs stored answers at once
+                self._loaded.set()  # before the texts are read and compared: a first search is waiting
+            current = {skill_id: (text, _digest(text)) for skill_id, text in self._texts()}
             gone = [skill_id for skill_id in stored if skill_id not in current]
             todo = [(i, t, d) for i, (t, d) in current.items() if stored.get(i) != d]
             todo.sort(key=lambda item: len(item[1]))  # similar lengths batch with little padding

@@ -9,6 +9,7 @@ from typing import Any
 
 from skillshelf.library.skill.discovery import discover, printable
 from skillshelf.library.skill.duplicates import Described, near_duplicates
+from skillshelf.library.skill.examples import FRONTMATTER_KEY, parse_frontmatter_examples
 from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, TooManyFiles, walk_folder
 from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.models import SEVERITY_WORDS, Finding, Severity, Skill, SkillSource, count_of
@@ -74,6 +75,7 @@ def check_roots(
             report.skills.append(skill)
             report.findings.extend(_limit_findings(source, skill.id))
             report.findings.extend(scaffold_findings(skill))
+            report.findings.extend(example_findings(skill))
     if not targets:  # duplicates are across the library: one skill checked alone has none
         report.findings.extend(duplicate_findings(report.skills))
     report.findings.sort(key=lambda f: (f.root, f.path, SEVERITY_ORDER[f.severity], f.line or 0))
@@ -108,6 +110,15 @@ def scaffold_findings(skill: Skill) -> list[Finding]:
         "it stands. Replace every TODO."
     )
     return [_finding(skill.source, skill.source.doc_file, "warning", "scaffold-text", message)]
+
+
+def example_findings(skill: Skill) -> list[Finding]:
+    """An `evals-invalid` warning for a frontmatter `evals:` that `skillshelf eval` cannot read."""
+    _examples, problems = parse_frontmatter_examples(skill.frontmatter.get(FRONTMATTER_KEY))
+    return [
+        _finding(skill.source, skill.source.doc_file, "warning", "evals-invalid", f"{skill.id}: {problem}")
+        for problem in problems
+    ]
 
 
 def _limit_findings(source: SkillSource, skill_id: str) -> list[Finding]:

@@ -29,6 +29,7 @@ from typing import Literal
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, IGNORED_NAMES, METADATA_SUFFIX, library_base
+from skillshelf.library.skill.examples import EVALS_FILE
 from skillshelf.library.skill.layouts import MAX_NAME, NAME_RULE, RESERVED_WORDS, valid_name
 
 LayoutChoice = Literal["folder", "three-file"]
@@ -132,6 +133,8 @@ class _FolderWriter(_Writer):
         staging = Path(tempfile.mkdtemp(prefix=f".new-{self.name}-", dir=self.folder))  # hidden: never discovered
         try:
             (staging / "SKILL.md").write_text(folder_document(self.category, self.name, script), encoding="utf-8")
+            (staging / "evals").mkdir()
+            (staging / EVALS_FILE).write_text(eval_queries(self.name), encoding="utf-8")
             if script and self.script:
                 _write_script(staging / script, script_text(self.script, self.name))
             staging.chmod(EXECUTABLE)
@@ -140,7 +143,7 @@ class _FolderWriter(_Writer):
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        files = [target / "SKILL.md", *([target / script] if script else [])]
+        files = [target / "SKILL.md", target / EVALS_FILE, *([target / script] if script else [])]
         return Scaffold(self.skill_id, self.root, [self.relative(f) for f in files], script)
 
 
@@ -412,6 +415,18 @@ process.stdin.on("end", () => {{
 
 # Each line of the scaffold's body that the curator must replace, as `skillshelf new` writes it.
 _TODO_LINES = frozenset(line.strip() for line in (BODY + VERIFICATION).splitlines() if "TODO:" in line)
+
+
+def eval_queries(name: str) -> str:
+    """The trigger examples `skillshelf eval` runs (evals/eval_queries.json); each TODO query is skipped and
+    reported by `eval` until it is replaced."""
+    items = [
+        (f"TODO: a request in a user's words that should pick {name}", True),
+        (f"TODO: another way of asking for what {name} does", True),
+        (f"TODO: a nearby request that another skill should answer, not {name}", False),
+    ]
+    lines = ",\n".join(f'  {{"query": "{query}", "should_trigger": {str(should).lower()}}}' for query, should in items)
+    return f"[\n{lines}\n]\n"
 
 
 def is_placeholder_description(description: str) -> bool:
