@@ -140,6 +140,9 @@ class UserSettings(BaseModel):
         description="Project roots, for artifacts and memory",
     )
     max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, description="Largest file read, in bytes")
+    history_keep: int = Field(
+        default=10, ge=1, le=1000, description="Earlier versions of each skill kept for `skillshelf rollback`"
+    )
     semantic_model: Literal["off"] | Path | None = Field(
         default=None,
         description="A sentence-transformers BERT model folder: search by meaning too (default: the model "

@@ -5,6 +5,7 @@ from skillshelf.cli.authoring import doc, new
 from skillshelf.cli.call_log import call_log
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.db import db
+from skillshelf.cli.history import COMMANDS as HISTORY_COMMANDS
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
 from skillshelf.cli.scan import scan
@@ -21,7 +22,7 @@ cli.add_command(doc)
 cli.add_command(db)
 cli.add_command(scan)
 
-for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
+for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS, *HISTORY_COMMANDS):
     cli.add_command(_command)
 
 __all__ = ["cli", "main"]

@@ -69,7 +69,7 @@ def library_root(library: Path | None, *, create: bool = False) -> Path:
 def _shelf(root: Path, *, reading: bool = False) -> Any:
     from skillshelf.library.sources.install import open_shelf
 
-    return open_shelf(root, reading=reading)
+    return open_shelf(root, reading=reading, history_keep=command_settings().history_keep)
 
 
 def _say_recovered(shelf: Shelf) -> None:

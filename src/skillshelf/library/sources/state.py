@@ -63,7 +63,8 @@ ADDED = "added here"
 @dataclass(frozen=True)
 class LocalEdit:
     what: str  # a skill id, or a library path (the source's license file, an entry added by hand)
-    how: str  # MODIFIED, DELETED or ADDED
+    how: str  # MODIFIED, DELETED or ADDED; or a rollback's note (the lock records it: `recorded`)
+    recorded: bool = False  # a change the lock itself records (`skillshelf rollback`): nothing for sync to undo
 
     @property
     def modified(self) -> bool:
@@ -81,6 +82,8 @@ def local_edits(root: Path, base: Path, source: LockedSource) -> list[LocalEdit]
         now = skill_digest(root, skill.path)
         if now != skill.digest:
             edits.append(LocalEdit(skill.id, DELETED if now is None else MODIFIED))
+        elif skill.rollback is not None:
+            edits.append(LocalEdit(skill.id, skill.rollback, recorded=True))
     for path, digest in source.files.items():
         now = file_digest(root.joinpath(*path.split("/")))
         if now != digest:
