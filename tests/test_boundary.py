@@ -48,8 +48,8 @@ OTHER_FILES = {
     "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
     "library/sources/install.py": "copies a staged source's folders into the library (bytes copied, never parsed)",
     "library/sources/layout.py": "writes a source's files into its staging folder",
-    "library/sources/history.py": "the history's own blobs and manifests in .skillshelf/history (regular files, capped, "
-    "each blob proved by its hash before use)",
+    "library/sources/history.py": "its own blobs and manifests in .skillshelf/history (regular files, capped, each "
+    "blob proved by its hash before use); a skill's installed bytes, kept there (never parsed)",
     "library/sources/lock.py": "skillshelf.lock",
     "library/sources/rollback.py": "copies a source's installed folder into staging (bytes copied, never parsed)",
     "library/sources/state.py": "the source commands' own state in .skillshelf/",

@@ -328,8 +328,7 @@ def restore(root: Path, kept: Version, where: Path, leaf: str) -> None:
             target.chmod(stored.mode)
     if skill_digest(where, leaf) != kept.digest:
         raise SourceError(
-            f"revision {kept.rev} of {kept.skill_id} does not give its digest again (its manifest was edited); "
-            "nothing was changed"
+            f"its files do not give its digest {short(kept.digest)} again (the history was edited by hand)"
         )
 
 

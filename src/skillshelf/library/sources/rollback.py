@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from skillshelf.library.skill.digest import skill_digest
 from skillshelf.library.sources.errors import SourceError
-from skillshelf.library.sources.history import drop, now, restore, short, version
+from skillshelf.library.sources.history import Version, drop, now, restore, short, version
 from skillshelf.library.sources.install import Shelf
 from skillshelf.library.sources.lock import LockedSkill, LockedSource, with_skills
 from skillshelf.library.sources.state import record_installed
@@ -62,7 +63,7 @@ def rollback(shelf: Shelf, skill_id: str, rev: int | None, reason: str | None = 
         shutil.copytree(folder, staged, symlinks=True)  # the rest of the source as it is here, edits and all
         leaf = skill.path.rsplit("/", 1)[-1]
         drop(staged, leaf)
-        restore(shelf.root, kept, staged, leaf)  # proved by its digest, or nothing changes
+        _restore(shelf, kept, staged, leaf)
         restored = replace(skill, digest=kept.digest, rollback=note)
         entry = with_skills(owner, [restored if s.id == skill_id else s for s in owner.skills])
         shelf.keep_history(owner, staged, f"before the rollback to rev {kept.rev}" + (f": {why}" if why else ""))
@@ -72,3 +73,13 @@ def rollback(shelf: Shelf, skill_id: str, rev: int | None, reason: str | None = 
         raise
     record_installed(shelf.root, shelf.lock())
     return RolledBack(skill_id, kept.rev, kept.digest, note)
+
+
+def _restore(shelf: Shelf, kept: Version, staged: Path, leaf: str) -> None:
+    """The kept files written in the staged copy, proved by their hashes and the version's digest."""
+    try:
+        restore(shelf.root, kept, staged, leaf)
+    except SourceError as exc:
+        raise SourceError(
+            f"cannot roll back {kept.skill_id} to revision {kept.rev}: {exc.message}; nothing was changed"
+        ) from exc
