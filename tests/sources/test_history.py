@@ -178,9 +178,7 @@ def test_the_same_bytes_are_stored_once(updated_twice: tuple[Path, list[str]]) -
     assert [v.rev for v in versions(root, SKILL)] == [1, 2, 3, 4] and len(blobs(root)) == 5  # no byte stored twice
 
 
-def test_history_is_pruned_to_history_keep_and_a_revision_that_is_gone_changes_nothing(
-    root: Path, repo: Repo
-) -> None:
+def test_history_is_pruned_to_history_keep_and_a_revision_that_is_gone_changes_nothing(root: Path, repo: Repo) -> None:
     for version in (2, 3, 4):
         push(repo, version)
         update(root, keep=2)
