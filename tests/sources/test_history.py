@@ -326,3 +326,33 @@ async def test_the_web_skill_page_lists_the_versions_kept(library: SkillLibrary)
     card = page.split('id="versions"', 1)[1].split("</section>", 1)[0]
     assert card.index("rev 2") < card.index("rev 1") and "before the update to" in card
     assert 'id="versions"' not in unchanged
+
+
+def test_a_rollback_is_not_a_local_edit_in_the_way_of_an_update_or_a_removal(
+    updated_twice: tuple[Path, list[str]], repo: Repo
+) -> None:
+    root, _ = updated_twice
+    assert run("rollback", SKILL, "1", "--library", str(root))[0] == 0
+    push(repo, 4)
+    code, out = run("update", "--yes", "--library", str(root))
+    assert code == 0 and "team: updated" in out, out
+    entry = read_lock(root / "skillshelf.lock").sources["team"].skill(SKILL)
+    assert entry is not None and entry.rollback is None and skill_digest(root, SKILL) == entry.digest
+    assert run("rollback", SKILL, "--library", str(root))[0] == 0
+    code, out = run("remove", "team", "--library", str(root))
+    assert code == 0 and not (root / "team").exists(), out
+
+
+def test_a_teammate_without_the_history_is_told_why_a_rolled_back_skill_cannot_be_synced(
+    updated_twice: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    root, _ = updated_twice
+    assert run("rollback", SKILL, "1", "--reason", "three broke it", "--library", str(root))[0] == 0
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "skillshelf.lock").write_bytes((root / "skillshelf.lock").read_bytes())
+    code, out = run("sync", "--library", str(clone))
+    assert code == 1
+    assert "team/pdf-fill is rolled back in the lock (rolled back to rev 1" in out
+    assert "to bytes this machine's history does not keep; nothing was changed" in out
+    assert not (clone / "team").exists()

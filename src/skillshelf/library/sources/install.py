@@ -399,7 +399,7 @@ class Shelf:
         target = self.folder(entry.name)
         if not target.exists():
             return Outcome(entry.name, "removed")
-        edits = [e for e in self.local_edits(entry) if e.how != DELETED]
+        edits = [e for e in self.local_edits(entry) if e.in_the_way]
         if edits and not force:
             return Outcome(entry.name, "kept", local_edits=edits, warnings=["no longer in the lock"])
         self._swap_out(target, lock)
@@ -418,7 +418,7 @@ class Shelf:
         """Install what is missing; overwrite local edits (and drop what was added by hand) only if forced."""
         edits = self.local_edits(entry)
         missing = [e for e in edits if e.how == DELETED]
-        in_the_way = [e for e in edits if e.how != DELETED and not e.recorded]  # a rollback is what the lock says
+        in_the_way = [e for e in edits if e.in_the_way]
         if not missing and not (force and in_the_way):
             return Outcome(entry.name, "kept" if in_the_way else "unchanged", local_edits=in_the_way)
         staging = new_staging(self.root)
@@ -494,7 +494,7 @@ class Shelf:
         return self._remove_skill(owner, what, lock, force)
 
     def _remove_source(self, entry: LockedSource, lock: Lock, force: bool) -> Outcome:
-        edits = [e for e in self.local_edits(entry) if e.how != DELETED]
+        edits = [e for e in self.local_edits(entry) if e.in_the_way]
         if edits and not force:
             return Outcome(entry.name, "kept", local_edits=edits)
         self._swap_out(self.folder(entry.name), lock.without(entry.name))

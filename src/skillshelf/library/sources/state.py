@@ -71,6 +71,12 @@ class LocalEdit:
         """An edit that installing the source's version would overwrite."""
         return self.how == MODIFIED
 
+    @property
+    def in_the_way(self) -> bool:
+        """An edit a sync or a removal would lose: changed or added here. Not a rollback the lock records (its
+        bytes are the lock's, and the history keeps them) nor a deletion (nothing is left to lose)."""
+        return self.how != DELETED and not self.recorded
+
     def __str__(self) -> str:
         return f"{self.what} ({self.how})"
 
