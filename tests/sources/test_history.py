@@ -6,12 +6,13 @@ midway leaves one version whole, and the lock always says which."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx2
@@ -356,3 +357,77 @@ def test_a_teammate_without_the_history_is_told_why_a_rolled_back_skill_cannot_b
     assert "team/pdf-fill is rolled back in the lock (rolled back to rev 1" in out
     assert "to bytes this machine's history does not keep; nothing was changed" in out
     assert not (clone / "team").exists()
+
+
+def test_a_three_file_skill_is_rolled_back_exactly(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "three")
+    repo.write("skills/retry.md", "# Retry\n\nRetry flaky calls with backoff.\n")
+    repo.write("skills/retry.py", "def retry() -> None:\n    pass\n")
+    repo.skill("skills/other", "Another skill beside it.")
+    repo.commit("one")
+    root = tmp_path / "lib"
+    root.mkdir()
+    add(root, repo.url, name="team", path="skills")
+    first = tree_of(root / "team")
+    repo.write("skills/retry.py", "def retry(times: int = 3) -> None:\n    pass\n")
+    repo.write("skills/retry.js", "export const retry = () => {};\n")
+    repo.commit("two")
+    update(root)
+    code, out = run("rollback", "team/retry", "--library", str(root))
+    assert code == 0, out
+    assert tree_of(root / "team") == first
+    assert skill_digest(root, "team/retry.md") == locked_digest(root, "team/retry")
+
+
+def rewrite_manifest(root: Path, rev: int, change: Callable[[list[dict[str, str]]], None]) -> None:
+    (folder,) = (history_dir(root) / VERSIONS).iterdir()
+    manifest = json.loads((folder / f"{rev}.json").read_text(encoding="utf-8"))
+    change(manifest["files"])
+    (folder / f"{rev}.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def put_blob(root: Path, data: bytes) -> str:
+    named = hashlib.sha256(data).hexdigest()
+    (history_dir(root) / BLOBS / named[:2]).mkdir(exist_ok=True)
+    (history_dir(root) / BLOBS / named[:2] / named[2:]).write_bytes(data)
+    return named
+
+
+def test_a_manifest_that_would_write_through_a_link_it_lists_is_not_a_version(
+    updated_twice: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    root, _ = updated_twice
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = put_blob(root, str(outside).encode())  # a link's text, stored as a link's is
+    planted = put_blob(root, b"planted\n")
+    rewrite_manifest(
+        root,
+        1,
+        lambda files: files.extend(
+            [{"path": "refs", "kind": "link", "blob": link}, {"path": "refs/planted", "kind": "file", "blob": planted}]
+        ),
+    )
+    assert [v.rev for v in versions(root, SKILL)] == [2]
+    assert run("rollback", SKILL, "1", "--library", str(root))[0] == 1
+    assert list(outside.iterdir()) == []
+
+
+def test_a_three_file_version_naming_another_skills_file_is_refused(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "three")
+    repo.write("skills/retry.md", "# Retry\n\nRetry flaky calls with backoff.\n")
+    repo.write("skills/retry.py", "def retry() -> None:\n    pass\n")
+    repo.skill("skills/other", "Another skill beside it.")
+    repo.commit("one")
+    root = tmp_path / "lib"
+    root.mkdir()
+    add(root, repo.url, name="team", path="skills")
+    repo.write("skills/retry.md", "# Retry\n\nRetry flaky calls, twice.\n")
+    repo.commit("two")
+    update(root)
+    planted = put_blob(root, b"planted\n")
+    rewrite_manifest(root, 1, lambda files: files.append({"path": "notes.md", "kind": "file", "blob": planted}))
+    before, lock = tree_of(root), (root / "skillshelf.lock").read_bytes()
+    code, out = run("rollback", "team/retry", "--library", str(root))
+    assert code == 1 and "are not those of the three-file skill retry.md" in out and "nothing was changed" in out
+    assert tree_of(root) == before and (root / "skillshelf.lock").read_bytes() == lock

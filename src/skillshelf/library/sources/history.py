@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_digest, skill_entries
+from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_digest, skill_entries, three_file_names
 from skillshelf.library.skill.folder import MAX_TOTAL_BYTES
 from skillshelf.library.skill.reading import read_regular_file
 from skillshelf.library.sources.errors import SourceError
@@ -280,10 +280,25 @@ def _read_manifest(path: Path, skill_id: str | None, rev: int) -> Version:
     files = raw.get("files")
     if not isinstance(files, list):
         raise SourceError(f"{path.name} has no list of files")
+    stored = tuple(_stored_file(item, path.name) for item in files)
     return Version(
         str(texts["id"]), rev, str(texts["digest"]), str(texts["when"]), str(texts["why"]), str(texts["source"]),
-        tuple(_stored_file(item, path.name) for item in files),
+        _a_tree(stored, path.name),
     )  # fmt: skip
+
+
+def _a_tree(files: tuple[StoredFile, ...], where: str) -> tuple[StoredFile, ...]:
+    """`files`, when they are what a walk lists: each path once, none below another (a file or a link: a
+    restore would otherwise write through a link a manifest put on the way)."""
+    paths = [f.path for f in files]
+    if len(set(paths)) != len(paths) or any(_inside(path, set(paths)) for path in paths):
+        raise SourceError(f"{where}: a file is listed twice, or below another file or a link")
+    return files
+
+
+def _inside(path: str, paths: set[str]) -> bool:
+    parts = path.split("/")
+    return any("/".join(parts[:end]) in paths for end in range(1, len(parts)))
 
 
 def _stored_file(raw: Any, where: str) -> StoredFile:
@@ -313,7 +328,9 @@ def blob_bytes(root: Path, blob: str) -> bytes:
 def restore(root: Path, kept: Version, where: Path, leaf: str) -> None:
     """Write `kept`'s files as the skill `leaf` (its folder's name, or a three-file skill's `NAME.md`) in the
     source folder `where` (a staged copy), then prove they give its digest; a SourceError otherwise."""
-    three_file = leaf.endswith(".md") and not any("/" in f.path for f in kept.files)
+    three_file = leaf.endswith(".md") and not (where / leaf).is_dir()
+    if three_file and not {f.path for f in kept.files} <= set(three_file_names(leaf)):
+        raise SourceError(f"its files are not those of the three-file skill {leaf} (the history was edited by hand)")
     base = where if three_file else where / leaf
     if not three_file:
         base.mkdir()
