@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from skillshelf.cli.output import plural, print_json, say, table
-from skillshelf.cli.sources import _say_recovered, _shelf, library_root, root_option
+from skillshelf.cli.sources import _say_recovered, _shelf, accept_option, library_root, root_option
 
 if TYPE_CHECKING:
     from skillshelf.library.sources.install import Shelf
@@ -88,17 +88,21 @@ def diff(skill_id: str, rev: int | None, library: Path | None) -> None:
 @click.argument("rev", required=False, type=REV)
 @click.option("--reason", help="Why: recorded in skillshelf.lock with the rollback, and shown by `sources`.")
 @root_option
-def rollback(skill_id: str, rev: int | None, reason: str | None, library: Path | None) -> None:
+@accept_option
+def rollback(
+    skill_id: str, rev: int | None, reason: str | None, library: Path | None, accepted: tuple[str, ...]
+) -> None:
     """Put SKILL_ID back to revision REV (default: the newest kept) exactly, byte for byte, swapped in
     whole; skillshelf.lock then pins those bytes and records the rollback and its reason. What is
-    installed now is kept first, so it can be put back the same way."""
+    installed now is kept first, so it can be put back the same way. The bytes are scanned as an
+    update's are: a high-risk finding not accepted for them before needs --accept RULE:PATH."""
     from skillshelf.library.sources.history import short
     from skillshelf.library.sources.rollback import rollback as roll_back
 
     root = library_root(library)
     with _shelf(root) as shelf:
         _say_recovered(shelf)
-        done = roll_back(shelf, skill_id, rev, reason)
+        done = roll_back(shelf, skill_id, rev, reason, accepted)
     say(f"Rolled back {done.skill_id} to revision {done.rev} ({short(done.digest)}); skillshelf.lock records it:")
     say(f"  {done.note}")
 

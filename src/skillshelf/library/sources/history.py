@@ -71,6 +71,7 @@ class Version:
     why: str
     source_version: str  # the source's commit (or content digest) that was installed when it was kept
     files: tuple[StoredFile, ...]
+    accepted: tuple[str, ...] = ()  # the high scan findings the lock accepted for these bytes ('RULE:PATH')
 
     def to_dict(self, *, with_files: bool = False) -> dict[str, Any]:
         found: dict[str, Any] = {
@@ -80,6 +81,7 @@ class Version:
             "when": self.when,
             "why": self.why,
             "source": self.source_version,
+            "accepted": list(self.accepted),
         }
         if with_files:
             found["files"] = [
@@ -137,13 +139,16 @@ def keep_changed(root: Path, old: LockedSource, new_folder: Path | None, why: st
         leaf = skill.path.rsplit("/", 1)[-1]
         if new_folder is not None and skill_digest(new_folder, leaf) == installed:
             continue
-        kept.append(record(root, skill.id, skill.path, why, old.version))
+        accepted = skill.accepted if installed == skill.digest else ()  # bound to the bytes they were given for
+        kept.append(record(root, skill.id, skill.path, why, old.version, accepted))
     if kept:
         prune(root, keep)
     return kept
 
 
-def record(root: Path, skill_id: str, skill_path: str, why: str, source_version: str) -> Version:
+def record(
+    root: Path, skill_id: str, skill_path: str, why: str, source_version: str, accepted: tuple[str, ...] = ()
+) -> Version:
     """Keep the skill at `skill_path` as it is installed now; the newest version when it already holds
     exactly these bytes."""
     entries = [e for e in skill_entries(root, skill_path) if e.kind != "other"]  # what no source installs
@@ -154,7 +159,8 @@ def record(root: Path, skill_id: str, skill_path: str, why: str, source_version:
         if stored and stored[-1].digest == digest:
             return stored[-1]
         files = tuple(StoredFile(e.path, e.kind, _put(history, _bytes_of(e))) for e in entries)
-        version = Version(skill_id, (stored[-1].rev + 1) if stored else 1, digest, now(), why, source_version, files)
+        rev = (stored[-1].rev + 1) if stored else 1
+        version = Version(skill_id, rev, digest, now(), why, source_version, files, accepted)
         folder = _versions_of(history, skill_id)
         folder.mkdir(parents=True, exist_ok=True)
         _write(folder / f"{version.rev}.json", json.dumps(version.to_dict(with_files=True), indent=1).encode())
@@ -281,9 +287,12 @@ def _read_manifest(path: Path, skill_id: str | None, rev: int) -> Version:
     if not isinstance(files, list):
         raise SourceError(f"{path.name} has no list of files")
     stored = tuple(_stored_file(item, path.name) for item in files)
+    accepted = raw.get("accepted", [])
+    if not isinstance(accepted, list) or not all(isinstance(a, str) and ":" in a for a in accepted):
+        raise SourceError(f"{path.name}: accepted must be a list of 'RULE:PATH'")
     return Version(
         str(texts["id"]), rev, str(texts["digest"]), str(texts["when"]), str(texts["why"]), str(texts["source"]),
-        _a_tree(stored, path.name),
+        _a_tree(stored, path.name), tuple(accepted),
     )  # fmt: skip
 
 

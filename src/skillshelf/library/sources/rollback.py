@@ -19,6 +19,7 @@ from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.history import Version, drop, now, restore, short, version
 from skillshelf.library.sources.install import Shelf
 from skillshelf.library.sources.lock import LockedSkill, LockedSource, with_skills
+from skillshelf.library.sources.scanning import accept, scan_staged
 from skillshelf.library.sources.state import record_installed
 from skillshelf.library.sources.swap import TREE, commit, discard, new_staging
 
@@ -47,8 +48,12 @@ def installed_skill(shelf: Shelf, skill_id: str) -> tuple[LockedSource, LockedSk
     return owner, skill
 
 
-def rollback(shelf: Shelf, skill_id: str, rev: int | None, reason: str | None = None) -> RolledBack:
-    """Put `skill_id` back to revision `rev` (None: the newest kept); see the module's doc."""
+def rollback(
+    shelf: Shelf, skill_id: str, rev: int | None, reason: str | None = None, accepted: tuple[str, ...] = ()
+) -> RolledBack:
+    """Put `skill_id` back to revision `rev` (None: the newest kept); see the module's doc. What lands is
+    scanned as an update's files are: a high finding needs the acceptance kept with the version, or
+    `accepted` (scanning.py)."""
     owner, skill = installed_skill(shelf, skill_id)
     kept = version(shelf.root, skill_id, rev)
     if skill_digest(shelf.root, skill.path) == kept.digest:
@@ -64,8 +69,9 @@ def rollback(shelf: Shelf, skill_id: str, rev: int | None, reason: str | None = 
         leaf = skill.path.rsplit("/", 1)[-1]
         drop(staged, leaf)
         _restore(shelf, kept, staged, leaf)
-        restored = replace(skill, digest=kept.digest, rollback=note)
+        restored = replace(skill, digest=kept.digest, rollback=note, accepted=())
         entry = with_skills(owner, [restored if s.id == skill_id else s for s in owner.skills])
+        entry = accept(entry, scan_staged(staged, entry), (*accepted, *kept.accepted), owner)  # or refused
         shelf.keep_history(owner, staged, f"before the rollback to rev {kept.rev}" + (f": {why}" if why else ""))
         commit(shelf.root, staging, folder, staged, shelf.lock().with_source(entry))
     except BaseException:
