@@ -143,6 +143,8 @@ def test_rollback_restores_the_exact_bytes_and_the_lock_pins_them_with_the_reaso
     code, out = run("sources", "--json", "--library", str(root))
     (edit,) = json.loads(out)["sources"][0]["localEdits"]
     assert edit == {"what": SKILL, "how": note}
+    code, out = run("sources", "--library", str(root))
+    assert code == 0 and f"{SKILL}: {note}" in out
     assert versions(root, SKILL)[-1].digest == digests[2]  # what was installed is kept: a rollback can be undone
     code, out = run("sync", "--library", str(root))
     assert code == 0 and "team: as locked" in out  # the lock says what the folder holds
@@ -212,6 +214,7 @@ def test_the_setting_prunes_through_the_cli(root: Path, repo: Repo) -> None:
         (("rollback", "team/release-notes"), "no earlier version of team/release-notes is kept here"),
         (("rollback", SKILL, "7"), "revision 7 of team/pdf-fill does not exist; kept revisions: 1, 2"),
         (("diff", SKILL, "7"), "revision 7 of team/pdf-fill does not exist"),
+        (("history", "team/nope"), "no skill 'team/nope' is installed from a source here (sources: team)"),
     ],
 )
 def test_an_unknown_skill_or_revision_is_a_clear_error_that_changes_nothing(

@@ -45,11 +45,14 @@ def history(skill_id: str, library: Path | None, as_json: bool) -> None:
     revision to name to `skillshelf diff` and `skillshelf rollback`, its digest, when it was kept and why,
     and the source version it came from. `history_keep` says how many are kept per skill."""
     from skillshelf.library.sources.history import short, versions
+    from skillshelf.library.sources.rollback import installed_skill
 
     root = library_root(library)
     with _shelf(root, reading=True) as shelf:
         _say_recovered(shelf)
         kept = versions(shelf.root, skill_id)
+        if not kept and shelf.lock().owner_of(skill_id) is None:
+            installed_skill(shelf, skill_id)  # an id nothing is known of: the error that names the sources
         installed = _installed_line(shelf, skill_id)
     if as_json:
         print_json({"id": skill_id, "installed": installed, "versions": [v.to_dict() for v in reversed(kept)]})

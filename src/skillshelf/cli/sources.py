@@ -359,6 +359,15 @@ def sources(library: Path | None, as_json: bool) -> None:
     rows = [_status_row(s) for s in found]
     table(("source", "kind", "version", "installed", "skills", "license", "updates", "local edits"), rows,
           numeric=("skills",))  # fmt: skip
+    _say_rollbacks(found)
+
+
+def _say_rollbacks(found: list[SourceStatus]) -> None:
+    """Each rollback the lock records (a local edit of its own kind), with its reason."""
+    for status in found:
+        for edit in status.local_edits:
+            if edit.recorded:
+                say(f"{edit.what}: {edit.how}")
 
 
 def _status_row(status: SourceStatus) -> tuple[object, ...]:

@@ -42,8 +42,8 @@ def installed_skill(shelf: Shelf, skill_id: str) -> tuple[LockedSource, LockedSk
     if owner is None or skill is None:
         known = ", ".join(sorted(lock.sources)) or "none yet"
         raise SourceError(
-            f"no skill {skill_id!r} is installed from a source here (sources: {known}); a rollback puts back a "
-            "version of a skill a source installed. Nothing was changed"
+            f"no skill {skill_id!r} is installed from a source here (sources: {known}); only a skill a source "
+            "installed has versions kept (`skillshelf history`, `rollback`). Nothing was changed"
         )
     return owner, skill
 
