@@ -470,3 +470,19 @@ def test_a_rollback_to_bytes_never_accepted_needs_accept(updated_twice: tuple[Pa
     code, out = run("rollback", SKILL, "--accept", ACCEPT, "--library", str(root))
     assert code == 0, out
     assert script.read_text(encoding="utf-8") == RISKY
+
+
+def test_a_link_planted_in_the_history_stops_the_update_before_anything_is_written_through_it(
+    root: Path, repo: Repo, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    planted = history_dir(root) / VERSIONS / hashlib.sha256(SKILL.encode()).hexdigest()[:32]
+    planted.parent.mkdir(parents=True)
+    planted.symlink_to(outside)
+    push(repo, 2)
+    before, lock = tree_of(root / "team"), (root / "skillshelf.lock").read_bytes()
+    code, out = run("update", "--yes", "--library", str(root))
+    assert code == 1 and "through a link; remove it (nothing was changed)" in out
+    assert list(outside.iterdir()) == []
+    assert tree_of(root / "team") == before and (root / "skillshelf.lock").read_bytes() == lock

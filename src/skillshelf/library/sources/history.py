@@ -112,8 +112,16 @@ def short(version: str) -> str:
 # -- where ----------------------------------------------------------------------------------------
 def _store(root: Path) -> Path:
     """The history folder (made: a writer's), below the state folder `state.state_dir` makes."""
-    folder = state_dir(root) / HISTORY
-    folder.mkdir(exist_ok=True)
+    state = state_dir(root)
+    return _made(state / HISTORY, state)
+
+
+def _made(folder: Path, within: Path) -> Path:
+    """`folder`, made, when it is a real folder below `within`: a write never leaves the history through a
+    link someone put in it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if folder.is_symlink() or not folder.resolve().is_relative_to(within.resolve()):
+        raise SourceError(f"{folder} leads outside {within} through a link; remove it (nothing was changed)")
     return folder
 
 
@@ -161,8 +169,7 @@ def record(
         files = tuple(StoredFile(e.path, e.kind, _put(history, _bytes_of(e))) for e in entries)
         rev = (stored[-1].rev + 1) if stored else 1
         version = Version(skill_id, rev, digest, now(), why, source_version, files, accepted)
-        folder = _versions_of(history, skill_id)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _made(_versions_of(history, skill_id), history)
         _write(folder / f"{version.rev}.json", json.dumps(version.to_dict(with_files=True), indent=1).encode())
     except OSError as exc:
         raise SourceError(
@@ -185,8 +192,7 @@ def _put(history: Path, data: bytes) -> str:
     blob = hashlib.sha256(data).hexdigest()
     path = _blob(history, blob)
     if not path.exists():  # the same bytes are stored once
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write(path, data)
+        _write(_made(path.parent, history) / path.name, data)
     return blob
 
 
@@ -273,7 +279,10 @@ def version(root: Path, skill_id: str, rev: int | None) -> Version:
 
 def _read_manifest(path: Path, skill_id: str | None, rev: int) -> Version:
     try:
-        raw = json.loads(read_regular_file(path, MAX_MANIFEST_BYTES + 1)[: MAX_MANIFEST_BYTES + 1])
+        data = read_regular_file(path, MAX_MANIFEST_BYTES + 1)
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"over {MAX_MANIFEST_BYTES} bytes")
+        raw = json.loads(data)
     except (OSError, ValueError) as exc:
         raise SourceError(f"{path.name} is not a manifest skillshelf wrote ({exc})") from exc
     if not isinstance(raw, dict):
