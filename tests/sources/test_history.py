@@ -486,3 +486,16 @@ def test_a_link_planted_in_the_history_stops_the_update_before_anything_is_writt
     assert code == 1 and "through a link; remove it (nothing was changed)" in out
     assert list(outside.iterdir()) == []
     assert tree_of(root / "team") == before and (root / "skillshelf.lock").read_bytes() == lock
+
+
+def test_diff_escapes_a_file_name_and_a_line_that_would_rewrite_the_terminal(root: Path, repo: Repo) -> None:
+    hostile = "pdf-fill/references/\x1b[2K\rnotes.md"
+    repo.write(hostile, "first\n")
+    push(repo, 2)
+    update(root)
+    repo.write(hostile, "second \x1b[31mred\n")
+    push(repo, 3)
+    update(root)
+    code, out = run("diff", SKILL, "--library", str(root))
+    assert code == 0 and "\x1b" not in out and "\r" not in out
+    assert "+++ b/references/\\x1b[2K\\rnotes.md" in out and "+second \\x1b[31mred" in out
