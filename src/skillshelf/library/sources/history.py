@@ -184,7 +184,9 @@ def _bytes_of(entry: TreeEntry) -> bytes:
         return os.fsencode(str(entry.on_disk.readlink()))
     data = read_regular_file(entry.on_disk, MAX_BLOB_BYTES + 1)
     if len(data) > MAX_BLOB_BYTES:
-        raise SourceError(f"{entry.path} is over {MAX_BLOB_BYTES} bytes; its history is not kept; nothing was changed")
+        raise SourceError(
+            f"{entry.path} is over {MAX_BLOB_BYTES} bytes, more than a whole skill may hold; nothing was changed"
+        )
     return data
 
 
