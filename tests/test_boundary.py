@@ -48,7 +48,10 @@ OTHER_FILES = {
     "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
     "library/sources/install.py": "copies a staged source's folders into the library (bytes copied, never parsed)",
     "library/sources/layout.py": "writes a source's files into its staging folder",
+    "library/sources/history.py": "its own blobs and manifests in .skillshelf/history (regular files, capped, each "
+    "blob proved by its hash before use); a skill's installed bytes, kept there (never parsed)",
     "library/sources/lock.py": "skillshelf.lock",
+    "library/sources/rollback.py": "copies a source's installed folder into staging (bytes copied, never parsed)",
     "library/sources/state.py": "the source commands' own state in .skillshelf/",
     "library/sources/swap.py": "the journal of a source being swapped in",
     "library/agents/record.py": "the install record (installs.json in the state folder)",
@@ -263,6 +266,7 @@ OTHER_WALKS = {
     "library/index/watch_child.py": "the folders the watcher watches (no file is listed)",
     "library/semantic/install.py": "the model's wheel and the files it installs",
     "library/sources/fetch.py": "a source's files before they are a skill of the library (its hostile-input rules)",
+    "library/sources/history.py": "the history's own folders in .skillshelf/history (versions and blobs, to prune)",
     "library/sources/state.py": "the library root's top folders (which ones no source installed)",
     "library/sources/swap.py": "the library root's staging folders",
     "projects.py": "the projects roots' folders",

@@ -155,6 +155,9 @@ class UserSettings(BaseModel):
         le=1,
         description="`skillshelf eval` exits 1 when the share of trigger examples passed is below this (0-1)",
     )
+    history_keep: int = Field(
+        default=10, ge=1, le=1000, description="Earlier versions of each skill kept for `skillshelf rollback`"
+    )
     semantic_model: Literal["off"] | Path | None = Field(
         default=None,
         description="A sentence-transformers BERT model folder: search by meaning too (default: the model "

@@ -112,6 +112,7 @@ CHECKS: dict[str, Callable[[ViewReader, IndexedSkill], None]] = {
     "documentation": lambda r, s: absent(lambda: r.documentation(s)),
     "manifest": lambda r, s: absent(lambda: r.manifest(s)),
     "provenance": lambda r, s: absent(lambda: r.provenance(s)),
+    "versions": lambda r, s: absent(lambda: r.versions(s)),
 }
 
 

@@ -6,6 +6,7 @@ from skillshelf.cli.call_log import call_log
 from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.db import db
 from skillshelf.cli.evals import evaluate
+from skillshelf.cli.history import COMMANDS as HISTORY_COMMANDS
 from skillshelf.cli.install import COMMANDS as INSTALL_COMMANDS
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
@@ -24,7 +25,7 @@ cli.add_command(db)
 cli.add_command(scan)
 cli.add_command(evaluate)
 
-for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS, *INSTALL_COMMANDS):
+for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS, *INSTALL_COMMANDS, *HISTORY_COMMANDS):
     cli.add_command(_command)
 
 __all__ = ["cli", "main"]

@@ -70,7 +70,7 @@ def library_root(library: Path | None, *, create: bool = False) -> Path:
 def _shelf(root: Path, *, reading: bool = False) -> Any:
     from skillshelf.library.sources.install import open_shelf
 
-    return open_shelf(root, reading=reading)
+    return open_shelf(root, reading=reading, history_keep=command_settings().history_keep)
 
 
 def _say_recovered(shelf: Shelf) -> None:
@@ -368,6 +368,15 @@ def sources(library: Path | None, as_json: bool) -> None:
     for status in found:
         if reach := agents_reached(root / status.entry.name):
             say(f"{status.entry.name}: {reach}")
+    _say_rollbacks(found)
+
+
+def _say_rollbacks(found: list[SourceStatus]) -> None:
+    """Each rollback the lock records (a local edit of its own kind), with its reason."""
+    for status in found:
+        for edit in status.local_edits:
+            if edit.recorded:
+                say(f"{edit.what}: {edit.how}")
 
 
 def _status_row(status: SourceStatus) -> tuple[object, ...]:

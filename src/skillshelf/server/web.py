@@ -286,7 +286,8 @@ class _Pages:
         indexed = self.library.get(loaded.id)
         if indexed is None:  # removed between the two reads
             raise SkillshelfError(ErrorCode.PATTERN_NOT_FOUND, f"No skill {loaded.id!r}.")
-        return pages.SkillPage(skill=loaded, tokens=indexed.tokens, files=sorted(self.library.files(indexed)))
+        files = sorted(self.library.files(indexed))
+        return pages.SkillPage(loaded, indexed.tokens, files, tuple(self.library.versions(indexed)))
 
     def render_skill(self, base: str, page: pages.SkillPage) -> Response:
         return _html(pages.skill_page(base, page))

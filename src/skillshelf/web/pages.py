@@ -13,6 +13,7 @@ from urllib.parse import quote, urlencode
 
 from skillshelf import __version__
 from skillshelf.library.skill.models import SEVERITY_WORDS, count_of
+from skillshelf.library.sources.history import VersionLine
 from skillshelf.patterns.evals import Findability
 from skillshelf.patterns.models import LoadedSkill, SkillHit, SourceInfo
 from skillshelf.web.charts import WIDTH, Bar, bar_chart, column_chart, donut
@@ -136,6 +137,7 @@ class SkillPage:
     skill: LoadedSkill
     tokens: int
     files: list[str]  # paths as readSkillFile takes them
+    versions: tuple[VersionLine, ...] = ()  # earlier versions the history keeps (a skill a source installed)
 
 
 def skill_page(base: str, page: SkillPage) -> str:
@@ -170,7 +172,7 @@ def skill_page(base: str, page: SkillPage) -> str:
         else ""
     )
     code = '<span class="tag code">code</span>' if skill.executable else ""
-    source = _source_card(meta.source)
+    source = _source_card(meta.source) + _versions_card(page.versions)
     up = f"{base}/?{urlencode({'category': skill.category})}"
     crumbs = f'<a href="{escape(up)}">{breakable(skill.category)}</a> / {breakable(skill.name)}'
     body = f"""<nav class="crumbs">{crumbs}</nav>
@@ -215,6 +217,18 @@ def _source_card(source: SourceInfo | None) -> str:
         f'<span class="muted">({escape(source.kind)})</span> at <code>{version}</code></p>'
         f'<p class="wrap">{where}</p>{license}</section>'
     )
+
+
+def _versions_card(versions: tuple[VersionLine, ...]) -> str:
+    """The earlier versions `skillshelf history` lists (only the list: `skillshelf diff` and `rollback` act)."""
+    if not versions:
+        return ""
+    items = "".join(
+        f"<li><strong>rev {v.rev}</strong> <code>{escape(v.digest.removeprefix('sha256:')[:8])}</code> "
+        f'<span class="muted">{escape(v.when)}</span> {breakable(v.why)}</li>'
+        for v in versions
+    )
+    return f'<section class="card" id="versions"><h2>Versions</h2><ul class="versions">{items}</ul></section>'
 
 
 def _day(stamp: str | None) -> str:

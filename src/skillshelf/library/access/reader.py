@@ -27,6 +27,7 @@ from skillshelf.library.index.library import SkillLibrary, is_verified
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters
 from skillshelf.library.skill.folder import TooManyFiles
 from skillshelf.library.skill.models import Finding
+from skillshelf.library.sources.history import VersionLine, version_lines
 from skillshelf.library.sources.provenance import Provenance, provenance_of
 from skillshelf.library.usage.store import PatternUsage
 
@@ -87,6 +88,7 @@ class SkillReader(Protocol):
     def documentation(self, skill: IndexedSkill) -> str | None: ...
     def manifest(self, skill: IndexedSkill) -> SkillManifest: ...
     def provenance(self, skill: IndexedSkill) -> Provenance | None: ...
+    def versions(self, skill: IndexedSkill) -> list[VersionLine]: ...
 
 
 class LibraryReader:
@@ -240,6 +242,13 @@ class LibraryReader:
         """The source, version and license of a skill `skillshelf add` installed (its root's lock); None for
         a skill written by hand."""
         return provenance_of(self._files.root_of(skill), skill.details.doc_file)
+
+    def versions(self, skill: IndexedSkill) -> list[VersionLine]:
+        """The earlier versions of a skill a source installed that its root's history keeps, newest first
+        (library/sources/history.py); none for a skill written by hand."""
+        if self.provenance(skill) is None:
+            return []
+        return version_lines(self._files.root_of(skill), skill.id)
 
 
 def _size(path: Path | None) -> int:
@@ -464,6 +473,9 @@ class ViewReader:
 
     def provenance(self, skill: IndexedSkill) -> Provenance | None:
         return self._all.provenance(self._shown(skill))
+
+    def versions(self, skill: IndexedSkill) -> list[VersionLine]:
+        return self._all.versions(self._shown(skill))
 
 
 def source_prefix(skill: IndexedSkill) -> str:

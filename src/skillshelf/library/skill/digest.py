@@ -89,10 +89,8 @@ def skill_entries(root: Path, skill_path: str) -> list[TreeEntry]:
 
 def three_file_entries(doc: Path) -> list[TreeEntry]:
     """`<name>.md` with its `<name>.py|.js|.ts` and `<name>-SKILL.md`, those that are there."""
-    stem = doc.name[: -len(".md")]
-    names = [doc.name, f"{stem}.py", f"{stem}.js", f"{stem}.ts", f"{stem}-SKILL.md"]
     found = []
-    for name in names:
+    for name in three_file_names(doc.name):
         path = doc.parent / name
         try:
             info = path.lstat()
@@ -100,6 +98,12 @@ def three_file_entries(doc: Path) -> list[TreeEntry]:
             continue
         found.append(TreeEntry(name, entry_kind(info), path, info))
     return found
+
+
+def three_file_names(doc_name: str) -> list[str]:
+    """The files a three-file skill `<name>.md` may have: itself, its code, its `-SKILL.md` metadata."""
+    stem = doc_name[: -len(".md")]
+    return [doc_name, f"{stem}.py", f"{stem}.js", f"{stem}.ts", f"{stem}-SKILL.md"]
 
 
 def skill_digest(root: Path, skill_path: str) -> str | None:

@@ -7,7 +7,9 @@
 - `lock.py`, `digest.py`: `skillshelf.lock`, the pinned sources and a digest of every skill's files;
 - `install.py`: add, sync, update and remove, each source staged beside the old and swapped in whole;
 - `review.py`: what an update changes, executable files first;
-- `provenance.py`: where a skill came from, for the surfaces that show it.
+- `provenance.py`: where a skill came from, for the surfaces that show it;
+- `history.py`, `rollback.py`: the versions of each skill an update replaced (by hash, pruned past
+  `history_keep`), and a skill put back to one of them, swapped in whole with the lock updated.
 
 Nothing from a source is ever run. None of it imports MCP or click.
 """

@@ -31,6 +31,7 @@ from skillshelf.library.skill.discovery import library_base
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.fetch import Snapshot, fetch_url, open_snapshot, spec_of
+from skillshelf.library.sources.history import DEFAULT_KEEP, keep_changed, restore_rolled_back, short
 from skillshelf.library.sources.layout import Plan, PlannedSkill, license_name, plan_source, write_plan
 from skillshelf.library.sources.lock import Lock, LockedSkill, LockedSource, lock_path, read_lock
 from skillshelf.library.sources.review import Review, review_update
@@ -100,9 +101,10 @@ class SourceStatus:
 
 
 @contextmanager
-def open_shelf(root: Path, *, reading: bool = False) -> Iterator[Shelf]:
+def open_shelf(root: Path, *, reading: bool = False, history_keep: int = DEFAULT_KEEP) -> Iterator[Shelf]:
     """The sources of the library at `root`, for one command (see the module's doc). `reading`: only to
-    look (`sources`, `update --check`), which a read-only library allows."""
+    look (`sources`, `update --check`), which a read-only library allows. `history_keep`: versions kept
+    per skill (history.py)."""
     root = root.expanduser().absolute()
     if not root.is_dir():
         raise SourceError(f"library root {root} is not a folder; create it, or pass --library")
@@ -118,7 +120,7 @@ def open_shelf(root: Path, *, reading: bool = False) -> Iterator[Shelf]:
     with file_lock(state / OPERATIONS_LOCK, blocking=False) as held:
         if not held:
             raise SourceError(f"another skillshelf command is changing the sources of {root}; run this one after it")
-        shelf = Shelf(root)
+        shelf = Shelf(root, history_keep)
         try:
             shelf.recovered = recover(root)
             yield shelf
@@ -131,10 +133,11 @@ def open_shelf(root: Path, *, reading: bool = False) -> Iterator[Shelf]:
 
 
 class Shelf:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, history_keep: int = DEFAULT_KEEP) -> None:
         self.root = root
         self.base = library_base(root)
         self.recovered: list[str] = []
+        self.history_keep = history_keep
 
     # -- reading ---------------------------------------------------------------------------------
     def lock(self) -> Lock:
@@ -339,6 +342,7 @@ class Shelf:
             discard(prepared.staging)
             return Outcome(name, "refused", warnings=[exc.message])
         try:
+            self.keep_history(lock.sources[name], prepared.folder, f"before the update to {short(entry.version)}")
             commit(self.root, prepared.staging, self.folder(name), prepared.folder, lock.with_source(entry))
         except BaseException:
             discard(prepared.staging)
@@ -349,6 +353,10 @@ class Shelf:
 
     def discard(self, prepared: Prepared) -> None:
         discard(prepared.staging)
+
+    def keep_history(self, old: LockedSource, new_folder: Path | None, why: str) -> None:
+        """Keep each skill of `old` that the swap to `new_folder` changes (history.py): before the swap."""
+        keep_changed(self.root, old, new_folder, why, self.history_keep)
 
     def _carry_untracked(self, entry: LockedSource, new_folder: Path) -> None:
         old_folder = self.folder(entry.name)
@@ -391,7 +399,7 @@ class Shelf:
         target = self.folder(entry.name)
         if not target.exists():
             return Outcome(entry.name, "removed")
-        edits = [e for e in self.local_edits(entry) if e.how != DELETED]
+        edits = [e for e in self.local_edits(entry) if e.in_the_way]
         if edits and not force:
             return Outcome(entry.name, "kept", local_edits=edits, warnings=["no longer in the lock"])
         self._swap_out(target, lock)
@@ -410,9 +418,9 @@ class Shelf:
         """Install what is missing; overwrite local edits (and drop what was added by hand) only if forced."""
         edits = self.local_edits(entry)
         missing = [e for e in edits if e.how == DELETED]
-        in_the_way = [e for e in edits if e.how != DELETED]
+        in_the_way = [e for e in edits if e.in_the_way]
         if not missing and not (force and in_the_way):
-            return Outcome(entry.name, "kept" if edits else "unchanged", local_edits=edits)
+            return Outcome(entry.name, "kept" if in_the_way else "unchanged", local_edits=in_the_way)
         staging = new_staging(self.root)
         try:
             self._stage_locked(entry, staging)
@@ -421,6 +429,7 @@ class Shelf:
             if not force:
                 self._keep_edits(entry, in_the_way, new_folder)
             lock = self.lock().with_source(scanned) if accepted else self.lock()  # a sync alone never edits it
+            self.keep_history(entry, new_folder, "before `sync --force`")
             commit(self.root, staging, self.folder(entry.name), new_folder, lock)
         except BaseException:
             discard(staging)
@@ -438,8 +447,9 @@ class Shelf:
                 f"{entry.name}: {strip_credentials(entry.url)} is no longer what the lock pinned (its content "
                 f"changed); nothing was changed. `skillshelf update {entry.name}` reviews and takes what it holds now"
             )
-        locked = {s.id: s.digest for s in entry.skills}
-        fetched = {s.id: s.digest for s in staged.skills}
+        rolled = {s.id for s in entry.skills if s.rollback is not None}  # their bytes come from history, below
+        locked = {s.id: s.digest for s in entry.skills if s.id not in rolled}
+        fetched = {s.id: s.digest for s in staged.skills if s.id not in rolled}
         wrong = sorted(i for i in locked.keys() | fetched.keys() if locked.get(i) != fetched.get(i))
         if wrong or staged.files != entry.files:
             what = ", ".join(wrong[:5]) or "its license file"
@@ -448,6 +458,7 @@ class Shelf:
                 f"edited by hand or the source rewritten. Restore the lock, or `skillshelf update {entry.name}` to "
                 "review and take what the source holds now"
             )
+        restore_rolled_back(self.root, entry, staging / TREE / entry.name)
 
     def _keep_edits(self, entry: LockedSource, edits: list[LocalEdit], new_folder: Path) -> None:
         """Put the curator's edited skills and files (and what they added) in place of the fetched ones."""
@@ -483,7 +494,7 @@ class Shelf:
         return self._remove_skill(owner, what, lock, force)
 
     def _remove_source(self, entry: LockedSource, lock: Lock, force: bool) -> Outcome:
-        edits = [e for e in self.local_edits(entry) if e.how != DELETED]
+        edits = [e for e in self.local_edits(entry) if e.in_the_way]
         if edits and not force:
             return Outcome(entry.name, "kept", local_edits=edits)
         self._swap_out(self.folder(entry.name), lock.without(entry.name))

@@ -60,6 +60,7 @@ HEADER = (
     "# `remove`; `skillshelf sync` makes a library hold exactly this. Commit it beside the library.\n"
 )
 FIX = "; restore skillshelf.lock from version control (it is read with the rules `add` follows)"
+MAX_ROLLBACK_NOTE = 1000
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -72,6 +73,7 @@ class LockedSkill:
     digest: str  # digest.py: its files, as installed
     license: str | None = None  # its own frontmatter `license`, when it declares one
     accepted: tuple[str, ...] = ()  # high scan findings a curator accepted for these bytes: 'RULE:PATH'
+    rollback: str | None = None  # `skillshelf rollback`: these bytes are an earlier version, and why (history.py)
 
 
 @dataclass(frozen=True)
@@ -186,8 +188,9 @@ def _skill(skill_id: str, raw: Any, source: str, at: str) -> LockedSkill:
     if not plain_relative(origin):
         raise SourceError(f"{at}: from {origin!r} must be a relative path inside the source{FIX}")
     return LockedSkill(
-        skill_id, path, origin, _text(raw, "digest", at), _optional(raw, "license", at), _accepted(raw, at)
-    )
+        skill_id, path, origin, _text(raw, "digest", at), _optional(raw, "license", at), _accepted(raw, at),
+        _rollback(raw, at),
+    )  # fmt: skip
 
 
 # -- the rules `add` follows, for what a lock says (it is input from whoever last pushed) -----------
@@ -237,6 +240,13 @@ def _accepted(raw: dict[str, Any], at: str) -> tuple[str, ...]:
     if wrong:
         raise SourceError(f"{at}: accepted must hold 'RULE:PATH' strings, not {wrong[0]!r}")
     return found
+
+
+def _rollback(raw: dict[str, Any], at: str) -> str | None:
+    note = _optional(raw, "rollback", at)
+    if note is not None and (not note.strip() or len(note) > MAX_ROLLBACK_NOTE):
+        raise SourceError(f"{at}: rollback must say, in at most {MAX_ROLLBACK_NOTE} characters, what was rolled back")
+    return note
 
 
 def _text(raw: dict[str, Any], key: str, at: str) -> str:
@@ -305,6 +315,8 @@ def _inline(skill: LockedSkill) -> str:
     parts = [f"{key} = {_string(value)}" for key, value in pairs if value is not None]
     if skill.accepted:
         parts.append(f"accepted = {_array(sorted(set(skill.accepted)))}")
+    if skill.rollback is not None:
+        parts.append(f"rollback = {_string(skill.rollback)}")
     return "{ " + ", ".join(parts) + " }"
 
 

@@ -63,12 +63,19 @@ ADDED = "added here"
 @dataclass(frozen=True)
 class LocalEdit:
     what: str  # a skill id, or a library path (the source's license file, an entry added by hand)
-    how: str  # MODIFIED, DELETED or ADDED
+    how: str  # MODIFIED, DELETED or ADDED; or a rollback's note (the lock records it: `recorded`)
+    recorded: bool = False  # a change the lock itself records (`skillshelf rollback`): nothing for sync to undo
 
     @property
     def modified(self) -> bool:
         """An edit that installing the source's version would overwrite."""
         return self.how == MODIFIED
+
+    @property
+    def in_the_way(self) -> bool:
+        """An edit a sync or a removal would lose: changed or added here. Not a rollback the lock records (its
+        bytes are the lock's, and the history keeps them) nor a deletion (nothing is left to lose)."""
+        return self.how != DELETED and not self.recorded
 
     def __str__(self) -> str:
         return f"{self.what} ({self.how})"
@@ -81,6 +88,8 @@ def local_edits(root: Path, base: Path, source: LockedSource) -> list[LocalEdit]
         now = skill_digest(root, skill.path)
         if now != skill.digest:
             edits.append(LocalEdit(skill.id, DELETED if now is None else MODIFIED))
+        elif skill.rollback is not None:
+            edits.append(LocalEdit(skill.id, skill.rollback, recorded=True))
     for path, digest in source.files.items():
         now = file_digest(root.joinpath(*path.split("/")))
         if now != digest:
