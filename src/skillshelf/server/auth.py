@@ -378,11 +378,13 @@ def web_refusal(view: str = DEFAULT_VIEW) -> Callable[[Request], str | None]:
 
     def refuse(request: Request) -> str | None:
         principal = request.scope.get(PRINCIPAL)
-        if not isinstance(principal, Principal) or principal.may_use(view):
+        # a page under /view/NAME/ shows NAME's skills (the Gate checked NAME already), not `view`'s
+        shown = view_of(request.url.path) or view
+        if not isinstance(principal, Principal) or principal.may_use(shown):
             return None
         allowed = ", ".join(sorted(principal.views)) or "none"
         return (
-            f"The token {principal.name!r} may not use the {view!r} view, which this web view shows. "
+            f"The token {principal.name!r} may not use the {shown!r} view, which this web view shows. "
             f"It may use: {allowed}."
         )
 
