@@ -254,6 +254,7 @@ OTHER_WALKS = {
     "artifacts/store.py": "session transcripts under the projects roots",
     "cli/db.py": "the notes files of the projects",
     "cli/main.py": "`init`: whether the target folder is empty, and the seeded skills' count",
+    "cli/publish.py": "`export`: whether the target folder is empty",
     "execution/containment.py": "/proc, and the run folders of earlier runs",
     "execution/runner.py": "a run's own work folder (its size)",
     "execution/_child.py": "/proc/self/fd inside the skill's own process",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,9 @@ from typing import Any
 
 import httpx2
 import pytest
+from click.testing import CliRunner
 
+from skillshelf.cli import cli
 from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest
 from skillshelf.config.views import FilterRule, ViewSettings
 from skillshelf.library.access.publish import SCHEMA_V2
@@ -131,3 +134,61 @@ async def test_the_index_is_behind_the_views_tokens(library: SkillLibrary, tmp_p
         index = await bob.get("/view/team/.well-known/agent-skills/index.json")
         assert index.status_code == 200, index.text[:300]
         assert "plain-notes" in {e["name"] for e in index.json()["skills"]}
+
+
+# -- skillshelf export: the same set, as files ----------------------------------------------------
+def export(library: SkillLibrary, target: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["export", "-l", str(library.roots[0]), str(target), *args])
+    return result.exit_code, result.output
+
+
+async def test_export_writes_what_serve_publishes_byte_for_byte(library: SkillLibrary, tmp_path: Path) -> None:
+    code, output = export(library, tmp_path / "site")
+    assert code == 0, output
+    assert "4 skills exported" in output
+    site = tmp_path / "site"
+    async with client(app_of(library, tmp_path)) as http:
+        for index_path in (".well-known/agent-skills/index.json", ".well-known/skills/index.json"):
+            served = (await http.get(f"/{index_path}")).json()
+            assert json.loads((site / index_path).read_text(encoding="utf-8")) == served, index_path
+        for entry in served["skills"]:  # the v0.1.0 index: every file it lists, as served
+            for path in entry["files"]:
+                served_file = await http.get(f"/.well-known/skills/{entry['name']}/{path}")
+                assert (site / ".well-known/skills" / entry["name"] / path).read_bytes() == served_file.content
+    index = json.loads((site / ".well-known/agent-skills/index.json").read_text(encoding="utf-8"))
+    for entry in index["skills"]:
+        assert digest((site / ".well-known/agent-skills" / entry["url"]).read_bytes()) == entry["digest"]
+
+
+def test_export_of_a_view_leaves_its_hidden_skills_out(library: SkillLibrary, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[views.team]\nskills = [{ exclude = "secret/*" }]\n', encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["--config", str(config), "export", "-l", str(library.roots[0]), str(tmp_path / "out"), "--view", "team"]
+    )
+    assert result.exit_code == 0, result.output
+    index = json.loads((tmp_path / "out/.well-known/agent-skills/index.json").read_text(encoding="utf-8"))
+    assert "vault-notes" not in {e["name"] for e in index["skills"]} and len(index["skills"]) == 3
+    assert not (tmp_path / "out/.well-known/skills/vault-notes").exists()
+
+
+def test_export_as_a_release_is_an_index_beside_one_archive_per_skill(library: SkillLibrary, tmp_path: Path) -> None:
+    code, output = export(library, tmp_path / "release", "--format", "zip")
+    assert code == 0, output
+    release = tmp_path / "release"
+    index = json.loads((release / "index.json").read_text(encoding="utf-8"))
+    assert sorted(p.name for p in release.iterdir()) == sorted(
+        ["index.json", *(f"{e['name']}.zip" for e in index["skills"])]
+    )
+    for entry in index["skills"]:
+        assert entry["type"] == "archive" and entry["url"] == f"{entry['name']}.zip"
+        data = (release / entry["url"]).read_bytes()
+        assert digest(data) == entry["digest"]
+        assert "SKILL.md" in zipfile.ZipFile(io.BytesIO(data)).namelist()
+
+
+def test_export_never_writes_into_a_folder_that_has_files(library: SkillLibrary, tmp_path: Path) -> None:
+    keep = write(tmp_path / "busy" / "mine.txt", "mine\n")
+    code, output = export(library, tmp_path / "busy")
+    assert code == 1 and "is not empty" in output
+    assert keep.read_text(encoding="utf-8") == "mine\n" and len(list(keep.parent.iterdir())) == 1

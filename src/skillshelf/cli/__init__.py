@@ -7,6 +7,7 @@ from skillshelf.cli.config import COMMANDS as CONFIG_COMMANDS
 from skillshelf.cli.db import db
 from skillshelf.cli.main import cli, main
 from skillshelf.cli.model import model
+from skillshelf.cli.publish import export
 from skillshelf.cli.scan import scan
 from skillshelf.cli.serve import serve
 from skillshelf.cli.sources import COMMANDS as SOURCE_COMMANDS
@@ -20,6 +21,7 @@ cli.add_command(new)
 cli.add_command(doc)
 cli.add_command(db)
 cli.add_command(scan)
+cli.add_command(export)
 
 for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
     cli.add_command(_command)
