@@ -12,6 +12,7 @@ from skillshelf.cli.scan import scan
 from skillshelf.cli.serve import serve
 from skillshelf.cli.sources import COMMANDS as SOURCE_COMMANDS
 from skillshelf.cli.tokens import token
+from skillshelf.remote.sources import register as register_remote_clients
 
 cli.add_command(serve)
 cli.add_command(token)
@@ -25,5 +26,7 @@ cli.add_command(export)
 
 for _command in (*CONFIG_COMMANDS, *SOURCE_COMMANDS):
     cli.add_command(_command)
+
+register_remote_clients()  # `add` of an index or mcp+https source: the clients live outside library/
 
 __all__ = ["cli", "main"]
