@@ -5,16 +5,20 @@ bytes differ from its listed digest is refused with nothing installed."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
-from skillshelf.library.sources.lock import lock_path, read_lock
-from tests.conftest import agent_skill, write
+from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.lock import lock_path, parse_lock, read_lock
+from skillshelf.library.sources.spec import parse_source
+from tests.conftest import agent_skill, wait_until, write
 from tests.live_server import LiveServer, skillshelf_http
 
 SECRET = "publisher-0123456789abcdef"
@@ -137,3 +141,68 @@ def test_a_file_that_does_not_match_its_digest_is_refused_with_nothing_installed
     assert code == 1, output
     assert "does not match its digest" in output and "vault-notes" in output
     assert nothing_installed(root)
+
+
+def test_an_update_on_the_publisher_is_reviewed_and_applied_like_a_git_sources(
+    publisher: LiveServer, tmp_path: Path
+) -> None:
+    root = tmp_path / "mine"
+    url = publisher.base.replace("http://", "mcp+http://") + "/mcp"
+    assert run("add", url, "--token-env", "PUBLISHER_TOKEN", "--name", "team", "-l", str(root))[0] == 0
+    index_url = f"{publisher.base}/.well-known/agent-skills/index.json"
+    headers = {"Authorization": f"Bearer {SECRET}"}
+    before = httpx2.get(index_url, headers=headers).json()
+    write(tmp_path / "published" / "ops" / "deploy-tool" / "references" / "notes.md", "Deploy on Fridays.\n")
+    wait_until(lambda: httpx2.get(index_url, headers=headers).json() != before, "the publisher's new digest")
+    code, output = run("update", "--check", "-l", str(root))
+    assert code == 1 and "notes.md" in output, output  # pending, and the review names the changed file
+    code, output = run("update", "--yes", "-l", str(root))
+    assert code == 0, output
+    assert (root / "team" / "deploy-tool" / "references" / "notes.md").read_text(encoding="utf-8") == (
+        "Deploy on Fridays.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "url"),
+    [
+        ("mcp+https://skills.example/mcp", "mcp", "mcp+https://skills.example/mcp"),
+        ("https://example.com/.well-known/agent-skills", "index", "https://example.com/.well-known/agent-skills/index.json"),
+        ("https://example.com/docs/.well-known/skills/", "index", "https://example.com/docs/.well-known/skills/index.json"),
+        ("http://127.0.0.1:8765/.well-known/skills/index.json", "index", "http://127.0.0.1:8765/.well-known/skills/index.json"),
+        ("mcp+http://localhost:8765/mcp", "mcp", "mcp+http://localhost:8765/mcp"),
+    ],
+)  # fmt: skip
+def test_an_index_url_or_an_mcp_server_is_a_source(text: str, kind: str, url: str) -> None:
+    spec = parse_source(text)
+    assert (spec.kind, spec.url) == (kind, url)
+
+
+@pytest.mark.parametrize(
+    ("text", "token_env", "says"),
+    [
+        ("http://example.com/.well-known/skills/index.json", None, "plain http"),
+        ("mcp+http://example.com/mcp", None, "plain http"),
+        ("mcp+ftp://example.com/mcp", None, "not mcp+ftp://"),
+        ("https://example.com/repo.git", "TOKEN", "--token-env is for"),
+        ("mcp+https://example.com/mcp", "NOT A NAME", "must name an environment variable"),
+    ],
+)
+def test_a_remote_source_that_breaks_a_rule_is_refused_naming_it(text: str, token_env: str | None, says: str) -> None:
+    with pytest.raises(SourceError, match=re.escape(says)):
+        parse_source(text, token_env=token_env)
+
+
+@pytest.mark.parametrize(
+    ("lines", "says"),
+    [
+        ('kind = "index"\nurl = "../elsewhere"', "is a https URL"),
+        ('kind = "mcp"\nurl = "mcp+http://example.com/mcp"', "plain http"),
+        ('kind = "mcp"\nurl = "mcp+https://example.com/mcp"\ntoken_env = "$(id)"', "token_env"),
+        ('kind = "git"\nurl = "https://example.com/r.git"\ntoken_env = "TOKEN"', "token_env"),
+    ],
+)
+def test_a_lock_naming_a_remote_source_is_read_with_the_rules_add_follows(lines: str, says: str) -> None:
+    text = f'version = 1\n\n[source.team]\n{lines}\ninstalled = "2026-01-01T00:00:00Z"\n'
+    with pytest.raises(SourceError, match=re.escape(says)):
+        parse_lock(text, "skillshelf.lock")
