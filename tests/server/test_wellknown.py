@@ -131,6 +131,7 @@ async def test_the_index_is_behind_the_views_tokens(library: SkillLibrary, tmp_p
         assert (await alice.get("/view/team/.well-known/agent-skills/index.json")).status_code == 403
     async with client(app, BOB) as bob:
         assert (await bob.get("/.well-known/agent-skills/plain-notes/SKILL.md")).status_code == 403
+        assert (await bob.get("/view/team/?q=notes")).status_code == 200  # before: 403, judged against default
         index = await bob.get("/view/team/.well-known/agent-skills/index.json")
         assert index.status_code == 200, index.text[:300]
         assert "plain-notes" in {e["name"] for e in index.json()["skills"]}

@@ -36,6 +36,8 @@ def publisher_library(root: Path) -> Path:
     tool = agent_skill(root, "ops", "deploy-tool", "name: deploy-tool\ndescription: Deploys things.", "# Deploy\n")
     write(tool.parent / "scripts" / "run.sh", "echo deploy\n")
     write(tool.parent / "references" / "notes.md", "Deploy on Tuesdays.\n")
+    # the same name in a later category: published once, as the first (an index names each skill once)
+    agent_skill(root, "zz", "plain-notes", "name: plain-notes\ndescription: The other notes.", "# Other\n")
     return root
 
 
@@ -86,7 +88,7 @@ def test_a_second_server_is_a_source_over_mcp_with_a_token(publisher: LiveServer
     files = installed(root, "team")
     assert files["deploy-tool/scripts/run.sh"] == b"echo deploy\n"
     assert files["deploy-tool/references/notes.md"] == b"Deploy on Tuesdays.\n"
-    assert b"name: plain-notes" in files["plain-notes/SKILL.md"]
+    assert b"description: Notes alone." in files["plain-notes/SKILL.md"]  # docs/plain-notes, not zz/plain-notes
     entry = read_lock(lock_path(root)).sources["team"]
     assert (entry.kind, entry.url, entry.token_env) == ("mcp", url, "PUBLISHER_TOKEN")
     assert {s.id for s in entry.skills} == {"team/plain-notes", "team/deploy-tool"}

@@ -105,6 +105,9 @@ async def _skill(client: Client, entry: Any, found: RemoteFiles) -> None:
         raise SourceError(f"{label} listed a skill without a SKILL.md uri and its resources; nothing was installed")
     base = uri[: -len(SKILL_DOC)]
     name = unquote(base.rstrip("/").rsplit("/", 1)[-1])
+    if found.check(name, SKILL_DOC) in found.files:  # the same name in two of the server's categories
+        found.notes.append(f"{uri} left out: a skill named {name!r} came first, and names are one folder each")
+        return
     for resource in resources:
         where = resource.get("uri") if isinstance(resource, dict) else None
         if not isinstance(where, str) or not where.startswith(base):
