@@ -10,8 +10,9 @@ like unknown ids) and take a `WebAccess`:
   view they show), or None; a reason gives a 403 page that says it.
 - `security`: the MCP endpoint's Host/Origin checks (DNS-rebinding protection), applied here too.
 
-Under `serve --http` every page that reads skills (SURFACES: search, a skill, a file, the library) is
-read through the view's call pipeline (`CallPipeline.read`), as `resources/read` is: its pre_call hook
+Under `serve --http` every page that reads skills (`surfaces`: search, a skill, a file, the library, and
+the Agent Skills discovery index with the files it names, server/wellknown.py) is read through the view's
+call pipeline (`CallPipeline.read`), as `resources/read` is: its pre_call hook
 sees the page as a call named `web/...` with the skill id and path as `skillId` and `path`, and may
 refuse it (a 403 page with its reason); its post_call hook sees what the page shows, before it becomes
 HTML, and may replace it (`redact_secrets` masks a key on the page as over MCP); the call log has a
