@@ -14,7 +14,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 # The edges of the system: they may import anything. Everything else is core.
-EDGES = frozenset({"server", "cli", "__main__"})
+# remote: the network clients of the non-git sources (the MCP client among them), given to library/sources.
+EDGES = frozenset({"server", "cli", "__main__", "remote"})
 FORBIDDEN_IN_CORE = ("mcp", "starlette", "uvicorn", "skillshelf.server", "skillshelf.cli")
 
 

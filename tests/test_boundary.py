@@ -43,6 +43,7 @@ OTHER_FILES = {
     "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",
     # Sources (docs/curating.md): what comes in is checked here before it is a skill of the library.
+    "library/access/publish.py": "zips a skill's bytes (read through SkillReader) in memory; export writes them out",
     "library/sources/archive.py": "a source's .zip/.skill archive and the tar git writes, checked before reading",
     "library/skill/digest.py": "skills' bytes, hashed for the lock and /health (never parsed)",
     "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
@@ -257,6 +258,7 @@ OTHER_WALKS = {
     "artifacts/store.py": "session transcripts under the projects roots",
     "cli/db.py": "the notes files of the projects",
     "cli/main.py": "`init`: whether the target folder is empty, and the seeded skills' count",
+    "cli/publish.py": "`export`: whether the target folder is empty",
     "execution/containment.py": "/proc, and the run folders of earlier runs",
     "execution/runner.py": "a run's own work folder (its size)",
     "execution/_child.py": "/proc/self/fd inside the skill's own process",

@@ -1,5 +1,5 @@
 """The commands the guides show run as written (issue 35): every `skillshelf` command in README.md,
-docs/curating.md and docs/deploy.md parses (its subcommand, options and arguments exist), and the
+docs/curating.md, docs/deploy.md and docs/publishing.md parses (its subcommand, options and arguments exist), and the
 curating guide's commands run, in its order, against sources made locally (no network)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from skillshelf.cli import cli
 from tests.sources.helpers import Repo
 
 ROOT = Path(__file__).resolve().parents[1]
-GUIDES = ("README.md", "docs/curating.md", "docs/deploy.md", "docs/agents.md")
+GUIDES = ("README.md", "docs/curating.md", "docs/deploy.md", "docs/agents.md", "docs/publishing.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # what a guide's shell variables stand for when a command is parsed
 VARIABLES = {"SKILLSHELF_DATABASE_URL": "postgresql://skillshelf:secret@db.example:5432/skillshelf"}

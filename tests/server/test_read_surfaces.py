@@ -8,10 +8,12 @@ and the files a skill's manifest lists, the web view's routes, and every tool wi
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
 import types
+import zipfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -48,7 +50,7 @@ VAULT_DOC = "# Vault\n\nThe vault notes say where the keys are.\n"
 SHOWN = ("Vault keys", "vault notes say", SECRET)  # what any read of the vault skill shows of it
 SEEN: list[ToolCall] = []
 # Reads that name no skill (a prompt, a search, the charts over every skill): a policy refuses them by name.
-REFUSED_BY_NAME = {"prompts/get", "web/search", "web/library"}
+REFUSED_BY_NAME = {"prompts/get", "web/search", "web/library", "well-known/index", "well-known/skills-index"}
 
 
 def vault_policy(call: ToolCall) -> HookResult | None:
@@ -83,6 +85,18 @@ WEB = {
     "/skills/{category}/{name}/": Read("web", "web/skill", f"/skills/{VAULT}/", {}),
     "/skills/{category}/{name}/{path:path}": Read(
         "web", "web/file", f"/skills/{VAULT}/references/keys.md", {}, "references/keys.md"
+    ),
+    # the Agent Skills discovery index (server/wellknown.py): the indexes, an archive, a file in either tree
+    "/.well-known/agent-skills/index.json": Read("web", "well-known/index", "/.well-known/agent-skills/index.json", {}),
+    "/.well-known/skills/index.json": Read("web", "well-known/skills-index", "/.well-known/skills/index.json", {}),
+    "/.well-known/agent-skills/{name}.zip": Read(
+        "web", "well-known/archive", "/.well-known/agent-skills/vault-notes.zip", {}
+    ),
+    "/.well-known/agent-skills/{name}/{path:path}": Read(
+        "web", "well-known/file", "/.well-known/agent-skills/vault-notes/SKILL.md", {}, "SKILL.md"
+    ),
+    "/.well-known/skills/{name}/{path:path}": Read(
+        "web", "well-known/file", "/.well-known/skills/vault-notes/references/keys.md", {}, "references/keys.md"
     ),
     "/skills/{category}/{name}": None,  # a redirect to the skill page
     "/static/skillshelf.css": None,
@@ -172,7 +186,11 @@ async def attempt(served: Served, read: Read) -> tuple[bool, str]:
         return failed and body["error"]["code"] == "CALL_ABORTED", json.dumps(body)
     if read.kind == "web":
         page = await served.web.get(read.target)
-        return page.status_code == 403 and "off limits" in page.text, page.text
+        text = page.text
+        if page.headers.get("content-type") == "application/zip":  # a skill's archive: what its files say
+            packed = zipfile.ZipFile(io.BytesIO(page.content))
+            text = "".join(packed.read(name).decode() for name in packed.namelist())
+        return page.status_code == 403 and "off limits" in page.text, text
     try:
         if read.name == "resources/read":
             got: Any = await served.client.read_resource(read.target)
@@ -276,11 +294,13 @@ async def test_a_post_call_redaction_holds_on_the_web_pages_as_over_mcp(library:
         skill_page = await served.web.get("/skills/docs/tool/")
         file_page = await served.web.get("/skills/docs/tool/references/creds.md")
         search = await served.web.get("/", params={"q": "deploy"})
-    for page in (skill_page, file_page, search):
+        published = await served.web.get("/.well-known/skills/tool/references/creds.md")
+    for page in (skill_page, file_page, search, published):
         assert page.status_code == 200, page.text[:300]
     assert SECRET not in skill_page.text and "[REDACTED]" in skill_page.text  # before: the page showed the key
     assert SECRET not in file_page.text and "password=[REDACTED]" in file_page.text
     assert 'data-skill="docs/tool"' in search.text
+    assert published.text == "use `password=[REDACTED]` for the mirror\n"  # the discovery index's file too
 
 
 async def test_a_failing_hook_is_a_500_page_that_shows_nothing(library: SkillLibrary, tmp_path: Path) -> None:

@@ -84,6 +84,9 @@ def _say_recovered(shelf: Shelf) -> None:
 @click.option("--ref", help="git: the branch, tag or commit to install. [default: the default branch]")
 @click.option("--path", "subpath", help="Take skills only from this folder of the source.")
 @click.option("--only", multiple=True, metavar="GLOB", help="Only skills whose name or path matches (repeatable).")
+@click.option(
+    "--token-env", metavar="VAR", help="An MCP server or discovery index: the variable holding its bearer token."
+)
 @root_option
 @force_option("Replace a folder of that name that skillshelf did not install.")
 @accept_option
@@ -93,6 +96,7 @@ def add(
     ref: str | None,
     subpath: str | None,
     only: tuple[str, ...],
+    token_env: str | None,
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
@@ -100,11 +104,13 @@ def add(
     """Install every skill SOURCE holds into ROOT/NAME/ and pin it in ROOT/skillshelf.lock.
 
     SOURCE is a git URL (https, ssh, git, file), a local repository, GitHub's owner/repo[/subdir][@ref],
-    a folder, a .zip or .skill archive, or a SKILL.md. Nothing from it is run. What it holds is scanned
+    a folder, a .zip or .skill archive, a SKILL.md, an Agent Skills discovery index
+    (https://host/.well-known/agent-skills/index.json) or another MCP server's Skills extension
+    (mcp+https://host/mcp). Nothing from it is run. What it holds is scanned
     first: a high-risk finding is refused unless accepted with --accept RULE:PATH."""
     from skillshelf.library.sources.spec import parse_source
 
-    spec = parse_source(source, ref=ref, path=subpath)
+    spec = parse_source(source, ref=ref, path=subpath, token_env=token_env)
     root = library_root(library, create=True)
     say(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
     with _shelf(root) as shelf:

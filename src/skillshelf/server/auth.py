@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from skillshelf.caller import current_caller
 from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.sources.spec import is_loopback_host
 
 __all__ = [
     "ANONYMOUS",
@@ -305,14 +306,9 @@ def budget_of(request: Request | None) -> CallerBudget | None:
 
 
 def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without brackets."""
-    bare = host.strip("[]").lower().rstrip(".")
-    if bare == "localhost" or bare.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(bare).is_loopback
-    except ValueError:
-        return False
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without brackets (one rule:
+    a source on this machine is judged by it too)."""
+    return is_loopback_host(host)
 
 
 def refuse_unauthenticated(host: str, auth: AuthSettings, insecure_no_auth: bool) -> None:
@@ -378,11 +374,13 @@ def web_refusal(view: str = DEFAULT_VIEW) -> Callable[[Request], str | None]:
 
     def refuse(request: Request) -> str | None:
         principal = request.scope.get(PRINCIPAL)
-        if not isinstance(principal, Principal) or principal.may_use(view):
+        # a page under /view/NAME/ shows NAME's skills (the Gate checked NAME already), not `view`'s
+        shown = view_of(request.url.path) or view
+        if not isinstance(principal, Principal) or principal.may_use(shown):
             return None
         allowed = ", ".join(sorted(principal.views)) or "none"
         return (
-            f"The token {principal.name!r} may not use the {view!r} view, which this web view shows. "
+            f"The token {principal.name!r} may not use the {shown!r} view, which this web view shows. "
             f"It may use: {allowed}."
         )
 

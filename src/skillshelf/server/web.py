@@ -10,8 +10,9 @@ like unknown ids) and take a `WebAccess`:
   view they show), or None; a reason gives a 403 page that says it.
 - `security`: the MCP endpoint's Host/Origin checks (DNS-rebinding protection), applied here too.
 
-Under `serve --http` every page that reads skills (SURFACES: search, a skill, a file, the library) is
-read through the view's call pipeline (`CallPipeline.read`), as `resources/read` is: its pre_call hook
+Under `serve --http` every page that reads skills (`surfaces`: search, a skill, a file, the library, and
+the Agent Skills discovery index with the files it names, server/wellknown.py) is read through the view's
+call pipeline (`CallPipeline.read`), as `resources/read` is: its pre_call hook
 sees the page as a call named `web/...` with the skill id and path as `skillId` and `path`, and may
 refuse it (a 403 page with its reason); its post_call hook sees what the page shows, before it becomes
 HTML, and may replace it (`redact_secrets` masks a key on the page as over MCP); the call log has a
@@ -46,6 +47,8 @@ from skillshelf.patterns.service import MAX_LIMIT
 from skillshelf.server.auth import Tokens, caller_of, web_authorize, web_refusal
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.pipeline import ReadRefused, adapter
+from skillshelf.server.wellknown import V1, V2, DiscoveryIndex, PublishedArchive, PublishedFile, index_arguments
+from skillshelf.server.wellknown import Routes as DiscoveryRoutes
 from skillshelf.web import pages
 from skillshelf.web.stats import LibraryView, library_view
 
@@ -138,8 +141,21 @@ def surfaces(library: SkillReader) -> dict[str, Surface[Any]]:
         Surface("web/skill", pages.SkillPage, _skill_arguments, pages_of.load_skill, pages_of.render_skill),
         Surface("web/file", SkillFile, _file_arguments, pages_of.load_file, pages_of.render_file),
         Surface("web/library", LibraryView, lambda _request: {}, pages_of.load_library, pages_of.render_library),
+        *_discovery_surfaces(DiscoveryRoutes(library)),
     ]
     return {surface.name: surface for surface in listed}
+
+
+def _discovery_surfaces(routes: DiscoveryRoutes) -> list[Surface[Any]]:
+    """The Agent Skills discovery index and the files it names (server/wellknown.py, docs/publishing.md)."""
+    return [
+        Surface("well-known/index", DiscoveryIndex, index_arguments, routes.load_index_v2, routes.render_index),
+        Surface("well-known/skills-index", DiscoveryIndex, index_arguments, routes.load_index_v1, routes.render_index),
+        Surface("well-known/file", PublishedFile, routes.file_arguments, routes.load_file, routes.render_file),
+        Surface(
+            "well-known/archive", PublishedArchive, routes.archive_arguments, routes.load_archive, routes.render_archive
+        ),
+    ]
 
 
 def web_routes(
@@ -174,6 +190,11 @@ def web_routes(
         Route("/skills/{category}/{name}", to_slash, methods=get),
         Route("/skills/{category}/{name}/", site.reading(read["web/skill"]), methods=get, name="web-skill"),
         Route("/skills/{category}/{name}/{path:path}", site.reading(read["web/file"]), methods=get, name="web-file"),
+        Route(f"{V2}/index.json", site.reading(read["well-known/index"]), methods=get),
+        Route(f"{V1}/index.json", site.reading(read["well-known/skills-index"]), methods=get),
+        Route(f"{V2}/{{name}}.zip", site.reading(read["well-known/archive"]), methods=get),
+        Route(f"{V2}/{{name}}/{{path:path}}", site.reading(read["well-known/file"]), methods=get),
+        Route(f"{V1}/{{name}}/{{path:path}}", site.reading(read["well-known/file"]), methods=get),
         Route(f"/{pages.STYLESHEET}", css, methods=get),
         Route(f"/{pages.ICON}", favicon, methods=get),
         Route("/favicon.ico", favicon, methods=get),  # browsers ask there before reading a page
@@ -231,7 +252,7 @@ class _Site:
         return handle
 
     async def read_page(self, surface: Surface[Any], request: Request, base: str) -> Response:
-        asked = surface.arguments(request)
+        asked = await anyio.to_thread.run_sync(surface.arguments, request)  # may look a skill up in the index
         read: dict[str, Any] = dict(asked)  # what was read, after the pre_call hook: an error page names it
 
         async def run(final: dict[str, Any]) -> Any:

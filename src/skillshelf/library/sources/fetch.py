@@ -2,7 +2,9 @@
 
 git is fetched one commit deep into a scratch folder and taken out as a tar (git.py); a `.zip` or
 `.skill` file is opened where it is; a folder is listed and read through folder handles, never through
-a link below its top, each file checked to be the one listed; a SKILL.md is one file. Every kind
+a link below its top, each file checked to be the one listed; a SKILL.md is one file; a discovery index
+or another MCP server is fetched whole by its client (remote.py), every file checked against its digest,
+and held in memory. Every kind
 yields the same members (archive.py's checks applied), relative to the folder asked for (`--path`),
 and the source's license file when it has one at its top.
 """
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from skillshelf.library.skill.digest import PREFIX
 from skillshelf.library.skill.discovery import IGNORED_NAMES
@@ -35,7 +37,9 @@ from skillshelf.library.sources.archive import (
 )
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LockedSource
+from skillshelf.library.sources.remote import fetch_remote
 from skillshelf.library.sources.spec import (
+    REMOTE_KINDS,
     SourceSpec,
     clean_subpath,
     default_name,
@@ -88,10 +92,12 @@ def fetch_url(spec: SourceSpec, root: Path) -> str:
 def spec_of(source: LockedSource, root: Path) -> SourceSpec:
     """The source a lock entry names, as fetched on this machine. Its name for a skill at its top is the
     one that skill was installed under."""
-    url = source.url if source.kind == "git" and not is_local_git(source.url) else str(resolve_local(source.url, root))
+    remote = source.kind in REMOTE_KINDS or (source.kind == "git" and not is_local_git(source.url))
+    url = source.url if remote else str(resolve_local(source.url, root))
     top = next((s for s in source.skills if s.origin == ""), None)
     name = top.id.split("/", 1)[1] if top else default_name(source.kind, url)
-    return SourceSpec(source.kind, url, source.ref, source.subpath, name)  # type: ignore[arg-type]
+    kind: Any = source.kind  # one of lock.KINDS, checked when the lock was read
+    return SourceSpec(kind, url, source.ref, source.subpath, name, token_env=source.token_env)
 
 
 @contextmanager
@@ -103,6 +109,8 @@ def open_snapshot(spec: SourceSpec, root: Path, scratch: Path, *, commit: str | 
         snapshot = _zip_snapshot(spec)
     elif spec.kind == "folder":
         snapshot = _folder_snapshot(Path(spec.url), spec.subpath, spec.url)
+    elif spec.kind in REMOTE_KINDS:
+        snapshot = _remote_snapshot(spec)
     else:
         snapshot = _file_snapshot(Path(spec.url))
     try:
@@ -397,6 +405,35 @@ def content_digest(members: list[Member], reader: _Reader) -> str:
         data = member.target.encode("utf-8") if member.kind == "link" else reader.read(member)
         digest.update(f"{member.kind}\0{member.path}\0{len(data)}\0".encode() + data)
     return PREFIX + digest.hexdigest()
+
+
+class _MemoryReader:
+    """A remote source's files, fetched and checked whole before anything is planned."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+
+    def read(self, member: Member) -> bytes:
+        return self.files[member.path]
+
+
+def _remote_snapshot(spec: SourceSpec) -> Snapshot:
+    fetched = fetch_remote(spec)
+    label = spec.public_url
+    listed = [Member(path, "file", len(data)) for path, data in sorted(fetched.files.items())]
+    check_totals(listed, label)
+    members = _under(listed, spec.subpath, label)
+    prefix = spec.subpath + "/" if spec.subpath else ""
+    reader = _MemoryReader({m.path: fetched.files[prefix + m.path] for m in members})
+    return Snapshot(
+        spec.kind,
+        label,
+        reader,
+        members,
+        digest=content_digest(members, reader),
+        license_file=_license(members, ""),
+        notes=fetched.notes,
+    )
 
 
 def _file_snapshot(path: Path) -> Snapshot:

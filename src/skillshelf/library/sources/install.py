@@ -37,6 +37,7 @@ from skillshelf.library.sources.lock import Lock, LockedSkill, LockedSource, loc
 from skillshelf.library.sources.review import Review, review_update
 from skillshelf.library.sources.scanning import accept, scan_staged
 from skillshelf.library.sources.spec import (
+    REMOTE_KINDS,
     SourceSpec,
     portable_path,
     source_name,
@@ -257,6 +258,7 @@ class Shelf:
             license=license_text,
             files=files,
             skills=tuple(skills),
+            token_env=spec.token_env,
         )
 
     def _prefix(self, name: str) -> str:
@@ -270,7 +272,7 @@ class Shelf:
         return LockedSkill(f"{name}/{skill.name}", f"{prefix}/{skill.placed}", skill.origin, digest or "", license_text)
 
     def _locked_url(self, spec: SourceSpec) -> str:
-        if spec.kind == "git" and "://" in spec.url:
+        if spec.kind in REMOTE_KINDS or (spec.kind == "git" and "://" in spec.url):
             return strip_credentials(spec.url)
         if spec.kind == "git" and not Path(spec.url).is_absolute():
             return spec.url  # user@host:path

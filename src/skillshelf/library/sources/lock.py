@@ -43,7 +43,9 @@ from typing import Any
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.spec import (
+    ENV_NAME,
     NAME_RULE_TEXT,
+    REMOTE_KINDS,
     check_address,
     clean_subpath,
     is_source_name,
@@ -54,7 +56,7 @@ from skillshelf.library.sources.spec import (
 
 LOCK_NAME = "skillshelf.lock"
 LOCK_VERSION = 1
-KINDS = ("git", "archive", "folder", "file")
+KINDS = ("git", "archive", "folder", "file", *REMOTE_KINDS)
 HEADER = (
     "# skillshelf.lock: the sources of this library, pinned. Written by `skillshelf add`, `update` and\n"
     "# `remove`; `skillshelf sync` makes a library hold exactly this. Commit it beside the library.\n"
@@ -91,6 +93,7 @@ class LockedSource:
     license: str | None = None
     files: dict[str, str] = field(default_factory=dict)  # library path -> digest
     skills: tuple[LockedSkill, ...] = ()
+    token_env: str | None = None  # index, mcp: the variable holding the token (the token is never written)
 
     @property
     def version(self) -> str:
@@ -172,7 +175,16 @@ def _source(name: str, raw: Any, where: str) -> LockedSource:
         license=_optional(raw, "license", at),
         files={_file(path, name, at): _checked(digest, f"{at} files.{_key(path)}") for path, digest in files.items()},
         skills=tuple(_skill(key, entry, name, f"{at} skills.{_key(key)}") for key, entry in skills.items()),
+        token_env=_token_env(_optional(raw, "token_env", at), kind, at),
     )
+
+
+def _token_env(name: str | None, kind: str, at: str) -> str | None:
+    if name is not None and (kind not in REMOTE_KINDS or not ENV_NAME.match(name)):
+        raise SourceError(
+            f"{at}: token_env {name!r} must name an environment variable, for an index or mcp source{FIX}"
+        )
+    return name
 
 
 def _skill(skill_id: str, raw: Any, source: str, at: str) -> LockedSkill:
@@ -213,7 +225,9 @@ def _url(kind: str, url: str, at: str) -> str:
         check_address(url)
     except SourceError as exc:
         raise SourceError(f"{at}: url {exc.message}{FIX}") from exc
-    if kind != "git" and "://" in url:
+    if kind in REMOTE_KINDS and "://" not in url:
+        raise SourceError(f"{at}: url of an {kind} source is a https URL, not {url!r}{FIX}")
+    if kind not in ("git", *REMOTE_KINDS) and "://" in url:
         raise SourceError(f"{at}: url of a {kind} is a local path, not {strip_credentials(url)}{FIX}")
     return url
 
@@ -293,6 +307,7 @@ def render_source(source: LockedSource) -> str:
         ("commit", source.commit),
         ("digest", source.digest),
         ("subpath", source.subpath or None),
+        ("token_env", source.token_env),
     ]
     lines += [f"{key} = {_string(value)}" for key, value in fields if value is not None]
     if source.only:

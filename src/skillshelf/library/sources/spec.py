@@ -7,6 +7,12 @@
 - archive: a local `.zip` or `.skill` file.
 - folder: a local folder that is not a repository.
 - file: a single SKILL.md.
+- index: an Agent Skills discovery index on the web (`https://host/.well-known/agent-skills/index.json`,
+  v0.2.0, or `.../.well-known/skills/index.json`, v0.1.0; the folder alone names its index.json).
+- mcp: another MCP server that serves the Skills extension (`mcp+https://host/mcp`), read with
+  `skills/list` and `resources/read`. Both are fetched by a client outside library/ (skillshelf.remote,
+  given to `register_fetcher`), every file checked against the digest its listing gives before anything
+  lands. Plain http is accepted for these two on a loopback host only (nothing is on the way there).
 
 A URL is kept for the lock without its credentials (`https://TOKEN@host/...` becomes
 `https://host/...`); git's credential helpers supply them when it is fetched again. A local path is
@@ -15,6 +21,7 @@ kept relative to the library root when it is beside it (a team's repository), el
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, replace
@@ -26,8 +33,13 @@ from skillshelf.library.skill.discovery import IGNORED_NAMES, TOP_LEVEL_CATEGORY
 from skillshelf.library.skill.folder import MAX_NAME_BYTES, kept
 from skillshelf.library.sources.errors import SourceError
 
-Kind = Literal["git", "archive", "folder", "file"]
+Kind = Literal["git", "archive", "folder", "file", "index", "mcp"]
+REMOTE_KINDS = ("index", "mcp")  # fetched over the network by a client skillshelf.remote provides
 GIT_SCHEMES = ("https", "ssh", "git", "file")
+MCP_SCHEMES = ("mcp+https", "mcp+http")
+WELL_KNOWN = ("/.well-known/agent-skills", "/.well-known/skills")
+INDEX_FILE = "index.json"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 ARCHIVE_SUFFIXES = (".zip", ".skill")
 _SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!//)")
 _SHORTHAND = re.compile(
@@ -50,18 +62,30 @@ class SourceSpec:
     ref: str | None = None
     subpath: str = ""
     default_name: str = ""  # the repository's, archive's or folder's own name
+    token_env: str | None = None  # index, mcp: the environment variable holding the bearer token
 
     @property
     def public_url(self) -> str:
         return strip_credentials(self.url)
 
 
-def parse_source(text: str, *, ref: str | None = None, path: str | None = None, base: Path | None = None) -> SourceSpec:
+def parse_source(
+    text: str,
+    *,
+    ref: str | None = None,
+    path: str | None = None,
+    base: Path | None = None,
+    token_env: str | None = None,
+) -> SourceSpec:
     """The source `text` names (`base`: where relative paths start, default the working folder)."""
     text = text.strip()
     if not text:
         raise SourceError("SOURCE is empty: give a git URL, owner/repo, a folder, a .zip/.skill file or a SKILL.md")
     spec = _parse(text, base or Path.cwd())
+    if token_env is not None:
+        if spec.kind not in REMOTE_KINDS:
+            raise SourceError(f"--token-env is for an MCP server or a discovery index; {text} is a {spec.kind}")
+        spec = replace(spec, token_env=check_token_env(token_env))
     if ref is not None:
         if spec.kind != "git":
             raise SourceError(f"--ref is for git sources; {text} is a {spec.kind}")
@@ -115,9 +139,9 @@ def check_address(text: str) -> None:
             f"{text!r} uses git's `transport::address` form, which runs a command to fetch; skillshelf fetches "
             "over https, ssh, git and file only"
         )
-    if scheme == "http":
+    if scheme in ("http", "mcp+http") and not _loopback_remote(text, scheme):
         raise SourceError(f"{text} is plain http, which anyone on the way can change; use https")
-    if scheme and scheme not in GIT_SCHEMES:
+    if scheme and scheme not in (*GIT_SCHEMES, *MCP_SCHEMES, "http"):
         raise SourceError(f"{text}: skillshelf fetches over {', '.join(GIT_SCHEMES)} only, not {scheme}://")
     if scheme:
         try:
@@ -130,8 +154,47 @@ def _scheme(text: str) -> str:
     return text.split("://", 1)[0].lower() if "://" in text else ""
 
 
+def _loopback_remote(text: str, scheme: str) -> bool:
+    """Plain http is accepted for an MCP server or a discovery index on this machine only."""
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname or ""
+    except ValueError:
+        return False
+    return is_loopback_host(host) and (scheme == "mcp+http" or _well_known(parts.path) is not None)
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without brackets."""
+    bare = host.strip("[]").lower().rstrip(".")
+    if bare == "localhost" or bare.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        return False
+
+
+def _well_known(path: str) -> str | None:
+    """The discovery index a URL path names (`.../.well-known/agent-skills[/index.json]`), or None."""
+    folder = path.removesuffix("/" + INDEX_FILE).rstrip("/")
+    return f"{folder}/{INDEX_FILE}" if folder.endswith(WELL_KNOWN) else None
+
+
+def check_token_env(name: str) -> str:
+    if not ENV_NAME.match(name):
+        raise SourceError(f"--token-env {name!r} must name an environment variable (letters, digits, '_')")
+    return name
+
+
 def _from_url(text: str, scheme: str) -> SourceSpec:
     parts = urlsplit(text)
+    if scheme in MCP_SCHEMES:
+        return SourceSpec("mcp", text, default_name=_host_name(parts.hostname))
+    index = _well_known(parts.path)
+    if index is not None and scheme in ("https", "http"):
+        url = urlunsplit((parts.scheme, parts.netloc, index, parts.query, ""))
+        return SourceSpec("index", url, default_name=_host_name(parts.hostname))
     if scheme == "file" and parts.path.lower().endswith(ARCHIVE_SUFFIXES):
         return _from_path(Path(parts.path))
     if scheme == "https" and parts.path.lower().endswith(ARCHIVE_SUFFIXES):
@@ -153,6 +216,8 @@ def _from_path(path: Path) -> SourceSpec:
 
 def default_name(kind: str, url: str) -> str:
     """The name a source of `kind` at `url` goes by, from its address alone (as `parse_source` gives it)."""
+    if kind in REMOTE_KINDS:
+        return _host_name(urlsplit(url.removeprefix("mcp+")).hostname)
     if kind == "git":
         repo = urlsplit(url).path if "://" in url else url.split(":", 1)[-1] if _SCP_LIKE.match(url) else url
         return _repo_name(repo)
@@ -160,6 +225,10 @@ def default_name(kind: str, url: str) -> str:
     if kind == "archive":
         return local.name.rsplit(".", 1)[0]
     return local.parent.name if kind == "file" else local.name
+
+
+def _host_name(host: str | None) -> str:
+    return (host or "remote").removeprefix("www.")
 
 
 def _repo_name(path: str) -> str:
