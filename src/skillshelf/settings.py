@@ -161,6 +161,16 @@ class UserSettings(BaseModel):
     data_dir: Path = Field(
         default_factory=user_data_dir, description="Downloaded data: where `skillshelf model fetch` installs"
     )
+    require_verified: bool = Field(
+        default=False,
+        description="Serve only skills whose bytes match an approval in their root's skillshelf.lock (`skillshelf "
+        "approve`); a changed or unapproved skill is hidden, with a finding saying why",
+    )
+    require_signed: bool = Field(
+        default=False,
+        description="Serve skills from sources only when skillshelf.lock's signature verifies against the allowed "
+        "signers (`skillshelf sign`), and their bytes match it",
+    )
     database_url: str | None = Field(
         default=None,
         description="A postgresql:// URL: usage events, memory notes and the call log live there, shared by "
