@@ -43,12 +43,14 @@ OTHER_FILES = {
     "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",
     # Sources (docs/curating.md): what comes in is checked here before it is a skill of the library.
+    "library/sources/approval.py": "the digests of approved files it keeps in .skillshelf/approved-files/",
     "library/sources/archive.py": "a source's .zip/.skill archive and the tar git writes, checked before reading",
     "library/skill/digest.py": "skills' bytes, hashed for the lock and /health (never parsed)",
     "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
     "library/sources/install.py": "copies a staged source's folders into the library (bytes copied, never parsed)",
     "library/sources/layout.py": "writes a source's files into its staging folder",
     "library/sources/lock.py": "skillshelf.lock",
+    "library/sources/signing.py": "skillshelf.lock's bytes to verify, and the signature ssh-keygen wrote",
     "library/sources/state.py": "the source commands' own state in .skillshelf/",
     "library/sources/swap.py": "the journal of a source being swapped in",
 }

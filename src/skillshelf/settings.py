@@ -422,6 +422,9 @@ def _unknown_variable(name: str, unknown: UnknownKey) -> str:
     if unknown.depth == 0:
         extra = [n[len(PREFIX) :].lower() for n in (CONFIG_ENV, TOKENS_ENV, ALLOW_EXEC_ENV)]
         guess = closest(path[0], keys_at(UserSettings) + extra)
+        nested = [v for v in variables(UserSettings) if v.endswith("__" + name[len(PREFIX) :].upper())]
+        if len(nested) == 1:  # exactly a nested key, given without its table: that beats a near top-level one
+            return f"{name} is not a skillshelf setting; did you mean {nested[0]}?"
     if guess is not None:
         suggestion: str | None = variable_for((*path[: unknown.depth], guess, *path[unknown.depth + 1 :]))
     elif unknown.depth > 0:

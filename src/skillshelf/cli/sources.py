@@ -443,7 +443,7 @@ def approve(targets: tuple[str, ...], reviewer: str | None, library: Path | None
         _say_recovered(shelf)
         by = approval.reviewer(root, reviewer, required=True)
         assert by is not None
-        approved = approval.approve(shelf, targets, by, now())
+        approved = approval.approve(shelf.root, shelf.lock(), targets, by, now())
     for skill_id in approved:
         say(f"approved {skill_id} (by {by})")
     if signature_path(root).exists():

@@ -21,8 +21,6 @@ import json
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 from skillshelf.library import children
 from skillshelf.library.skill.digest import PREFIX, digest_entries, file_digest, skill_digest, skill_entries
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX, discover, library_base
@@ -41,9 +39,6 @@ from skillshelf.library.sources.lock import (
     write_lock,
 )
 from skillshelf.library.sources.state import STATE_DIR, state_dir, untracked
-
-if TYPE_CHECKING:
-    from skillshelf.library.sources.install import Shelf
 
 FILES_DIR = "approved-files"
 CHANGED = "changed"
@@ -96,17 +91,17 @@ def stamp(entry: LockedSource, previous: LockedSource | None, by: str | None, at
     return replace(entry, skills=tuple(skills))
 
 
-def approve(shelf: Shelf, targets: tuple[str, ...], by: str, at: str) -> list[str]:
+def approve(root: Path, lock: Lock, targets: tuple[str, ...], by: str, at: str) -> list[str]:
     """Approve the bytes installed now of each target (a source, a skill of a source, or a skill no source
-    installed), write the lock; the ids approved. Nothing is written when a target is unknown or gone."""
-    lock = shelf.lock()
+    installed) and write the lock (the caller holds the shelf: install.open_shelf); the ids approved.
+    Nothing is written when a target is unknown or gone."""
     approved: list[str] = []
     for target in targets:
-        lock, ids = _approve_one(shelf.root, lock, target, Approval("", by, at))
+        lock, ids = _approve_one(root, lock, target, Approval("", by, at))
         approved += ids
-    write_lock(lock_path(shelf.root), lock)
+    write_lock(lock_path(root), lock)
     for skill_id in approved:
-        remember(shelf.root, *_path_and_digest(lock, skill_id))
+        remember(root, *_path_and_digest(lock, skill_id))
     return approved
 
 
