@@ -92,7 +92,7 @@ def test_the_reviewer_is_gits_user_email_in_the_librarys_repository(tmp_path: Pa
 def test_a_lock_with_a_malformed_approval_is_refused_and_names_it(root: Path, entry: str, complaint: str) -> None:
     text = (root / LOCK_NAME).read_text(encoding="utf-8")
     line = next(line for line in text.splitlines() if line.startswith('"team/pdf-fill"'))
-    key = entry.split(" = ")[0]
+    key = entry.split(" = ", maxsplit=1)[0]
     kept = re.sub(rf', {key} = "[^"]*"', "", line)
     broken = text.replace(line, kept.replace(" }", f", {entry} }}"))
     with pytest.raises(SourceError) as raised:

@@ -21,6 +21,7 @@ import json
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
+
 from skillshelf.library import children
 from skillshelf.library.skill.digest import PREFIX, digest_entries, file_digest, skill_digest, skill_entries
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX, discover, library_base
