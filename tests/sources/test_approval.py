@@ -246,3 +246,18 @@ async def test_a_server_with_require_verified_answers_for_a_changed_skill_as_for
     assert failed and refused["error"]["code"] == "PATTERN_NOT_FOUND"
     failed, unapproved = await call(verified_client, "loadSkill", {"skillId": "hand/mine"})
     assert failed and unapproved["error"]["code"] == "PATTERN_NOT_FOUND"
+
+
+def test_an_applied_update_records_its_reviewer_and_an_unchanged_skill_keeps_its_approval(
+    root: Path, upstream: Repo
+) -> None:
+    upstream.write("pdf-fill/SKILL.md", skill_md("pdf-fill", "Fill PDF forms, version two."))
+    upstream.commit("second")
+    code, out, _ = run("update", "--yes", "--reviewer", "cy@example.org", "--library", str(root))
+    assert code == 0, out
+    team = read_lock(root / LOCK_NAME).sources["team"]
+    changed, kept = team.skill("team/pdf-fill"), team.skill("team/release-notes")
+    assert changed is not None and changed.approval is not None and kept is not None and kept.approval is not None
+    assert (changed.approval.by, changed.approval.digest) == ("cy@example.org", changed.digest)
+    assert kept.approval.by == REVIEWER
+    assert run("verify", "--library", str(root))[0] == 0
