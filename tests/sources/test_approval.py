@@ -141,7 +141,8 @@ def test_approve_binds_a_local_edit_and_a_skill_written_here_to_their_bytes(root
     mine = root / "hand" / "mine"
     mine.mkdir(parents=True)
     (mine / "SKILL.md").write_text(skill_md("mine", "Written here."), encoding="utf-8")
-    assert run("verify", "--library", str(root))[0] == 1
+    code, _, err = run("verify", "--library", str(root))
+    assert code == 1 and "note: 1 skill written here with no approval (hand/mine)" in err
 
     code, out, _ = run(
         "approve", "team/release-notes", "hand/mine", "--reviewer", "bo@example.org", "--library", str(root)

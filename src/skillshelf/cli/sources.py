@@ -490,8 +490,21 @@ def verify(library: Path | None, signed: bool, allowed_signers: Path | None, as_
             click.echo(f"{plural(len(differences), 'difference')} from skillshelf.lock.", err=True)
         else:
             click.echo(f"verified: {plural(skills, 'skill')} as approved in skillshelf.lock")
+        _say_unapproved(approval.unapproved(root, lock))
     if differences:
         sys.exit(1)
+
+
+def _say_unapproved(ids: list[str]) -> None:
+    """Skills written here that no approval covers: not a difference, but `require_verified` hides them."""
+    if not ids:
+        return
+    named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    say(
+        f"note: {plural(len(ids), 'skill')} written here with no approval ({named}); a server with "
+        "require_verified hides them until `skillshelf approve ID`",
+        err=True,
+    )
 
 
 @click.command(short_help="Sign skillshelf.lock with your SSH key.")

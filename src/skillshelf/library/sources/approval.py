@@ -249,6 +249,12 @@ def _changed_files(root: Path, path: str, approved: str) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def unapproved(root: Path, lock: Lock) -> list[str]:
+    """The skills of `root` no approval in its lock covers (written here, never `approve`d): not a
+    difference from the lock, but what `require_verified` hides."""
+    return sorted(found.skill_id for found in discover([root]).sources if approval_of(lock, found.skill_id) is None)
+
+
 def approval_of(lock: Lock, skill_id: str) -> str | None:
     """The approved digest of `skill_id` in `lock`: its source's, else its local approval; None: none."""
     owner = lock.owner_of(skill_id)
