@@ -161,10 +161,13 @@ def test_approve_binds_a_local_edit_and_a_skill_written_here_to_their_bytes(root
     assert code == 1 and "hand/mine: changed" in out and "  changed: SKILL.md" in out
 
 
-def test_approve_of_an_unknown_skill_says_so_and_writes_nothing(root: Path) -> None:
+def test_approve_of_an_unknown_skill_or_by_an_unprintable_reviewer_says_so_and_writes_nothing(root: Path) -> None:
     before = (root / LOCK_NAME).read_bytes()
-    code, _, err = run("approve", "nobody/nothing", "--reviewer", REVIEWER, "--library", str(root))
+    code, _, err = run("approve", "team", "nobody/nothing", "--reviewer", REVIEWER, "--library", str(root))
     assert code == 1 and "no source or skill named 'nobody/nothing'" in err
+    code, _, err = run("approve", "team", "--reviewer", "ana\x1b[2J", "--library", str(root))
+    assert code == 2 and "--reviewer" in err and "one line of printable text" in err
+    assert run("update", "--yes", "--reviewer", "", "--library", str(root))[0] == 2
     assert (root / LOCK_NAME).read_bytes() == before
 
 

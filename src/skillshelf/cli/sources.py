@@ -50,10 +50,19 @@ def accept_option(fn: F) -> F:
     )(fn)
 
 
+def _reviewer(_context: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    from skillshelf.library.sources.lock import reviewer_ok
+
+    if value is not None and not reviewer_ok(value):
+        raise click.BadParameter("give one line of printable text, such as an email")
+    return value
+
+
 def reviewer_option(fn: F) -> F:
     return click.option(
         "--reviewer",
         metavar="NAME",
+        callback=_reviewer,
         help="Who approves (recorded in skillshelf.lock). [default: git's user.email in the library]",
     )(fn)
 
