@@ -23,7 +23,7 @@ from skillshelf.library.skill.digest import skill_digest
 from skillshelf.library.skill.discovery import printable
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
-from skillshelf.library.sources.approval import approval_of
+from skillshelf.library.sources.approval import approval_of, library_path
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LOCK_NAME, Lock, lock_path, read_lock
 from skillshelf.library.sources.signing import ALLOWED_SIGNERS, SIGNATURE_NAME, verify_signed
@@ -99,9 +99,7 @@ class ApprovalGate:
 
 
 def _skill_path(skill: IndexedSkill) -> str:
-    """The skill's library path as the lock keeps it: its folder, or a three-file skill's .md."""
-    doc = skill.details.doc_file
-    return doc if skill.layout == "three-file" else doc.rsplit("/", 1)[0]
+    return library_path(skill.details.doc_file, skill.layout)
 
 
 def _stamps(root: Path) -> tuple[_Stamp, ...]:

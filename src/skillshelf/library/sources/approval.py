@@ -130,12 +130,17 @@ def _local_path(root: Path, skill_id: str) -> str:
     """The library path of the skill `skill_id` of `root` that no source installed (as the lock keeps it)."""
     for found in discover([root]).sources:
         if found.skill_id == skill_id:
-            doc = found.doc_file.relative_to(root).as_posix()
-            return doc if found.layout == "three-file" else doc.rsplit("/", 1)[0]
+            return library_path(found.doc_file.relative_to(root).as_posix(), found.layout)
     raise SourceError(
         f"no source or skill named {skill_id!r} in {root}; give a source's name (`skillshelf sources`) or a "
         "skill's id (`skillshelf list`)"
     )
+
+
+def library_path(doc_file: str, layout: str) -> str:
+    """A skill's path as the lock keeps it, from its main document's (relative to the root): its folder,
+    or a three-file skill's .md."""
+    return doc_file if layout == "three-file" else doc_file.rsplit("/", 1)[0]
 
 
 def _path_and_digest(lock: Lock, skill_id: str) -> tuple[str, str]:
