@@ -408,7 +408,8 @@ class Shelf:
             shown = "\n".join(f"  {line}" for line in lines)
             raise SourceError(
                 f"the library differs from {LOCK_NAME}; nothing was changed (--frozen):\n{shown}\n"
-                "Approve what is right (`skillshelf approve ID`), or `skillshelf sync --force` to put back the bytes the lock pins"
+                "Approve what is right (`skillshelf approve ID`), or `skillshelf sync --force` to put back the bytes "
+                "the lock pins"
             )
 
     def _sync_or_fail(self, entry: LockedSource, force: bool, accepted: tuple[str, ...]) -> Outcome:
