@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from mcp import Client
 
 from skillshelf.cli import cli
 from skillshelf.library.access.approved import ApprovalGate
@@ -21,7 +22,9 @@ from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LOCK_NAME
 from skillshelf.library.sources.signing import SIGNATURE_NAME, verify_signed
-from tests.conftest import synced_library
+from skillshelf.server.app import build_server
+from skillshelf.settings import Settings
+from tests.conftest import call, synced_library
 from tests.sources.helpers import Repo, add, skill_md, tree_of
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen (openssh-client) is missing")
@@ -158,3 +161,18 @@ def test_require_signed_serves_a_sources_skills_only_under_a_signature_that_veri
     lock.write_text(lock.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # tampered after signing
     assert [s.id for s in reader.overview()] == ["hand/mine"]
     assert any("does not match" in f.message for f in reader.findings() if f.code == "not-approved")
+
+
+@pytest.mark.anyio
+async def test_a_server_with_require_signed_answers_for_an_unsigned_sources_skill_as_for_an_unknown_one(
+    root: Path, ana: Path, library: SkillLibrary
+) -> None:
+    server = build_server(Settings(roots=[root], watch=False, require_signed=True), library, view="full")
+    async with Client(server, raise_exceptions=True) as client:
+        failed, refused = await call(client, "loadSkill", {"skillId": "team/pdf-fill"})
+        assert failed and refused["error"]["code"] == "PATTERN_NOT_FOUND"
+        failed, _ = await call(client, "loadSkill", {"skillId": "hand/mine"})
+        assert not failed
+        assert run("sign", "--key", str(ana), "--library", str(root))[0] == 0
+        failed, loaded = await call(client, "loadSkill", {"skillId": "team/pdf-fill"})
+        assert not failed and loaded["data"]["id"] == "team/pdf-fill"
