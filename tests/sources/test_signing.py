@@ -94,7 +94,8 @@ def test_a_lock_changed_after_signing_is_refused_and_nothing_changes(root: Path,
 
 def test_a_signature_by_a_key_nobody_listed_is_refused(root: Path, ana: Path, tmp_path: Path) -> None:
     mallory, _ = make_key(tmp_path / "other", "mallory", "ana@example.org")  # the same name, another key
-    assert run("sign", "--key", str(mallory), "--library", str(root))[0] == 0
+    code, _, err = run("sign", "--key", str(mallory), "--library", str(root))
+    assert code == 0 and "note: `skillshelf verify --signed` would refuse it" in err
     code, _, err = run("verify", "--signed", "--library", str(root))
     assert code == 1 and "signed by a key that is not in" in err and "refused" in err
 

@@ -533,6 +533,10 @@ def sign(key: Path, library: Path | None) -> None:
     root = library_root(library)
     written = signing.sign(root, key)
     say(f"signed skillshelf.lock: {display_path(written)}")
+    try:  # said now rather than at the first `verify --signed`: the key is not one the team trusts (yet)
+        signing.verify_signed(root)
+    except SkillshelfError as exc:
+        say(f"note: `skillshelf verify --signed` would refuse it: {exc.message}", err=True)
 
 
 COMMANDS = (add, sync, update, remove, sources, approve, verify, sign)
