@@ -44,6 +44,7 @@ OTHER_FILES = {
     "settings.py": "the config file",
     # Sources (docs/curating.md): what comes in is checked here before it is a skill of the library.
     "library/access/publish.py": "zips a skill's bytes (read through SkillReader) in memory; export writes them out",
+    "library/sources/approval.py": "the digests of approved files it keeps in .skillshelf/approved-files/",
     "library/sources/archive.py": "a source's .zip/.skill archive and the tar git writes, checked before reading",
     "library/skill/digest.py": "skills' bytes, hashed for the lock and /health (never parsed)",
     "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
@@ -53,6 +54,7 @@ OTHER_FILES = {
     "blob proved by its hash before use); a skill's installed bytes, kept there (never parsed)",
     "library/sources/lock.py": "skillshelf.lock",
     "library/sources/rollback.py": "copies a source's installed folder into staging (bytes copied, never parsed)",
+    "library/sources/signing.py": "skillshelf.lock's bytes to verify, and the signature ssh-keygen wrote",
     "library/sources/state.py": "the source commands' own state in .skillshelf/",
     "library/sources/swap.py": "the journal of a source being swapped in",
     "library/agents/record.py": "the install record (installs.json in the state folder)",

@@ -184,6 +184,16 @@ class UserSettings(BaseModel):
     data_dir: Path = Field(
         default_factory=user_data_dir, description="Downloaded data: where `skillshelf model fetch` installs"
     )
+    require_verified: bool = Field(
+        default=False,
+        description="Serve only skills whose bytes match an approval in their root's skillshelf.lock (`skillshelf "
+        "approve`); a changed or unapproved skill is hidden, with a finding saying why",
+    )
+    require_signed: bool = Field(
+        default=False,
+        description="Serve skills from sources only when skillshelf.lock's signature verifies against the allowed "
+        "signers (`skillshelf sign`), and their bytes match it",
+    )
     database_url: str | None = Field(
         default=None,
         description="A postgresql:// URL: usage events, memory notes and the call log live there, shared by "
@@ -435,6 +445,9 @@ def _unknown_variable(name: str, unknown: UnknownKey) -> str:
     if unknown.depth == 0:
         extra = [n[len(PREFIX) :].lower() for n in (CONFIG_ENV, TOKENS_ENV, ALLOW_EXEC_ENV)]
         guess = closest(path[0], keys_at(UserSettings) + extra)
+        nested = [v for v in variables(UserSettings) if v.endswith("__" + name[len(PREFIX) :].upper())]
+        if len(nested) == 1:  # exactly a nested key, given without its table: that beats a near top-level one
+            return f"{name} is not a skillshelf setting; did you mean {nested[0]}?"
     if guess is not None:
         suggestion: str | None = variable_for((*path[: unknown.depth], guess, *path[unknown.depth + 1 :]))
     elif unknown.depth > 0:

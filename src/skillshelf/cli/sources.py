@@ -51,6 +51,23 @@ def accept_option(fn: F) -> F:
     )(fn)
 
 
+def _reviewer(_context: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    from skillshelf.library.sources.lock import reviewer_ok
+
+    if value is not None and not reviewer_ok(value):
+        raise click.BadParameter("give one line of printable text, such as an email")
+    return value
+
+
+def reviewer_option(fn: F) -> F:
+    return click.option(
+        "--reviewer",
+        metavar="NAME",
+        callback=_reviewer,
+        help="Who approves (recorded in skillshelf.lock). [default: git's user.email in the library]",
+    )(fn)
+
+
 def library_root(library: Path | None, *, create: bool = False) -> Path:
     """--library, else the first configured root; made when `create` (a first `add`)."""
     if library is None:
@@ -90,6 +107,7 @@ def _say_recovered(shelf: Shelf) -> None:
 @root_option
 @force_option("Replace a folder of that name that skillshelf did not install.")
 @accept_option
+@reviewer_option
 def add(
     source: str,
     name: str | None,
@@ -100,6 +118,7 @@ def add(
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
+    reviewer: str | None,
 ) -> None:
     """Install every skill SOURCE holds into ROOT/NAME/ and pin it in ROOT/skillshelf.lock.
 
@@ -115,7 +134,7 @@ def add(
     say(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
     with _shelf(root) as shelf:
         _say_recovered(shelf)
-        outcome = shelf.add(spec, name=name, only=only, force=force, accepted=accepted)
+        outcome = shelf.add(spec, name=name, only=only, force=force, accepted=accepted, reviewer=reviewer)
         entry = shelf.lock().sources[outcome.source]
     where = display_path(shelf.folder(outcome.source))
     license_text = f", {entry.license}" if entry.license else ""
@@ -195,14 +214,23 @@ def _same_folder(a: Path, b: Path) -> bool:
 @root_option
 @force_option("Overwrite local edits with the locked version (and remove what was added by hand).")
 @accept_option
-def sync(library: Path | None, force: bool, accepted: tuple[str, ...]) -> None:
+@click.option(
+    "--frozen",
+    is_flag=True,
+    help="For CI: install what is missing, but exit 1 (changing nothing) when the library differs from the lock.",
+)
+def sync(library: Path | None, force: bool, accepted: tuple[str, ...], frozen: bool) -> None:
     """Install every source of ROOT/skillshelf.lock at its locked version, verifying every digest.
 
-    Local edits are reported and kept unless --force; a source no longer in the lock is removed."""
+    Local edits are reported and kept unless --force; a source no longer in the lock is removed. With
+    --frozen, anything here that differs from the lock (an edit not approved, a file added, a source the
+    lock dropped) is listed and nothing is changed."""
+    if frozen and (force or accepted):
+        raise click.UsageError("--frozen changes nothing the lock does not say: it takes no --force or --accept")
     root = library_root(library)
     with _shelf(root) as shelf:
         _say_recovered(shelf)
-        outcomes = shelf.sync(force=force, accepted=accepted)
+        outcomes = shelf.sync(force=force, accepted=accepted, frozen=frozen)
     for outcome in outcomes:
         say(_outcome_line(outcome))
         for edit in outcome.local_edits:
@@ -233,6 +261,7 @@ def _outcome_line(outcome: Outcome) -> str:
 @root_option
 @force_option("Update sources with local edits too (the edits are replaced).")
 @accept_option
+@reviewer_option
 def update(
     names: tuple[str, ...],
     check: bool,
@@ -241,6 +270,7 @@ def update(
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
+    reviewer: str | None,
 ) -> None:
     """Fetch each SOURCE's newest version (default: all) and review it before anything changes: files an
     agent may run first, then the scan's findings, skills added, removed and changed, descriptions,
@@ -259,7 +289,7 @@ def update(
                 shelf.discard(item)
             _finish_check(prepared, failures, check, as_json)
             return
-        outcomes = [shelf.apply(item, force=force, accepted=accepted) for item in prepared]
+        outcomes = [shelf.apply(item, force=force, accepted=accepted, reviewer=reviewer) for item in prepared]
     for outcome in outcomes:
         _echo_applied(outcome)
         if outcome.action == "updated" and (reach := agents_reached(root / outcome.source)):
@@ -430,4 +460,107 @@ def _age(installed: str, now: datetime | None = None) -> str:
     return "just now"
 
 
-COMMANDS = (add, sync, update, remove, sources)
+@click.command(short_help="Approve the bytes of skills as they are installed now.")
+@click.argument("targets", nargs=-1, required=True, metavar="ID|SOURCE...")
+@reviewer_option
+@root_option
+def approve(targets: tuple[str, ...], reviewer: str | None, library: Path | None) -> None:
+    """Record in ROOT/skillshelf.lock that each skill (a source: each of its skills) is approved as its bytes
+    are now: a local edit, or a skill written here, which `require_verified` serves only once approved."""
+    from skillshelf.library.sources import approval
+    from skillshelf.library.sources.install import now
+    from skillshelf.library.sources.signing import signature_path
+
+    root = library_root(library)
+    with _shelf(root) as shelf:
+        _say_recovered(shelf)
+        by = approval.reviewer(root, reviewer, required=True)
+        assert by is not None
+        approved = approval.approve(shelf.root, shelf.lock(), targets, by, now())
+    for skill_id in approved:
+        say(f"approved {skill_id} (by {by})")
+    if signature_path(root).exists():
+        click.echo("skillshelf.lock changed, so its signature no longer matches: `skillshelf sign` signs it again.")
+
+
+@click.command(short_help="Check every installed byte against skillshelf.lock (and its signature).")
+@root_option
+@click.option("--signed", is_flag=True, help="Also require the lock's signature to verify (skillshelf.lock.sig).")
+@click.option(
+    "--allowed-signers",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The keys trusted to sign. [default: ROOT/.skillshelf/allowed_signers, else git's gpg.ssh.allowedSignersFile]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def verify(library: Path | None, signed: bool, allowed_signers: Path | None, as_json: bool) -> None:
+    """Compare every skill's files with the bytes approved in ROOT/skillshelf.lock and name each file that
+    changed, was added or is missing; exit 1 on any difference (or, with --signed, a signature that does not
+    verify). Changes nothing."""
+    from skillshelf.library.sources import approval, signing
+    from skillshelf.library.sources.lock import lock_path, read_lock
+
+    root = library_root(library)
+    if not lock_path(root).exists():
+        raise click.ClickException(f"no skillshelf.lock in {display_path(root)}: nothing to verify")
+    signed_by = signing.verify_signed(root, allowed_signers) if signed else None
+    lock = signed_by.lock if signed_by is not None else read_lock(lock_path(root))
+    differences = approval.verify(root, lock)
+    if as_json:
+        print_json(
+            {
+                "signedBy": list(signed_by.signers) if signed_by else None,
+                "differences": [d.to_dict() for d in differences],
+            }
+        )
+    else:
+        if signed_by is not None:
+            say(f"signature: good, by {', '.join(signed_by.signers)} ({display_path(signed_by.allowed)})")
+        for difference in differences:
+            for line in difference.lines():
+                say(line)
+        skills = sum(len(s.skills) for s in lock.sources.values()) + len(lock.approved)
+        if differences:
+            click.echo(f"{plural(len(differences), 'difference')} from skillshelf.lock.", err=True)
+        else:
+            click.echo(f"verified: {plural(skills, 'skill')} as approved in skillshelf.lock")
+        _say_unapproved(approval.unapproved(root, lock))
+    if differences:
+        sys.exit(1)
+
+
+def _say_unapproved(ids: list[str]) -> None:
+    """Skills written here that no approval covers: not a difference, but `require_verified` hides them."""
+    if not ids:
+        return
+    named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    say(
+        f"note: {plural(len(ids), 'skill')} written here with no approval ({named}); a server with "
+        "require_verified hides them until `skillshelf approve ID`",
+        err=True,
+    )
+
+
+@click.command(short_help="Sign skillshelf.lock with your SSH key.")
+@click.option(
+    "--key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("~/.ssh/id_ed25519"),
+    show_default=True,
+    help="The SSH key to sign with (a private key, or its .pub when ssh-agent holds it).",
+)
+@root_option
+def sign(key: Path, library: Path | None) -> None:
+    """Sign ROOT/skillshelf.lock (`ssh-keygen -Y sign`, namespace skillshelf-lock) into skillshelf.lock.sig:
+    commit both. `skillshelf verify --signed` checks it against the allowed signers."""
+    from skillshelf.library.sources import signing
+
+    root = library_root(library)
+    written = signing.sign(root, key)
+    say(f"signed skillshelf.lock: {display_path(written)}")
+    try:  # said now rather than at the first `verify --signed`: the key is not one the team trusts (yet)
+        signing.verify_signed(root)
+    except SkillshelfError as exc:
+        say(f"note: `skillshelf verify --signed` would refuse it: {exc.message}", err=True)
+
+
+COMMANDS = (add, sync, update, remove, sources, approve, verify, sign)

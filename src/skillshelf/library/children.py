@@ -33,7 +33,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -96,13 +96,14 @@ def passed_names(names: Sequence[str]) -> tuple[str, ...]:
 
 
 def run(
-    argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None
+    argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None, stdin: IO[bytes] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """A short helper command (bwrap's probe, `node --version`, pip): output captured as text, stdin
-    closed, only fds 0-2, the helper environment unless another is given."""
+    closed (or the file `stdin`: ssh-keygen verifies what it reads there), only fds 0-2, the helper
+    environment unless another is given."""
     return subprocess.run(
         list(argv),
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
         capture_output=True,
         text=True,
         timeout=timeout,

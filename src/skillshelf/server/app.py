@@ -22,6 +22,7 @@ from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.config.views import DEFAULT_VIEW, ViewSettings, all_views, resolve_view
 from skillshelf.errors import SkillshelfError
+from skillshelf.library.access.approved import ApprovalGate
 from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.memory.notes import open_notes
@@ -135,7 +136,7 @@ def _assemble(
 ) -> MCPServer[Any]:
     # One reader and one pipeline: every tool, resource, listing and page reads skills through this view's
     # reader, and every request passes this view's pipeline.
-    reader = ViewReader(shelf, chosen.skill_rules())
+    reader = ViewReader(shelf, chosen.skill_rules(), _approval_gate(settings, shelf))
     skills = SkillsSurface(reader)
     shelf.add_change_listener(skills.library_changed)
     pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, ARGUMENT_PLACES)
@@ -164,6 +165,13 @@ def _assemble(
     register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
     _add_routes(server, settings, reader, sessions, web, call_log, pipeline)
     return server
+
+
+def _approval_gate(settings: Settings, shelf: SkillLibrary) -> ApprovalGate | None:
+    """What require_verified and require_signed hold back (library/access/approved.py); None: neither is set."""
+    if not (settings.require_verified or settings.require_signed):
+        return None
+    return ApprovalGate(shelf, verified=settings.require_verified, signed=settings.require_signed)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 from skillshelf.errors import PatternNotFoundError
 from skillshelf.library.access import manifest as manifests
+from skillshelf.library.access.approved import ApprovalGate
 from skillshelf.library.access.files import SkillFiles, never
 from skillshelf.library.access.manifest import NotPublishableError, SkillManifest
 from skillshelf.library.access.rules import Rule, SkillFacts, decide_skill, needs_details
@@ -267,11 +268,13 @@ class ViewReader:
 
     Visibility is decided from the id alone when the rules are id globs; tag, quality and layout
     selectors need the index row, so the visible ids are then computed once per index sync. Reloading
-    the config replaces the rules (`set_rules`).
+    the config replaces the rules (`set_rules`). A server that serves only approved bytes (`gate`:
+    require_verified, require_signed) hides every skill the gate holds back, on top of the rules.
     """
 
-    def __init__(self, library: SkillLibrary, rules: Sequence[Rule] = ()) -> None:
+    def __init__(self, library: SkillLibrary, rules: Sequence[Rule] = (), gate: ApprovalGate | None = None) -> None:
         self.library = library
+        self._gate = gate
         self._all = LibraryReader(library, SkillFiles(library, self._crosses_into_hidden))
         self._lock = threading.Lock()
         self._apply(tuple(rules))
@@ -293,6 +296,11 @@ class ViewReader:
 
     # -- visibility -----------------------------------------------------------------------------
     def is_visible(self, skill_id: str) -> bool:
+        if self._gate is not None and skill_id in self._gate.hidden():
+            return False
+        return self._kept_by_rules(skill_id)
+
+    def _kept_by_rules(self, skill_id: str) -> bool:
         if not self.rules:
             return True
         if not self._by_details:
@@ -320,13 +328,20 @@ class ViewReader:
 
     def _visible(self) -> Callable[[str], bool] | None:
         """A visibility predicate for a batch of reads (None: every skill is visible)."""
+        if self._gate is not None:
+            held = self._gate.hidden()
+            return lambda skill_id: skill_id not in held and self._kept_by_rules(skill_id)
         if not self.rules:
             return None
         return self._visible_ids().__contains__ if self._by_details else self.is_visible
 
+    @property
+    def _hides(self) -> bool:
+        return bool(self.rules) or self._gate is not None
+
     def _crosses_into_hidden(self, skill: IndexedSkill, real: Path) -> bool:
         """Whether a file of `skill`, reached through a symlink, lies in a skill this view hides."""
-        if not self.rules:
+        if not self._hides:
             return False
         return any(owner != skill.id and not self.is_visible(owner) for owner in self.library.owners_of(real))
 
@@ -395,10 +410,10 @@ class ViewReader:
         return skills if visible is None else [s for s in skills if visible(s.id)]
 
     def count(self) -> int:
-        return self._all.count() if not self.rules else len(self.overview())
+        return self._all.count() if not self._hides else len(self.overview())
 
     def has_category(self, name: str) -> bool:
-        if not self.rules:
+        if not self._hides:
             return self._all.has_category(name)
         return any(s.category == name for s in self.overview())
 
@@ -406,13 +421,16 @@ class ViewReader:
         return self.library.categories(self._visible())
 
     def findings(self) -> list[Finding]:
-        """Findings about files of hidden skills are left out (their paths would name them)."""
+        """Findings about files of hidden skills are left out (their paths would name them); a skill held
+        back for its approval has one saying why and how to serve it again."""
         visible = self._visible()
         found = self._all.findings()
+        gate = self._gate.hidden() if self._gate is not None else {}
+        held = [finding for skill_id, finding in gate.items() if self._kept_by_rules(skill_id)]
         if visible is None:
             return found
         hidden = tuple(source_prefix(s) for s in self.library.overview() if not visible(s.id))
-        return [f for f in found if not (hidden and f.path.startswith(hidden))]
+        return [f for f in found if not (hidden and f.path.startswith(hidden))] + held
 
     # -- usage ----------------------------------------------------------------------------------
     def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:

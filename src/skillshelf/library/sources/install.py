@@ -28,12 +28,20 @@ from skillshelf.library.index.library import READ_ONLY_MARKER
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.digest import file_digest, skill_digest
 from skillshelf.library.skill.discovery import library_base
-from skillshelf.library.sources import git
+from skillshelf.library.sources import approval, git
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.fetch import Snapshot, fetch_url, open_snapshot, spec_of
 from skillshelf.library.sources.history import DEFAULT_KEEP, keep_changed, restore_rolled_back, short
 from skillshelf.library.sources.layout import Plan, PlannedSkill, license_name, plan_source, write_plan
-from skillshelf.library.sources.lock import Lock, LockedSkill, LockedSource, lock_path, read_lock
+from skillshelf.library.sources.lock import (
+    LOCK_NAME,
+    Lock,
+    LockedSkill,
+    LockedSource,
+    lock_path,
+    read_lock,
+    render_lock,
+)
 from skillshelf.library.sources.review import Review, review_update
 from skillshelf.library.sources.scanning import accept, scan_staged
 from skillshelf.library.sources.spec import (
@@ -169,8 +177,10 @@ class Shelf:
         only: tuple[str, ...] = (),
         force: bool = False,
         accepted: tuple[str, ...] = (),
+        reviewer: str | None = None,
     ) -> Outcome:
         lock = self.lock()
+        by = approval.reviewer(self.root, reviewer)
         chosen = source_name(name or spec.default_name, given=bool(name))
         if chosen in lock.sources:
             raise SourceError(
@@ -187,11 +197,13 @@ class Shelf:
         try:
             entry, warnings = self._stage(spec, chosen, staging, only=only, exclude=())
             entry = accept(entry, scan_staged(staging / TREE / chosen, entry), accepted, None)  # or refused
+            entry = approval.stamp(entry, None, by, now())  # whoever added it approved these bytes
             commit(self.root, staging, target, staging / TREE / chosen, lock.with_source(entry))
         except BaseException:
             discard(staging)
             raise
         record_installed(self.root, self.lock())
+        approval.remember_source(self.root, entry)
         return Outcome(chosen, "added", [s.id for s in entry.skills], warnings=warnings)
 
     # -- staging -----------------------------------------------------------------------------------
@@ -328,7 +340,9 @@ class Shelf:
         record_check(self.root, entry.name, found)
         return prepared
 
-    def apply(self, prepared: Prepared, *, force: bool = False, accepted: tuple[str, ...] = ()) -> Outcome:
+    def apply(
+        self, prepared: Prepared, *, force: bool = False, accepted: tuple[str, ...] = (), reviewer: str | None = None
+    ) -> Outcome:
         """Swap a prepared update in; refused (nothing changed) when the source has local edits, unless forced,
         or a high scan finding not accepted (scanning.py). Skills a curator added to the source's folder by
         hand are carried over."""
@@ -340,6 +354,7 @@ class Shelf:
         lock = self.lock()
         try:
             entry = accept(prepared.entry, prepared.review.risks, accepted, lock.sources.get(name))
+            entry = approval.stamp(entry, lock.sources.get(name), approval.reviewer(self.root, reviewer), now())
         except SourceError as exc:
             discard(prepared.staging)
             return Outcome(name, "refused", warnings=[exc.message])
@@ -351,6 +366,7 @@ class Shelf:
             raise
         record_installed(self.root, self.lock())
         forget_check(self.root, name)
+        approval.remember_source(self.root, entry)
         return Outcome(name, "updated", [s.id for s in prepared.entry.skills], warnings=prepared.warnings)
 
     def discard(self, prepared: Prepared) -> None:
@@ -369,16 +385,42 @@ class Shelf:
             _copy(old_folder / name, destination)
 
     # -- sync ----------------------------------------------------------------------------------------
-    def sync(self, *, force: bool = False, accepted: tuple[str, ...] = ()) -> list[Outcome]:
-        """Make the root hold exactly what the lock says (see the module's doc)."""
+    def sync(self, *, force: bool = False, accepted: tuple[str, ...] = (), frozen: bool = False) -> list[Outcome]:
+        """Make the root hold exactly what the lock says (see the module's doc). `frozen` (CI): install what
+        is missing, but refuse (SourceError, nothing written) when anything here differs from the lock."""
         lock = self.lock()
         if not lock.sources and not lock_path(self.root).exists():
             raise SourceError(f"no {lock_path(self.root).name} in {self.root}: add a source first, or copy one there")
         installed = read_installed(self.root).sources
+        if frozen:
+            self._refuse_differences(lock, installed)
         outcomes = [self._drop(installed[name], lock, force) for name in sorted(installed) if name not in lock.sources]
         outcomes += [self._sync_or_fail(entry, force, accepted) for _, entry in sorted(lock.sources.items())]
         record_installed(self.root, self._installed_now(lock, outcomes))
+        for outcome in outcomes:
+            if outcome.action == "installed":
+                approval.remember_source(self.root, lock.sources[outcome.source])
         return outcomes
+
+    def _refuse_differences(self, lock: Lock, installed: dict[str, LockedSource]) -> None:
+        """`sync --frozen`: what a sync would change other than installing what is missing, refused."""
+        dropped = [name for name in sorted(installed) if name not in lock.sources and self.folder(name).exists()]
+        lines = [f"{name}: no longer in the lock (a sync would remove it)" for name in dropped]
+        restorable = {s.id for e in lock.sources.values() for s in e.skills} | {
+            p for e in lock.sources.values() for p in e.files
+        }
+        for difference in approval.verify(self.root, lock):
+            if not (difference.how == approval.MISSING and difference.what in restorable):
+                lines += difference.lines()
+        if render_lock(lock) != lock_path(self.root).read_text(encoding="utf-8"):
+            lines.append(f"{LOCK_NAME}: not as skillshelf writes it (a sync would rewrite it)")
+        if lines:
+            shown = "\n".join(f"  {line}" for line in lines)
+            raise SourceError(
+                f"the library differs from {LOCK_NAME}; nothing was changed (--frozen):\n{shown}\n"
+                "Approve what is right (`skillshelf approve ID`), or `skillshelf sync --force` to put back the bytes "
+                "the lock pins"
+            )
 
     def _sync_or_fail(self, entry: LockedSource, force: bool, accepted: tuple[str, ...]) -> Outcome:
         """One source synced; a source that fails is left as it was and said so, the others still synced."""

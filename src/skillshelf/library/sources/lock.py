@@ -27,7 +27,16 @@ One source:
     "anthropic/LICENSE" = "sha256:..."
 
     [source.anthropic.skills]
-    "anthropic/webapp-testing" = { path = "anthropic/webapp-testing", from = "skills/webapp-testing", digest = "…" }
+    "anthropic/webapp-testing" = { path = "anthropic/webapp-testing", from = "skills/webapp-testing", digest = "…",
+                                   approved_by = "ana@example.org", approved_at = "2026-07-02T10:11:12Z" }
+
+Approvals (approval.py): a skill's entry says who approved its bytes and when (`approved_by`,
+`approved_at`: `add` and an applied `update` record whoever ran them); `approved = "sha256:..."` is there
+only when the approved bytes are not the ones the source gave (a local edit `skillshelf approve`d). A skill
+no source installed is approved in the `[approved]` table (its library path, digest, who and when):
+
+    [approved]
+    "ops/deploy" = { path = "ops/deploy", digest = "sha256:...", by = "ana@example.org", at = "2026-..." }
 """
 
 from __future__ import annotations
@@ -68,6 +77,22 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f
 
 
 @dataclass(frozen=True)
+class Approval:
+    digest: str  # digest.py, of the bytes approved
+    by: str | None  # git's user.email where it was approved, or --reviewer; None when not known
+    at: str | None  # when, UTC ('2026-07-02T10:11:12Z')
+
+
+@dataclass(frozen=True)
+class LocalApproval:
+    """A skill no source installed, approved by digest (`skillshelf approve`)."""
+
+    id: str
+    path: str  # relative to the library root, '/'-separated: its folder, or a three-file skill's .md
+    approval: Approval
+
+
+@dataclass(frozen=True)
 class LockedSkill:
     id: str  # '<source>/<skill>', as the library serves it
     path: str  # relative to the library root, '/'-separated: a skill's folder, or a three-file skill's .md
@@ -76,6 +101,12 @@ class LockedSkill:
     license: str | None = None  # its own frontmatter `license`, when it declares one
     accepted: tuple[str, ...] = ()  # high scan findings a curator accepted for these bytes: 'RULE:PATH'
     rollback: str | None = None  # `skillshelf rollback`: these bytes are an earlier version, and why (history.py)
+    approval: Approval | None = None  # who approved which bytes, when (None: a lock from before approvals)
+
+    @property
+    def approved_digest(self) -> str:
+        """The digest of the bytes approved: the source's, unless a local edit was approved."""
+        return self.approval.digest if self.approval is not None else self.digest
 
 
 @dataclass(frozen=True)
@@ -107,12 +138,13 @@ class LockedSource:
 @dataclass(frozen=True)
 class Lock:
     sources: dict[str, LockedSource] = field(default_factory=dict)
+    approved: dict[str, LocalApproval] = field(default_factory=dict)  # skills no source installed, by id
 
     def with_source(self, source: LockedSource) -> Lock:
-        return Lock({**self.sources, source.name: source})
+        return replace(self, sources={**self.sources, source.name: source})
 
     def without(self, name: str) -> Lock:
-        return Lock({n: s for n, s in self.sources.items() if n != name})
+        return replace(self, sources={n: s for n, s in self.sources.items() if n != name})
 
     def owner_of(self, skill_id: str) -> LockedSource | None:
         return next((s for s in self.sources.values() if s.skill(skill_id) is not None), None)
@@ -145,7 +177,8 @@ def parse_lock(text: str, where: str = LOCK_NAME) -> Lock:
     table = raw.get("source", {})
     if not isinstance(table, dict):
         raise SourceError(f"{where}: `source` must be a table of sources")
-    return Lock({name: _source(name, entry, where) for name, entry in table.items()})
+    sources = {name: _source(name, entry, where) for name, entry in table.items()}
+    return Lock(sources, _local_approvals(raw.get("approved", {}), where))
 
 
 def _source(name: str, raw: Any, where: str) -> LockedSource:
@@ -199,10 +232,17 @@ def _skill(skill_id: str, raw: Any, source: str, at: str) -> LockedSkill:
     origin = _optional(raw, "from", at) or ""
     if not plain_relative(origin):
         raise SourceError(f"{at}: from {origin!r} must be a relative path inside the source{FIX}")
+    digest = _text(raw, "digest", at)
     return LockedSkill(
-        skill_id, path, origin, _text(raw, "digest", at), _optional(raw, "license", at), _accepted(raw, at),
-        _rollback(raw, at),
-    )  # fmt: skip
+        skill_id,
+        path,
+        origin,
+        digest,
+        _optional(raw, "license", at),
+        _accepted(raw, at),
+        rollback=_rollback(raw, at),
+        approval=_skill_approval(raw, digest, at),
+    )
 
 
 # -- the rules `add` follows, for what a lock says (it is input from whoever last pushed) -----------
@@ -290,12 +330,84 @@ def _strings(raw: dict[str, Any], key: str, at: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+# -- approvals (approval.py): who approved which bytes ----------------------------------------------
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+MAX_REVIEWER = 200
+
+
+def _skill_approval(raw: dict[str, Any], digest: str, at: str) -> Approval | None:
+    approved = _optional(raw, "approved", at)
+    by = _optional(raw, "approved_by", at)
+    when = _optional(raw, "approved_at", at)
+    if approved is None and by is None and when is None:
+        return None
+    return _approval(approved or digest, by, when, at)
+
+
+def _approval(digest: str, by: str | None, when: str | None, at: str) -> Approval:
+    if not _DIGEST.match(digest):
+        raise SourceError(f"{at}: the approved digest {digest[:80]!r} must be sha256: and 64 hex digits{FIX}")
+    if by is not None and not reviewer_ok(by):
+        raise SourceError(f"{at}: the reviewer {by[:80]!r} must be one line of printable text{FIX}")
+    if when is not None and not _TIME.match(when):
+        raise SourceError(f"{at}: the approval time {when[:80]!r} must be UTC as 2026-07-02T10:11:12Z{FIX}")
+    return Approval(digest, by, when)
+
+
+def reviewer_ok(name: str) -> bool:
+    """A reviewer is one line of printable text: it is shown in reviews and on a terminal."""
+    return 0 < len(name) <= MAX_REVIEWER and name.isprintable() and name.strip() == name
+
+
+def _local_approvals(table: Any, where: str) -> dict[str, LocalApproval]:
+    if not isinstance(table, dict):
+        raise SourceError(f"{where}: `approved` must be a table of skills{FIX}")
+    return {skill_id: _local_approval(skill_id, entry, where) for skill_id, entry in table.items()}
+
+
+def _local_approval(skill_id: str, raw: Any, where: str) -> LocalApproval:
+    at = f"{where}: [approved] {_key(skill_id)}"
+    if not isinstance(raw, dict):
+        raise SourceError(f"{at} must be a table with path, digest, by and at{FIX}")
+    parts = skill_id.split("/")
+    if len(parts) < 2 or not all(plain_name(part) and not part.startswith(".") for part in parts):
+        raise SourceError(f"{at}: the id {skill_id!r} must be CATEGORY/SKILL, each a plain name{FIX}")
+    path = _text(raw, "path", at)
+    if not plain_relative(path) or any(part.startswith(".") for part in path.split("/")):
+        raise SourceError(f"{at}: path {path!r} must be a relative path inside the library, no dot-names{FIX}")
+    approval = _approval(_text(raw, "digest", at), _optional(raw, "by", at), _optional(raw, "at", at), at)
+    return LocalApproval(skill_id, path, approval)
+
+
+def _approval_pairs(skill: LockedSkill) -> list[tuple[str, str | None]]:
+    approval = skill.approval
+    if approval is None:
+        return []
+    changed = approval.digest if approval.digest != skill.digest else None  # only a local edit's
+    return [("approved", changed), ("approved_by", approval.by), ("approved_at", approval.at)]
+
+
+def render_approved(lock: Lock) -> str:
+    if not lock.approved:
+        return ""
+    lines = ["[approved]"]
+    for skill_id in sorted(lock.approved):
+        local = lock.approved[skill_id]
+        pairs = [("path", local.path), ("digest", local.approval.digest), ("by", local.approval.by)]
+        pairs.append(("at", local.approval.at))
+        inline = ", ".join(f"{key} = {_string(value)}" for key, value in pairs if value is not None)
+        lines.append(f"{_key(skill_id)} = {{ {inline} }}")
+    return "\n".join(lines) + "\n"
+
+
 # -- writing ---------------------------------------------------------------------------------------
 def render_lock(lock: Lock) -> str:
     """The lock as TOML, byte for byte the same for the same content."""
     parts = [HEADER, f"version = {LOCK_VERSION}\n"]
     parts += ["\n" + render_source(lock.sources[name]) for name in sorted(lock.sources)]
-    return "".join(parts)
+    approved = render_approved(lock)
+    return "".join(parts) + ("\n" + approved if approved else "")
 
 
 def render_source(source: LockedSource) -> str:
@@ -332,6 +444,7 @@ def _inline(skill: LockedSkill) -> str:
         parts.append(f"accepted = {_array(sorted(set(skill.accepted)))}")
     if skill.rollback is not None:
         parts.append(f"rollback = {_string(skill.rollback)}")
+    parts += [f"{key} = {_string(value)}" for key, value in _approval_pairs(skill) if value is not None]
     return "{ " + ", ".join(parts) + " }"
 
 

@@ -1,0 +1,115 @@
+"""Which skills a server set to serve only reviewed bytes does not serve, and why (`require_verified`,
+`require_signed`; docs/security.md).
+
+- `require_verified`: a skill is served only while its bytes are the ones its root's `skillshelf.lock`
+  approved: a source's skill as `add`/`update` installed it (or a local edit `skillshelf approve`d), a
+  skill written here once `skillshelf approve ID` recorded it. Anything else is hidden.
+- `require_signed`: the skills sources installed are served only when the lock's signature verifies
+  against the allowed signers (signing.py), and then only while their bytes are the lock's approved ones.
+  Skills written here are not a source's: this setting alone leaves them served.
+
+A hidden skill is hidden as a view hides one (ViewReader asks `hidden()`), and a finding per skill says
+why and what a curator runs to serve it again. Worked out once per index sync and lock change.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.digest import skill_digest
+from skillshelf.library.skill.discovery import printable
+from skillshelf.library.skill.models import Finding
+from skillshelf.library.skill.paths import display_path
+from skillshelf.library.sources.approval import approval_of, library_path
+from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.lock import LOCK_NAME, Lock, lock_path, read_lock
+from skillshelf.library.sources.signing import ALLOWED_SIGNERS, SIGNATURE_NAME, verify_signed
+from skillshelf.library.sources.state import STATE_DIR
+
+CODE = "not-approved"
+_Stamp = tuple[int, int, int] | None
+
+
+class ApprovalGate:
+    def __init__(self, library: SkillLibrary, *, verified: bool, signed: bool) -> None:
+        self.library = library
+        self.verified = verified
+        self.signed = signed
+        self._lock = threading.Lock()
+        self._cached: tuple[object, dict[str, Finding]] | None = None
+
+    def hidden(self) -> dict[str, Finding]:
+        """The ids not served, each with the finding that says why."""
+        self.library.ensure_fresh()
+        key = (self.library.generation(), tuple(_stamps(root) for root in self.library.roots))
+        with self._lock:
+            if self._cached is not None and self._cached[0] == key:
+                return self._cached[1]
+        found = self._work_out()
+        with self._lock:
+            self._cached = (key, found)
+        return found
+
+    def _work_out(self) -> dict[str, Finding]:
+        roots = [self._root_state(root) for root in self.library.roots]
+        found: dict[str, Finding] = {}
+        for skill in self.library.overview():
+            root = self.library.root_of(skill)
+            lock, problem = roots[skill.details.root_index]
+            why = self._why(root, skill, lock, problem)
+            if why is not None:
+                found[skill.id] = Finding(_skill_path(skill), None, "warning", CODE, why, printable(display_path(root)))
+        return found
+
+    def _root_state(self, root: Path) -> tuple[Lock, str | None]:
+        """The root's lock (the signed one under require_signed), and why it cannot be trusted, if so."""
+        try:
+            lock = read_lock(lock_path(root))
+        except SourceError as exc:
+            return Lock(), f"{LOCK_NAME} cannot be read ({exc.message})"
+        if self.signed and lock.sources:
+            try:
+                return verify_signed(root).lock, None
+            except SourceError as exc:
+                return lock, exc.message
+        return lock, None
+
+    def _why(self, root: Path, skill: IndexedSkill, lock: Lock, problem: str | None) -> str | None:
+        from_source = lock.owner_of(skill.id) is not None
+        setting = "require_signed" if self.signed and (from_source or not self.verified) else "require_verified"
+        if problem is not None and (from_source or self.verified):
+            return f"not served ({setting}): {problem}"
+        if not from_source and not self.verified:
+            return None
+        approved = approval_of(lock, skill.id)
+        if approved is None:
+            return (
+                f"not served (require_verified): {LOCK_NAME} has no approval of {skill.id}; review it, then "
+                f"`skillshelf approve {skill.id}`"
+            )
+        if skill_digest(root, _skill_path(skill)) != approved:
+            return (
+                f"not served ({setting}): its files differ from the bytes approved in {LOCK_NAME}; "
+                f"`skillshelf verify` names them. Review them, then `skillshelf approve {skill.id}`"
+            )
+        return None
+
+
+def _skill_path(skill: IndexedSkill) -> str:
+    return library_path(skill.details.doc_file, skill.layout)
+
+
+def _stamps(root: Path) -> tuple[_Stamp, ...]:
+    paths = (lock_path(root), root / SIGNATURE_NAME, root / STATE_DIR / ALLOWED_SIGNERS)
+    return tuple(_stamp(path) for path in paths)
+
+
+def _stamp(path: Path) -> _Stamp:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)
