@@ -153,6 +153,18 @@ def test_rollback_restores_the_exact_bytes_and_the_lock_pins_them_with_the_reaso
     assert staging_left(root) == []
 
 
+def test_a_rolled_back_skill_is_approved_by_whoever_rolled_it_back_and_verifies(
+    updated_twice: tuple[Path, list[str]],
+) -> None:
+    root, digests = updated_twice
+    code, out = run("rollback", SKILL, "1", "--library", str(root))
+    assert code == 0, out
+    skill = read_lock(root / "skillshelf.lock").sources["team"].skill(SKILL)
+    assert skill is not None and skill.approved_digest == digests[0]  # the approval moved with the bytes
+    code, out = run("verify", "--library", str(root))
+    assert code == 0, out
+
+
 def test_a_later_update_is_reviewed_against_the_rolled_back_bytes(
     updated_twice: tuple[Path, list[str]], repo: Repo
 ) -> None:

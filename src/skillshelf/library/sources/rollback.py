@@ -15,10 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from skillshelf.library.skill.digest import skill_digest
+from skillshelf.library.sources.approval import reviewer
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.history import Version, drop, now, restore, short, version
 from skillshelf.library.sources.install import Shelf
-from skillshelf.library.sources.lock import LockedSkill, LockedSource, with_skills
+from skillshelf.library.sources.lock import Approval, LockedSkill, LockedSource, with_skills
 from skillshelf.library.sources.scanning import accept, scan_staged
 from skillshelf.library.sources.state import record_installed
 from skillshelf.library.sources.swap import TREE, commit, discard, new_staging
@@ -69,7 +70,9 @@ def rollback(
         leaf = skill.path.rsplit("/", 1)[-1]
         drop(staged, leaf)
         _restore(shelf, kept, staged, leaf)
-        restored = replace(skill, digest=kept.digest, rollback=note, accepted=())
+        # the curator who rolls back approves those bytes, so `verify` and require_verified hold them
+        approval = Approval(kept.digest, reviewer(shelf.root), now())
+        restored = replace(skill, digest=kept.digest, rollback=note, accepted=(), approval=approval)
         entry = with_skills(owner, [restored if s.id == skill_id else s for s in owner.skills])
         entry = accept(entry, scan_staged(staged, entry), (*accepted, *kept.accepted), owner)  # or refused
         shelf.keep_history(owner, staged, f"before the rollback to rev {kept.rev}" + (f": {why}" if why else ""))
