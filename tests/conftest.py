@@ -258,3 +258,19 @@ def synced_library(root: Path, index_dir: Path) -> Iterator[SkillLibrary]:
 def sample_library(sample_root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
     with synced_library(sample_root, tmp_path / "index") as library:
         yield library
+
+
+def serving(tools: list[Any], name: str = "test") -> Any:
+    """An MCP server answering `tools` the way skillshelf serves a view's tools (server/views.py `LiveView`:
+    argument errors are VALIDATION_ERROR envelopes), without the rest of a view: for one module's tools."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.subscriptions import InMemorySubscriptionBus
+
+    from skillshelf.config.views import ViewSettings
+    from skillshelf.server.views import LiveView, ToolSelection
+
+    view = ViewSettings(output_schemas=True)  # as the full view: every tool with its output schema
+    live = LiveView(ToolSelection.of(name, view, tools), InMemorySubscriptionBus())
+    server: MCPServer[Any] = MCPServer(name, middleware=[live.middleware])
+    live.serve(server)
+    return server

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.server.tools.artifacts import artifacts_tools
+from tests.conftest import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ REQUIRED = {
 
 
 async def test_tools_parameters_and_annotations_are_pinned(archive: SessionArchive) -> None:
-    async with Client(MCPServer("test", tools=artifacts_tools(archive))) as client:
+    async with Client(serving(artifacts_tools(archive))) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == set(CONTRACT)
     for name, parameters in CONTRACT.items():

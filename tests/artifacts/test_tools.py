@@ -15,7 +15,7 @@ from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.metrics import metrics_tools
-from tests.conftest import call
+from tests.conftest import call, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ async def client(archive: SessionArchive, tmp_path: Path) -> AsyncIterator[Clien
     """The artifacts tools, and getCompressionRatio from the metrics tools (it reads the same sessions)."""
     library = SkillLibrary(LibraryConfig(roots=[tmp_path / "no-skills"], index_dir=tmp_path / "index", watch=False))
     tools = [*artifacts_tools(archive), *metrics_tools(LibraryReader(library), archive)]
-    server: MCPServer[Any] = MCPServer("test", tools=tools)
+    server: MCPServer[Any] = serving(tools)
     try:
         async with Client(server, raise_exceptions=True) as connected:
             yield connected

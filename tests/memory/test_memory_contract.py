@@ -10,6 +10,7 @@ from mcp.server.mcpserver import MCPServer
 
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.tools.memory import memory_tools
+from tests.conftest import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +37,7 @@ def enum_of(schema: dict[str, Any]) -> list[str]:
 
 
 async def test_tools_parameters_and_annotations_are_pinned(roots: ProjectRoots) -> None:
-    server: MCPServer[Any] = MCPServer("test", tools=memory_tools(roots))
+    server: MCPServer[Any] = serving(memory_tools(roots))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == set(CONTRACT)

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.tools.memory import memory_tools
-from tests.conftest import call
+from tests.conftest import call, serving
 from tests.memory.conftest import notes_file
 
 pytestmark = pytest.mark.anyio
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 async def client(roots: ProjectRoots) -> AsyncIterator[Client]:
-    server: MCPServer[Any] = MCPServer("test", tools=memory_tools(roots))
+    server: MCPServer[Any] = serving(memory_tools(roots))
     async with Client(server, raise_exceptions=True) as connected:
         yield connected
 
