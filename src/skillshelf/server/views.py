@@ -42,6 +42,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from skillshelf.catalogue import TOOLS
 from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
@@ -395,18 +396,9 @@ def meta_tools(selection: ToolSelection) -> list[Tool]:
 
 # -- instructions ---------------------------------------------------------------------------------
 INTRO = "skillshelf serves a curated library of reusable skills (how-tos with optional code)."
-# (own tool names a line needs, the line with {ownName} placeholders for the exposed names)
-STEPS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("searchPatterns",), "{searchPatterns} with a few words about the task: compact hits, ~50 tokens each."),
-    (("loadSkill",), "{loadSkill} with the best hit's id to read its documentation (includeCode=true for its code)."),
-    (("readSkillFile",), "{readSkillFile} fetches a file a skill lists (a reference or script)."),
-    (("executeSkill",), "{executeSkill} runs a skill's code (dryRun first to check the input)."),
-    (("trackPatternUsage",), "{trackPatternUsage} when a skill helped."),
-    (("addNote",), "Keep project memory with {addNote}; read it back with the get* note tools."),
-    (("searchArtifacts", "loadSession"), "{searchArtifacts} and {loadSession} recall what past sessions did."),
-    (("listCategories",), "{listCategories} shows what the library covers."),
-    (("getLibraryStats",), "{getLibraryStats} and the other metrics tools report the library's health."),
-)
+# (the tools a line needs, the line with {ownName} placeholders for the exposed names): each tool's `step` in
+# skillshelf/catalogue.py, in its order.
+STEPS: tuple[tuple[tuple[str, ...], str], ...] = tuple((s.step_needs(), s.step) for s in TOOLS.values() if s.step)
 RESOURCES = "Skills are also resources: skill://{category}/{name}/SKILL.md."
 
 
