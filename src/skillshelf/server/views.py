@@ -35,8 +35,7 @@ import anyio.lowlevel
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.session import ServerSession
-from mcp.server.subscriptions import SubscriptionBus, ToolsListChanged
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.types import CallToolResult, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,13 +47,13 @@ from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import decide_tool
 from skillshelf.server import sdk
+from skillshelf.server.list_changed import ListChanged
 from skillshelf.server.tooling import CallTool, EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
 
 logger = logging.getLogger(__name__)
 
 SEARCH_PAGE = 25
 CONFIG_POLL_SECONDS = 1.0
-MAX_SESSIONS = 256
 MIN_SCORE = 0.5  # share of the query's words a tool's name or description must hold
 META = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 CALLS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
@@ -470,21 +469,10 @@ class LiveView:
 
     def __init__(self, selection: ToolSelection, bus: SubscriptionBus) -> None:
         self.selection = selection
-        self.bus = bus
-        self._sessions: list[ServerSession] = []
-        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self.changes = ListChanged(bus, "tools")
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        self._token = anyio.lowlevel.current_token()
-        result = await call_next(ctx)
-        if ctx.method == "initialize":
-            if isinstance(result, BaseModel):
-                result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            tools = (result or {}).get("capabilities", {}).get("tools")
-            if isinstance(tools, dict):
-                tools["listChanged"] = True
-            self._sessions = [*self._sessions, ctx.session][-MAX_SESSIONS:]
-        return result
+        return await self.changes.middleware(ctx, call_next)
 
     def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
         """Serve `selection` from now on. MCPServer has no public way to replace its tools or its
@@ -507,7 +495,7 @@ class LiveView:
             if also is not None:
                 also()
 
-        token = self._token
+        token = self.changes.token
         if token is None:
             swap()
             return
@@ -518,26 +506,10 @@ class LiveView:
 
     def announce_from_thread(self) -> None:
         """Called on the config watcher's thread: tell every client to re-list the tools."""
-        token = self._token
-        if token is None:
-            return  # no client yet: the next one lists the new tools anyway
-        try:
-            anyio.from_thread.run(self.announce, token=token)
-        except RuntimeError:
-            logger.debug("no event loop to announce a view change on (server stopped)")
+        self.changes.from_thread()
 
     async def announce(self) -> None:
-        await self.bus.publish(ToolsListChanged())
-        alive: list[ServerSession] = []
-        for session in self._sessions:
-            try:
-                with anyio.fail_after(5):
-                    await session.send_tool_list_changed()
-            except Exception:
-                logger.debug("a session went away before hearing of the view change")
-                continue
-            alive.append(session)
-        self._sessions = alive
+        await self.changes.announce()
 
 
 class ConfigWatcher:
