@@ -20,12 +20,11 @@ import copy
 import difflib
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -46,6 +45,8 @@ from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import decide_tool
+from skillshelf.library.index.query import STOPWORDS, word_parts
+from skillshelf.library.skill.duplicates import porter_stems
 from skillshelf.server import sdk
 from skillshelf.server.list_changed import ListChanged
 from skillshelf.server.tooling import CallTool, EnvelopeTool, make_tool, respond, to_call_result, unknown_arguments
@@ -206,7 +207,6 @@ class ToolSearch(_Wire):
     limit: int
 
 
-_WORDS = re.compile(r"[a-z0-9]+")
 # Words agents use for what the tools' names and descriptions say otherwise.
 TOOL_SYNONYMS: dict[str, tuple[str, ...]] = {
     "find": ("search",),
@@ -240,12 +240,6 @@ TOOL_SYNONYMS: dict[str, tuple[str, ...]] = {
     "doc": ("documentation",),
     "docs": ("documentation",),
 }
-STOPWORDS = frozenset(
-    {
-        *("a", "an", "the", "to", "for", "of", "in", "on", "my", "me", "i", "we", "and", "or"),
-        *("with", "by", "it", "is", "are", "be", "as", "do", "how", "what", "which", "something"),
-    }
-)
 # Where a query word is found, by weight: the tool's action (the verb its name starts with), its name or
 # title, a synonym there, its description's first sentence, anywhere in it, a close spelling.
 ACTION_WEIGHT, NAME_WEIGHT, SYNONYM_IN_NAME_WEIGHT, LEAD_WEIGHT, BODY_WEIGHT, CLOSE_WEIGHT = (
@@ -258,22 +252,23 @@ ACTION_WEIGHT, NAME_WEIGHT, SYNONYM_IN_NAME_WEIGHT, LEAD_WEIGHT, BODY_WEIGHT, CL
 )
 
 
-def _words(text: str) -> list[str]:
-    return _WORDS.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
+@lru_cache(maxsize=1024)
+def _stemmed(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each word of `text` with its forms: the word and its stems by the Porter stemmer the skill search uses
+    ("reused" -> reus, "sessions" -> session); two words match when their forms meet. The words are the
+    skill search's too (library/index/query.py: camelCase split the same way). Cached: tool texts are few,
+    and one stemming pass serves a text's every word."""
+    words = word_parts(text)
+    stems = porter_stems(words)
+    return tuple((word, frozenset({word, *stems[word]})) for word in words)
 
 
-def _forms(word: str) -> set[str]:
-    """A word and what it is without a plural, past or -ing ending ("reused" -> reuse, reus; "sessions" ->
-    session): two words match when their forms meet."""
-    forms = {word}
-    for suffix in ("ing", "ies", "es", "ed", "s", "d"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            forms.add(word[: -len(suffix)] + ("y" if suffix == "ies" else ""))
-    return forms
+def _forms(word: str) -> frozenset[str]:
+    return next((forms for _, forms in _stemmed(word)), frozenset({word}))
 
 
 def _vocabulary(text: str) -> set[str]:
-    return {form for word in _words(text) for form in _forms(word)}
+    return {form for _, forms in _stemmed(text) for form in forms}
 
 
 def match_score(query: str, tool: Tool) -> tuple[float, float]:
@@ -282,17 +277,18 @@ def match_score(query: str, tool: Tool) -> tuple[float, float]:
     then in its description's first sentence, then anywhere in it; a close spelling counts too ("find
     skill" is searchPatterns).
     """
-    wanted = [w for w in _words(query) if w not in STOPWORDS] or _words(query)
+    words = _stemmed(query)
+    wanted = [(w, forms) for w, forms in words if w not in STOPWORDS] or list(words)
     if not wanted:
         return 1.0, 1.0
-    action = _forms(_words(tool.name)[0]) if _words(tool.name) else set()
+    named = _stemmed(tool.name)
+    action = named[0][1] if named else frozenset()
     name = _vocabulary(f"{tool.name} {tool.title or ''}")
     description = tool.description or ""
     lead = _vocabulary(description.split(". ", 1)[0])
     body = _vocabulary(description)
     found = weight = 0.0
-    for word in wanted:
-        own = _forms(word)
+    for word, own in wanted:
         synonyms = {form for s in TOOL_SYNONYMS.get(word, ()) for form in _forms(s)}
         if (own | synonyms) & action:
             hit = ACTION_WEIGHT if own & action else (ACTION_WEIGHT + SYNONYM_IN_NAME_WEIGHT) / 2
