@@ -5,6 +5,9 @@ tests/server/test_docs_catalogue.py."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from skillshelf.catalogue import TOOL_NAMES, TOOLS, ToolSpec, cli_twins, in_view, project_tools
@@ -63,3 +66,18 @@ def test_a_new_declaration_reaches_the_views_and_the_cli(monkeypatch: pytest.Mon
     assert "findThing" in in_view("curator", execution_enabled=False)
     assert "findThing" in {r.include for r in builtin_views(execution_enabled=False)["curator"].tools}
     assert cli_twins()["findThing"] == "`skillshelf x`"
+
+
+def test_the_built_in_views_table_in_docs_views_md_lists_the_declared_tools() -> None:
+    """docs/views.md's `| view | tools | for |` table says which tools each built-in view shows: checked against
+    the declarations, so a tool added to a view is documented there."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "views.md").read_text(encoding="utf-8")
+    table = text.split("| View | Tools | For |", 1)[1].split("\n\n", 1)[0]
+    rows = {row.split("|")[1].strip(" `"): row.split("|")[2] for row in table.splitlines()[2:]}
+    wrong = [] if f"all {len(TOOL_NAMES)}" in rows["full"] else [f"full: not 'all {len(TOOL_NAMES)}'"]
+    for view in ("agent", "memory", "curator"):
+        documented = set(re.findall(r"\b[a-z]+[A-Z][A-Za-z]*\b", rows[view]))
+        declared = set(in_view(view, execution_enabled=True))
+        if documented != declared:
+            wrong.append(f"{view}: documents {sorted(documented)}, declared {sorted(declared)}")
+    assert wrong == [], f"fix the built-in views table in docs/views.md: {wrong}"
