@@ -29,9 +29,9 @@ READER_LAYER = {
 # Modules that open files which are not skills' files.
 OTHER_FILES = {
     "artifacts/store.py": "session artifacts under the projects roots",
-    "cli/authoring.py": "writes `skillshelf doc --out` (a file of its own, replaced atomically)",
     "cli/main.py": "the curator's own --input @FILE",
     "cli/tokens.py": "the config file (to add a token to it)",
+    "library/atomic.py": "the one atomic writer: a file of skillshelf's own (the lock, doc --out, the config), whole",
     "execution/_child.py": "runs inside the skill's own process",
     "execution/containment.py": "cgroup files under /sys/fs/cgroup",
     "library/db.py": "the lock files beside the stores",

@@ -211,9 +211,10 @@ def test_a_projects_root_no_tool_of_the_view_reads_is_reported_at_start(tmp_path
 
 def test_the_tool_names_constant_is_the_registry(tmp_path: Path) -> None:
     from skillshelf.artifacts.archive import SessionArchive
+    from skillshelf.catalogue import TOOL_NAMES
     from skillshelf.library.access.reader import LibraryReader
     from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-    from skillshelf.server.app import TOOL_NAMES, every_tool
+    from skillshelf.server.app import every_tool
     from skillshelf.settings import Settings
 
     settings = Settings(roots=[Path("patterns")], project_roots=[tmp_path])

@@ -3,8 +3,6 @@ a markdown table for a repository's README or AGENTS.md."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +10,7 @@ import click
 
 from skillshelf.cli.common import command_settings, library_option, open_library
 from skillshelf.cli.output import shown
+from skillshelf.library.atomic import write_atomically
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.scaffold import (
     LAYOUTS,
@@ -144,7 +143,7 @@ def doc(libraries: tuple[Path, ...], out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    write_atomically(out.expanduser(), text)
+    write_out(out.expanduser(), text)
     click.echo(f"Wrote {display_path(out.expanduser())} ({count} skills)", err=True)
 
 
@@ -177,19 +176,8 @@ def cell(text: str) -> str:
     return line.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one step: written beside it, flushed to disk, then renamed over it."""
+def write_out(path: Path, text: str) -> None:
+    """`--out`: replace `path` with `text` whole (library/atomic.py), its permissions kept."""
     if not path.parent.is_dir():
         raise click.UsageError(f"--out: the folder {display_path(path.parent)} does not exist")
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    staged = Path(name)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        staged.chmod(path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        staged.replace(path)
-    except BaseException:
-        staged.unlink(missing_ok=True)
-        raise
+    write_atomically(path, text)

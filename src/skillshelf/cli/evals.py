@@ -8,9 +8,9 @@ from xml.etree import ElementTree
 
 import click
 
-from skillshelf.cli.authoring import write_atomically
 from skillshelf.cli.common import command_settings, json_option, library_option, opened_library
 from skillshelf.cli.output import emit, plural, say
+from skillshelf.library.atomic import write_atomically
 from skillshelf.patterns.evals import EvalReport, Pins, run_evals
 
 SEARCH_TOOL = "searchPatterns"  # whose pinned arguments (a view's filters) every eval query gets too

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from pydantic import BaseModel
 
+from skillshelf.catalogue import cli_twins
 from skillshelf.errors import SkillshelfError
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: `serve` never needs it (start-up time)
@@ -26,16 +27,10 @@ if TYPE_CHECKING:  # rich is imported where a table is printed: `serve` never ne
 
 M = TypeVar("M", bound=BaseModel)
 
-# Tool names and parameters as the CLI spells them, each matched as a whole word.
+# Tool names (each tool's CLI twin, skillshelf/catalogue.py) and parameters as the CLI spells them, each matched
+# as a whole word.
 CLI_WORDS: dict[str, str] = {
-    "searchPatterns": "`skillshelf search`",
-    "loadSkill": "`skillshelf show`",
-    "listCategories": "`skillshelf categories`",
-    "executeSkill": "`skillshelf run`",
-    "getLibraryStats": "`skillshelf stats`",
-    "getPatternReuse": "`skillshelf usage`",
-    "searchArtifacts": "`skillshelf sessions`",
-    "getNotes": "`skillshelf notes`",
+    **cli_twins(),
     "timeoutS": "--timeout",
     "dryRun": "--dry-run",
     "includeCode": "--code",

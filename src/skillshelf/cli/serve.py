@@ -39,8 +39,8 @@ def _warn_of(settings: Settings, http: bool) -> None:
 
 
 def _warn_if_default_widened(settings: Settings) -> None:
+    from skillshelf.catalogue import TOOL_NAMES
     from skillshelf.config.views import widened_default
-    from skillshelf.server.app import TOOL_NAMES
 
     widened = widened_default(settings.views, list(TOOL_NAMES), settings.execution.enabled)
     if widened is not None:
@@ -266,12 +266,10 @@ def _run_stdio(server: Any, announce: Callable[[], None] | None = None) -> None:
         signal.signal(signal.SIGINT, previous)
 
 
-PROJECT_TOOLS = ("addNote", "getNotes", "getDecisions", "searchArtifacts", "loadSession", "getCompressionRatio")
-
-
 def _warn_if_projects_unused(settings: Settings, http: bool) -> None:
     """A projects root given when no served view has a memory or session tool is a setting nothing reads:
     say so. Over HTTP every view is served (/view/NAME/mcp), so every view counts; stdio serves one."""
+    from skillshelf.catalogue import project_tools
     from skillshelf.config.views import all_views, resolve_view
     from skillshelf.library.access.rules import decide_tool
     from skillshelf.projects import DEFAULT_PROJECTS_ROOT
@@ -282,7 +280,7 @@ def _warn_if_projects_unused(settings: Settings, http: bool) -> None:
     served = (
         all_views(settings.views, enabled).values() if http else [resolve_view(settings.view, settings.views, enabled)]
     )
-    if not any(decide_tool(view.tool_rules(), tool).kept for view in served for tool in PROJECT_TOOLS):
+    if not any(decide_tool(view.tool_rules(), tool).kept for view in served for tool in project_tools()):
         which = "no view served over HTTP has a" if http else f"the {view_label(settings)} view has no"
         logger.warning(
             "projects root is set, but %s memory or session tool to read it; serve --view memory or --view "

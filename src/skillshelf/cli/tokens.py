@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import secrets
-import tempfile
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
 from skillshelf.cli.common import config_flag
+from skillshelf.library.atomic import write_atomically
 from skillshelf.library.skill.paths import display_path
 
 
@@ -68,11 +67,7 @@ def token_new(name: str, views: tuple[str, ...]) -> None:
             f"cannot add [auth.tokens.{name}] to {display_path(path)} ({exc}); write auth.tokens as tables"
         ) from exc
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, suffix=".tmp") as out:
-        out.write(updated)
-    if path.exists():
-        Path(out.name).chmod(path.stat().st_mode & 0o777)
-    Path(out.name).replace(path)
+    write_atomically(path, updated, new_mode=0o600)  # a new config file is the user's alone
     click.echo(secret)
     click.echo(
         f"Token {name!r} for view(s) {', '.join(view_names)}: its hash is in {display_path(path)}. "

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
+import platformdirs
 from pydantic import BaseModel, ConfigDict, Field
 
 LOG_NAME = "calls.jsonl"
@@ -26,9 +25,6 @@ class CallLogSettings(BaseModel):
 
 
 def user_state_dir() -> Path:
-    """The platform's folder for local state that is not a cache (the call log lives there)."""
-    if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local")) / "skillshelf" / "State"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "skillshelf"
-    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "skillshelf"
+    """The platform's folder for local state that is not a cache (the call log lives there; platformdirs:
+    $XDG_STATE_HOME on Linux, ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows)."""
+    return platformdirs.user_state_path("skillshelf", appauthor=False)

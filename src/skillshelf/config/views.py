@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from skillshelf.catalogue import AGENT, CURATOR, MEMORY, in_view
 from skillshelf.config.composites import CompositeTool
 from skillshelf.config.execution_cap import ExecutionCap
 from skillshelf.config.hooks import HookSettings
@@ -116,40 +117,26 @@ def _only(*names: str) -> list[FilterRule]:
     return [FilterRule(include=n) for n in names]
 
 
-AGENT_TOOLS = ("searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage")
-MEMORY_TOOLS = (
-    "addNote",
-    "getNotes",
-    "getDecisions",
-    "getHypotheses",
-    "getBlockers",
-    "searchArtifacts",
-    "loadSession",
-    "getSessionCode",
-)
-CURATOR_TOOLS = (
-    "searchPatterns",
-    "loadSkill",
-    "listCategories",
-    "getLibraryStats",
-    "getPatternReuse",
-    "getCompressionRatio",
-)
-AGENT_VIEW = "agent"
+# The built-in views' tools, from the catalogue (skillshelf/catalogue.py: a tool names the views that show it).
+AGENT_TOOLS = in_view(AGENT, execution_enabled=False)
+MEMORY_TOOLS = in_view(MEMORY, execution_enabled=False)
+CURATOR_TOOLS = in_view(CURATOR, execution_enabled=False)
+AGENT_VIEW = AGENT
 
 
 def builtin_views(execution_enabled: bool) -> dict[str, ViewSettings]:
     """The views that work with no config. `agent` runs skills only where the user enabled execution."""
-    agent = (*AGENT_TOOLS, "executeSkill") if execution_enabled else AGENT_TOOLS
+
+    def tools(view: str) -> list[FilterRule]:
+        return _only(*in_view(view, execution_enabled=execution_enabled))
+
     return {
         AGENT_VIEW: ViewSettings(
-            description="Find, load and apply skills: the default for an agent", tools=_only(*agent)
+            description="Find, load and apply skills: the default for an agent", tools=tools(AGENT)
         ),
         "full": ViewSettings(description="Every tool", output_schemas=True),
-        "memory": ViewSettings(description="Project notes and past sessions", tools=_only(*MEMORY_TOOLS)),
-        "curator": ViewSettings(
-            description="Library health: categories, statistics, reuse", tools=_only(*CURATOR_TOOLS)
-        ),
+        MEMORY: ViewSettings(description="Project notes and past sessions", tools=tools(MEMORY)),
+        CURATOR: ViewSettings(description="Library health: categories, statistics, reuse", tools=tools(CURATOR)),
     }
 
 

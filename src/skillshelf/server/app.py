@@ -36,11 +36,12 @@ from skillshelf.server.http import ReloadRefused
 from skillshelf.server.pipeline import CallPipeline
 from skillshelf.server.prompts import register_prompts
 from skillshelf.server.skills_ext import SkillsSurface
+from skillshelf.server.tooling import argument_places
 from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
-from skillshelf.server.tools.patterns import ARGUMENT_PLACES, patterns_tools
+from skillshelf.server.tools.patterns import patterns_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
@@ -49,21 +50,12 @@ from skillshelf.state.health import database_health
 logger = logging.getLogger(__name__)
 
 
-# The names `every_tool` registers, for what must know them without building a server (start-up checks);
-# tests/test_second_contact.py checks the two agree.
-TOOL_NAMES = (
-    *("searchPatterns", "loadSkill", "readSkillFile", "trackPatternUsage", "listCategories", "executeSkill"),
-    *("searchArtifacts", "loadSession", "getSessionCode"),
-    *("addNote", "getNotes", "getDecisions", "getHypotheses", "getBlockers"),
-    *("getCompressionRatio", "getPatternReuse", "getLibraryStats"),
-)
-
-
 def every_tool(
     settings: Settings, library: SkillReader, sessions: SessionArchive, view: ViewSettings | None = None
 ) -> list[Tool]:
     """Every tool the server has, before a view picks and presents some of them (`view`: the one it serves,
-    whose execution cap bounds what a skill's run may be granted)."""
+    whose execution cap bounds what a skill's run may be granted): the ones skillshelf/catalogue.py declares
+    (tests/test_second_contact.py checks the two agree)."""
     projects = settings.projects()
     return [
         *patterns_tools(library, projects),
@@ -139,7 +131,7 @@ def _assemble(
     reader = ViewReader(shelf, chosen.skill_rules(), _approval_gate(settings, shelf))
     skills = SkillsSurface(reader)
     shelf.add_change_listener(skills.library_changed)
-    pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, ARGUMENT_PLACES)
+    pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, argument_places())
     selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions, chosen), pipeline.call)
     live = LiveView(selection, skills.bus)
     view = _View(view_name, chosen, reader, skills, pipeline, live)

@@ -34,8 +34,7 @@ from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import MCPServer
-from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -52,6 +51,7 @@ from skillshelf.library.access.manifest import (
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.server import sdk
+from skillshelf.server.list_changed import ListChanged
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,6 @@ SCHEME = "skill://"
 SKILLS_PAGE = 50  # entries carry whole manifests
 RESOURCES_PAGE = 200
 LIST_TTL_MS = 30_000  # a hint only: files change under a watcher, and resources/list_changed says so
-MAX_TRACKED_SESSIONS = 256
 SOURCE_META_KEY = "skillshelf/source"  # a skill's provenance in its entry's _meta
 
 
@@ -134,8 +133,7 @@ class SkillsSurface:
         self.reader = reader
         self.bus = InMemorySubscriptionBus()
         self.extension = SkillsExtension(self)
-        self._sessions: list[ServerSession] = []  # legacy connections, told when the resource list changes
-        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self.changes = ListChanged(self.bus, "resources")  # told when the resource list changes
         self._reported: set[tuple[str, str]] = set()
         self._read_fallback: Callable[..., Any] | None = None
 
@@ -264,39 +262,14 @@ class SkillsSurface:
     # -- change notifications ----------------------------------------------------------------------
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Remembers the event loop and legacy sessions, and advertises resources.listChanged on them."""
-        self._token = anyio.lowlevel.current_token()
-        result = await call_next(ctx)
-        if ctx.method == "initialize":
-            if isinstance(result, BaseModel):
-                result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            resources = (result or {}).get("capabilities", {}).get("resources")
-            if isinstance(resources, dict):
-                resources["listChanged"] = True
-            self._sessions = [*self._sessions, ctx.session][-MAX_TRACKED_SESSIONS:]
-        return result
+        return await self.changes.middleware(ctx, call_next)
 
     def library_changed(self) -> None:
         """Called on the library watcher's thread: tell every client to re-list."""
-        token = self._token
-        if token is None:
-            return  # no client has asked for anything yet
-        try:
-            anyio.from_thread.run(self.announce_change, token=token)
-        except RuntimeError:
-            logger.debug("no event loop to announce a library change on (server stopped)")
+        self.changes.from_thread()
 
     async def announce_change(self) -> None:
-        await self.bus.publish(ResourcesListChanged())
-        alive: list[ServerSession] = []
-        for session in self._sessions:
-            try:
-                with anyio.fail_after(5):
-                    await session.send_resource_list_changed()
-            except Exception:
-                logger.debug("dropping a closed session from change notifications", exc_info=True)
-                continue
-            alive.append(session)
-        self._sessions = alive
+        await self.changes.announce()
 
     # -- lookups ------------------------------------------------------------------------------
     def _find(self, category: str, name: str) -> IndexedSkill | None:

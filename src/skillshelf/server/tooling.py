@@ -20,6 +20,7 @@ from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
+from skillshelf.catalogue import TOOLS
 from skillshelf.envelope import Envelope, failure, internal_failure, run_service, run_service_async
 from skillshelf.errors import ErrorCode
 from skillshelf.server.skills_ext import parse_skill_uri
@@ -242,6 +243,16 @@ class Places:
                 items = arguments[listed]
                 final[listed] = [{**item, **values} if isinstance(item, Mapping) else item for item in items]
         return final
+
+
+def argument_places() -> dict[str, Places]:
+    """Where each tool's arguments can also be sent, as its declaration says (skillshelf/catalogue.py), so a
+    view's pin or a hook's policy holds at every place."""
+    return {
+        spec.name: Places(aliases=spec.aliases, items=spec.items, objects=spec.objects)
+        for spec in TOOLS.values()
+        if spec.aliases or spec.items or spec.objects
+    }
 
 
 def _named_by_uri(uri: Any) -> dict[str, list[str]]:

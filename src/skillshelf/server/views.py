@@ -20,12 +20,11 @@ import copy
 import difflib
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -36,25 +35,27 @@ from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools.base import Tool
-from mcp.server.session import ServerSession
-from mcp.server.subscriptions import SubscriptionBus, ToolsListChanged
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from skillshelf.catalogue import TOOLS
 from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import decide_tool
+from skillshelf.library.index.query import STOPWORDS, word_parts
+from skillshelf.library.skill.duplicates import porter_stems
 from skillshelf.server import sdk
+from skillshelf.server.list_changed import ListChanged
 from skillshelf.server.tooling import CallTool, make_tool, respond, run_tool, to_call_result, unknown_arguments
 
 logger = logging.getLogger(__name__)
 
 SEARCH_PAGE = 25
 CONFIG_POLL_SECONDS = 1.0
-MAX_SESSIONS = 256
 MIN_SCORE = 0.5  # share of the query's words a tool's name or description must hold
 META = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 CALLS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True)
@@ -231,7 +232,6 @@ class ToolSearch(_Wire):
     limit: int
 
 
-_WORDS = re.compile(r"[a-z0-9]+")
 # Words agents use for what the tools' names and descriptions say otherwise.
 TOOL_SYNONYMS: dict[str, tuple[str, ...]] = {
     "find": ("search",),
@@ -265,12 +265,6 @@ TOOL_SYNONYMS: dict[str, tuple[str, ...]] = {
     "doc": ("documentation",),
     "docs": ("documentation",),
 }
-STOPWORDS = frozenset(
-    {
-        *("a", "an", "the", "to", "for", "of", "in", "on", "my", "me", "i", "we", "and", "or"),
-        *("with", "by", "it", "is", "are", "be", "as", "do", "how", "what", "which", "something"),
-    }
-)
 # Where a query word is found, by weight: the tool's action (the verb its name starts with), its name or
 # title, a synonym there, its description's first sentence, anywhere in it, a close spelling.
 ACTION_WEIGHT, NAME_WEIGHT, SYNONYM_IN_NAME_WEIGHT, LEAD_WEIGHT, BODY_WEIGHT, CLOSE_WEIGHT = (
@@ -283,22 +277,23 @@ ACTION_WEIGHT, NAME_WEIGHT, SYNONYM_IN_NAME_WEIGHT, LEAD_WEIGHT, BODY_WEIGHT, CL
 )
 
 
-def _words(text: str) -> list[str]:
-    return _WORDS.findall(re.sub(r"([a-z])([A-Z])", r"\1 \2", text).lower())
+@lru_cache(maxsize=1024)
+def _stemmed(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each word of `text` with its forms: the word and its stems by the Porter stemmer the skill search uses
+    ("reused" -> reus, "sessions" -> session); two words match when their forms meet. The words are the
+    skill search's too (library/index/query.py: camelCase split the same way). Cached: tool texts are few,
+    and one stemming pass serves a text's every word."""
+    words = word_parts(text)
+    stems = porter_stems(words)
+    return tuple((word, frozenset({word, *stems[word]})) for word in words)
 
 
-def _forms(word: str) -> set[str]:
-    """A word and what it is without a plural, past or -ing ending ("reused" -> reuse, reus; "sessions" ->
-    session): two words match when their forms meet."""
-    forms = {word}
-    for suffix in ("ing", "ies", "es", "ed", "s", "d"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            forms.add(word[: -len(suffix)] + ("y" if suffix == "ies" else ""))
-    return forms
+def _forms(word: str) -> frozenset[str]:
+    return next((forms for _, forms in _stemmed(word)), frozenset({word}))
 
 
 def _vocabulary(text: str) -> set[str]:
-    return {form for word in _words(text) for form in _forms(word)}
+    return {form for _, forms in _stemmed(text) for form in forms}
 
 
 def match_score(query: str, tool: ViewTool) -> tuple[float, float]:
@@ -307,17 +302,18 @@ def match_score(query: str, tool: ViewTool) -> tuple[float, float]:
     then in its description's first sentence, then anywhere in it; a close spelling counts too ("find
     skill" is searchPatterns).
     """
-    wanted = [w for w in _words(query) if w not in STOPWORDS] or _words(query)
+    words = _stemmed(query)
+    wanted = [(w, forms) for w, forms in words if w not in STOPWORDS] or list(words)
     if not wanted:
         return 1.0, 1.0
-    action = _forms(_words(tool.name)[0]) if _words(tool.name) else set()
+    named = _stemmed(tool.name)
+    action = named[0][1] if named else frozenset()
     name = _vocabulary(f"{tool.name} {tool.title or ''}")
     description = tool.description or ""
     lead = _vocabulary(description.split(". ", 1)[0])
     body = _vocabulary(description)
     found = weight = 0.0
-    for word in wanted:
-        own = _forms(word)
+    for word, own in wanted:
         synonyms = {form for s in TOOL_SYNONYMS.get(word, ()) for form in _forms(s)}
         if (own | synonyms) & action:
             hit = ACTION_WEIGHT if own & action else (ACTION_WEIGHT + SYNONYM_IN_NAME_WEIGHT) / 2
@@ -420,18 +416,9 @@ def meta_tools(selection: ToolSelection) -> list[ViewTool]:
 
 # -- instructions ---------------------------------------------------------------------------------
 INTRO = "skillshelf serves a curated library of reusable skills (how-tos with optional code)."
-# (own tool names a line needs, the line with {ownName} placeholders for the exposed names)
-STEPS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("searchPatterns",), "{searchPatterns} with a few words about the task: compact hits, ~50 tokens each."),
-    (("loadSkill",), "{loadSkill} with the best hit's id to read its documentation (includeCode=true for its code)."),
-    (("readSkillFile",), "{readSkillFile} fetches a file a skill lists (a reference or script)."),
-    (("executeSkill",), "{executeSkill} runs a skill's code (dryRun first to check the input)."),
-    (("trackPatternUsage",), "{trackPatternUsage} when a skill helped."),
-    (("addNote",), "Keep project memory with {addNote}; read it back with the get* note tools."),
-    (("searchArtifacts", "loadSession"), "{searchArtifacts} and {loadSession} recall what past sessions did."),
-    (("listCategories",), "{listCategories} shows what the library covers."),
-    (("getLibraryStats",), "{getLibraryStats} and the other metrics tools report the library's health."),
-)
+# (the tools a line needs, the line with {ownName} placeholders for the exposed names): each tool's `step` in
+# skillshelf/catalogue.py, in its order.
+STEPS: tuple[tuple[tuple[str, ...], str], ...] = tuple((s.step_needs(), s.step) for s in TOOLS.values() if s.step)
 RESOURCES = "Skills are also resources: skill://{category}/{name}/SKILL.md."
 
 
@@ -499,8 +486,7 @@ class LiveView:
         self.bus = bus
         self._added: dict[str, ViewTool] = {}
         self._table = {t.name: t for t in selection.listed()}
-        self._sessions: list[ServerSession] = []
-        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self.changes = ListChanged(bus, "tools")
 
     def get(self, name: str) -> ViewTool | None:
         """The tool tools/call runs under `name`, or None."""
@@ -552,16 +538,7 @@ class LiveView:
             return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        self._token = anyio.lowlevel.current_token()
-        result = await call_next(ctx)
-        if ctx.method == "initialize":
-            if isinstance(result, BaseModel):
-                result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-            tools = (result or {}).get("capabilities", {}).get("tools")
-            if isinstance(tools, dict):
-                tools["listChanged"] = True
-            self._sessions = [*self._sessions, ctx.session][-MAX_SESSIONS:]
-        return result
+        return await self.changes.middleware(ctx, call_next)
 
     def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
         """Serve `selection` from now on: one assignment of the table (a request sees the old one or the new
@@ -581,7 +558,7 @@ class LiveView:
             if also is not None:
                 also()
 
-        token = self._token
+        token = self.changes.token
         if token is None:
             swap()
             return
@@ -592,26 +569,10 @@ class LiveView:
 
     def announce_from_thread(self) -> None:
         """Called on the config watcher's thread: tell every client to re-list the tools."""
-        token = self._token
-        if token is None:
-            return  # no client yet: the next one lists the new tools anyway
-        try:
-            anyio.from_thread.run(self.announce, token=token)
-        except RuntimeError:
-            logger.debug("no event loop to announce a view change on (server stopped)")
+        self.changes.from_thread()
 
     async def announce(self) -> None:
-        await self.bus.publish(ToolsListChanged())
-        alive: list[ServerSession] = []
-        for session in self._sessions:
-            try:
-                with anyio.fail_after(5):
-                    await session.send_tool_list_changed()
-            except Exception:
-                logger.debug("a session went away before hearing of the view change")
-                continue
-            alive.append(session)
-        self._sessions = alive
+        await self.changes.announce()
 
 
 def served_tools(server: MCPServer[Any]) -> list[ViewTool]:

@@ -84,6 +84,11 @@ def words_of(query: str) -> list[tuple[str, list[str]]]:
     return [(piece.lower(), split_word(piece)) for piece in pieces]
 
 
+def word_parts(text: str) -> list[str]:
+    """Every word of `text`, lower case, a camelCase word as its parts ('loadSkill' -> ['load', 'skill'])."""
+    return [part for word, parts in words_of(text) for part in (parts or [word])]
+
+
 def query_terms(query: str) -> list[str]:
     """The words of a natural-language query worth matching: no stop words, no duplicates."""
     words = [w for w, _ in words_of(query)]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import keyword
-import os
 import re
 import shutil
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from skillshelf.errors import ErrorCode, SkillshelfError
+from skillshelf.library.atomic import write_atomically
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, IGNORED_NAMES, METADATA_SUFFIX, library_base
 from skillshelf.library.skill.examples import EVALS_FILE
 from skillshelf.library.skill.layouts import MAX_NAME, NAME_RULE, RESERVED_WORDS, valid_name
@@ -182,16 +182,10 @@ def _refuse_existing(paths: list[Path]) -> None:
 
 def _link_new(path: Path, text: str, *, executable: bool) -> None:
     """Write `path` whole or not at all, and never over an existing file (a hard link refuses to)."""
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=".new-", delete=False) as f:
-        f.write(text)
-        staged = Path(f.name)
     try:
-        staged.chmod(EXECUTABLE if executable else 0o644)
-        os.link(staged, path)
+        write_atomically(path, text, mode=EXECUTABLE if executable else 0o644, replace=False)
     except FileExistsError:
         raise _invalid(f"{path} already exists; skillshelf new never overwrites. Choose another name") from None
-    finally:
-        staged.unlink(missing_ok=True)
 
 
 def _write_script(path: Path, text: str) -> None:

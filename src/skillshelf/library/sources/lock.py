@@ -41,14 +41,13 @@ no source installed is approved in the `[approved]` table (its library path, dig
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from skillshelf.library import atomic
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.spec import (
@@ -475,36 +474,12 @@ def write_lock(path: Path, lock: Lock) -> None:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    data = text.encode("utf-8")
+    """The sources' files (the lock, their state, a swap's journal) written whole, readable by all (the lock is
+    committed with the library); a failure is the SourceError that names the file."""
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        atomic.write_atomically(path, text, mode=0o644)
     except OSError as exc:
-        raise SourceError(f"cannot write beside {path}: {exc}") from exc
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        Path(temporary).chmod(0o644)
-        Path(temporary).replace(path)
-    except OSError as exc:
-        Path(temporary).unlink(missing_ok=True)
         raise SourceError(f"cannot write {path}: {exc}") from exc
-    _sync_folder(path.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush the folder's entry for a renamed file, where the system allows it (not on Windows)."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
 
 
 def with_skills(source: LockedSource, skills: list[LockedSkill]) -> LockedSource:

@@ -27,13 +27,8 @@ from skillshelf.patterns.models import (
     lean,
 )
 from skillshelf.projects import ProjectRoots
-from skillshelf.server.tooling import Places, describe_validation_error, make_tool, respond, run_work
+from skillshelf.server.tooling import describe_validation_error, make_tool, respond, run_work
 
-# Where these tools' arguments can also be sent (a view's pin or a hook's policy holds at every place).
-ARGUMENT_PLACES = {
-    "searchPatterns": Places(aliases={"keyword": "query"}, objects=("queries",)),
-    "loadSkill": Places(items={"skillIds": "skillId"}),
-}
 ToolFunction = Callable[..., Awaitable[CallToolResult]]
 RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 T = TypeVar("T", bound=BaseModel)
