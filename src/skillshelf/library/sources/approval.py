@@ -18,11 +18,9 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
-import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from skillshelf.library import children
 from skillshelf.library.skill.digest import PREFIX, digest_entries, file_digest, skill_digest, skill_entries
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX, discover, library_base
 from skillshelf.library.sources import git
@@ -62,13 +60,8 @@ def reviewer(root: Path, given: str | None = None, *, required: bool = False) ->
 
 
 def _git_email(root: Path) -> str | None:
-    command = ["git", "-C", str(root), "config", "--get", "user.email"]
-    try:
-        done = children.run(command, timeout=git.QUERY_TIMEOUT_S, env=git.git_environment())
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    email = done.stdout.strip()
-    return email if done.returncode == 0 and reviewer_ok(email) else None
+    email = git.config_value(root, "user.email")
+    return email if email is not None and reviewer_ok(email) else None
 
 
 def _login() -> str | None:

@@ -107,6 +107,18 @@ def _reason(stderr: str, url: str) -> str:
     return " / ".join(useful[-2:]) or "no message"
 
 
+def config_value(root: Path, key: str) -> str | None:
+    """git's setting `key` as the repository holding `root` sees it (its own, the user's, the system's), or
+    None: not set, not a repository, or git missing or stuck."""
+    command = ["git", "-C", str(root), "config", "--get", key]
+    try:
+        done = children.run(command, timeout=QUERY_TIMEOUT_S, env=git_environment())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    value = done.stdout.strip()
+    return value if done.returncode == 0 and value else None
+
+
 def is_full_commit(text: str) -> bool:
     """Whether `text` names a commit in full (40 or 64 hex digits), as the lock pins one."""
     return bool(_FULL_SHA.fullmatch(text))

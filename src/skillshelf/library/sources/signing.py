@@ -112,13 +112,8 @@ def allowed_signers(root: Path, given: Path | None = None) -> Path:
 
 
 def _git_allowed_signers(root: Path) -> Path | None:
-    command = ["git", "-C", str(root), "config", "--get", "gpg.ssh.allowedSignersFile"]
-    try:
-        done = children.run(command, timeout=git.QUERY_TIMEOUT_S, env=git.git_environment())
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    value = done.stdout.strip()
-    if done.returncode != 0 or not value:
+    value = git.config_value(root, "gpg.ssh.allowedSignersFile")
+    if value is None:
         return None
     path = Path(value).expanduser()
     return path if path.is_absolute() else root / path
