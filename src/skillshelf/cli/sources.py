@@ -15,6 +15,7 @@ import click
 from skillshelf.cli.common import command_settings
 from skillshelf.cli.install import agents_reached
 from skillshelf.cli.output import plural, print_json, say, shown, table
+from skillshelf.cli.update_findability import Reviewing, findability_reviewer
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
 
@@ -276,9 +277,9 @@ def update(
     agent may run first, then the scan's findings, skills added, removed and changed, descriptions,
     quality, new findings. A high-risk finding is refused unless accepted with --accept RULE:PATH."""
     root = library_root(library)
-    with _shelf(root, reading=check) as shelf:
+    with _shelf(root, reading=check) as shelf, findability_reviewer(root) as reviewing:
         _say_recovered(shelf)
-        prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json)
+        prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json, reviewing)
         for item in [] if as_json else prepared:  # which agents the update will reach (docs/agents.md)
             if reach := agents_reached(root / item.entry.name):
                 say(f"{item.entry.name}: {reach}")
@@ -299,7 +300,7 @@ def update(
 
 
 def _prepare_all(
-    shelf: Shelf, names: list[str], check: bool, as_json: bool
+    shelf: Shelf, names: list[str], check: bool, as_json: bool, reviewing: Reviewing
 ) -> tuple[list[Prepared], list[dict[str, str]]]:
     prepared: list[Prepared] = []
     failures: list[dict[str, str]] = []
@@ -315,6 +316,7 @@ def _prepare_all(
             if not as_json:
                 say(f"{name}: up to date")
             continue
+        reviewing(item, shelf.folder(name))  # what it makes harder to find, shown with the rest of the review
         prepared.append(item)
         if not as_json:
             for line in item.review.lines():  # every name in it escaped: one could erase the warning above it

@@ -574,6 +574,39 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         return self.discovery_findings + parsed
 
 
+def overlaid_index(library: SkillLibrary, folder: Path, staged: Path, path: Path) -> SkillIndex:
+    """The library's index as it would be with `folder` (a source's folder in one of its roots) holding what
+    `staged` (a folder of the same name) holds: a copy at `path` with only that folder's skills re-parsed,
+    so the update review searches the library after the update without indexing it all again."""
+    library.ensure_fresh()
+    where, relative = _placed(library.roots, folder)
+    index = library.index.copy_to(path)
+    try:
+        removed = [key for key in index.signatures() if key.startswith(f"{where}:{relative}/")]
+        found = [s for s in discover([staged.parent]).sources if s.category == staged.name]
+        placed = []
+        for source in found:
+            inside = source.key.split(":", 1)[1].removeprefix(f"{staged.name}/")
+            held = index.get(source.skill_id)
+            if held is not None and held.details.root_index < where:
+                continue  # an earlier root holds that id and keeps it (discovery's rule)
+            placed.append(replace(source, key=f"{where}:{relative}/{inside}", root_index=where))
+        index.apply(parse_sources(placed, library.config.max_file_bytes), removed)
+    except BaseException:
+        index.close()
+        raise
+    return index
+
+
+def _placed(roots: list[Path], folder: Path) -> tuple[int, str]:
+    """Which root holds `folder`, and the folder relative to it (as an index key has it)."""
+    real = folder.resolve()
+    for number, root in enumerate(roots):
+        if real.is_relative_to(root.resolve()) and real != root.resolve():
+            return number, real.relative_to(root.resolve()).as_posix()
+    raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"{display_path(folder)} is in none of the library's roots")
+
+
 def is_verified(skill: IndexedSkill, by_use: frozenset[str]) -> bool:
     """The one rule: quality of at least 7.0, or used from three distinct projects (`by_use`)."""
     return skill.quality_verified or skill.id in by_use
