@@ -11,6 +11,8 @@ from typing import Any
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary, overlaid_index
+from skillshelf.library.sources.install import open_shelf
 from tests.sources.helpers import Repo, skill_md
 
 GIT_SKILLS = ("commit", "rebase", "merge", "bisect", "blame", "stash", "branch")
@@ -57,6 +59,8 @@ def test_a_description_that_makes_a_skill_unreachable_is_flagged(tmp_path: Path)
     (loss,) = [item for item in review["findability"] if item["query"] == "own description"]
     assert loss["skill"] == "team/pdf-fill" and loss["unreachable"] is True and loss["rank"][0] == 1
     assert "words only" in review["findabilityNote"]
+    code, text = run("update", "--check", "--no-findability", "--library", str(root))
+    assert code == 1 and "harder to find" not in text and "description:" in text
 
 
 def test_an_update_that_makes_an_example_pick_another_skill_is_listed(tmp_path: Path) -> None:
@@ -89,3 +93,36 @@ def test_an_update_that_changes_nothing_findable_lists_nothing(tmp_path: Path) -
     text, review = reviewed(root)
     assert "harder to find" not in text and review["findability"] == []
     assert review["findabilityNote"].startswith("words only; 1 skill(s)")
+
+
+def test_the_library_after_the_update_holds_every_skill_the_staged_version_holds(tmp_path: Path) -> None:
+    """The review searches a copy of the library's index where only the skills the update touches were
+    re-parsed: an unchanged skill stays, a removed one goes, an added one comes, a changed one is the new."""
+    repo = Repo(tmp_path / "upstream")
+    for name in ("pdf-fill", "release-notes", "old-skill"):
+        repo.skill(name, f"The {name} skill.")
+    repo.commit("first")
+    root = library_with(tmp_path, repo)
+    repo.remove("old-skill")
+    repo.skill("pdf-fill", "Fill PDF forms, version two.")
+    repo.skill("new-skill", "A new skill.")
+    repo.commit("second")
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    with open_shelf(root, reading=True) as shelf:
+        prepared = shelf.prepare_update("team", check_only=True)
+        assert prepared is not None
+        touched = {skill.id for skill in prepared.review.skills}
+        after = overlaid_index(library, shelf.folder("team"), prepared.folder, tmp_path / "after.sqlite3", touched)
+        shelf.discard(prepared)
+    try:
+        team = {skill.id: skill.details.description for skill in after.overview() if skill.category == "team"}
+        assert team == {
+            "team/pdf-fill": "Fill PDF forms, version two.",
+            "team/release-notes": "The release-notes skill.",
+            "team/new-skill": "A new skill.",
+        }
+        assert len(after.overview()) == len(team) + len(GIT_SKILLS)
+        assert library.get("team/old-skill") is not None  # the library itself is untouched
+    finally:
+        after.close()
+        library.close()

@@ -259,6 +259,9 @@ def _outcome_line(outcome: Outcome) -> str:
 @click.option("--check", is_flag=True, help="Only review; exit 1 when updates are pending (for CI).")
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reviews as JSON.")
+@click.option(
+    "--no-findability", "skip_evals", is_flag=True, help="Skip rerunning the changed skills' trigger evals (faster)."
+)
 @root_option
 @force_option("Update sources with local edits too (the edits are replaced).")
 @accept_option
@@ -268,16 +271,18 @@ def update(
     check: bool,
     yes: bool,
     as_json: bool,
+    skip_evals: bool,
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
     reviewer: str | None,
 ) -> None:
     """Fetch each SOURCE's newest version (default: all) and review it before anything changes: files an
-    agent may run first, then the scan's findings, skills added, removed and changed, descriptions,
-    quality, new findings. A high-risk finding is refused unless accepted with --accept RULE:PATH."""
+    agent may run first, then the scan's findings, what the update makes harder to find (the changed
+    skills' trigger evals rerun by words), skills added, removed and changed, descriptions, quality, new
+    findings. A high-risk finding is refused unless accepted with --accept RULE:PATH."""
     root = library_root(library)
-    with _shelf(root, reading=check) as shelf, findability_reviewer(root) as reviewing:
+    with _shelf(root, reading=check) as shelf, findability_reviewer(root, not skip_evals) as reviewing:
         _say_recovered(shelf)
         prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json, reviewing)
         for item in [] if as_json else prepared:  # which agents the update will reach (docs/agents.md)

@@ -20,19 +20,21 @@ Reviewing = Callable[["Prepared", Path], None]  # a prepared update, the source'
 
 
 @contextmanager
-def findability_reviewer(root: Path) -> Iterator[Reviewing]:
-    """Adds to each review the queries that find a skill less well after it. The library (its configured
-    roots when ROOT is one of them, else ROOT alone) is opened by words only, at the first pending update."""
+def findability_reviewer(root: Path, enabled: bool = True) -> Iterator[Reviewing]:
+    """Adds to each review the queries that find a skill less well after it (unless not `enabled`:
+    --no-findability). The library (its configured roots when ROOT is one of them, else ROOT alone) is
+    opened by words only at the first pending update: its index is synced (built, the first time)."""
     from skillshelf.library.index.library import SkillLibrary
     from skillshelf.patterns.review_evals import review_findability
 
     opened: list[SkillLibrary] = []
 
     def review(item: Prepared, folder: Path) -> None:
+        if not enabled:
+            return
         try:
             if not opened:
                 opened.append(SkillLibrary(_words_config(root)))
-                opened[0].sync()  # indexed now (a first build too): freshness alone may answer from an empty file
             review_findability(opened[0], item.review, folder, item.folder)
         except (SkillshelfError, OSError, sqlite3.Error) as exc:  # the review stands without it: said, not fatal
             item.review.warnings.append(f"findability not checked: {getattr(exc, 'message', exc)}")

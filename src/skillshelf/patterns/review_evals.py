@@ -24,7 +24,10 @@ from skillshelf.library.skill.examples import FRONTMATTER_KEY, parse_frontmatter
 from skillshelf.library.sources.review import SOURCE_FILES, FindabilityLoss, Review
 from skillshelf.patterns.evals import SEARCH_LIMIT, TOP, Search, description_query, examples_of
 
-MAX_CHANGED = 100  # changed skills whose queries are rerun per update (with their partners); more are noted
+# Changed skills whose queries are rerun per update (with the skills they contest); more are noted, not run.
+# On the real corpora (1,000 skills) the added time was 0.4 s for 1 changed skill, 1.3 s for 20, and 3.5 s
+# for 100 before this cap (on a loaded 2-core machine); the update's skills are parsed anyway (about 1 s each 100).
+MAX_CHANGED = 25
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ def review_findability(library: SkillLibrary, review: Review, folder: Path, stag
     if not changed:
         return
     with tempfile.TemporaryDirectory(prefix="skillshelf-review-") as scratch:
-        after = overlaid_index(library, folder, staged, Path(scratch) / "index.sqlite3")
+        touched = {skill.id for skill in review.skills}  # removed ones too: gone from the copy
+        after = overlaid_index(library, folder, staged, Path(scratch) / "index.sqlite3", touched)
         try:
             before = words_search(library.index)
             found = update_losses(LibraryReader(library), before, words_search(after), after.get, changed)
@@ -73,6 +77,7 @@ def update_losses(
     others = [p for p in dict.fromkeys(partners) if p not in set(checked)]
     for skill_id in others:
         losses += _compare(skill_id, reader, before, after, after_skill)[0]
+    losses.sort(key=lambda loss: not loss.unreachable)  # the flagged ones first, as in the review
     capped = f" of {len(wanted)} changed" if len(wanted) > len(checked) else ""
     note = (
         f"words only; {len(checked)}{capped} skill(s) and {len(others)} they contest, "

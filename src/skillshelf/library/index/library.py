@@ -16,7 +16,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -574,16 +574,25 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         return self.discovery_findings + parsed
 
 
-def overlaid_index(library: SkillLibrary, folder: Path, staged: Path, path: Path) -> SkillIndex:
+def overlaid_index(
+    library: SkillLibrary, folder: Path, staged: Path, path: Path, changed: Collection[str] | None = None
+) -> SkillIndex:
     """The library's index as it would be with `folder` (a source's folder in one of its roots) holding what
-    `staged` (a folder of the same name) holds: a copy at `path` with only that folder's skills re-parsed,
-    so the update review searches the library after the update without indexing it all again."""
-    library.ensure_fresh()
+    `staged` (a folder of the same name) holds: a copy at `path` with only that folder's skills re-parsed (only
+    the `changed` ids, when the caller knows them: the update review), so the review searches the library
+    after the update without indexing it all again."""
+    library.sync()  # not only "fresh enough": a library opened a moment ago may not have listed its roots yet
     where, relative = _placed(library.roots, folder)
     index = library.index.copy_to(path)
     try:
-        removed = [key for key in index.signatures() if key.startswith(f"{where}:{relative}/")]
+        prefix = f"{where}:{relative}/"
+        removed = [key for key in index.signatures() if key.startswith(prefix)]
         found = [s for s in discover([staged.parent]).sources if s.category == staged.name]
+        if changed is not None:  # the others are the same files: their rows in the copy stand
+            rows = (index.get(skill_id) for skill_id in changed)
+            keys = {f"{s.details.root_index}:{s.details.doc_file}" for s in rows if s is not None}
+            removed = [key for key in removed if key in keys]
+            found = [source for source in found if source.skill_id in changed]
         placed = []
         for source in found:
             inside = source.key.split(":", 1)[1].removeprefix(f"{staged.name}/")

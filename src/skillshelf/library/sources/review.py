@@ -33,6 +33,7 @@ SCRIPT_SUFFIXES = frozenset(
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # larger text is reported changed without counting lines
 MAX_DIFF_PAIRS = 4_000_000  # lines before x lines after; above it, lines are counted as multisets
 SOURCE_FILES = "(source)"
+SHOWN_LOSSES = 30  # findability losses in the text review (the JSON has every one)
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,9 @@ class Review:
             return []
         mark = "!" if any(loss.unreachable for loss in self.findability) else " "
         head = f"  {mark} harder to find after the update ({self.findability_note}):"
-        return [head, *(f"      {loss.line()}" for loss in self.findability)]
+        shown = [f"      {loss.line()}" for loss in self.findability[:SHOWN_LOSSES]]
+        more = len(self.findability) - SHOWN_LOSSES
+        return [head, *shown, *([f"      and {more} more (--json lists them all)"] if more > 0 else [])]
 
     def to_dict(self) -> dict[str, Any]:
         return {
