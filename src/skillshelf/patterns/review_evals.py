@@ -26,7 +26,8 @@ from skillshelf.patterns.evals import SEARCH_LIMIT, TOP, Search, description_que
 
 # Changed skills whose queries are rerun per update (with the skills they contest); more are noted, not run.
 # On the real corpora (1,000 skills) the added time was 0.4 s for 1 changed skill, 1.3 s for 20, and 3.5 s
-# for 100 before this cap (on a loaded 2-core machine); the update's skills are parsed anyway (about 1 s each 100).
+# for 100 without a cap, 2.3 s with it (on a busy 2-core machine); the changed skills are parsed anyway
+# (1-1.6 s per 100).
 MAX_CHANGED = 25
 
 
