@@ -62,9 +62,12 @@ def words_search(index: SkillIndex) -> Search:
 
 
 def update_losses(
-    reader: SkillReader, before: Search, after: Search, after_skill: Callable[[str], IndexedSkill | None],
+    reader: SkillReader,
+    before: Search,
+    after: Search,
+    after_skill: Callable[[str], IndexedSkill | None],
     changed: Iterable[str],
-) -> tuple[list[FindabilityLoss], str]:  # fmt: skip
+) -> tuple[list[FindabilityLoss], str]:
     """The losses of the changed skills and their partners, and how they were searched (for the review)."""
     started = time.perf_counter()
     wanted = list(dict.fromkeys(changed))
@@ -100,7 +103,7 @@ def _compare(
     for query in _queries(reader, old, new):
         hits_after = after(query.after)
         hits_before = before(query.before) if query.before is not None else []
-        near += [_contender(skill_id, hits) for hits in (hits_before, hits_after) if _contender(skill_id, hits)]
+        near += [other for hits in (hits_before, hits_after) if (other := _contender(skill_id, hits))]
         if query.before is None:
             continue
         loss = _loss(skill_id, query, hits_before, hits_after)
