@@ -15,6 +15,7 @@ import click
 from skillshelf.cli.common import command_settings
 from skillshelf.cli.install import agents_reached
 from skillshelf.cli.output import plural, print_json, say, shown, table
+from skillshelf.cli.update_findability import Reviewing, findability_reviewer
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
 
@@ -258,6 +259,9 @@ def _outcome_line(outcome: Outcome) -> str:
 @click.option("--check", is_flag=True, help="Only review; exit 1 when updates are pending (for CI).")
 @click.option("--yes", "-y", is_flag=True, help="Apply without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Print the reviews as JSON.")
+@click.option(
+    "--no-findability", "skip_evals", is_flag=True, help="Skip rerunning the changed skills' trigger evals (faster)."
+)
 @root_option
 @force_option("Update sources with local edits too (the edits are replaced).")
 @accept_option
@@ -267,18 +271,20 @@ def update(
     check: bool,
     yes: bool,
     as_json: bool,
+    skip_evals: bool,
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
     reviewer: str | None,
 ) -> None:
     """Fetch each SOURCE's newest version (default: all) and review it before anything changes: files an
-    agent may run first, then the scan's findings, skills added, removed and changed, descriptions,
-    quality, new findings. A high-risk finding is refused unless accepted with --accept RULE:PATH."""
+    agent may run first, then the scan's findings, what the update makes harder to find (the changed
+    skills' trigger evals rerun by words), skills added, removed and changed, descriptions, quality, new
+    findings. A high-risk finding is refused unless accepted with --accept RULE:PATH."""
     root = library_root(library)
-    with _shelf(root, reading=check) as shelf:
+    with _shelf(root, reading=check) as shelf, findability_reviewer(root, not skip_evals) as reviewing:
         _say_recovered(shelf)
-        prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json)
+        prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json, reviewing)
         for item in [] if as_json else prepared:  # which agents the update will reach (docs/agents.md)
             if reach := agents_reached(root / item.entry.name):
                 say(f"{item.entry.name}: {reach}")
@@ -299,7 +305,7 @@ def update(
 
 
 def _prepare_all(
-    shelf: Shelf, names: list[str], check: bool, as_json: bool
+    shelf: Shelf, names: list[str], check: bool, as_json: bool, reviewing: Reviewing
 ) -> tuple[list[Prepared], list[dict[str, str]]]:
     prepared: list[Prepared] = []
     failures: list[dict[str, str]] = []
@@ -315,6 +321,7 @@ def _prepare_all(
             if not as_json:
                 say(f"{name}: up to date")
             continue
+        reviewing(item, shelf.folder(name))  # what it makes harder to find, shown with the rest of the review
         prepared.append(item)
         if not as_json:
             for line in item.review.lines():  # every name in it escaped: one could erase the warning above it

@@ -16,7 +16,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -572,6 +572,48 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         labels = [printable(display_path(r)) for r in self.roots]
         parsed = [Finding.from_dict(f, labels[i]) for i, f in self.index.source_findings() if i < len(labels)]
         return self.discovery_findings + parsed
+
+
+def overlaid_index(
+    library: SkillLibrary, folder: Path, staged: Path, path: Path, changed: Collection[str] | None = None
+) -> SkillIndex:
+    """The library's index as it would be with `folder` (a source's folder in one of its roots) holding what
+    `staged` (a folder of the same name) holds: a copy at `path` with only that folder's skills re-parsed (only
+    the `changed` ids, when the caller knows them: the update review), so the review searches the library
+    after the update without indexing it all again."""
+    library.sync()  # not only "fresh enough": a library opened a moment ago may not have listed its roots yet
+    where, relative = _placed(library.roots, folder)
+    index = library.index.copy_to(path)
+    try:
+        prefix = f"{where}:{relative}/"
+        removed = [key for key in index.signatures() if key.startswith(prefix)]
+        found = [s for s in discover([staged.parent]).sources if s.category == staged.name]
+        if changed is not None:  # the others are the same files: their rows in the copy stand
+            rows = (index.get(skill_id) for skill_id in changed)
+            keys = {f"{s.details.root_index}:{s.details.doc_file}" for s in rows if s is not None}
+            removed = [key for key in removed if key in keys]
+            found = [source for source in found if source.skill_id in changed]
+        placed = []
+        for source in found:
+            inside = source.key.split(":", 1)[1].removeprefix(f"{staged.name}/")
+            held = index.get(source.skill_id)
+            if held is not None and held.details.root_index < where:
+                continue  # an earlier root holds that id and keeps it (discovery's rule)
+            placed.append(replace(source, key=f"{where}:{relative}/{inside}", root_index=where))
+        index.apply(parse_sources(placed, library.config.max_file_bytes), removed)
+    except BaseException:
+        index.close()
+        raise
+    return index
+
+
+def _placed(roots: list[Path], folder: Path) -> tuple[int, str]:
+    """Which root holds `folder`, and the folder relative to it (as an index key has it)."""
+    real = folder.resolve()
+    for number, root in enumerate(roots):
+        if real.is_relative_to(root.resolve()) and real != root.resolve():
+            return number, real.relative_to(root.resolve()).as_posix()
+    raise SkillshelfError(ErrorCode.VALIDATION_ERROR, f"{display_path(folder)} is in none of the library's roots")
 
 
 def is_verified(skill: IndexedSkill, by_use: frozenset[str]) -> bool:

@@ -244,6 +244,16 @@ class SkillIndex(FtsIndex):
         super()._forget_derived()
         self._writes += 1  # the vocabulary goes stale; `vocabulary` refreshes it in the background
 
+    def copy_to(self, path: Path) -> SkillIndex:
+        """A copy of this index at `path`, opened (the update review changes the copy, never this file)."""
+        with self._guard() as conn:
+            target = sqlite3.connect(path)
+            try:
+                conn.backup(target)
+            finally:
+                target.close()
+        return SkillIndex(path)
+
     # -- writes --------------------------------------------------------------------------
     def signatures(self) -> dict[str, str]:
         """Every source's stored signature. Each sync starts here, so a damaged file is replaced first."""

@@ -33,6 +33,7 @@ SCRIPT_SUFFIXES = frozenset(
 MAX_DIFF_BYTES = 2 * 1024 * 1024  # larger text is reported changed without counting lines
 MAX_DIFF_PAIRS = 4_000_000  # lines before x lines after; above it, lines are counted as multisets
 SOURCE_FILES = "(source)"
+SHOWN_LOSSES = 30  # findability losses in the text review (the JSON has every one)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,49 @@ class SkillChange:
     policy_widens: list[str] = field(default_factory=list)  # what its run policy asks for that it did not
 
 
+@dataclass(frozen=True)
+class FindabilityLoss:
+    """A query that finds a skill less well after the update than before (patterns/review_evals.py)."""
+
+    skill: str
+    example: str | None  # a written example; None: the skill's own description as a query
+    should: bool  # the example should pick the skill (a should_not one should not)
+    ranks: tuple[int | None, int | None]  # the skill's place before, after (None: past the top 10)
+    firsts: tuple[str | None, str | None]  # the first hit before, after
+    unreachable: bool = False  # its own description no longer finds it in the top 5 (flagged like a script)
+
+    def line(self) -> str:
+        before, after = (_place(rank) for rank in self.ranks)
+        mark = "! " if self.unreachable else ""
+        if self.example is None:
+            return f"{mark}{self.skill}: its own description now ranks {after} (was {before})" + (
+                ": unreachable" if self.unreachable else ""
+            )
+        if not self.should:
+            return f"{self.skill}: example {self.example!r} (should not pick it) now picks it (was {self.firsts[0]})"
+        if self.ranks[0] == 1:
+            return f"{self.skill}: example {self.example!r} now picks {self.firsts[1] or 'nothing'} (was {self.skill})"
+        return f"{self.skill}: example {self.example!r} now ranks {after} (was {before})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skill": self.skill,
+            "query": "own description" if self.example is None else self.example,
+            "shouldTrigger": self.should,
+            "rank": list(self.ranks),
+            "first": list(self.firsts),
+            "unreachable": self.unreachable,
+            "line": self.line(),
+        }
+
+
+def _place(rank: int | None) -> str:
+    if rank is None:
+        return "past the top 10"
+    suffix = "th" if 10 <= rank % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(rank % 10, "th")
+    return f"{rank}{suffix}"
+
+
 @dataclass
 class Review:
     source: str
@@ -75,6 +119,8 @@ class Review:
     local_edits: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     risks: list[Risk] = field(default_factory=list)  # the scan of the new version (scanning.py)
+    findability: list[FindabilityLoss] = field(default_factory=list)  # what the update makes harder to find
+    findability_note: str = ""  # how it was searched (words only, how many skills, how long)
 
     @property
     def pending(self) -> bool:
@@ -117,6 +163,7 @@ class Review:
             out.append("  ! run policies that widen (what a run of the skill may reach):")
             out += [f"      {line}" for line in widened]
         out += self._scan_lines()
+        out += self._findability_lines()
         out.append("  " + self.summary())
         for skill in self.skills:
             out += _skill_lines(skill)
@@ -132,6 +179,17 @@ class Review:
         head = f"  ! scan findings ({high} high; a high one needs --accept RULE:PATH to apply):"
         return [head, *(f"      {risk.line()}" for risk in self.risks)]
 
+    def _findability_lines(self) -> list[str]:
+        """Queries that find a skill less well after the update, before any description: an update that makes
+        a skill unfindable changes what an agent gets as surely as a new script does."""
+        if not self.findability:
+            return []
+        mark = "!" if any(loss.unreachable for loss in self.findability) else " "
+        head = f"  {mark} harder to find after the update ({self.findability_note}):"
+        shown = [f"      {loss.line()}" for loss in self.findability[:SHOWN_LOSSES]]
+        more = len(self.findability) - SHOWN_LOSSES
+        return [head, *shown, *([f"      and {more} more (--json lists them all)"] if more > 0 else [])]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
@@ -142,6 +200,8 @@ class Review:
             "runnable": [f.describe() for f in self.runnable_changes],
             "policyWidens": self.policy_widenings,
             "scan": [risk.to_dict() for risk in self.risks],
+            "findability": [loss.to_dict() for loss in self.findability],
+            "findabilityNote": self.findability_note,
             "skills": [
                 {
                     "id": s.id,
