@@ -531,6 +531,16 @@ def split_cpus(pin: bool) -> tuple[set[int], set[int]]:
     return set(cpus[1:]), {cpus[0]}
 
 
+def pin_generator(pin: bool) -> set[int]:
+    """With `pin`: this process (the load generator) narrowed to its core; returns the servers' cores, read
+    before the narrowing (empty: nothing pinned)."""
+    server_cpus, client_cpus = split_cpus(pin)
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+        log(f"pinned: generator on cores {sorted(client_cpus)}, servers on {sorted(server_cpus)}")
+    return server_cpus
+
+
 def side_by_side(
     lib: Path, args: argparse.Namespace, queries: list[dict[str, Any]], server_cpus: set[int]
 ) -> list[dict[str, Any]]:
@@ -632,16 +642,13 @@ def main() -> None:
             payload = {"machine": machine, "n": args.n, "proxy": "haproxy", "runs": [asdict(r) for r in runs]}
             args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return
-    server_cpus, client_cpus = split_cpus(args.pin)  # once, before this process narrows itself
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
-        log(f"pinned: generator on cores {sorted(client_cpus)}, servers on {sorted(server_cpus)}")
+    server_cpus = pin_generator(args.pin)
     if args.side_by_side:
         rounds = side_by_side(lib, args, queries, server_cpus)
         print_side_by_side(rounds)
         if args.out:
             machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
-            payload = {"machine": machine, "n": args.n, "pinned": bool(client_cpus), "rounds": rounds}
+            payload = {"machine": machine, "n": args.n, "pinned": bool(server_cpus), "rounds": rounds}
             args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return
     sizes = [1] if args.floor else (args.workers or [1, 4])
