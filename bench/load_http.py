@@ -578,8 +578,13 @@ def side_by_side(
 
 
 def print_side_by_side(rounds: list[dict[str, Any]]) -> None:
-    print("| round | server | req/s | p50 ms | p95 ms | p99 ms | errors | p99 / floor | req/s / floor |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    """Each round's runs; the floor's row is the generator's ceiling in that round (what it reaches against a
+    server doing nothing), and the CPU columns say which side was the limit (1.0 = one core busy)."""
+    print(
+        "| round | server | req/s | p50 ms | p95 ms | p99 ms | errors | generator CPU/s | server CPU/s "
+        "| server CPU ms/request | p99 / floor | req/s / floor |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rounds:
         for side in ("floor", "work-floor", "skillshelf"):
             if side not in r:
@@ -588,8 +593,11 @@ def print_side_by_side(rounds: list[dict[str, Any]]) -> None:
             ratios = f"{r['p99_ratio']} | {r['throughput_ratio']}" if side == "skillshelf" else " | "
             print(
                 f"| {r['round']} | {side} | {run['throughput_rps']} | {run['p50_ms']} | {run['p95_ms']} "
-                f"| {run['p99_ms']} | {run['errors']} | {ratios} |"
+                f"| {run['p99_ms']} | {run['errors']} | {run['client_cpu_share']} | {run['server_cpu_share']} "
+                f"| {run['server_cpu_ms_per_request']} | {ratios} |"
             )
+    ceiling = sorted(r["floor"]["throughput_rps"] for r in rounds)
+    print(f"\ngenerator ceiling ({rounds[0]['floor']['client']} client, the no-op floor): {ceiling} req/s")
     p99 = sorted(r["p99_ratio"] for r in rounds)
     rps = sorted(r["throughput_ratio"] for r in rounds)
     print(f"\nmedian over rounds: p99 x{p99[len(p99) // 2]}, throughput x{rps[len(rps) // 2]} (to the floor)")
@@ -667,14 +675,17 @@ def main() -> None:
         )
         for w in sizes
     ]
-    print("| server | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| server | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors "
+        "| generator CPU/s | server CPU/s |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in runs:
         answers = "SSE" if r.stream_responses else "JSON"
         server = "bare SDK, no-op tools" if r.floor else f"{r.workers} worker(s)"
         print(
             f"| {server} | {answers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
-            f"| {r.p99_ms} | {r.max_ms} | {r.errors} |"
+            f"| {r.p99_ms} | {r.max_ms} | {r.errors} | {r.client_cpu_share} | {r.server_cpu_share} |"
         )
     if args.out:
         machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
