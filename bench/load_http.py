@@ -293,7 +293,7 @@ async def drive(
         began = time.perf_counter()
         await asyncio.gather(*(loop(index, agent) for index, agent in enumerate(agents)))
         elapsed = time.perf_counter() - began
-        run.client_cpu_share = round((own_cpu_s() - cpu_before) / elapsed, 2)
+        run.client_cpu_share = round((own_cpu_s() - cpu_before) / elapsed, 3)
         for agent in agents:
             await agent.close()
     everything = latencies["searchPatterns"] + latencies["loadSkill"]
@@ -386,6 +386,7 @@ def one_run(
     server_cpus: set[int] | None = None,
     work_floor: bool = False,
     client: str = "raw",
+    ceiling: bool = False,
 ) -> Run:
     """One server, driven for `seconds`; `server_cpus` (from `split_cpus`, read once before the generator
     narrowed itself) pins it and every thread it starts."""
@@ -410,9 +411,13 @@ def one_run(
             workers = 1
             command = [sys.executable, str(Path(__file__).with_name("noop_server.py")), "--http", str(port)]
             command += ["--work", str(lib)] + (["--stream-responses"] if stream else [])
+        if ceiling:  # canned answers, no SDK: what the generator itself can send
+            workers = 1
+            command = [sys.executable, str(Path(__file__).with_name("canned_server.py")), str(port)]
         answers = "SSE streams" if stream and workers == 1 else "JSON bodies"
         what = "the bare SDK (no-op tools)" if floor else f"{workers} worker(s)"
         what = "the bare SDK doing skillshelf's work" if work_floor else what
+        what = "canned answers (the generator's ceiling)" if ceiling else what
         log(f"{what}, {clients} clients, {seconds:g} s on :{port}, {answers}")
         with (Path(scratch) / "server.log").open("wb") as server_log:
             process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
@@ -420,7 +425,7 @@ def one_run(
                 os.sched_setaffinity(process.pid, server_cpus)
             try:
                 base = f"http://127.0.0.1:{port}"
-                anyio.run(wait_healthy, base, process, floor or work_floor)
+                anyio.run(wait_healthy, base, process, floor or work_floor or ceiling)
                 server_cpu = tree_cpu_s(process.pid)
                 run = run_async(drive, base, tokens, seconds, queries, workers > 1, client)
                 server_cpu = tree_cpu_s(process.pid) - server_cpu
@@ -531,6 +536,13 @@ def split_cpus(pin: bool) -> tuple[set[int], set[int]]:
     return set(cpus[1:]), {cpus[0]}
 
 
+def generator_ceiling(floors: list[dict[str, Any]]) -> float:
+    """What the load generator could send on one core of its own: its rate against the no-op floor over the
+    share of its core it used for that (the median over runs)."""
+    rates = sorted(f["throughput_rps"] / f["client_cpu_share"] for f in floors if f["client_cpu_share"] > 0)
+    return rates[len(rates) // 2] if rates else 0.0
+
+
 def pin_generator(pin: bool) -> set[int]:
     """With `pin`: this process (the load generator) narrowed to its core; returns the servers' cores, read
     before the narrowing (empty: nothing pinned)."""
@@ -544,8 +556,9 @@ def pin_generator(pin: bool) -> set[int]:
 def side_by_side(
     lib: Path, args: argparse.Namespace, queries: list[dict[str, Any]], server_cpus: set[int]
 ) -> list[dict[str, Any]]:
-    """Rounds of (floor, [work floor,] skillshelf with one worker), the order reversed every other round."""
-    sides = ["floor", "work-floor", "skillshelf"] if args.work_floor else ["floor", "skillshelf"]
+    """Rounds of (the generator's ceiling, floor, [work floor,] skillshelf with one worker), the order reversed
+    every other round."""
+    sides = ["ceiling", "floor", "work-floor", "skillshelf"] if args.work_floor else ["ceiling", "floor", "skillshelf"]
     rounds = []
     for number in range(args.rounds):
         order = sides if number % 2 == 0 else sides[::-1]
@@ -561,6 +574,7 @@ def side_by_side(
                 server_cpus,
                 side == "work-floor",
                 args.client,
+                side == "ceiling",
             )
             for side in order
         }
@@ -586,7 +600,7 @@ def print_side_by_side(rounds: list[dict[str, Any]]) -> None:
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rounds:
-        for side in ("floor", "work-floor", "skillshelf"):
+        for side in ("ceiling", "floor", "work-floor", "skillshelf"):
             if side not in r:
                 continue
             run = r[side]
@@ -596,8 +610,14 @@ def print_side_by_side(rounds: list[dict[str, Any]]) -> None:
                 f"| {run['p99_ms']} | {run['errors']} | {run['client_cpu_share']} | {run['server_cpu_share']} "
                 f"| {run['server_cpu_ms_per_request']} | {ratios} |"
             )
-    ceiling = sorted(r["floor"]["throughput_rps"] for r in rounds)
-    print(f"\ngenerator ceiling ({rounds[0]['floor']['client']} client, the no-op floor): {ceiling} req/s")
+    floors = [r["floor"] for r in rounds]
+    ceilings = [r["ceiling"]["throughput_rps"] for r in rounds if "ceiling" in r]
+    print(
+        f"\nthe generator ({floors[0]['client']} client) against the no-op floor: "
+        + ", ".join(f"{f['throughput_rps']} req/s on {f['client_cpu_share']} of its core" for f in floors)
+        + f" (so about {generator_ceiling(floors):,.0f} req/s on a core of its own);"
+        + f" against canned answers: {ceilings} req/s"
+    )
     p99 = sorted(r["p99_ratio"] for r in rounds)
     rps = sorted(r["throughput_ratio"] for r in rounds)
     print(f"\nmedian over rounds: p99 x{p99[len(p99) // 2]}, throughput x{rps[len(rps) // 2]} (to the floor)")

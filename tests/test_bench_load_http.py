@@ -45,12 +45,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_the_raw_client_keeps_sessions_with_the_bare_sdk_and_calls_its_tools_without_errors() -> None:
+@pytest.mark.parametrize(
+    "server", [["noop_server.py", "--http"], ["canned_server.py"]], ids=["the bare SDK", "canned answers"]
+)
+def test_the_raw_client_keeps_sessions_and_calls_tools_without_errors(server: list[str]) -> None:
     from bench import load_http
 
     port = free_port()
-    command = [sys.executable, str(ROOT / "bench" / "noop_server.py"), "--http", str(port)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = [sys.executable, str(ROOT / "bench" / server[0]), *server[1:], str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
         give_up = time.monotonic() + deadline(60)
@@ -59,12 +62,12 @@ def test_the_raw_client_keeps_sessions_with_the_bare_sdk_and_calls_its_tools_wit
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
-                assert server.poll() is None and time.monotonic() < give_up, "the bare SDK did not start"
+                assert process.poll() is None and time.monotonic() < give_up, f"{server[0]} did not start"
                 time.sleep(0.1)
         queries = [{"query": "parse a csv file", "answer": "data/csv-parse"}]
         run = load_http.run_async(load_http.drive, base, ["t1", "t2"], 0.5, queries, False, "raw")
     finally:
-        server.terminate()
-        server.wait(timeout=deadline(30))
+        process.terminate()
+        process.wait(timeout=deadline(30))
     assert run.requests > 0
     assert (run.errors, run.error_kinds) == (0, {})
