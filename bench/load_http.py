@@ -2,7 +2,7 @@
 
     python bench/load_http.py [--clients 50] [--seconds 20] [--workers 1 --workers 4] [--n 1000] [--out FILE]
         [--stream-responses] [--floor]
-    python bench/load_http.py --side-by-side [--rounds 3] [--pin] ...   # skillshelf and the floor interleaved
+    python bench/load_http.py --side-by-side [--rounds 3] [--pin] [--client raw|httpx] ...   # interleaved
     python bench/load_http.py --replicas 1 --replicas 2 --replicas 4 [--database-url URL]   # behind HAProxy
 
 For each worker count: generate (or reuse) a synthetic library of N skills, start the real server,
@@ -15,10 +15,13 @@ client, then a JSON body per call, or an SSE stream per call with --stream-respo
 workers answer statelessly with JSON (no session to follow a client between processes). Reports
 throughput, p50/p95/p99 latency and errors (any non-200, a JSON-RPC error or an error envelope).
 The client runs on the same machine: its CPU is shared; `--pin` keeps the load generator on the
-first core and the server on the others (where there are at least two). `--side-by-side` runs one
-worker of skillshelf and the bare SDK's floor in turn, `--rounds` times, the order swapped every other
-round, and reports each side's median and the ratios (skillshelf's p99 / the floor's, its throughput /
-the floor's) per round. Nothing here asserts on time: it only measures.
+first core and the servers on the others (where there are at least two), and every run logs each
+thread's affinity on both sides and both sides' CPU per second. The generator is a raw HTTP/1.1
+keep-alive client on uvloop (`--client raw`, the default), cheap enough to saturate the bare SDK;
+`--client httpx` is the older one. `--side-by-side` runs one worker of skillshelf and the bare SDK's
+floor in turn, `--rounds` times, the order swapped every other round, with the generator's own ceiling
+(bench/canned_server.py) in each round, and reports each side's median and the ratios (skillshelf's
+p99 / the floor's, its throughput / the floor's) per round. Nothing here asserts on time: it only measures.
 """
 
 from __future__ import annotations
