@@ -2,7 +2,7 @@
 
     python bench/load_http.py [--clients 50] [--seconds 20] [--workers 1 --workers 4] [--n 1000] [--out FILE]
         [--stream-responses] [--floor]
-    python bench/load_http.py --side-by-side [--rounds 3] [--pin] ...   # skillshelf and the floor interleaved
+    python bench/load_http.py --side-by-side [--rounds 3] [--pin] [--client raw|httpx] ...   # interleaved
     python bench/load_http.py --replicas 1 --replicas 2 --replicas 4 [--database-url URL]   # behind HAProxy
 
 For each worker count: generate (or reuse) a synthetic library of N skills, start the real server,
@@ -15,27 +15,34 @@ client, then a JSON body per call, or an SSE stream per call with --stream-respo
 workers answer statelessly with JSON (no session to follow a client between processes). Reports
 throughput, p50/p95/p99 latency and errors (any non-200, a JSON-RPC error or an error envelope).
 The client runs on the same machine: its CPU is shared; `--pin` keeps the load generator on the
-first core and the server on the others (where there are at least two). `--side-by-side` runs one
-worker of skillshelf and the bare SDK's floor in turn, `--rounds` times, the order swapped every other
-round, and reports each side's median and the ratios (skillshelf's p99 / the floor's, its throughput /
-the floor's) per round. Nothing here asserts on time: it only measures.
+first core and the servers on the others (where there are at least two), and every run logs each
+thread's affinity on both sides and both sides' CPU per second. The generator is a raw HTTP/1.1
+keep-alive client on uvloop (`--client raw`, the default), cheap enough to saturate the bare SDK;
+`--client httpx` is the older one. `--side-by-side` runs one worker of skillshelf and the bare SDK's
+floor in turn, `--rounds` times, the order swapped every other round, with the generator's own ceiling
+(bench/canned_server.py) in each round, and reports each side's median and the ratios (skillshelf's
+p99 / the floor's, its throughput / the floor's) per round. Nothing here asserts on time: it only measures.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
 import platform
+import resource
 import secrets
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -45,6 +52,7 @@ try:  # imported as bench.load_http (repo root on sys.path)
 except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
     import generate  # type: ignore[no-redef,import-not-found,unused-ignore]
 
+T = TypeVar("T")
 PROTOCOL = "2025-06-18"
 ACCEPT = "application/json, text/event-stream"
 
@@ -77,6 +85,12 @@ class Run:
     stream_responses: bool = False
     floor: bool = False
     by_tool: dict[str, dict[str, float]] = field(default_factory=dict)
+    client: str = "raw"
+    client_cpu_share: float = 0.0  # the load generator's CPU seconds per second: near 1.0, it is the limit
+    server_cpu_share: float = 0.0  # the server's (every process): near its cores' count, the server is the limit
+    server_cpu_ms_per_request: float = 0.0
+    client_affinity: list[str] = field(default_factory=list)
+    server_affinity: list[str] = field(default_factory=list)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -86,12 +100,12 @@ def pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))], 2)
 
 
-def parse_body(response: httpx2.Response) -> dict[str, Any]:
+def parse_body(content_type: str, text: str) -> dict[str, Any]:
     """A JSON-RPC response from a JSON body or from the first SSE `data:` line that carries one."""
-    if response.headers.get("content-type", "").startswith("application/json"):
-        parsed: dict[str, Any] = response.json()
+    if content_type.startswith("application/json"):
+        parsed: dict[str, Any] = json.loads(text)
         return parsed
-    for line in response.text.splitlines():
+    for line in text.splitlines():
         if line.startswith("data:") and line[5:].strip():
             message = json.loads(line[5:])
             if "id" in message:
@@ -99,64 +113,168 @@ def parse_body(response: httpx2.Response) -> dict[str, Any]:
     raise ValueError("no JSON-RPC response in the body")
 
 
+def envelope_problem(message: dict[str, Any]) -> str | None:
+    """What a JSON-RPC answer to tools/call says went wrong, or None."""
+    if "error" in message:
+        return f"jsonrpc {message['error'].get('code')}"
+    result = message.get("result", {})
+    if result.get("isError"):
+        envelope = result.get("structuredContent") or {}
+        return f"envelope {(envelope.get('error') or {}).get('code', '?')}"
+    return None
+
+
+def hello_body() -> dict[str, Any]:
+    client = {"name": "load", "version": "1"}
+    params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": client}
+    return {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+
+
+def call_body(call_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    params = {"name": tool, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
 class Agent:
-    def __init__(self, base: str, token: str, stateless: bool) -> None:
+    """One client on httpx (the older generator: it saturates near 2,000 requests/s on this machine)."""
+
+    def __init__(self, base: str, token: str, stateless: bool, http: httpx2.AsyncClient) -> None:
         self.base = base
         self.headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT, "Content-Type": "application/json"}
         self.stateless = stateless
+        self.http = http
         self.next_id = 0
 
-    async def start(self, http: httpx2.AsyncClient) -> None:
+    async def start(self) -> None:
         if self.stateless:
             self.headers["MCP-Protocol-Version"] = PROTOCOL
             return
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}},
-        }
-        response = await http.post(f"{self.base}/mcp", json=hello, headers=self.headers)
+        response = await self.http.post(f"{self.base}/mcp", json=hello_body(), headers=self.headers)
         response.raise_for_status()
         self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
         self.headers["MCP-Protocol-Version"] = PROTOCOL
-        done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        (await http.post(f"{self.base}/mcp", json=done, headers=self.headers)).raise_for_status()
+        (await self.http.post(f"{self.base}/mcp", json=INITIALIZED, headers=self.headers)).raise_for_status()
 
-    async def call(self, http: httpx2.AsyncClient, tool: str, arguments: dict[str, Any]) -> str | None:
+    async def call(self, tool: str, arguments: dict[str, Any]) -> str | None:
         """None on success, else what went wrong."""
         self.next_id += 1
-        body = {
-            "jsonrpc": "2.0",
-            "id": self.next_id,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        }
-        response = await http.post(f"{self.base}/mcp", json=body, headers=self.headers)
+        body = call_body(self.next_id, tool, arguments)
+        response = await self.http.post(f"{self.base}/mcp", json=body, headers=self.headers)
         if response.status_code != 200:
             return f"http {response.status_code}"
-        message = parse_body(response)
-        if "error" in message:
-            return f"jsonrpc {message['error'].get('code')}"
-        result = message.get("result", {})
-        if result.get("isError"):
-            envelope = result.get("structuredContent") or {}
-            return f"envelope {(envelope.get('error') or {}).get('code', '?')}"
+        return envelope_problem(parse_body(response.headers.get("content-type", ""), response.text))
+
+    async def close(self) -> None:
         return None
 
 
-async def drive(base: str, tokens: list[str], seconds: float, queries: list[dict[str, Any]], stateless: bool) -> Run:
+class RawAgent:
+    """One client on its own keep-alive HTTP/1.1 connection, written by hand on asyncio streams: just enough
+    of Streamable HTTP for what this test sends (initialize once, then tools/call POSTs with the session
+    header), and of HTTP/1.1 for what uvicorn answers (Content-Length or chunked bodies). With uvloop it
+    drives the bare SDK past 3,000 requests/s on one core where httpx stops near 2,000."""
+
+    def __init__(self, base: str, token: str, stateless: bool) -> None:
+        host_port = base.removeprefix("http://")
+        self.host, _, port = host_port.partition(":")
+        self.port = int(port or 80)
+        self.stateless = stateless
+        self.fixed = (
+            f"Host: {host_port}\r\nAuthorization: Bearer {token}\r\nAccept: {ACCEPT}\r\n"
+            "Content-Type: application/json\r\n"
+        )
+        self.next_id = 0
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self.reader is None or self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self.reader, self.writer
+
+    async def post(self, message: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """(status, lower-cased headers, body) of one POST /mcp on the connection."""
+        reader, writer = await self._connect()
+        body = json.dumps(message, separators=(",", ":")).encode()
+        writer.write(f"POST /mcp HTTP/1.1\r\n{self.fixed}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(head[0].split(" ", 2)[1])
+        headers = {}
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            if name:
+                headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            payload = await self._chunked(reader)
+        else:
+            payload = await reader.readexactly(int(headers.get("content-length", "0")))
+        if headers.get("connection", "").lower() == "close":
+            await self.close()
+        return status, headers, payload
+
+    @staticmethod
+    async def _chunked(reader: asyncio.StreamReader) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")  # no trailers are sent: the empty line that ends the body
+                return b"".join(parts)
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+
+    async def start(self) -> None:
+        if self.stateless:
+            self.fixed += f"MCP-Protocol-Version: {PROTOCOL}\r\n"
+            return
+        status, headers, _ = await self.post(hello_body())
+        if status != 200 or "mcp-session-id" not in headers:
+            raise RuntimeError(f"initialize answered {status} without a session")
+        self.fixed += f"Mcp-Session-Id: {headers['mcp-session-id']}\r\nMCP-Protocol-Version: {PROTOCOL}\r\n"
+        status, _, _ = await self.post(INITIALIZED)
+        if status not in (200, 202):
+            raise RuntimeError(f"notifications/initialized answered {status}")
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        """None on success, else what went wrong."""
+        self.next_id += 1
+        try:
+            status, headers, payload = await self.post(call_body(self.next_id, tool, arguments))
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            await self.close()  # the connection's state is unknown: the next call opens a new one
+            raise
+        if status != 200:
+            return f"http {status}"
+        return envelope_problem(parse_body(headers.get("content-type", ""), payload.decode()))
+
+    async def close(self) -> None:
+        writer, self.reader, self.writer = self.writer, None, None
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+
+async def drive(
+    base: str, tokens: list[str], seconds: float, queries: list[dict[str, Any]], stateless: bool, client: str = "raw"
+) -> Run:
     run = Run(workers=0, clients=len(tokens), seconds=seconds)
     latencies: dict[str, list[float]] = {"searchPatterns": [], "loadSkill": []}
     errors: Counter[str] = Counter()
     limits = httpx2.Limits(max_connections=len(tokens) + 5, max_keepalive_connections=len(tokens) + 5)
     async with httpx2.AsyncClient(timeout=30, limits=limits) as http:
-        agents = [Agent(base, token, stateless) for token in tokens]
+        agents: list[Agent | RawAgent] = [
+            RawAgent(base, token, stateless) if client == "raw" else Agent(base, token, stateless, http)
+            for token in tokens
+        ]
         for agent in agents:
-            await agent.start(http)
+            await agent.start()
         deadline = time.perf_counter() + seconds
 
-        async def loop(index: int, agent: Agent) -> None:
+        async def loop(index: int, agent: Agent | RawAgent) -> None:
             step = index * 7
             while time.perf_counter() < deadline:
                 query = queries[step % len(queries)]
@@ -167,18 +285,20 @@ async def drive(base: str, tokens: list[str], seconds: float, queries: list[dict
                 ):
                     started = time.perf_counter()
                     try:
-                        problem = await agent.call(http, tool, arguments)
+                        problem = await agent.call(tool, arguments)
                     except Exception as exc:  # a transport failure is an error, not a crash of the test
                         problem = type(exc).__name__
                     latencies[tool].append((time.perf_counter() - started) * 1000)
                     if problem:
                         errors[problem] += 1
 
+        cpu_before = own_cpu_s()
         began = time.perf_counter()
-        async with anyio.create_task_group() as group:
-            for index, agent in enumerate(agents):
-                group.start_soon(loop, index, agent)
+        await asyncio.gather(*(loop(index, agent) for index, agent in enumerate(agents)))
         elapsed = time.perf_counter() - began
+        run.client_cpu_share = round((own_cpu_s() - cpu_before) / elapsed, 3)
+        for agent in agents:
+            await agent.close()
     everything = latencies["searchPatterns"] + latencies["loadSkill"]
     run.requests = len(everything)
     run.errors = sum(errors.values())
@@ -191,6 +311,54 @@ async def drive(base: str, tokens: list[str], seconds: float, queries: list[dict
         for tool, values in latencies.items()
     }
     return run
+
+
+def run_async(main: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+    """Run a coroutine function on uvloop (a dependency of the server; plain asyncio if it is missing)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main(*args))
+    return uvloop.run(main(*args))
+
+
+def own_cpu_s() -> float:
+    """This process's CPU time (every thread): how busy the load generator itself is."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and its descendants (uvicorn's workers), from /proc; just pid where /proc has no children files."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                pending += [int(child) for child in task.read_text().split()]
+    return found
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used so far by pid and its live descendants (utime + stime from /proc/PID/stat)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def affinities(pid: int, descendants: bool = True) -> list[str]:
+    """Every thread's CPU affinity in pid (and its process tree), as distinct 'cores N: K thread(s)' lines."""
+    seen: Counter[str] = Counter()
+    for member in process_tree(pid) if descendants else [pid]:
+        for task in Path(f"/proc/{member}").glob("task/*"):
+            with contextlib.suppress(OSError, ValueError):
+                seen[",".join(map(str, sorted(os.sched_getaffinity(int(task.name)))))] += 1
+    return [f"cores {cores}: {count} thread(s)" for cores, count in sorted(seen.items())]
 
 
 async def wait_healthy(base: str, process: subprocess.Popen[bytes], floor: bool = False) -> None:
@@ -218,9 +386,13 @@ def one_run(
     queries: list[dict[str, Any]],
     stream: bool = False,
     floor: bool = False,
-    pin: bool = False,
+    server_cpus: set[int] | None = None,
     work_floor: bool = False,
+    client: str = "raw",
+    ceiling: bool = False,
 ) -> Run:
+    """One server, driven for `seconds`; `server_cpus` (from `split_cpus`, read once before the generator
+    narrowed itself) pins it and every thread it starts."""
     tokens = [f"c{i}-{secrets.token_hex(12)}" for i in range(clients)]
     with tempfile.TemporaryDirectory(prefix="skillshelf-load-") as scratch:
         config = Path(scratch) / "config.toml"
@@ -242,19 +414,26 @@ def one_run(
             workers = 1
             command = [sys.executable, str(Path(__file__).with_name("noop_server.py")), "--http", str(port)]
             command += ["--work", str(lib)] + (["--stream-responses"] if stream else [])
+        if ceiling:  # canned answers, no SDK: what the generator itself can send
+            workers = 1
+            command = [sys.executable, str(Path(__file__).with_name("canned_server.py")), str(port)]
         answers = "SSE streams" if stream and workers == 1 else "JSON bodies"
         what = "the bare SDK (no-op tools)" if floor else f"{workers} worker(s)"
         what = "the bare SDK doing skillshelf's work" if work_floor else what
+        what = "canned answers (the generator's ceiling)" if ceiling else what
         log(f"{what}, {clients} clients, {seconds:g} s on :{port}, {answers}")
         with (Path(scratch) / "server.log").open("wb") as server_log:
-            server_cpus, _ = split_cpus(pin)
             process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log)
             if server_cpus:  # at once, before the server starts its threads (they inherit it)
                 os.sched_setaffinity(process.pid, server_cpus)
             try:
                 base = f"http://127.0.0.1:{port}"
-                anyio.run(wait_healthy, base, process, floor or work_floor)
-                run = anyio.run(drive, base, tokens, seconds, queries, workers > 1)
+                anyio.run(wait_healthy, base, process, floor or work_floor or ceiling)
+                server_cpu = tree_cpu_s(process.pid)
+                run = run_async(drive, base, tokens, seconds, queries, workers > 1, client)
+                server_cpu = tree_cpu_s(process.pid) - server_cpu
+                run.server_affinity = affinities(process.pid)  # checked while it runs, every thread
+                run.client_affinity = affinities(os.getpid(), descendants=False)
             finally:
                 process.terminate()
                 process.wait(timeout=30)
@@ -265,6 +444,14 @@ def one_run(
     run.workers = workers
     run.stream_responses = stream and workers == 1
     run.floor = floor
+    run.client = client
+    run.server_cpu_share = round(server_cpu / seconds, 2)
+    run.server_cpu_ms_per_request = round(server_cpu * 1000 / max(run.requests, 1), 3)
+    log(
+        f"{run.throughput_rps} req/s; CPU per s: generator {run.client_cpu_share}, server {run.server_cpu_share}"
+        f" ({run.server_cpu_ms_per_request} ms a request); generator on {run.client_affinity},"
+        f" server on {run.server_affinity}"
+    )
     return run
 
 
@@ -293,6 +480,7 @@ def replicas_run(
     seconds: float,
     queries: list[dict[str, Any]],
     database_url: str | None,
+    client: str = "raw",
 ) -> Run:
     """N `serve --http` replicas (one process each) behind HAProxy with deploy/haproxy.cfg; each client keeps
     a session, stuck to its replica by the proxy as the recipe does. Nothing is pinned: the replicas, the
@@ -330,7 +518,7 @@ def replicas_run(
             log(f"{replicas} replica(s) behind HAProxy, {clients} clients, {seconds:g} s on :{proxy_port}")
             base = f"http://127.0.0.1:{proxy_port}"
             anyio.run(wait_healthy, base, proxy)
-            run = anyio.run(drive, base, tokens, seconds, queries, False)
+            run = run_async(drive, base, tokens, seconds, queries, False, client)
         finally:
             for process in processes:
                 process.terminate()
@@ -342,16 +530,38 @@ def replicas_run(
 
 def split_cpus(pin: bool) -> tuple[set[int], set[int]]:
     """(the server's cores, the load generator's): the first core for the generator, the rest for the
-    server; empty sets (no pinning) unless asked and there are at least two cores."""
+    server; empty sets (no pinning) unless asked and there are at least two cores. Call it once, before
+    narrowing this process: afterwards its affinity is the generator's core alone, and a server pinned
+    from it would share that core with the generator."""
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if not pin or len(cpus) < 2:
         return set(), set()
     return set(cpus[1:]), {cpus[0]}
 
 
-def side_by_side(lib: Path, args: argparse.Namespace, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rounds of (floor, [work floor,] skillshelf with one worker), the order reversed every other round."""
-    sides = ["floor", "work-floor", "skillshelf"] if args.work_floor else ["floor", "skillshelf"]
+def generator_ceiling(floors: list[dict[str, Any]]) -> float:
+    """What the load generator could send on one core of its own: its rate against the no-op floor over the
+    share of its core it used for that (the median over runs)."""
+    rates = sorted(f["throughput_rps"] / f["client_cpu_share"] for f in floors if f["client_cpu_share"] > 0)
+    return rates[len(rates) // 2] if rates else 0.0
+
+
+def pin_generator(pin: bool) -> set[int]:
+    """With `pin`: this process (the load generator) narrowed to its core; returns the servers' cores, read
+    before the narrowing (empty: nothing pinned)."""
+    server_cpus, client_cpus = split_cpus(pin)
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+        log(f"pinned: generator on cores {sorted(client_cpus)}, servers on {sorted(server_cpus)}")
+    return server_cpus
+
+
+def side_by_side(
+    lib: Path, args: argparse.Namespace, queries: list[dict[str, Any]], server_cpus: set[int]
+) -> list[dict[str, Any]]:
+    """Rounds of (the generator's ceiling, floor, [work floor,] skillshelf with one worker), the order reversed
+    every other round."""
+    sides = ["ceiling", "floor", "work-floor", "skillshelf"] if args.work_floor else ["ceiling", "floor", "skillshelf"]
     rounds = []
     for number in range(args.rounds):
         order = sides if number % 2 == 0 else sides[::-1]
@@ -364,8 +574,10 @@ def side_by_side(lib: Path, args: argparse.Namespace, queries: list[dict[str, An
                 queries,
                 args.stream_responses,
                 side == "floor",
-                args.pin,
+                server_cpus,
                 side == "work-floor",
+                args.client,
+                side == "ceiling",
             )
             for side in order
         }
@@ -383,18 +595,32 @@ def side_by_side(lib: Path, args: argparse.Namespace, queries: list[dict[str, An
 
 
 def print_side_by_side(rounds: list[dict[str, Any]]) -> None:
-    print("| round | server | req/s | p50 ms | p95 ms | p99 ms | errors | p99 / floor | req/s / floor |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    """Each round's runs; the floor's row is the generator's ceiling in that round (what it reaches against a
+    server doing nothing), and the CPU columns say which side was the limit (1.0 = one core busy)."""
+    print(
+        "| round | server | req/s | p50 ms | p95 ms | p99 ms | errors | generator CPU/s | server CPU/s "
+        "| server CPU ms/request | p99 / floor | req/s / floor |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rounds:
-        for side in ("floor", "work-floor", "skillshelf"):
+        for side in ("ceiling", "floor", "work-floor", "skillshelf"):
             if side not in r:
                 continue
             run = r[side]
             ratios = f"{r['p99_ratio']} | {r['throughput_ratio']}" if side == "skillshelf" else " | "
             print(
                 f"| {r['round']} | {side} | {run['throughput_rps']} | {run['p50_ms']} | {run['p95_ms']} "
-                f"| {run['p99_ms']} | {run['errors']} | {ratios} |"
+                f"| {run['p99_ms']} | {run['errors']} | {run['client_cpu_share']} | {run['server_cpu_share']} "
+                f"| {run['server_cpu_ms_per_request']} | {ratios} |"
             )
+    floors = [r["floor"] for r in rounds]
+    ceilings = [r["ceiling"]["throughput_rps"] for r in rounds if "ceiling" in r]
+    print(
+        f"\nthe generator ({floors[0]['client']} client) against the no-op floor: "
+        + ", ".join(f"{f['throughput_rps']} req/s on {f['client_cpu_share']} of its core" for f in floors)
+        + f" (so about {generator_ceiling(floors):,.0f} req/s on a core of its own);"
+        + f" against canned answers: {ceilings} req/s"
+    )
     p99 = sorted(r["p99_ratio"] for r in rounds)
     rps = sorted(r["throughput_ratio"] for r in rounds)
     print(f"\nmedian over rounds: p99 x{p99[len(p99) // 2]}, throughput x{rps[len(rps) // 2]} (to the floor)")
@@ -420,12 +646,21 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, action="append", help="repeatable: N replicas behind HAProxy")
     parser.add_argument("--database-url", help="with --replicas: the PostgreSQL they share (else local files)")
     parser.add_argument("--pin", action="store_true", help="the load generator on the first core, servers on the rest")
+    parser.add_argument(
+        "--client",
+        choices=["raw", "httpx"],
+        default="raw",
+        help="the load generator: raw HTTP/1.1 on uvloop (default; saturates the bare SDK) or httpx (the older one)",
+    )
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
     generate.ensure_library(lib, args.n)
     queries = [q for q in generate.load_queries(lib) if q.get("answer")]
     if args.replicas:
-        runs = [replicas_run(lib, n, args.clients, args.seconds, queries, args.database_url) for n in args.replicas]
+        runs = [
+            replicas_run(lib, n, args.clients, args.seconds, queries, args.database_url, args.client)
+            for n in args.replicas
+        ]
         print("| replicas | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in runs:
@@ -438,29 +673,42 @@ def main() -> None:
             payload = {"machine": machine, "n": args.n, "proxy": "haproxy", "runs": [asdict(r) for r in runs]}
             args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return
-    _, client_cpus = split_cpus(args.pin)
-    if client_cpus:
-        os.sched_setaffinity(0, client_cpus)
+    server_cpus = pin_generator(args.pin)
     if args.side_by_side:
-        rounds = side_by_side(lib, args, queries)
+        rounds = side_by_side(lib, args, queries, server_cpus)
         print_side_by_side(rounds)
         if args.out:
             machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
-            payload = {"machine": machine, "n": args.n, "pinned": bool(client_cpus), "rounds": rounds}
+            payload = {"machine": machine, "n": args.n, "pinned": bool(server_cpus), "rounds": rounds}
             args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return
     sizes = [1] if args.floor else (args.workers or [1, 4])
     runs = [
-        one_run(lib, w, args.clients, args.seconds, queries, args.stream_responses, args.floor, args.pin) for w in sizes
+        one_run(
+            lib,
+            w,
+            args.clients,
+            args.seconds,
+            queries,
+            args.stream_responses,
+            args.floor,
+            server_cpus,
+            False,
+            args.client,
+        )
+        for w in sizes
     ]
-    print("| server | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| server | answers | clients | requests | req/s | p50 ms | p95 ms | p99 ms | max ms | errors "
+        "| generator CPU/s | server CPU/s |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in runs:
         answers = "SSE" if r.stream_responses else "JSON"
         server = "bare SDK, no-op tools" if r.floor else f"{r.workers} worker(s)"
         print(
             f"| {server} | {answers} | {r.clients} | {r.requests} | {r.throughput_rps} | {r.p50_ms} | {r.p95_ms} "
-            f"| {r.p99_ms} | {r.max_ms} | {r.errors} |"
+            f"| {r.p99_ms} | {r.max_ms} | {r.errors} | {r.client_cpu_share} | {r.server_cpu_share} |"
         )
     if args.out:
         machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
