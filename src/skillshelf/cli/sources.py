@@ -105,6 +105,16 @@ def _say_recovered(shelf: Shelf) -> None:
 @click.option(
     "--token-env", metavar="VAR", help="An MCP server or discovery index: the variable holding its bearer token."
 )
+@click.option(
+    "--require-signed-commit",
+    is_flag=True,
+    help="git: take only a commit signed (SSH) by a key in the allowed signers; recorded in skillshelf.lock.",
+)
+@click.option(
+    "--allowed-signers",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="With --require-signed-commit: the allowed-signers file. [default: ROOT/.skillshelf/allowed_signers]",
+)
 @root_option
 @force_option("Replace a folder of that name that skillshelf did not install.")
 @accept_option
@@ -116,6 +126,8 @@ def add(
     subpath: str | None,
     only: tuple[str, ...],
     token_env: str | None,
+    require_signed_commit: bool,
+    allowed_signers: Path | None,
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
@@ -128,9 +140,10 @@ def add(
     (https://host/.well-known/agent-skills/index.json) or another MCP server's Skills extension
     (mcp+https://host/mcp). Nothing from it is run. What it holds is scanned
     first: a high-risk finding is refused unless accepted with --accept RULE:PATH."""
-    from skillshelf.library.sources.spec import parse_source
+    from skillshelf.library.sources.spec import parse_source, require_signed
 
     spec = parse_source(source, ref=ref, path=subpath, token_env=token_env)
+    spec = require_signed(spec, require_signed_commit, allowed_signers)
     root = library_root(library, create=True)
     say(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
     with _shelf(root) as shelf:

@@ -271,6 +271,9 @@ class Shelf:
             files=files,
             skills=tuple(skills),
             token_env=spec.token_env,
+            signed="ssh" if spec.signed else None,
+            signers=portable_path(Path(spec.signers), self.root) if spec.signers else None,
+            signer=snapshot.signer,
         )
 
     def _prefix(self, name: str) -> str:
