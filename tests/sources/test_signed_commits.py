@@ -138,3 +138,43 @@ def test_a_lock_with_a_bad_signed_field_is_refused() -> None:
         parse_lock(text)
     with pytest.raises(SourceError, match='go with signed = "ssh"'):
         parse_lock(text.replace('kind = "folder"', 'kind = "git"').replace('signed = "ssh"', 'signer = "a"'))
+
+
+def test_update_require_signed_commit_verifies_and_records_the_requirement(
+    tmp_path: Path, repo: Repo, keys: dict[str, Path]
+) -> None:
+    signed_commit(repo, keys["ana"], "first")
+    root = tmp_path / "library"
+    assert CliRunner().invoke(cli, ["add", repo.url, "--name", "team", "--library", str(root)]).exit_code == 0
+    assert read_lock(root / LOCK_NAME).sources["team"].signed is None
+    flags = [
+        "--require-signed-commit",
+        "--allowed-signers",
+        str(keys["allowed"]),
+        "--library",
+        str(root),
+        "--yes",
+        "--no-findability",
+    ]
+    result = CliRunner().invoke(cli, ["update", "team", *flags])
+    assert result.exit_code == 0, result.output
+    entry = read_lock(root / LOCK_NAME).sources["team"]
+    assert (entry.signed, entry.signer) == ("ssh", "ana@example.org")
+    repo.skill("pdf-fill", "Fill PDF forms from JSON data.")
+    signed_commit(repo, keys["eve"], "eve's")  # the requirement holds for later updates, without the flag
+    result = CliRunner().invoke(cli, ["update", "team", "--library", str(root), "--yes", "--no-findability"])
+    assert result.exit_code != 0 and "is not signed by a key in" in result.stderr
+
+
+def test_sync_checks_the_locked_commit(tmp_path: Path, repo: Repo, keys: dict[str, Path]) -> None:
+    signed_commit(repo, keys["ana"], "first")
+    root = tmp_path / "library"
+    root.mkdir()
+    add_signed(root, repo, keys["allowed"])
+    keys["allowed"].write_text("", encoding="utf-8")  # nobody is trusted any more
+    shutil.rmtree(root / "team" / "release-notes")
+    with open_shelf(root) as shelf:
+        outcomes = shelf.sync()
+    assert [o.action for o in outcomes] == ["failed"]
+    assert "is not signed by a key in" in "; ".join(outcomes[0].warnings)
+    assert not (root / "team" / "release-notes").exists()

@@ -45,7 +45,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from skillshelf.library import atomic
 from skillshelf.library.sources import git
@@ -106,6 +106,14 @@ class LockedSkill:
     def approved_digest(self) -> str:
         """The digest of the bytes approved: the source's, unless a local edit was approved."""
         return self.approval.digest if self.approval is not None else self.digest
+
+
+class SignatureFields(TypedDict):
+    """A git source's required commit signature, as LockedSource keeps it."""
+
+    signed: str | None
+    signers: str | None
+    signer: str | None
 
 
 @dataclass(frozen=True)
@@ -215,16 +223,17 @@ def _source(name: str, raw: Any, where: str) -> LockedSource:
     )
 
 
-def _signature(raw: dict[str, Any], kind: str, at: str) -> dict[str, str | None]:
-    fields = {key: _optional(raw, key, at) for key in ("signed", "signers", "signer")}
+def _signature(raw: dict[str, Any], kind: str, at: str) -> SignatureFields:
+    fields = SignatureFields(
+        signed=_optional(raw, "signed", at), signers=_optional(raw, "signers", at), signer=_optional(raw, "signer", at)
+    )
     if fields["signed"] is None:
         if fields["signers"] is not None or fields["signer"] is not None:
             raise SourceError(f'{at}: signers and signer go with signed = "ssh"{FIX}')
         return fields
     if fields["signed"] != "ssh" or kind != "git":
         raise SourceError(f'{at}: signed must be "ssh", and only a git source has signed commits{FIX}')
-    for key in ("signers", "signer"):
-        value = fields[key]
+    for key, value in (("signers", fields["signers"]), ("signer", fields["signer"])):
         if value is not None and (not value or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)):
             raise SourceError(f"{at}: {key} {value!r} must be one line of text{FIX}")
     return fields
