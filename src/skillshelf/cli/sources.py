@@ -69,6 +69,19 @@ def reviewer_option(fn: F) -> F:
     )(fn)
 
 
+def signed_commit_options(fn: F) -> F:
+    fn = click.option(
+        "--allowed-signers",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="With --require-signed-commit: the allowed-signers file. [default: ROOT/.skillshelf/allowed_signers]",
+    )(fn)
+    return click.option(
+        "--require-signed-commit",
+        is_flag=True,
+        help="git: take only a commit signed (SSH) by a key in the allowed signers; recorded in skillshelf.lock.",
+    )(fn)
+
+
 def library_root(library: Path | None, *, create: bool = False) -> Path:
     """--library, else the first configured root; made when `create` (a first `add`)."""
     if library is None:
@@ -105,6 +118,7 @@ def _say_recovered(shelf: Shelf) -> None:
 @click.option(
     "--token-env", metavar="VAR", help="An MCP server or discovery index: the variable holding its bearer token."
 )
+@signed_commit_options
 @root_option
 @force_option("Replace a folder of that name that skillshelf did not install.")
 @accept_option
@@ -116,6 +130,8 @@ def add(
     subpath: str | None,
     only: tuple[str, ...],
     token_env: str | None,
+    require_signed_commit: bool,
+    allowed_signers: Path | None,
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
@@ -128,9 +144,10 @@ def add(
     (https://host/.well-known/agent-skills/index.json) or another MCP server's Skills extension
     (mcp+https://host/mcp). Nothing from it is run. What it holds is scanned
     first: a high-risk finding is refused unless accepted with --accept RULE:PATH."""
-    from skillshelf.library.sources.spec import parse_source
+    from skillshelf.library.sources.spec import parse_source, require_signed
 
     spec = parse_source(source, ref=ref, path=subpath, token_env=token_env)
+    spec = require_signed(spec, require_signed_commit, allowed_signers)
     root = library_root(library, create=True)
     say(f"fetching {spec.public_url}{f' ({spec.ref})' if spec.ref else ''}…", err=True)
     with _shelf(root) as shelf:
@@ -262,6 +279,7 @@ def _outcome_line(outcome: Outcome) -> str:
 @click.option(
     "--no-findability", "skip_evals", is_flag=True, help="Skip rerunning the changed skills' trigger evals (faster)."
 )
+@signed_commit_options
 @root_option
 @force_option("Update sources with local edits too (the edits are replaced).")
 @accept_option
@@ -272,6 +290,8 @@ def update(
     yes: bool,
     as_json: bool,
     skip_evals: bool,
+    require_signed_commit: bool,
+    allowed_signers: Path | None,
     library: Path | None,
     force: bool,
     accepted: tuple[str, ...],
@@ -284,7 +304,8 @@ def update(
     root = library_root(library)
     with _shelf(root, reading=check) as shelf, findability_reviewer(root, not skip_evals) as reviewing:
         _say_recovered(shelf)
-        prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json, reviewing)
+        signed = (require_signed_commit, allowed_signers)
+        prepared, failures = _prepare_all(shelf, shelf.names(names), check, as_json, reviewing, signed)
         for item in [] if as_json else prepared:  # which agents the update will reach (docs/agents.md)
             if reach := agents_reached(root / item.entry.name):
                 say(f"{item.entry.name}: {reach}")
@@ -305,14 +326,14 @@ def update(
 
 
 def _prepare_all(
-    shelf: Shelf, names: list[str], check: bool, as_json: bool, reviewing: Reviewing
+    shelf: Shelf, names: list[str], check: bool, as_json: bool, reviewing: Reviewing, signed: tuple[bool, Path | None]
 ) -> tuple[list[Prepared], list[dict[str, str]]]:
     prepared: list[Prepared] = []
     failures: list[dict[str, str]] = []
     for name in names:
         say(f"checking {name}…", err=True)
         try:
-            item = shelf.prepare_update(name, check_only=check)
+            item = shelf.prepare_update(name, check_only=check, signed_commit=signed[0], allowed_signers=signed[1])
         except SkillshelfError as exc:
             failures.append({"source": name, "error": exc.message})
             say(f"{name}: {exc.message}", err=True)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from skillshelf.library.skill.digest import PREFIX
 from skillshelf.library.skill.discovery import IGNORED_NAMES
-from skillshelf.library.sources import git
+from skillshelf.library.sources import git, signing
 from skillshelf.library.sources.archive import (
     MAX_SOURCE_BYTES,
     MAX_SOURCE_ENTRIES,
@@ -66,6 +66,7 @@ class Snapshot:
     commit: str | None = None  # git
     digest: str | None = None  # archives, folders, files: their content
     license_file: Member | None = None
+    signer: str | None = None  # git, when a signature was required: who signed the commit
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -97,7 +98,17 @@ def spec_of(source: LockedSource, root: Path) -> SourceSpec:
     top = next((s for s in source.skills if s.origin == ""), None)
     name = top.id.split("/", 1)[1] if top else default_name(source.kind, url)
     kind: Any = source.kind  # one of lock.KINDS, checked when the lock was read
-    return SourceSpec(kind, url, source.ref, source.subpath, name, token_env=source.token_env)
+    signers = str(resolve_local(source.signers, root)) if source.signers else None
+    return SourceSpec(
+        kind,
+        url,
+        source.ref,
+        source.subpath,
+        name,
+        token_env=source.token_env,
+        signed=bool(source.signed),
+        signers=signers,
+    )
 
 
 @contextmanager
@@ -155,6 +166,7 @@ def _git_snapshot(spec: SourceSpec, root: Path, scratch: Path, commit: str | Non
     resolved = git.resolve(url, commit or spec.ref)
     repository = scratch / "repository.git"
     git.fetch_commit(url, resolved.commit, repository)
+    signer = _signer(spec, root, repository, resolved.commit, url)
     listed = git.list_tree(repository, resolved.commit, spec.subpath, url)
     if not listed:
         where = f"no folder {spec.subpath!r}" if spec.subpath else "no files"
@@ -178,8 +190,18 @@ def _git_snapshot(spec: SourceSpec, root: Path, scratch: Path, commit: str | Non
         members,
         commit=resolved.commit,
         license_file=_license(tar.members, spec.subpath),
+        signer=signer,
         notes=notes,
     )
+
+
+def _signer(spec: SourceSpec, root: Path, repository: Path, commit: str, url: str) -> str | None:
+    """Who signed `commit`, when the source requires signed commits (else None); checked before a byte
+    of it is taken out of the repository."""
+    if not spec.signed:
+        return None
+    allowed = signing.allowed_signers(root, Path(spec.signers) if spec.signers else None)
+    return git.verify_commit(repository, commit, allowed, url)
 
 
 def _zip_snapshot(spec: SourceSpec) -> Snapshot:

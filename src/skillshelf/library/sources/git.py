@@ -73,23 +73,7 @@ def git_environment() -> dict[str, str]:
 def run_git(args: Sequence[str], *, url: str, timeout: float = QUERY_TIMEOUT_S, cwd: Path | None = None) -> str:
     """`git ARGS` (in `cwd`, a repository of our own); its output, or a SourceError that names `url`
     (without credentials) and git's own reason."""
-    command = ["git"]
-    for item in SAFE_CONFIG:
-        command += ["-c", item]
-    if cwd is not None:
-        command += ["-C", str(cwd)]
-    command += list(args)
-    try:
-        done = children.run(command, timeout=timeout, env=git_environment())
-    except FileNotFoundError as exc:
-        raise SourceError("git is not installed (or not on PATH); install it to add git sources") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise SourceError(
-            f"git did not finish within {timeout:.0f} s for {strip_credentials(url)}; check the address and the "
-            "network, then run the command again"
-        ) from exc
-    except OSError as exc:
-        raise SourceError(f"could not run git for {strip_credentials(url)}: {exc}") from exc
+    done = _run(args, url=url, timeout=timeout, cwd=cwd)
     if done.returncode != 0:
         shown = strip_credentials(url)
         if args[0] in ("ls-remote", "fetch"):  # talking to the server
@@ -99,6 +83,52 @@ def run_git(args: Sequence[str], *, url: str, timeout: float = QUERY_TIMEOUT_S, 
             )
         raise SourceError(f"git failed on what it fetched from {shown} ({args[0]}): {_reason(done.stderr, url)}")
     return done.stdout
+
+
+def _run(
+    args: Sequence[str], *, url: str, timeout: float = QUERY_TIMEOUT_S, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = ["git"]
+    for item in SAFE_CONFIG:
+        command += ["-c", item]
+    if cwd is not None:
+        command += ["-C", str(cwd)]
+    command += list(args)
+    try:
+        return children.run(command, timeout=timeout, env=git_environment())
+    except FileNotFoundError as exc:
+        raise SourceError("git is not installed (or not on PATH); install it to add git sources") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SourceError(
+            f"git did not finish within {timeout:.0f} s for {strip_credentials(url)}; check the address and the "
+            "network, then run the command again"
+        ) from exc
+    except OSError as exc:
+        raise SourceError(f"could not run git for {strip_credentials(url)}: {exc}") from exc
+
+
+_GOOD_SIGNATURE = re.compile(r'^Good "git" signature for (\S+) with ', re.MULTILINE)
+
+
+def verify_commit(repository: Path, commit: str, allowed_signers: Path, url: str) -> str:
+    """Who signed `commit` (the principal `allowed_signers` gives its key), or a SourceError that says it
+    is unsigned or signed by a key the file does not hold. SSH signatures only: what `git commit -S` makes
+    with `gpg.format=ssh`."""
+    config = ["-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={allowed_signers}"]
+    done = _run([*config, "verify-commit", "--", commit], url=url, cwd=repository)
+    found = _GOOD_SIGNATURE.search(done.stderr)
+    if done.returncode == 0 and found is not None:
+        return found.group(1)
+    shown = strip_credentials(url)
+    why = (
+        "is not signed"
+        if "no signature" in done.stderr.lower() or not done.stderr.strip()
+        else (f"is not signed by a key in {allowed_signers} ({_reason(done.stderr, url)})")
+    )
+    raise SourceError(
+        f"commit {commit} of {shown} {why}: refused, nothing was installed. Ask the source to sign its commits "
+        f"(git commit -S with gpg.format=ssh), or add the key you trust to {allowed_signers}"
+    )
 
 
 def _reason(stderr: str, url: str) -> str:

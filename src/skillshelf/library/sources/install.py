@@ -38,9 +38,11 @@ from skillshelf.library.sources.lock import (
     Lock,
     LockedSkill,
     LockedSource,
+    SignatureFields,
     lock_path,
     read_lock,
     render_lock,
+    write_lock,
 )
 from skillshelf.library.sources.review import Review, review_update
 from skillshelf.library.sources.scanning import accept, scan_staged
@@ -48,6 +50,7 @@ from skillshelf.library.sources.spec import (
     REMOTE_KINDS,
     SourceSpec,
     portable_path,
+    require_signed,
     source_name,
     strip_credentials,
 )
@@ -271,7 +274,13 @@ class Shelf:
             files=files,
             skills=tuple(skills),
             token_env=spec.token_env,
+            **self._signature(spec, snapshot.signer),
         )
+
+    def _signature(self, spec: SourceSpec, signer: str | None) -> SignatureFields:
+        """The lock's record of a required commit signature: required, against which file, who signed."""
+        signers = portable_path(Path(spec.signers), self.root) if spec.signers else None
+        return SignatureFields(signed="ssh" if spec.signed else None, signers=signers, signer=signer)
 
     def _prefix(self, name: str) -> str:
         """The source's folder relative to the root ('name', or 'patterns/name' in a seed-style root)."""
@@ -302,14 +311,18 @@ class Shelf:
             raise SourceError(f"no source named {', '.join(unknown)} in the lock (sources: {known})")
         return list(wanted) or sorted(lock.sources)
 
-    def prepare_update(self, name: str, *, check_only: bool = False) -> Prepared | None:
+    def prepare_update(
+        self, name: str, *, check_only: bool = False, signed_commit: bool = False, allowed_signers: Path | None = None
+    ) -> Prepared | None:
         """The source's newest version staged and reviewed; None when it is what is installed. With
         `check_only` it is staged outside the library (which may then be read-only) and the result recorded
-        for `skillshelf sources`."""
+        for `skillshelf sources`. With `signed_commit` the new commit (and every later one) must be signed."""
         entry = self.lock().sources[name]
-        spec = spec_of(entry, self.root)
+        spec = require_signed(spec_of(entry, self.root), signed_commit, allowed_signers)
         newest = git.resolve(fetch_url(spec, self.root), spec.ref).commit if spec.kind == "git" else None
         if newest is not None and newest == entry.commit:  # one ls-remote, nothing fetched
+            if signed_commit:
+                self._require_signatures(entry, spec, check_only)
             return self._checked(entry, None)
         staging = Path(tempfile.mkdtemp(prefix="skillshelf-check-")) if check_only else new_staging(self.root)
         try:
@@ -331,6 +344,16 @@ class Shelf:
         if not review.pending:
             discard(staging)
         return self._checked(entry, Prepared(new, staging, review, edits, warnings) if review.pending else None)
+
+    def _require_signatures(self, entry: LockedSource, spec: SourceSpec, check_only: bool) -> None:
+        """`update --require-signed-commit` of a source at its newest commit: that commit verified, and the
+        requirement recorded in the lock (nothing else changes)."""
+        with ExitStack() as stack:
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="skillshelf-verify-")))
+            signer = stack.enter_context(open_snapshot(spec, self.root, scratch, commit=entry.commit)).signer
+        if not check_only:
+            changed = replace(entry, **self._signature(spec, signer))
+            write_lock(lock_path(self.root), self.lock().with_source(changed))
 
     def _checked(self, entry: LockedSource, prepared: Prepared | None) -> Prepared | None:
         """Record what a check found, for `skillshelf sources`; the prepared update, if any."""

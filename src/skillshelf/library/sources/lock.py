@@ -45,7 +45,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from skillshelf.library import atomic
 from skillshelf.library.sources import git
@@ -108,6 +108,14 @@ class LockedSkill:
         return self.approval.digest if self.approval is not None else self.digest
 
 
+class SignatureFields(TypedDict):
+    """A git source's required commit signature, as LockedSource keeps it."""
+
+    signed: str | None
+    signers: str | None
+    signer: str | None
+
+
 @dataclass(frozen=True)
 class LockedSource:
     name: str
@@ -124,6 +132,9 @@ class LockedSource:
     files: dict[str, str] = field(default_factory=dict)  # library path -> digest
     skills: tuple[LockedSkill, ...] = ()
     token_env: str | None = None  # index, mcp: the variable holding the token (the token is never written)
+    signed: str | None = None  # git: 'ssh' when every commit taken must be signed (git.verify_commit)
+    signers: str | None = None  # the allowed-signers file for it, as portable_path keeps it (None: the default)
+    signer: str | None = None  # who signed the locked commit (the principal), when signed
 
     @property
     def version(self) -> str:
@@ -208,7 +219,24 @@ def _source(name: str, raw: Any, where: str) -> LockedSource:
         files={_file(path, name, at): _checked(digest, f"{at} files.{_key(path)}") for path, digest in files.items()},
         skills=tuple(_skill(key, entry, name, f"{at} skills.{_key(key)}") for key, entry in skills.items()),
         token_env=_token_env(_optional(raw, "token_env", at), kind, at),
+        **_signature(raw, kind, at),
     )
+
+
+def _signature(raw: dict[str, Any], kind: str, at: str) -> SignatureFields:
+    fields = SignatureFields(
+        signed=_optional(raw, "signed", at), signers=_optional(raw, "signers", at), signer=_optional(raw, "signer", at)
+    )
+    if fields["signed"] is None:
+        if fields["signers"] is not None or fields["signer"] is not None:
+            raise SourceError(f'{at}: signers and signer go with signed = "ssh"{FIX}')
+        return fields
+    if fields["signed"] != "ssh" or kind != "git":
+        raise SourceError(f'{at}: signed must be "ssh", and only a git source has signed commits{FIX}')
+    for key, value in (("signers", fields["signers"]), ("signer", fields["signer"])):
+        if value is not None and (not value or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)):
+            raise SourceError(f"{at}: {key} {value!r} must be one line of text{FIX}")
+    return fields
 
 
 def _token_env(name: str | None, kind: str, at: str) -> str | None:
@@ -419,6 +447,9 @@ def render_source(source: LockedSource) -> str:
         ("digest", source.digest),
         ("subpath", source.subpath or None),
         ("token_env", source.token_env),
+        ("signed", source.signed),
+        ("signers", source.signers),
+        ("signer", source.signer),
     ]
     lines += [f"{key} = {_string(value)}" for key, value in fields if value is not None]
     if source.only:

@@ -63,6 +63,8 @@ class SourceSpec:
     subpath: str = ""
     default_name: str = ""  # the repository's, archive's or folder's own name
     token_env: str | None = None  # index, mcp: the environment variable holding the bearer token
+    signed: bool = False  # git: the commit must carry an SSH signature by a key in the allowed signers
+    signers: str | None = None  # its allowed-signers file on this machine (None: signing.allowed_signers')
 
     @property
     def public_url(self) -> str:
@@ -289,6 +291,17 @@ def strip_credentials(url: str) -> str:
     user = parts.username if parts.scheme == "ssh" and parts.username else None
     netloc = f"{user}@{host}" if user else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def require_signed(spec: SourceSpec, required: bool, signers: Path | None) -> SourceSpec:
+    """`spec` that takes only commits signed by a key in `signers` (None: the library's allowed signers)."""
+    if signers is not None and not required:
+        raise SourceError("--allowed-signers goes with --require-signed-commit")
+    if not required:
+        return spec
+    if spec.kind != "git":
+        raise SourceError(f"--require-signed-commit is for git sources; {spec.public_url} is a {spec.kind}")
+    return replace(spec, signed=True, signers=str(signers.expanduser().absolute()) if signers else None)
 
 
 def portable_path(path: Path, root: Path) -> str:
