@@ -280,6 +280,7 @@ _DOWNLOAD_TO_SHELL = _re(
     rf"{_FETCH}[^|\n]*\|\s*{_RUNNER}(?!\s*-m\s+json)"  # curl ... | sh, iwr ... | iex
     rf"|(?:^|[\s;&(]){_RUNNER}\s+<\(\s*{_FETCH}"  # bash <(curl ...)
 )
+_FETCH_NEEDLES = ("curl", "wget", "iwr", "irm", "invoke-", "fetch")  # a line without one cannot download
 _SCRIPTS: frozenset[FileKind] = frozenset({"script"})
 _TEXT: frozenset[FileKind] = frozenset({"text"})
 
@@ -291,7 +292,7 @@ RULES: tuple[Rule, ...] = (
         "downloads code and runs it in a shell or interpreter (curl|sh and the like)",
         "ship the code in the skill, or download to a file, check its digest, then run it",
         pattern=_DOWNLOAD_TO_SHELL,
-        needles=("curl", "wget", "iwr", "irm", "invoke-", "fetch"),
+        needles=_FETCH_NEEDLES,
     ),
     Rule(
         "download-exec-doc",
@@ -300,7 +301,7 @@ RULES: tuple[Rule, ...] = (
         "tells the agent to download code and pipe it into a shell or interpreter",
         "name a package to install, or download to a file and check its digest first",
         pattern=_DOWNLOAD_TO_SHELL,
-        needles=("curl", "wget", "iwr", "irm", "invoke-", "fetch"),
+        needles=_FETCH_NEEDLES,
     ),
     Rule(
         "decoded-exec",
