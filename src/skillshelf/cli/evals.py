@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 from xml.etree import ElementTree
 
 import click
@@ -11,7 +12,9 @@ import click
 from skillshelf.cli.common import command_settings, json_option, library_option, opened_library
 from skillshelf.cli.output import emit, plural, say
 from skillshelf.library.atomic import write_atomically
-from skillshelf.patterns.evals import EvalReport, Pins, run_evals
+
+if TYPE_CHECKING:  # the search stack is imported when `eval` runs, not when any command starts
+    from skillshelf.patterns.evals import EvalReport
 
 SEARCH_TOOL = "searchPatterns"  # whose pinned arguments (a view's filters) every eval query gets too
 SHOWN_LOSSES = 20  # of the queries a skill lost, in the text report
@@ -44,6 +47,8 @@ def evaluate(
             library.library.semantic.wait_idle(timeout=60)  # rank by meaning as a warm server does
         reader = library if view is None else ViewReader(library.library, view.skill_rules())
         override = view.overrides.get(SEARCH_TOOL) if view is not None else None
+        from skillshelf.patterns.evals import Pins, run_evals
+
         report = run_evals(reader, wanted, Pins.of(override.pinned) if override else Pins())
     if junit is not None:
         write_atomically(junit.expanduser(), junit_xml(report))
