@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 from skillshelf.library.sources.install import Outcome, open_shelf
-from skillshelf.library.sources.spec import parse_source
+from skillshelf.library.sources.parse import parse_source
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Test",

@@ -17,6 +17,7 @@ from skillshelf.library.sources import fetch
 from skillshelf.library.sources.archive import Member
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.install import open_shelf
+from skillshelf.library.sources.kinds import open_snapshot
 from skillshelf.library.sources.lock import read_lock
 from skillshelf.library.sources.spec import SourceSpec
 from tests.sources.helpers import add, skill_md, staging_left, tree_of
@@ -265,5 +266,5 @@ def test_a_folder_path_leading_up_is_refused_wherever_it_comes_from(tmp_path: Pa
     source, _ = kit_with_notes(tmp_path)
     spec = SourceSpec("folder", str(source), subpath="../etc", default_name="kit")
     refused = pytest.raises(SourceError, match="must be a folder inside the source")
-    with refused, fetch.open_snapshot(spec, tmp_path, tmp_path):
+    with refused, open_snapshot(spec, tmp_path, tmp_path):
         pass

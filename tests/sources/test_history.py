@@ -25,7 +25,7 @@ from skillshelf.library.skill.digest import skill_digest
 from skillshelf.library.sources.history import BLOBS, HISTORY, VERSIONS, versions
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import read_lock
-from skillshelf.library.sources.state import STATE_DIR
+from skillshelf.library.sources.spec import STATE_DIR
 from skillshelf.server.web import WebAccess, web_app
 from tests.conftest import synced_library
 from tests.sources.helpers import Repo, add, staging_left, tree_of

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from skillshelf.cli import cli
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import lock_path, parse_lock, read_lock
-from skillshelf.library.sources.spec import parse_source
+from skillshelf.library.sources.parse import parse_source
 from tests.conftest import agent_skill, wait_until, write
 from tests.live_server import LiveServer, skillshelf_http
 

@@ -16,7 +16,7 @@ from skillshelf.cli import cli
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import LOCK_NAME, parse_lock, read_lock
-from skillshelf.library.sources.spec import parse_source, require_signed
+from skillshelf.library.sources.parse import parse_source, require_signed
 from tests.sources.helpers import Repo
 
 

@@ -9,9 +9,10 @@ import pytest
 
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.kinds import kind_of
+from skillshelf.library.sources.parse import parse_source
 from skillshelf.library.sources.spec import (
-    default_name,
-    parse_source,
+    Kind,
     portable_path,
     resolve_local,
     source_name,
@@ -146,8 +147,8 @@ def test_a_given_name_must_follow_the_rule_and_a_default_one_is_made_to() -> Non
         ("file", "/tmp/drafts/commit-style/SKILL.md", "commit-style"),
     ],
 )
-def test_a_locked_source_goes_by_the_name_its_address_gives(kind: str, url: str, name: str, tmp_path: Path) -> None:
-    assert default_name(kind, url) == name
+def test_a_locked_source_goes_by_the_name_its_address_gives(kind: Kind, url: str, name: str, tmp_path: Path) -> None:
+    assert kind_of(kind).default_name(url) == name
 
 
 def test_a_local_source_beside_the_library_is_kept_relative_so_every_clone_finds_it(tmp_path: Path) -> None:

@@ -144,7 +144,7 @@ def add(
     (https://host/.well-known/agent-skills/index.json) or another MCP server's Skills extension
     (mcp+https://host/mcp). Nothing from it is run. What it holds is scanned
     first: a high-risk finding is refused unless accepted with --accept RULE:PATH."""
-    from skillshelf.library.sources.spec import parse_source, require_signed
+    from skillshelf.library.sources.parse import parse_source, require_signed
 
     spec = parse_source(source, ref=ref, path=subpath, token_env=token_env)
     spec = require_signed(spec, require_signed_commit, allowed_signers)

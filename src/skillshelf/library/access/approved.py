@@ -26,8 +26,9 @@ from skillshelf.library.skill.paths import display_path
 from skillshelf.library.sources.approval import approval_of, library_path
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LOCK_NAME, Lock, lock_path, read_lock
-from skillshelf.library.sources.signing import ALLOWED_SIGNERS, SIGNATURE_NAME, verify_signed
-from skillshelf.library.sources.state import STATE_DIR
+from skillshelf.library.sources.signers import ALLOWED_SIGNERS
+from skillshelf.library.sources.signing import SIGNATURE_NAME, verify_signed
+from skillshelf.library.sources.spec import STATE_DIR
 
 CODE = "not-approved"
 _Stamp = tuple[int, int, int] | None

@@ -1,6 +1,9 @@
 """Skills that come in from sources (docs/curating.md): git repositories, archives, folders, one SKILL.md.
 
-- `spec.py`: what a SOURCE on the command line means (kind, URL without credentials, ref, subfolder);
+- `parse.py`, `spec.py`: what a SOURCE on the command line means (kind, URL without credentials, ref,
+  subfolder), and the rules every address and name follows;
+- `kinds/`: each kind of source (git, archive, folder, file, index, mcp) as one class: how it is named,
+  fetched and locked, and the checks of its lock fields;
 - `fetch.py`, `git.py`, `archive.py`: a source's content listed and checked before one byte is written
   (hostile archives refused, git with hooks, submodules and foreign protocols off);
 - `layout.py`: which skills a source holds, where each goes in the library, its license;

@@ -37,7 +37,8 @@ from skillshelf.library.sources.lock import (
     write_atomically,
     write_lock,
 )
-from skillshelf.library.sources.state import STATE_DIR, state_dir, untracked
+from skillshelf.library.sources.spec import STATE_DIR
+from skillshelf.library.sources.state import state_dir, untracked
 
 FILES_DIR = "approved-files"
 CHANGED = "changed"

@@ -10,3 +10,7 @@ class SourceError(SkillshelfError):
 
     def __init__(self, message: str, code: ErrorCode = ErrorCode.VALIDATION_ERROR) -> None:
         super().__init__(code, message)
+
+
+# What every refusal of a lock entry ends with: the lock is shared, so the fix is the committed one.
+LOCK_FIX = "; restore skillshelf.lock from version control (it is read with the rules `add` follows)"

@@ -4,9 +4,9 @@ git is fetched one commit deep into a scratch folder and taken out as a tar (git
 `.skill` file is opened where it is; a folder is listed and read through folder handles, never through
 a link below its top, each file checked to be the one listed; a SKILL.md is one file; a discovery index
 or another MCP server is fetched whole by its client (remote.py), every file checked against its digest,
-and held in memory. Every kind
-yields the same members (archive.py's checks applied), relative to the folder asked for (`--path`),
-and the source's license file when it has one at its top.
+and held in memory. Which of these a source gets is its kind's class (kinds/). Every kind yields the
+same members (archive.py's checks applied), relative to the folder asked for (`--path`), and the
+source's license file when it has one at its top.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from skillshelf.library.skill.digest import PREFIX
 from skillshelf.library.skill.discovery import IGNORED_NAMES
-from skillshelf.library.sources import git, signing
+from skillshelf.library.sources import git, signers
 from skillshelf.library.sources.archive import (
     MAX_SOURCE_BYTES,
     MAX_SOURCE_ENTRIES,
@@ -36,17 +34,8 @@ from skillshelf.library.sources.archive import (
     check_totals,
 )
 from skillshelf.library.sources.errors import SourceError
-from skillshelf.library.sources.lock import LockedSource
 from skillshelf.library.sources.remote import fetch_remote
-from skillshelf.library.sources.spec import (
-    REMOTE_KINDS,
-    SourceSpec,
-    clean_subpath,
-    default_name,
-    is_local_git,
-    resolve_local,
-    strip_credentials,
-)
+from skillshelf.library.sources.spec import SourceSpec, clean_subpath, strip_credentials
 
 LICENSE_STEMS = ("license", "licence", "copying", "unlicense")
 
@@ -59,7 +48,6 @@ class _Reader(Protocol):
 class Snapshot:
     """What a source holds at one version."""
 
-    kind: str
     label: str  # how messages name the source (its URL or path, without credentials)
     reader: _Reader
     members: list[Member]  # relative to the subpath
@@ -80,56 +68,6 @@ class Snapshot:
 def is_license_name(name: str) -> bool:
     stem = name.rsplit(".", 1)[0] if name.lower().endswith((".md", ".txt")) else name
     return stem.casefold() in LICENSE_STEMS
-
-
-def fetch_url(spec: SourceSpec, root: Path) -> str:
-    """What git or the file system is given: a local repository as a file:// URL, so it is fetched
-    shallow like any other."""
-    if spec.kind == "git" and is_local_git(spec.url):
-        return resolve_local(spec.url, root).as_uri()
-    return spec.url
-
-
-def spec_of(source: LockedSource, root: Path) -> SourceSpec:
-    """The source a lock entry names, as fetched on this machine. Its name for a skill at its top is the
-    one that skill was installed under."""
-    remote = source.kind in REMOTE_KINDS or (source.kind == "git" and not is_local_git(source.url))
-    url = source.url if remote else str(resolve_local(source.url, root))
-    top = next((s for s in source.skills if s.origin == ""), None)
-    name = top.id.split("/", 1)[1] if top else default_name(source.kind, url)
-    kind: Any = source.kind  # one of lock.KINDS, checked when the lock was read
-    signers = str(resolve_local(source.signers, root)) if source.signers else None
-    return SourceSpec(
-        kind,
-        url,
-        source.ref,
-        source.subpath,
-        name,
-        token_env=source.token_env,
-        signed=bool(source.signed),
-        signers=signers,
-    )
-
-
-@contextmanager
-def open_snapshot(spec: SourceSpec, root: Path, scratch: Path, *, commit: str | None = None) -> Iterator[Snapshot]:
-    """The source's content (git: at `commit` when given, else at the ref's newest commit)."""
-    if spec.kind == "git":
-        snapshot = _git_snapshot(spec, root, scratch, commit)
-    elif spec.kind == "archive":
-        snapshot = _zip_snapshot(spec)
-    elif spec.kind == "folder":
-        snapshot = _folder_snapshot(Path(spec.url), spec.subpath, spec.url)
-    elif spec.kind in REMOTE_KINDS:
-        snapshot = _remote_snapshot(spec)
-    else:
-        snapshot = _file_snapshot(Path(spec.url))
-    try:
-        yield snapshot
-    finally:
-        close = getattr(snapshot.reader, "close", None)
-        if close is not None:
-            close()
 
 
 def _under(members: list[Member], subpath: str, label: str) -> list[Member]:
@@ -160,8 +98,8 @@ def _license(members: list[Member], subpath: str) -> Member | None:
     return None
 
 
-def _git_snapshot(spec: SourceSpec, root: Path, scratch: Path, commit: str | None) -> Snapshot:
-    url = fetch_url(spec, root)
+def git_snapshot(spec: SourceSpec, url: str, root: Path, scratch: Path, commit: str | None) -> Snapshot:
+    """A git source at `commit` (else its ref's newest), fetched from `url` (kinds/git.py's fetch_url)."""
     label = strip_credentials(spec.url)
     resolved = git.resolve(url, commit or spec.ref)
     repository = scratch / "repository.git"
@@ -184,7 +122,6 @@ def _git_snapshot(spec: SourceSpec, root: Path, scratch: Path, commit: str | Non
         tar.close()
         raise
     return Snapshot(
-        "git",
         label,
         tar,
         members,
@@ -200,16 +137,15 @@ def _signer(spec: SourceSpec, root: Path, repository: Path, commit: str, url: st
     of it is taken out of the repository."""
     if not spec.signed:
         return None
-    allowed = signing.allowed_signers(root, Path(spec.signers) if spec.signers else None)
+    allowed = signers.allowed_signers(root, Path(spec.signers) if spec.signers else None)
     return git.verify_commit(repository, commit, allowed, url)
 
 
-def _zip_snapshot(spec: SourceSpec) -> Snapshot:
+def zip_snapshot(spec: SourceSpec) -> Snapshot:
     path = Path(spec.url)
     archive = ZipSource(path, path.name)
     try:
         return Snapshot(
-            "archive",
             path.name,
             archive,
             _under(archive.members, spec.subpath, path.name),
@@ -401,14 +337,13 @@ def _open_below(top: int, subpath: str, label: str) -> int:
     return folder
 
 
-def _folder_snapshot(folder: Path, subpath: str, label: str) -> Snapshot:
+def folder_snapshot(folder: Path, subpath: str, label: str) -> Snapshot:
     reader = FolderReader(folder, subpath, label)
     try:
         members = reader.members()
         check_totals(members, label)
         outer = reader.top_licenses() if subpath else []
         return Snapshot(
-            "folder",
             label,
             reader,
             members,
@@ -439,7 +374,7 @@ class _MemoryReader:
         return self.files[member.path]
 
 
-def _remote_snapshot(spec: SourceSpec) -> Snapshot:
+def remote_snapshot(spec: SourceSpec) -> Snapshot:
     fetched = fetch_remote(spec)
     label = spec.public_url
     listed = [Member(path, "file", len(data)) for path, data in sorted(fetched.files.items())]
@@ -448,7 +383,6 @@ def _remote_snapshot(spec: SourceSpec) -> Snapshot:
     prefix = spec.subpath + "/" if spec.subpath else ""
     reader = _MemoryReader({m.path: fetched.files[prefix + m.path] for m in members})
     return Snapshot(
-        spec.kind,
         label,
         reader,
         members,
@@ -458,7 +392,7 @@ def _remote_snapshot(spec: SourceSpec) -> Snapshot:
     )
 
 
-def _file_snapshot(path: Path) -> Snapshot:
+def file_snapshot(path: Path) -> Snapshot:
     """One SKILL.md: its folder opened as the user gave it, the file itself never through a link."""
     reader = FolderReader(path.parent, "", str(path))
     try:
@@ -472,7 +406,7 @@ def _file_snapshot(path: Path) -> Snapshot:
             raise SourceError(f"{path} is {info.st_size} bytes; a SKILL.md is far smaller")
         member = Member("SKILL.md", "file", info.st_size, "", Listed(info.st_dev, info.st_ino))
         renamed = _RenamedReader(reader, path.name)
-        return Snapshot("file", str(path), renamed, [member], digest=content_digest([member], renamed))
+        return Snapshot(str(path), renamed, [member], digest=content_digest([member], renamed))
     except BaseException:
         reader.close()
         raise

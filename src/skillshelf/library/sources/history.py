@@ -34,8 +34,8 @@ from skillshelf.library.skill.folder import MAX_TOTAL_BYTES
 from skillshelf.library.skill.reading import read_regular_file
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LockedSource
-from skillshelf.library.sources.spec import plain_name
-from skillshelf.library.sources.state import STATE_DIR, state_dir
+from skillshelf.library.sources.spec import STATE_DIR, plain_name
+from skillshelf.library.sources.state import state_dir
 
 logger = logging.getLogger(__name__)
 

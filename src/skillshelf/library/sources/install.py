@@ -28,32 +28,27 @@ from skillshelf.library.index.library import READ_ONLY_MARKER
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.digest import file_digest, skill_digest
 from skillshelf.library.skill.discovery import library_base
-from skillshelf.library.sources import approval, git
+from skillshelf.library.sources import approval
 from skillshelf.library.sources.errors import SourceError
-from skillshelf.library.sources.fetch import Snapshot, fetch_url, open_snapshot, spec_of
+from skillshelf.library.sources.fetch import Snapshot
 from skillshelf.library.sources.history import DEFAULT_KEEP, keep_changed, restore_rolled_back, short
+from skillshelf.library.sources.kinds import SignatureFields, kind_of, open_snapshot
 from skillshelf.library.sources.layout import Plan, PlannedSkill, license_name, plan_source, write_plan
 from skillshelf.library.sources.lock import (
     LOCK_NAME,
     Lock,
     LockedSkill,
     LockedSource,
-    SignatureFields,
     lock_path,
     read_lock,
     render_lock,
+    spec_of,
     write_lock,
 )
+from skillshelf.library.sources.parse import require_signed
 from skillshelf.library.sources.review import Review, review_update
 from skillshelf.library.sources.scanning import accept, scan_staged
-from skillshelf.library.sources.spec import (
-    REMOTE_KINDS,
-    SourceSpec,
-    portable_path,
-    require_signed,
-    source_name,
-    strip_credentials,
-)
+from skillshelf.library.sources.spec import SourceSpec, portable_path, source_name, strip_credentials
 from skillshelf.library.sources.state import (
     DELETED,
     MODIFIED,
@@ -262,7 +257,7 @@ class Shelf:
         return LockedSource(
             name=name,
             kind=spec.kind,
-            url=previous.url if previous else self._locked_url(spec),
+            url=previous.url if previous else kind_of(spec.kind).locked_url(spec, self.root),
             installed=now(),
             ref=spec.ref,
             commit=snapshot.commit,
@@ -292,13 +287,6 @@ class Shelf:
         digest = skill_digest(tree / name, skill.placed)
         return LockedSkill(f"{name}/{skill.name}", f"{prefix}/{skill.placed}", skill.origin, digest or "", license_text)
 
-    def _locked_url(self, spec: SourceSpec) -> str:
-        if spec.kind in REMOTE_KINDS or (spec.kind == "git" and "://" in spec.url):
-            return strip_credentials(spec.url)
-        if spec.kind == "git" and not Path(spec.url).is_absolute():
-            return spec.url  # user@host:path
-        return portable_path(Path(spec.url), self.root)
-
     def _shown(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix() + "/" if path.is_relative_to(self.root) else str(path)
 
@@ -319,7 +307,7 @@ class Shelf:
         for `skillshelf sources`. With `signed_commit` the new commit (and every later one) must be signed."""
         entry = self.lock().sources[name]
         spec = require_signed(spec_of(entry, self.root), signed_commit, allowed_signers)
-        newest = git.resolve(fetch_url(spec, self.root), spec.ref).commit if spec.kind == "git" else None
+        newest = kind_of(spec.kind).newest_commit(spec, self.root)
         if newest is not None and newest == entry.commit:  # one ls-remote, nothing fetched
             if signed_commit:
                 self._require_signatures(entry, spec, check_only)

@@ -12,7 +12,7 @@ the rules `add` follows (spec.py's), and an entry that breaks one is refused and
 One source:
 
     [source.anthropic]
-    kind = "git"                      # git, archive, folder or file
+    kind = "git"                      # git, archive, folder, file, index or mcp (kinds/)
     url = "https://github.com/anthropics/skills.git"   # never with credentials
     ref = "main"                      # what was asked for (absent: the default branch)
     commit = "9d2f1ae1..."            # git: the commit installed
@@ -45,31 +45,31 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from skillshelf.library import atomic
 from skillshelf.library.sources import git
-from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.errors import LOCK_FIX, SourceError
+from skillshelf.library.sources.kinds import SignatureFields, kind_of, locked_kind
 from skillshelf.library.sources.spec import (
-    ENV_NAME,
     NAME_RULE_TEXT,
-    REMOTE_KINDS,
-    check_address,
+    Kind,
+    SourceSpec,
     clean_subpath,
     is_source_name,
     plain_name,
     plain_relative,
+    resolve_local,
     strip_credentials,
 )
 
 LOCK_NAME = "skillshelf.lock"
 LOCK_VERSION = 1
-KINDS = ("git", "archive", "folder", "file", *REMOTE_KINDS)
 HEADER = (
     "# skillshelf.lock: the sources of this library, pinned. Written by `skillshelf add`, `update` and\n"
     "# `remove`; `skillshelf sync` makes a library hold exactly this. Commit it beside the library.\n"
 )
-FIX = "; restore skillshelf.lock from version control (it is read with the rules `add` follows)"
+FIX = LOCK_FIX
 MAX_ROLLBACK_NOTE = 1000
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -108,18 +108,10 @@ class LockedSkill:
         return self.approval.digest if self.approval is not None else self.digest
 
 
-class SignatureFields(TypedDict):
-    """A git source's required commit signature, as LockedSource keeps it."""
-
-    signed: str | None
-    signers: str | None
-    signer: str | None
-
-
 @dataclass(frozen=True)
 class LockedSource:
     name: str
-    kind: str
+    kind: Kind  # its class is kinds.kind_of(kind); the lock's entry was checked by it when read
     url: str
     installed: str
     ref: str | None = None
@@ -160,6 +152,26 @@ class Lock:
         return next((s for s in self.sources.values() if s.skill(skill_id) is not None), None)
 
 
+def spec_of(source: LockedSource, root: Path) -> SourceSpec:
+    """The source a lock entry names, as fetched on this machine. Its name for a skill at its top is the
+    one that skill was installed under."""
+    kind = kind_of(source.kind)
+    url = source.url if kind.networked(source.url) else str(resolve_local(source.url, root))
+    top = next((s for s in source.skills if s.origin == ""), None)
+    name = top.id.split("/", 1)[1] if top else kind.default_name(url)
+    signers = str(resolve_local(source.signers, root)) if source.signers else None
+    return SourceSpec(
+        kind.name,
+        url,
+        source.ref,
+        source.subpath,
+        name,
+        token_env=source.token_env,
+        signed=bool(source.signed),
+        signers=signers,
+    )
+
+
 def lock_path(root: Path) -> Path:
     return root / LOCK_NAME
 
@@ -197,17 +209,15 @@ def _source(name: str, raw: Any, where: str) -> LockedSource:
         raise SourceError(f"{at}: the name {name!r} {NAME_RULE_TEXT} (it is the source's folder in the library){FIX}")
     if not isinstance(raw, dict):
         raise SourceError(f"{at} must be a table")
-    kind = _text(raw, "kind", at)
-    if kind not in KINDS:
-        raise SourceError(f"{at} has kind {kind!r}; expected one of {', '.join(KINDS)}")
+    kind = locked_kind(_text(raw, "kind", at), at)
     skills = raw.get("skills", {})
     files = raw.get("files", {})
     if not isinstance(skills, dict) or not isinstance(files, dict):
         raise SourceError(f"{at}: `skills` and `files` must be tables")
     return LockedSource(
         name=name,
-        kind=kind,
-        url=_url(kind, _text(raw, "url", at), at),
+        kind=kind.name,
+        url=kind.check_url(_text(raw, "url", at), at),
         installed=_text(raw, "installed", at),
         ref=_optional(raw, "ref", at),
         commit=_commit(_optional(raw, "commit", at), at),
@@ -218,33 +228,15 @@ def _source(name: str, raw: Any, where: str) -> LockedSource:
         license=_optional(raw, "license", at),
         files={_file(path, name, at): _checked(digest, f"{at} files.{_key(path)}") for path, digest in files.items()},
         skills=tuple(_skill(key, entry, name, f"{at} skills.{_key(key)}") for key, entry in skills.items()),
-        token_env=_token_env(_optional(raw, "token_env", at), kind, at),
-        **_signature(raw, kind, at),
+        token_env=kind.check_token_env(_optional(raw, "token_env", at), at),
+        **kind.check_signature(_signature(raw, at), at),
     )
 
 
-def _signature(raw: dict[str, Any], kind: str, at: str) -> SignatureFields:
-    fields = SignatureFields(
+def _signature(raw: dict[str, Any], at: str) -> SignatureFields:
+    return SignatureFields(
         signed=_optional(raw, "signed", at), signers=_optional(raw, "signers", at), signer=_optional(raw, "signer", at)
     )
-    if fields["signed"] is None:
-        if fields["signers"] is not None or fields["signer"] is not None:
-            raise SourceError(f'{at}: signers and signer go with signed = "ssh"{FIX}')
-        return fields
-    if fields["signed"] != "ssh" or kind != "git":
-        raise SourceError(f'{at}: signed must be "ssh", and only a git source has signed commits{FIX}')
-    for key, value in (("signers", fields["signers"]), ("signer", fields["signer"])):
-        if value is not None and (not value or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)):
-            raise SourceError(f"{at}: {key} {value!r} must be one line of text{FIX}")
-    return fields
-
-
-def _token_env(name: str | None, kind: str, at: str) -> str | None:
-    if name is not None and (kind not in REMOTE_KINDS or not ENV_NAME.match(name)):
-        raise SourceError(
-            f"{at}: token_env {name!r} must name an environment variable, for an index or mcp source{FIX}"
-        )
-    return name
 
 
 def _skill(skill_id: str, raw: Any, source: str, at: str) -> LockedSkill:
@@ -285,18 +277,6 @@ def _file(path: str, source: str, at: str) -> str:
     if not plain_name(name) or not _placed(path, source, (name,)):
         raise SourceError(f"{at} files.{_key(path)}: must be {source}/NAME, a file at the top of its folder{FIX}")
     return path
-
-
-def _url(kind: str, url: str, at: str) -> str:
-    try:
-        check_address(url)
-    except SourceError as exc:
-        raise SourceError(f"{at}: url {exc.message}{FIX}") from exc
-    if kind in REMOTE_KINDS and "://" not in url:
-        raise SourceError(f"{at}: url of an {kind} source is a https URL, not {url!r}{FIX}")
-    if kind not in ("git", *REMOTE_KINDS) and "://" in url:
-        raise SourceError(f"{at}: url of a {kind} is a local path, not {strip_credentials(url)}{FIX}")
-    return url
 
 
 def _commit(commit: str | None, at: str) -> str | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from skillshelf.library.skill.layouts import valid_name
 from skillshelf.library.sources.archive import MAX_SOURCE_BYTES, MAX_SOURCE_ENTRIES, ZipSource, safe_name
 from skillshelf.library.sources.errors import SourceError
-from skillshelf.library.sources.spec import SourceSpec, strip_credentials
+from skillshelf.library.sources.spec import Kind, SourceSpec, strip_credentials
 
 DIGEST_PREFIX = "sha256:"
 
@@ -52,10 +52,10 @@ class RemoteFiles:
 
 
 Fetcher = Callable[[SourceSpec, "str | None"], RemoteFiles]  # (the source, its token) -> its files
-_FETCHERS: dict[str, Fetcher] = {}
+_FETCHERS: dict[Kind, Fetcher] = {}  # a network kind (kinds/remote.py) -> its client
 
 
-def register_fetcher(kind: str, fetcher: Fetcher) -> None:
+def register_fetcher(kind: Kind, fetcher: Fetcher) -> None:
     """Give the client that fetches sources of `kind` (skillshelf.remote does, for the command line)."""
     _FETCHERS[kind] = fetcher
 

@@ -23,14 +23,12 @@ from pathlib import Path
 from typing import IO
 
 from skillshelf.library import children
-from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LOCK_NAME, Lock, lock_path, parse_lock, write_atomically
-from skillshelf.library.sources.state import STATE_DIR
+from skillshelf.library.sources.signers import allowed_signers
 
 NAMESPACE = "skillshelf-lock"
 SIGNATURE_NAME = f"{LOCK_NAME}.sig"
-ALLOWED_SIGNERS = "allowed_signers"
 TIMEOUT_S = 60.0
 MAX_SIGNATURE_BYTES = 64 * 1024
 
@@ -89,34 +87,6 @@ def verify_signed(root: Path, allowed: Path | None = None) -> Signed:
         f"the signature {SIGNATURE_NAME} does not match {LOCK_NAME} in {root}: the lock changed after it was signed "
         "(or the signature is for something else). Review the lock's changes (`git diff`), then sign it again"
     )
-
-
-def allowed_signers(root: Path, given: Path | None = None) -> Path:
-    """The allowed-signers file: `given`, else the library's `.skillshelf/allowed_signers`, else git's
-    `gpg.ssh.allowedSignersFile`; a SourceError saying how to set one up when there is none."""
-    if given is not None:
-        path = given.expanduser()
-        if not path.is_file():
-            raise SourceError(f"no allowed-signers file at {given}")
-        return path
-    own = root / STATE_DIR / ALLOWED_SIGNERS
-    if own.is_file():
-        return own
-    configured = _git_allowed_signers(root)
-    if configured is not None and configured.is_file():
-        return configured
-    raise SourceError(
-        f"no allowed-signers file: write one at {own} (a line per key: `EMAIL ssh-ed25519 AAAA...`), set git's "
-        "gpg.ssh.allowedSignersFile, or pass --allowed-signers FILE (docs/curating.md, Signing the lock)"
-    )
-
-
-def _git_allowed_signers(root: Path) -> Path | None:
-    value = git.config_value(root, "gpg.ssh.allowedSignersFile")
-    if value is None:
-        return None
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else root / path
 
 
 def _principals(signature: Path, signers_file: Path) -> list[str]:

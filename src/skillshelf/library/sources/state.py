@@ -17,10 +17,10 @@ from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX
 from skillshelf.library.skill.folder import kept
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import Lock, LockedSource, read_lock, write_atomically, write_lock
+from skillshelf.library.sources.spec import STATE_DIR
 
 logger = logging.getLogger(__name__)
 
-STATE_DIR = ".skillshelf"
 INSTALLED = "sources-installed.lock"
 CHECKED = "sources-checked.json"
 OPERATIONS_LOCK = "sources.lock"
