@@ -120,7 +120,8 @@ def _facts(description: str, headings: tuple[str, ...] = ("Steps", "Example", "N
 def test_a_description_that_says_when_to_use_scores_higher_than_a_heading_or_nothing() -> None:
     """Issue 34: an agent picks by the description alone, so "when" there counts most."""
     said = estimate(_facts("Merge PDF files into one. Use when the user asks to combine PDFs."), [])[0]
-    heading = estimate(_facts("Merge PDF files into one, keeping the page order intact.", ("When to use", "Steps", "Ex")), [])
+    headings = ("When to use", "Steps", "Ex")
+    heading = estimate(_facts("Merge PDF files into one, keeping the page order intact.", headings), [])
     silent = estimate(_facts("Merge PDF files into one, keeping the page order in place."), [])
     assert said > heading[0] > silent[0]
     assert said - silent[0] == 1.5
