@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library.skill.checker import check_roots
-from skillshelf.library.skill.quality import QualityFacts, estimate, parse_score
+from skillshelf.library.skill.models import Finding
+from skillshelf.library.skill.quality import QualityFacts, estimate, parse_score, score_quality
 from tests.conftest import three_file
 
 
@@ -47,7 +48,7 @@ def test_the_estimate_is_deterministic_and_names_every_missing_point() -> None:
     first = estimate(facts, [])
     assert first == estimate(facts, [])
     score, reasons = first
-    assert score == 1.8  # 0.75 for a short description + 1 for no findings
+    assert score == 2.0  # 0.5 for a short description + 1.5 for no findings
     assert len(reasons) == 8
 
 
@@ -60,7 +61,7 @@ def test_a_well_made_skill_estimates_as_verified(tmp_path: Path) -> None:
     three_file(tmp_path, "c", "good", doc, code="def good() -> None: ...\n")
     (skill,) = check_roots([tmp_path]).skills
     assert skill.quality.source == "estimated"
-    assert skill.quality.score == 7.5 and skill.quality.verified  # 229 words: 1 of 3 body points
+    assert skill.quality.score == 8.0 and skill.quality.verified  # 229 words: 1 of 2.5 body points
 
 
 def test_a_short_folder_skill_with_every_part_is_not_verified(tmp_path: Path) -> None:
@@ -79,7 +80,7 @@ def test_a_short_folder_skill_with_every_part_is_not_verified(tmp_path: Path) ->
     (folder / "scripts" / "run.py").write_text("print('ok')\n", encoding="utf-8")
     (skill,) = check_roots([tmp_path]).skills
     assert skill.quality.source == "estimated"
-    assert skill.quality.score == 6.0 and not skill.quality.verified
+    assert skill.quality.score == 5.5 and not skill.quality.verified
     assert any("stub" in reason for reason in skill.quality.reasons)
 
 
@@ -92,7 +93,8 @@ def test_the_estimate_follows_the_published_corpus_scale() -> None:
         )  # fmt: skip
 
     scores = [estimate(facts(words), [])[0] for words in (40, 100, 200, 350, 1100)]
-    assert scores == sorted(set(scores))  # a longer body scores higher at each of the corpus's steps
+    assert scores[0] <= scores[1]  # two stubs (both stop at the stub cap)
+    assert scores[1:] == sorted(set(scores[1:]))  # past a stub, a longer body scores higher at each step
     assert scores[-1] >= 7.0 > scores[1]  # a median-length published skill verifies, a stub never does
 
 
@@ -106,3 +108,53 @@ def test_an_empty_metadata_file_is_a_finding_and_adds_nothing(tmp_path: Path) ->
     assert [f.code for f in report.findings] == ["metadata-empty"]
     assert str(report.findings[0].path).endswith("plain-SKILL.md")
     assert empty.quality.score < bare.quality.score
+
+
+def _facts(description: str, headings: tuple[str, ...] = ("Steps", "Example", "Notes")) -> QualityFacts:
+    return QualityFacts(
+        description=description, headings=headings, code_blocks=1, word_count=1100,
+        executable=False, has_tags=True, has_metadata=False,
+    )  # fmt: skip
+
+
+def test_a_description_that_says_when_to_use_scores_higher_than_a_heading_or_nothing() -> None:
+    """Issue 34: an agent picks by the description alone, so "when" there counts most."""
+    said = estimate(_facts("Merge PDF files into one. Use when the user asks to combine PDFs."), [])[0]
+    headings = ("When to use", "Steps", "Ex")
+    heading = estimate(_facts("Merge PDF files into one, keeping the page order intact.", headings), [])
+    silent = estimate(_facts("Merge PDF files into one, keeping the page order in place."), [])
+    assert said > heading[0] > silent[0]
+    assert said - silent[0] == 1.5
+    assert any("when to use" in reason for reason in silent[1])
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "This skill should be used when the user asks to merge PDF files.",
+        "Use this skill when merging PDF files into one document.",
+        "When the user wants to merge PDF files into one document.",
+    ],
+)
+def test_the_ways_published_descriptions_say_when_count(description: str) -> None:
+    plain = estimate(_facts("Merges PDF files into one document, keeping bookmarks."), [])[0]
+    assert estimate(_facts(description), [])[0] == plain + 1.5
+
+
+def test_a_body_over_the_budget_costs_half_a_point() -> None:
+    facts = _facts("Merge PDF files into one. Use when the user asks to combine PDFs.")
+    long = Finding("c/pdf/SKILL.md", None, "info", "body-long", "SKILL.md body has 900 lines")
+    within, over = estimate(facts, [])[0], estimate(facts, [long])
+    assert within - over[0] == 0.5
+    assert any("budget" in reason for reason in over[1])
+
+
+def test_errors_cost_more_than_before_and_a_high_finding_caps_the_score() -> None:
+    facts = _facts("Merge PDF files into one. Use when the user asks to combine PDFs.")
+    error = Finding("c/pdf/SKILL.md", None, "error", "name-invalid", "bad name")
+    assert estimate(facts, [])[0] - estimate(facts, [error, error])[0] == 1.5
+    risky = Finding("c/pdf/scripts/run.sh", 3, "error", "download-exec", "curl | sh")
+    clean = score_quality(None, None, facts, [])
+    capped = score_quality(None, None, facts, [risky])
+    assert clean.verified and not capped.verified
+    assert capped.score < clean.score

@@ -288,6 +288,9 @@ def stats(libraries: tuple[Path, ...], as_json: bool, findability: bool) -> None
             numeric=("three-file", "agent-skills"),
         )
         click.echo("\nquality  " + "  ".join(f"{band}:{n}" for band, n in r.quality_histogram.items() if n))
+        if r.quality_deciles:
+            click.echo("deciles  " + " ".join(f"{v:.1f}" for v in r.quality_deciles) + " (10th ... 90th percentile)")
+            click.echo(f"  ({r.quality_basis})")
         click.echo(f"tokens to load: {r.load_tokens_total} in all, {r.load_tokens_mean:.0f} on average")
         for item in r.largest[:3]:
             say(f"  largest: {item.id} ~{item.tokens}")

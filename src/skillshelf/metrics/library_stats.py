@@ -6,7 +6,6 @@ library page (web/stats.py) both summarise those figures, so they count the same
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,17 +18,11 @@ from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.usage.store import PatternUsage
 from skillshelf.metrics.models import CategoryLayoutCount, LibraryStats, SkillTokens, UsedSkill
-from skillshelf.patterns.evals import remembered_findability
+from skillshelf.metrics.quality_spread import quality_spread
+from skillshelf.patterns.evals import Findability, remembered_findability
 
 TOP = 10
 NEVER_USED_LISTED = 20
-BANDS = [f"{band}-{band + 1}" for band in range(10)]
-
-
-def quality_band(score: float) -> str:
-    """The histogram band a 0-10 score falls in: '0-1' ... '9-10' (10 counts in '9-10')."""
-    band = min(9, max(0, math.floor(score)))
-    return f"{band}-{band + 1}"
 
 
 @dataclass(frozen=True)
@@ -48,15 +41,6 @@ class LibraryFigures:
     def never_used(self) -> list[IndexedSkill]:
         """Skills with no recorded use, the best first."""
         return sorted((s for s in self.skills if s.id not in self.usage), key=lambda s: (-s.quality, s.id))
-
-    @property
-    def quality_histogram(self) -> dict[str, int]:
-        counts = Counter(quality_band(s.quality) for s in self.skills)
-        return {band: counts[band] for band in BANDS}
-
-    @property
-    def mean_quality(self) -> float:
-        return round(sum(s.quality for s in self.skills) / len(self.skills), 2) if self.skills else 0.0
 
 
 def library_figures(library: SkillReader) -> LibraryFigures:
@@ -94,12 +78,14 @@ def duplicate_findings(library: SkillReader, skills: list[IndexedSkill], pairs: 
 
 def library_stats(library: SkillReader, *, findability: bool = False) -> LibraryStats:
     """The library's health; its findability too when it is small enough (or `findability`: however big)."""
-    stats = stats_of(library_figures(library))
-    return stats.model_copy(update={"findability": remembered_findability(library, force=findability)})
+    found = remembered_findability(library, force=findability)
+    return stats_of(library_figures(library), found).model_copy(update={"findability": found})
 
 
-def stats_of(figures: LibraryFigures) -> LibraryStats:
+def stats_of(figures: LibraryFigures, found: Findability | None) -> LibraryStats:
+    """The figures summarised; quality less what `found` (the library's findability, if worked out) costs."""
     skills = figures.skills
+    spread = quality_spread(skills, found)
     layouts: dict[str, Counter[str]] = {}
     for skill in skills:
         layouts.setdefault(skill.category, Counter())[skill.layout] += 1
@@ -112,8 +98,10 @@ def stats_of(figures: LibraryFigures) -> LibraryStats:
             CategoryLayoutCount(category=c, three_file=n["three-file"], agent_skills=n["agent-skills"])
             for c, n in sorted(layouts.items())
         ],
-        quality_histogram=figures.quality_histogram,
-        mean_quality=figures.mean_quality,
+        quality_histogram=spread.histogram,
+        mean_quality=spread.mean,
+        quality_deciles=spread.deciles,
+        quality_basis=spread.basis,
         verified=len(figures.verified),
         executable=sum(1 for s in skills if s.executable),
         load_tokens_total=total_tokens,

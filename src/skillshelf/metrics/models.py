@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from skillshelf.envelope import WireModel
 from skillshelf.patterns.evals import Findability
 
@@ -28,7 +30,7 @@ class LibraryStats(WireModel):
     categories: list[CategoryLayoutCount]
     quality_histogram: dict[str, int]  # "0-1" ... "9-10" -> skills whose score falls in that band
     mean_quality: float
-    verified: int
+    verified: int  # by the index-time score (>= 7.0) or by use: findability lowers the figures, not this
     executable: int
     load_tokens_total: int
     load_tokens_mean: float
@@ -38,6 +40,9 @@ class LibraryStats(WireModel):
     never_used: list[str]  # the highest-quality unused skills first, at most 20
     findings_by_severity: dict[str, int]
     findings_by_code: dict[str, int]
+    # the 10th ... 90th percentile scores, and what the histogram, mean and deciles used (metrics/quality_spread.py)
+    quality_deciles: list[float] = Field(default_factory=list)
+    quality_basis: str = ""
     near_duplicates: int = 0  # skills another one duplicates by name or description (`near-duplicate` findings)
     # skills their own description does not find, and colliding pairs (up to 200 skills; `skillshelf eval` past it)
     findability: Findability | None = None

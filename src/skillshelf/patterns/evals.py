@@ -133,7 +133,7 @@ class Findability(WireModel):
     unreachable: list[Unreachable]
     collisions: list[Collision]
     seconds: float
-    own_ranks: dict[str, int | None] = Field(default_factory=dict, exclude=True)  # each skill's, for JUnit
+    own_ranks: dict[str, int | None] = Field(default_factory=dict, exclude=True)  # JUnit, quality figures
 
 
 class EvalReport(WireModel):

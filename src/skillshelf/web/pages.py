@@ -313,7 +313,7 @@ def library_page(base: str, view: LibraryView) -> str:
     body = f"""<h1>The library</h1>
 <div class="tiles">{tiles_html}</div>
 <div class="charts">
-<div class="card">{histogram}</div>
+<div class="card">{histogram}{_quality_spread(view)}</div>
 <div class="card">{categories}</div>
 <div class="card">{over_time}</div>
 <div class="card">{share}
@@ -324,6 +324,18 @@ def library_page(base: str, view: LibraryView) -> str:
 </div>
 <p class="muted">Findings from <code>skillshelf check</code>: {findings}.</p>"""
     return layout(base, "Library", body, page="library")
+
+
+def _quality_spread(view: LibraryView) -> str:
+    """The deciles under the histogram, and what the scores used (findability or the index-time scores)."""
+    if not view.quality_deciles:
+        return ""
+    d = view.quality_deciles
+    cuts = f"p10 {d[0]:.1f} · p25–p75 {d[2]:.1f}–{d[6]:.1f} · median {d[4]:.1f} · p90 {d[8]:.1f}"
+    return (
+        f'<p class="muted" data-quality-deciles="{" ".join(f"{v:g}" for v in d)}">{escape(cuts)}</p>'
+        f'<p class="muted" data-quality-basis>{escape(view.quality_basis)}</p>'
+    )
 
 
 def _near_duplicates(base: str, pairs: list[tuple[str, str, str]]) -> str:

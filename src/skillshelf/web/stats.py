@@ -33,13 +33,16 @@ class LibraryView:
     findings: dict[str, int] = field(default_factory=dict)  # severity -> count
     near_duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (first id, other id, why)
     findability: Findability | None = None  # None past AUTO_MAX_SKILLS (patterns/evals.py)
+    quality_deciles: list[float] = field(default_factory=list)  # 10th ... 90th percentile scores
+    quality_basis: str = ""  # what the quality figures used (metrics/quality_spread.py)
 
 
 def library_view(library: SkillReader) -> LibraryView:
     """The library page's figures over the skills `library` (a view's reader) shows: the same reading and
     counts as getLibraryStats (metrics/library_stats.py), plus what only the charts need."""
     figures = library_figures(library)
-    stats = stats_of(figures)
+    found = remembered_findability(library)
+    stats = stats_of(figures, found)
     daily = [(day, count) for day, _skill_id, count in library.daily_uses()]  # no usage: the charts show none
     periods, period = uses_by_period(daily)
     categories = [(c.category, c.three_file + c.agent_skills) for c in stats.categories]
@@ -58,7 +61,9 @@ def library_view(library: SkillReader) -> LibraryView:
         never_used=[(s.id, s.quality) for s in figures.never_used],
         findings=dict(stats.findings_by_severity),
         near_duplicates=[(pair.first, pair.other, _why(pair)) for pair in figures.near_duplicates],
-        findability=remembered_findability(library),
+        findability=found,
+        quality_deciles=stats.quality_deciles,
+        quality_basis=stats.quality_basis,
     )
 
 

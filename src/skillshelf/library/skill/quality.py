@@ -14,7 +14,13 @@ from skillshelf.library.skill.models import VERIFIED_THRESHOLD, Finding, Quality
 from skillshelf.library.skill.scan import is_high_risk, scan_risk
 
 CRITERIA = ("correctness", "reusability", "documentation", "test coverage", "performance")
-_WHEN_TO_USE = re.compile(r"\b(use (this )?when|when to use|use it (to|when|for)|use for)\b", re.IGNORECASE)
+# "Use when ...", "Use this skill when ...", "This skill should be used when ...", "When the user wants to ...":
+# the ways published descriptions say when to pick a skill.
+_WHEN_TO_USE = re.compile(
+    r"\b(use (this( skill)? |it )?(when|whenever|for|if)|when to use|(should be |is )?used (when|whenever)"
+    r"|when (the )?(user|you|someone) (asks?|wants?|needs?|mentions?|says?))\b",
+    re.IGNORECASE,
+)
 _TEST_HEADING = re.compile(r"\b(test|tests|testing|verif\w*|validat\w*|checklist)\b", re.IGNORECASE)
 _EXAMPLE_HEADING = re.compile(r"\b(example|examples|usage|quick ?start)\b", re.IGNORECASE)
 
@@ -58,8 +64,9 @@ def parse_score(raw: object) -> float | None:
 FULL_BODY_WORDS = 600
 SHORT_BODY_WORDS = 300
 STUB_WORDS = 150
-STUB_CAP = 6.0
-BODY_TIERS = ((FULL_BODY_WORDS, 3.0), (SHORT_BODY_WORDS, 2.0), (STUB_WORDS, 1.0), (50, 0.5), (0, 0.0))
+STUB_CAP = 5.5
+BODY_TIERS = ((FULL_BODY_WORDS, 2.5), (SHORT_BODY_WORDS, 2.0), (STUB_WORDS, 1.0), (50, 0.5), (0, 0.0))
+OVER_BUDGET_COST = 0.5  # a `body-long` finding: an agent loads every line of a body over the spec's budget
 
 
 def _description_problem(length: int) -> str:
@@ -87,17 +94,20 @@ def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[
             reasons.append(f"-{points:g}: {missing}")
 
     length = len(facts.description)
-    award(1.5, 50 <= length <= 1024, _description_problem(length), 0.75, length > 0)
+    award(1.0, 50 <= length <= 1024, _description_problem(length), 0.5, length > 0)
+    # An agent picks a skill by its description alone: "when to use" there is worth three times a heading's.
     award(
-        1.0,
-        bool(_WHEN_TO_USE.search(facts.description) or _WHEN_TO_USE.search(" ".join(facts.headings))),
-        "no 'when to use' guidance in the description or a heading",
+        1.5,
+        says_when(facts.description),
+        "no 'when to use' guidance in the description (an agent picks by the description alone)",
+        0.5,
+        says_when(" ".join(facts.headings)),
     )
     words = facts.word_count
     body_points = next(points for least, points in BODY_TIERS if words >= least)
     award(
-        3.0,
-        body_points == 3.0,
+        2.5,
+        body_points == 2.5,
         f"body of {words} words (full marks from {FULL_BODY_WORDS}; published skills' median is ~1,100)",
         body_points,
         body_points > 0,
@@ -111,18 +121,33 @@ def estimate(facts: QualityFacts, findings: list[Finding]) -> tuple[float, list[
     award(0.5, facts.executable, "no implementation or script")
     award(0.5, any(_TEST_HEADING.search(h) for h in facts.headings), "no testing or verification section")
     award(0.5, facts.has_tags or facts.has_metadata, "no tags or metadata")
-    errors = sum(1 for f in findings if f.severity == "error")
-    warnings = sum(1 for f in findings if f.severity == "warning")
-    penalty = min(1.0, errors * 1.0 + warnings * 0.25)
-    score += 1.0 - penalty
-    if penalty:
-        reasons.append(f"-{penalty:g}: {errors} error(s) and {warnings} warning(s) in `skillshelf check`")
+    score += 1.5 - _findings_cost(findings, reasons)
     if words < STUB_WORDS and score > STUB_CAP:
         reasons.append(
             f"-{score - STUB_CAP:g}: a body under {STUB_WORDS} words is a stub; its estimate stops at {STUB_CAP:g}"
         )
         score = STUB_CAP
     return round(score, 1), reasons
+
+
+def says_when(text: str) -> bool:
+    """Whether a description (or heading text) says when to use the skill."""
+    return bool(_WHEN_TO_USE.search(text))
+
+
+def _findings_cost(findings: list[Finding], reasons: list[str]) -> float:
+    """Up to 1.5 points for `skillshelf check`'s findings: 1 per error, 0.25 per warning, and 0.5 for a body
+    over the spec's budget (the `body-long` note); each cost named in `reasons`."""
+    errors = sum(1 for f in findings if f.severity == "error")
+    warnings = sum(1 for f in findings if f.severity == "warning")
+    cost = min(1.5, errors * 1.0 + warnings * 0.25)
+    if cost:
+        reasons.append(f"-{cost:g}: {errors} error(s) and {warnings} warning(s) in `skillshelf check`")
+    if any(f.code == "body-long" for f in findings) and cost < 1.5:
+        over = min(OVER_BUDGET_COST, 1.5 - cost)
+        reasons.append(f"-{over:g}: a body over the spec's budget (`body-long`): an agent loads all of it")
+        cost += over
+    return cost
 
 
 def score_quality(
