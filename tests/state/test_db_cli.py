@@ -11,13 +11,13 @@ import psycopg
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
-from skillshelf.library.usage.postgres import PostgresUsage
 from skillshelf.library.usage.store import UsageStore
 from skillshelf.memory.notes import FileNotes
-from skillshelf.memory.postgres import PostgresNotes
 from skillshelf.memory.service import add_note, get_notes
 from skillshelf.projects import ProjectRoots
-from skillshelf.state.schema import LATEST
+from skillshelf.state.postgres.notes import PostgresNotes
+from skillshelf.state.postgres.schema import LATEST
+from skillshelf.state.postgres.usage import PostgresUsage
 from tests.conftest import deadline
 from tests.postgres_support import free_port
 
