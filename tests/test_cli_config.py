@@ -110,7 +110,8 @@ def test_a_database_url_that_is_not_postgresql_is_refused_without_showing_its_pa
         cli, ["config", "show"], env={"SKILLSHELF_DATABASE_URL": "mysql://root:s3cret-pw@db.example/shelf"}
     )
     assert result.exit_code != 0
-    assert "only postgresql://" in result.output and "SKILLSHELF_DATABASE_URL" in result.output
+    assert "the known schemes are file://, postgresql://" in result.output
+    assert "SKILLSHELF_DATABASE_URL" in result.output
     assert "s3cret-pw" not in result.output
 
 

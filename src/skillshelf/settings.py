@@ -59,7 +59,7 @@ from skillshelf.library.semantic.install import (
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.projects import DEFAULT_PROJECTS_ROOT, ProjectRoots
-from skillshelf.state.url import check_database_url
+from skillshelf.state import check_url, open_stores
 
 APP = "skillshelf"
 DEFAULT_LIBRARY = Path("~/.shared-patterns")
@@ -225,7 +225,7 @@ class UserSettings(BaseModel):
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, url: str | None) -> str | None:
-        return check_database_url(url) if url is not None and url.strip() else None
+        return check_url(url) if url is not None and url.strip() else None
 
     @field_validator("views")
     @classmethod
@@ -270,7 +270,7 @@ class Settings(UserSettings):
             watch=self.watch,
             semantic_model=self.semantic_model_folder(),
             cache_dir=self.cache_dir,
-            database_url=self.database_url,
+            open_usage=open_stores(self.database_url).usage,
         )
 
 

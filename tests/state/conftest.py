@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from skillshelf.state.database import close_databases
+from skillshelf.state.postgres.database import close_databases
 from tests.postgres_support import PostgresCluster
 
 _numbers = itertools.count()

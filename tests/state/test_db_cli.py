@@ -11,13 +11,13 @@ import psycopg
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
-from skillshelf.library.usage.postgres import PostgresUsage
 from skillshelf.library.usage.store import UsageStore
 from skillshelf.memory.notes import FileNotes
-from skillshelf.memory.postgres import PostgresNotes
 from skillshelf.memory.service import add_note, get_notes
 from skillshelf.projects import ProjectRoots
-from skillshelf.state.schema import LATEST
+from skillshelf.state.postgres.notes import PostgresNotes
+from skillshelf.state.postgres.schema import LATEST
+from skillshelf.state.postgres.usage import PostgresUsage
 from tests.conftest import deadline
 from tests.postgres_support import free_port
 
@@ -76,7 +76,7 @@ def test_db_commands_without_a_database_url_say_how_to_set_one() -> None:
 
 def test_a_url_that_is_not_postgresql_is_refused_in_the_validators_words_alone() -> None:
     code, output = run("db", "migrate", "--database-url", "mysql://root:s3cret@db/shelf")
-    assert code != 0 and "only postgresql://" in output
+    assert code != 0 and "the known schemes are file://, postgresql://" in output
     assert "Value error" not in output and "s3cret" not in output
 
 

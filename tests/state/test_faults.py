@@ -13,15 +13,15 @@ from mcp import Client
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.library.usage.postgres import PostgresUsage
 from skillshelf.library.usage.store import UsageUnavailable
-from skillshelf.memory.postgres import PostgresNotes
 from skillshelf.memory.service import add_note, get_notes
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.app import build_server
 from skillshelf.server.calllog import CallRecord, open_call_log
 from skillshelf.settings import resolve_settings
-from skillshelf.state.database import database
+from skillshelf.state.postgres.database import database
+from skillshelf.state.postgres.notes import PostgresNotes
+from skillshelf.state.postgres.usage import PostgresUsage
 from tests.conftest import call, deadline
 from tests.postgres_support import PostgresCluster
 
@@ -146,7 +146,7 @@ async def test_health_says_whether_postgresql_answers_and_which_schema_it_holds(
     """What a proxy's health check or an operator reads: a replica that lost its database shows it."""
     import httpx2
 
-    from skillshelf.state.schema import LATEST
+    from skillshelf.state.postgres.schema import LATEST
 
     settings = resolve_settings([sample_root], env={"SKILLSHELF_DATABASE_URL": shared_url(own_cluster)})
     library = SkillLibrary(settings.library_config())

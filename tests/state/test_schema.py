@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.state.database import database
-from skillshelf.state.schema import LATEST, MIGRATIONS, VERSION_TABLE, migrate, schema_version
+from skillshelf.state.postgres.database import database
+from skillshelf.state.postgres.schema import LATEST, MIGRATIONS, VERSION_TABLE, migrate, schema_version
 from tests.conftest import deadline
 
 
@@ -55,7 +55,7 @@ def test_threads_migrating_at_the_same_moment_all_succeed_and_apply_each_migrati
 
 
 def test_servers_starting_at_once_in_separate_processes_migrate_once(postgres_url: str) -> None:
-    script = "import sys; from skillshelf.state.database import database; database(sys.argv[1])"
+    script = "import sys; from skillshelf.state.postgres.database import database; database(sys.argv[1])"
     processes = [
         subprocess.Popen([sys.executable, "-c", script, postgres_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(4)

@@ -1,6 +1,6 @@
 """The same store tests over both backends: the embedded files (SQLite, JSONL) and PostgreSQL.
 
-Each test takes `backend`, which opens stores the way the server does (the factories, from a
+Each test takes `backend`, which opens stores the way the server does (`open_stores`, from a
 `database_url` or none); two stores opened on one backend stand for two replicas sharing it.
 """
 
@@ -15,14 +15,15 @@ import pytest
 
 from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.usage.events import UsageEvents, open_usage_events
-from skillshelf.library.usage.store import USAGE_FILE, UsageUnavailable
+from skillshelf.library.usage.events import UsageEvents
+from skillshelf.library.usage.store import BUSY_TIMEOUT_S, USAGE_FILE, UsageUnavailable
 from skillshelf.memory import store as notes_file
-from skillshelf.memory.notes import NotesStore, open_notes
+from skillshelf.memory.notes import NotesStore
 from skillshelf.memory.service import add_note, get_notes
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.calllog import CallLog, CallLogStore, CallRecord, call_log_store, summarise
 from skillshelf.settings import resolve_settings
+from skillshelf.state import open_stores
 from tests.conftest import deadline
 
 
@@ -34,10 +35,10 @@ class Backend:
     roots: ProjectRoots
 
     def usage(self) -> UsageEvents:
-        return open_usage_events(self.database_url, self.folder / USAGE_FILE)
+        return open_stores(self.database_url).usage(self.folder / USAGE_FILE, BUSY_TIMEOUT_S)
 
     def notes(self) -> NotesStore:
-        return open_notes(self.database_url)
+        return open_stores(self.database_url).notes()
 
     def call_log(self, max_bytes: int | None = None) -> CallLog:
         env = {"SKILLSHELF_STATE_DIR": str(self.folder)}
@@ -287,7 +288,7 @@ def test_a_prune_that_fails_neither_loses_nor_repeats_the_records_it_follows(
             "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes'; END $$"
         )
         conn.execute("CREATE TRIGGER no_prune BEFORE DELETE ON call_log FOR EACH STATEMENT EXECUTE FUNCTION refuse()")
-    with caplog.at_level("WARNING", logger="skillshelf.server.calllog_postgres"):
+    with caplog.at_level("WARNING", logger="skillshelf.state.postgres.calllog"):
         for _ in range(12):
             log.write(CALL)
             assert log.flush(deadline())

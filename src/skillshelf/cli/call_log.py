@@ -24,12 +24,11 @@ from skillshelf.library.skill.paths import display_path
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 1000), help="Busiest skills shown.")
 def call_log(as_json: bool, log_file: Path | None, top: int) -> None:
     """Summarise the call log per tool."""
-    from skillshelf.server.calllog import call_log_store, summarise
+    from skillshelf.server.calllog import JsonlCallLogStore, call_log_store, summarise
 
     settings = command_settings()
     store = call_log_store(settings, log_file)
-    in_file = log_file is not None or settings.database_url is None
-    shown = display_path(Path(store.where)) if in_file else store.where
+    shown = display_path(Path(store.where)) if isinstance(store, JsonlCallLogStore) else store.where
     summary = summarise(store.records(), store.where, top)
     if as_json:
         print_json(summary.model_dump(mode="json"))

@@ -17,7 +17,7 @@ from skillshelf.cli.setting_flags import flag_name, given_flags, setting_flags
 from skillshelf.config.variables import KeyPath, leaves
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.skill.paths import display_path
-from skillshelf.state.url import redacted
+from skillshelf.state.postgres.url import redacted
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver.tools.base import Tool

@@ -37,7 +37,7 @@ def _url(settings: Settings) -> str:
 @json_option
 def migrate_command(as_json: bool) -> None:
     """Create or upgrade the database's schema (servers do this on start too; safe to run any time)."""
-    from skillshelf.state.status import migrate_now
+    from skillshelf.state.postgres.status import migrate_now
 
     done = migrate_now(_url(command_settings()))
     shown, before, version = done["database"], done["before"], done["schemaVersion"]
@@ -55,7 +55,7 @@ def migrate_command(as_json: bool) -> None:
 def status_command(as_json: bool) -> None:
     """Where the database is (without its password), whether it answers, and its schema version.
     Exit status 1 when it does not answer or its schema is not current."""
-    from skillshelf.state.status import database_status
+    from skillshelf.state.postgres.status import database_status
 
     status = database_status(_url(command_settings()))
     if as_json:
@@ -97,9 +97,9 @@ def import_command(
     """Copy the embedded usage history and every project's notes file into the database. Idempotent:
     run it again (after more use of the embedded stores, or after an interruption) and only what is
     missing is added. The embedded files are only read, never changed."""
-    from skillshelf.library.usage.postgres import import_events
-    from skillshelf.memory.postgres import import_notes
-    from skillshelf.state.database import database
+    from skillshelf.state.postgres.database import database
+    from skillshelf.state.postgres.notes import import_notes
+    from skillshelf.state.postgres.usage import import_events
 
     settings = command_settings(libraries)
     url = _url(settings)

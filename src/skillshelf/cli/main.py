@@ -365,10 +365,10 @@ def notes(
     """A project's memory notes, newest first."""
     from skillshelf.memory import service as memory
     from skillshelf.memory.models import NoteList
-    from skillshelf.memory.notes import open_notes
+    from skillshelf.state import open_stores
 
     settings = command_settings()
-    notes = open_notes(settings.database_url)
+    notes = open_stores(settings.database_url).notes()
     result = memory.get_notes(
         settings.projects(), project, note_type=note_type, query=query, since=since, limit=limit, notes=notes
     )

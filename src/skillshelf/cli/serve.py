@@ -196,12 +196,12 @@ def _check_before_start(settings: Settings, stream_responses: bool, http: bool, 
 
 
 def _open_shared_state(settings: Settings) -> None:
-    """With database_url: connect and migrate now, so an unreachable database is one clear error at start
-    (naming its URL without the password) rather than a failure at each call."""
-    if settings.database_url is not None:
-        from skillshelf.state.database import database
+    """Connect to the stores `database_url` names now (PostgreSQL: and migrate), so an unreachable database is
+    one clear error at start (naming its URL without the password) rather than a failure at each call."""
+    from skillshelf.state import open_stores
 
-        start_log.info("shared state: PostgreSQL at %s", database(settings.database_url).shown)
+    if (said := open_stores(settings.database_url).start()) is not None:
+        start_log.info("shared state: %s", said)
 
 
 def _bind(host: str, port: int) -> Any:

@@ -2,7 +2,8 @@
 
 The embedded store (the default, for a personal library) keeps each project's notes in
 `<project>/.agent-memory/session-notes.jsonl` (store.py owns the file). With `database_url` set to a
-PostgreSQL URL they live in the shared database instead (memory/postgres.py), keyed by the project's
+PostgreSQL URL they live in the shared database instead (state/postgres/notes.py; `state.open_stores`
+picks the store), keyed by the project's
 name under its root, so every replica serving the same project roots sees the same notes.
 """
 
@@ -78,12 +79,3 @@ def notes_path(project: Project) -> Path:
             "write it. Replace the link with a real folder inside the project.",
         )
     return real
-
-
-def open_notes(database_url: str | None) -> NotesStore:
-    """The notes store `database_url` chooses: PostgreSQL when set, else the embedded files."""
-    if database_url is None:
-        return FileNotes()
-    from skillshelf.memory.postgres import PostgresNotes
-
-    return PostgresNotes(database_url)

@@ -25,7 +25,6 @@ from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.approved import ApprovalGate
 from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.memory.notes import open_notes
 from skillshelf.patterns import service
 from skillshelf.server.calllog import CallLog, open_call_log
 from skillshelf.server.composite import install_composites
@@ -45,7 +44,7 @@ from skillshelf.server.tools.patterns import patterns_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
-from skillshelf.state.health import database_health
+from skillshelf.state import open_stores
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ def every_tool(
         *patterns_tools(library, projects),
         *execution_tools(library, settings.execution, view.execution if view else None),
         *artifacts_tools(sessions),
-        *memory_tools(projects, open_notes(settings.database_url)),
+        *memory_tools(projects, open_stores(settings.database_url).notes()),
         *metrics_tools(library, sessions),
     ]
 
@@ -275,12 +274,14 @@ def _add_routes(
 
     access = web or WebAccess(security=transport_security(settings.http_host))
 
+    stores = open_stores(settings.database_url)
+
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(request: Request) -> JSONResponse:
         counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
         parts: dict[str, dict[str, Any]] = {}  # what writes need: one not "ok" makes the status "degraded"
-        if (url := settings.database_url) is not None:
-            parts["database"] = await anyio.to_thread.run_sync(database_health, url)
+        if stores.shared and (shared := await anyio.to_thread.run_sync(stores.health)) is not None:
+            parts["database"] = shared
         if call_log is not None:
             parts["callLog"] = call_log.health()
         detailed = sees_details(request, access.authorize)

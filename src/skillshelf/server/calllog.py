@@ -19,7 +19,8 @@ anyone's earlier records out of the log. A FIFO, socket or device at the log's p
 with one warning, never opened for a blocking write.
 
 Where the lines go is a `CallLogStore`: `JsonlCallLogStore`, the file above (the default), or the
-shared PostgreSQL database when `database_url` is set (state/calllog.py); `open_call_log` picks one.
+shared PostgreSQL database when `database_url` is set (state/postgres/calllog.py); `open_call_log` takes
+the one `open_stores` (state/) gives for `database_url`.
 A store that cannot take lines for now (the database restarting) raises `RetryLater`: the writer
 keeps them queued and tries again, so a restart costs no record unless the queue overflows (counted
 in `dropped`, and logged) or the server stops first (logged with the count). No record can stop the
@@ -34,16 +35,13 @@ busiest skills, and how many calls named unknown tools.
 from __future__ import annotations
 
 import atexit
-import errno
 import json
 import logging
-import os
 import re
-import stat
 import threading
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,8 +49,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
-from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.server.calllog_store import CallLogStore, RetryLater, StoreFailed
+from skillshelf.errors import SkillshelfError
+from skillshelf.state import open_stores
+from skillshelf.state.calllog import CallLogStore, RetryLater, StoreFailed
+from skillshelf.state.files.calllog import JsonlCallLogStore, read_records
 
 __all__ = [
     "CallLog",
@@ -62,6 +62,7 @@ __all__ = [
     "RetryLater",
     "StoreFailed",
     "open_call_log",
+    "read_records",
     "summarise",
 ]
 
@@ -80,7 +81,6 @@ CLOSE_TIMEOUT_S = 30.0
 LINGER_S = 0.05  # a queued record waits up to this long for the next ones, to share one write with them
 WRITE_BATCH = 256  # ... or until this many are queued
 RETRY_S = 1.0  # between attempts to hand queued lines to a store that said RetryLater
-NOT_A_FILE = "not a regular file"
 MAX_ERROR = 300  # characters of a store's error kept for /health
 # What neither store can hold in a string: NUL (PostgreSQL's text and jsonb refuse it) and a lone surrogate
 # (no UTF-8 for it; jsonb refuses its escape). A record's strings come from callers (a tool name, a token's
@@ -389,148 +389,19 @@ def describe_error(exc: BaseException) -> str:
     return (shown or type(exc).__name__)[:MAX_ERROR]
 
 
-class JsonlCallLogStore:
-    """The default store: one JSON line per call in a file that rotates to `.1` past `max_bytes`. A disk
-    that fails is logged once; its lines are lost (`StoreFailed`, which /health shows) and calls go on
-    (never a failed call)."""
-
-    def __init__(self, path: Path, max_bytes: int) -> None:
-        self.path = path
-        self.max_bytes = max_bytes
-        self._warned: set[str] = set()
-
-    @property
-    def where(self) -> str:
-        return str(self.path)
-
-    def records(self) -> Iterator[dict[str, Any]]:
-        return read_records(self.path)
-
-    def append(self, lines: list[bytes]) -> None:
-        """Append `lines`, rotating to `.1` whenever the next would pass `max_bytes`."""
-        fd = -1
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = self._open()
-            size = os.fstat(fd).st_size
-            chunk = bytearray()
-            for line in lines:
-                if size + len(chunk) + len(line) > self.max_bytes and (size or chunk):
-                    os.write(fd, chunk)
-                    os.close(fd)
-                    fd = -1
-                    self.path.replace(self.path.with_name(self.path.name + ".1"))
-                    fd, size = self._open(), 0
-                    chunk.clear()
-                chunk += line
-            os.write(fd, chunk)
-        except _NotAFile as refused:
-            self._warn(
-                NOT_A_FILE,
-                "call log %s is a %s, not a regular file: calls go on unlogged. Point [call_log] path at a file",
-                refused.kind,
-            )
-            raise StoreFailed(f"the log's path is a {refused.kind}, not a regular file") from refused
-        except OSError as exc:
-            self._warn("os", "call log %s cannot be written (%s); calls go on unlogged", exc)
-            raise StoreFailed(f"the log file cannot be written ({exc.strerror or type(exc).__name__})") from exc
-        finally:
-            if fd >= 0:
-                os.close(fd)
-
-    def _open(self) -> int:
-        """The log opened for appending; `_NotAFile` for a FIFO, socket or device (never opened blocking)."""
-        try:
-            found = self.path.stat()
-        except FileNotFoundError:
-            pass
-        else:
-            if not stat.S_ISREG(found.st_mode):
-                raise _NotAFile(found.st_mode)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-        try:
-            fd = os.open(self.path, flags, 0o600)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # a FIFO nobody reads, created since the check
-                raise _NotAFile(stat.S_IFIFO) from exc
-            raise
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            os.close(fd)
-            raise _NotAFile(mode)
-        return fd
-
-    def _warn(self, kind: str, message: str, *args: object) -> None:
-        if kind not in self._warned:
-            self._warned.add(kind)
-            logger.warning(message, self.path, *args)
-
-
 def open_call_log(settings: Settings) -> CallLog | None:
-    """The call log `settings` choose (None: off): the file, or PostgreSQL when `database_url` is set."""
-    if settings.database_url is None or not settings.call_log.enabled:
-        return CallLog.from_settings(settings.call_log)
-    from skillshelf.server.calllog_postgres import PostgresCallLogStore
-
-    store = PostgresCallLogStore(settings.database_url, settings.call_log.max_bytes)
-    return CallLog(log_path(settings.call_log), settings.call_log.max_bytes, store=store)
+    """The call log `settings` choose (None: off), in the store `database_url` names (`open_stores`)."""
+    if not settings.call_log.enabled:
+        return None
+    path, max_bytes = log_path(settings.call_log), settings.call_log.max_bytes
+    return CallLog(path, max_bytes, store=open_stores(settings.database_url).call_log(path, max_bytes))
 
 
 def call_log_store(settings: Settings, path: Path | None = None) -> CallLogStore:
-    """Where `skillshelf log` reads: `path` when given, else the database when set, else the file."""
-    if path is None and settings.database_url is not None:
-        from skillshelf.server.calllog_postgres import PostgresCallLogStore
-
-        return PostgresCallLogStore(settings.database_url, settings.call_log.max_bytes)
-    return JsonlCallLogStore(path or log_path(settings.call_log), settings.call_log.max_bytes)
-
-
-class _NotAFile(OSError):
-    def __init__(self, mode: int) -> None:
-        super().__init__(NOT_A_FILE)
-        self.kind = describe_file_type(mode)
-
-
-def describe_file_type(mode: int) -> str:
-    kinds = (
-        (stat.S_ISFIFO, "FIFO"),
-        (stat.S_ISSOCK, "socket"),
-        (stat.S_ISCHR, "character device"),
-        (stat.S_ISBLK, "block device"),
-        (stat.S_ISDIR, "directory"),
-    )
-    return next((name for test, name in kinds if test(mode)), "special file")
-
-
-def read_records(path: Path) -> Iterator[dict[str, Any]]:
-    """Every record of the log and its rotated predecessor, oldest first; broken lines skipped."""
-    for candidate in (path.with_name(path.name + ".1"), path):
-        text = _read_log_file(candidate)
-        for line in text.splitlines() if text is not None else ():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("tool"), str):
-                yield record
-
-
-def _read_log_file(path: Path) -> str | None:
-    """A log file's text (None: there is none). A FIFO or device there is refused, never read from:
-    reading one would wait for a writer forever."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as file:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise SkillshelfError(
-                ErrorCode.VALIDATION_ERROR,
-                f"{path} is a {describe_file_type(mode)}, not a call log file: point --path (or [call_log] path) "
-                "at a regular file",
-            )
-        return file.read().decode("utf-8", errors="replace")
+    """Where `skillshelf log` reads: the file `path` when given, else the store `database_url` names."""
+    if path is not None:
+        return JsonlCallLogStore(path, settings.call_log.max_bytes)
+    return open_stores(settings.database_url).call_log(log_path(settings.call_log), settings.call_log.max_bytes)
 
 
 def is_unknown_tool(record: dict[str, Any]) -> bool:

@@ -38,8 +38,8 @@ from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
-from skillshelf.library.usage.events import UsageEvents, open_usage_events
-from skillshelf.library.usage.store import BUSY_TIMEOUT_S, USAGE_FILE, UsageUnavailable
+from skillshelf.library.usage.events import UsageEvents
+from skillshelf.library.usage.store import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
 
 logger = logging.getLogger(__name__)
 ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
@@ -87,7 +87,9 @@ class LibraryConfig:
     usage_busy_timeout: float = BUSY_TIMEOUT_S  # seconds to wait for another process's lock on usage
     semantic_model: Path | None = None  # a sentence-transformers BERT folder: search by meaning too
     cache_dir: Path | None = None  # the cache_dir setting; None: the platform's user cache folder
-    database_url: str | None = None  # a PostgreSQL URL: usage events live there (library/usage/events.py)
+    # Opens the usage events (the embedded path, busy timeout) in the store the settings chose (state/
+    # open_stores): the library never picks a backend. None: the embedded SQLite file.
+    open_usage: Callable[[Path, float], UsageEvents] | None = None
 
 
 def user_cache_dir(cache_dir: Path | None = None) -> Path:
@@ -373,9 +375,8 @@ class SkillLibrary(BackgroundSync[SyncReport]):
         """
         with self._usage_lock:
             if self._usage is None:
-                self._usage = open_usage_events(
-                    self.config.database_url, self.state_dir / USAGE_FILE, busy_timeout=self.config.usage_busy_timeout
-                )
+                opener = self.config.open_usage or (lambda path, timeout: UsageStore(path, busy_timeout=timeout))
+                self._usage = opener(self.state_dir / USAGE_FILE, self.config.usage_busy_timeout)
                 if self._closed:  # a late call after close: answer "unavailable", keep no connection open
                     self._usage.close()
             return self._usage

@@ -1,16 +1,16 @@
-"""The `UsageEvents` interface every usage store implements, and the factory that picks one.
+"""The `UsageEvents` interface every usage store implements.
 
 The embedded store (store.py: SQLite beside the index) is the default, for a personal library; with
-`database_url` set to a PostgreSQL URL the events live in the shared database (postgres.py), where
-every replica records to and counts from the same history.
+`database_url` set to a PostgreSQL URL the events live in the shared database (state/postgres/usage.py),
+where every replica records to and counts from the same history. `state.open_stores` picks one; the
+library is given the opener (`LibraryConfig.open_usage`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
-from skillshelf.library.usage.store import BUSY_TIMEOUT_S, PatternUsage, UsageStore
+from skillshelf.library.usage.store import PatternUsage
 
 
 class UsageEvents(Protocol):
@@ -34,14 +34,3 @@ class UsageEvents(Protocol):
 
     def close(self) -> None:
         """Final: later calls fail with UsageUnavailable."""
-
-
-def open_usage_events(
-    database_url: str | None, embedded_path: Path, busy_timeout: float = BUSY_TIMEOUT_S
-) -> UsageEvents:
-    """The usage store `database_url` chooses: PostgreSQL when set, else SQLite at `embedded_path`."""
-    if database_url is None:
-        return UsageStore(embedded_path, busy_timeout=busy_timeout)
-    from skillshelf.library.usage.postgres import PostgresUsage
-
-    return PostgresUsage(database_url)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from skillshelf.errors import SkillshelfError
-from skillshelf.state.schema import health_report
-from skillshelf.state.url import redacted
+from skillshelf.state.postgres.schema import health_report
+from skillshelf.state.postgres.url import redacted
 
 
 def database_health(url: str) -> dict[str, Any]:
     """`{"url" (no password), "state": "ok" | "unreachable" | "schema-differs", "schemaVersion", "schemaLatest"}`;
     never raises: a database that cannot even be opened is "unreachable", with the reason."""
-    from skillshelf.state.database import database
+    from skillshelf.state.postgres.database import database
 
     try:
         return database(url).health()

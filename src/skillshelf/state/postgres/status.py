@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillshelf.state.database import Database, connect, reason_of
-from skillshelf.state.driver import psycopg
-from skillshelf.state.schema import LATEST, schema_version
-from skillshelf.state.url import redacted
+from skillshelf.state.postgres.database import Database, connect, reason_of
+from skillshelf.state.postgres.driver import psycopg
+from skillshelf.state.postgres.schema import LATEST, schema_version
+from skillshelf.state.postgres.url import redacted
 
 
 def database_status(url: str) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.state.driver import ConnectionPool, conninfo_to_dict, psycopg
-from skillshelf.state.schema import health_report, migrate, schema_version
-from skillshelf.state.url import MASK, redacted
+from skillshelf.state.postgres.driver import ConnectionPool, conninfo_to_dict, psycopg
+from skillshelf.state.postgres.schema import health_report, migrate, schema_version
+from skillshelf.state.postgres.url import MASK, redacted
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from skillshelf.memory import store
 from skillshelf.projects import Project
-from skillshelf.state.database import database
-from skillshelf.state.url import redacted
+from skillshelf.state.postgres.database import database
+from skillshelf.state.postgres.url import redacted
 
 
 class PostgresNotes:

@@ -24,8 +24,8 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.db import describe_sqlite_error
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.usage.store import VERIFIED_PROJECTS, PatternUsage, UsageUnavailable, utc_now
-from skillshelf.state.database import StateUnavailable, database
-from skillshelf.state.url import redacted
+from skillshelf.state.postgres.database import StateUnavailable, database
+from skillshelf.state.postgres.url import redacted
 
 if TYPE_CHECKING:
     import psycopg

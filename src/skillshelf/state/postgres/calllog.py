@@ -13,9 +13,9 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from skillshelf.server.calllog_store import RetryLater
-from skillshelf.state.database import StateUnavailable, database, reason_of
-from skillshelf.state.url import redacted
+from skillshelf.state.calllog import RetryLater
+from skillshelf.state.postgres.database import StateUnavailable, database, reason_of
+from skillshelf.state.postgres.url import redacted
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,6 @@
-"""What a call log store is (calllog.py writes to one): the file, or the shared database."""
+"""What a call log store is (server/calllog.py's writer hands it lines): the JSONL file (state/files/calllog.py) or
+the shared database (state/postgres/calllog.py); `state.open_stores` gives the one `database_url` names. Here, not
+in server/, so each backend package can implement it without importing the server."""
 
 from __future__ import annotations
 
