@@ -101,15 +101,24 @@ def body_credit(share: float) -> float:
 # headings, a long body): agents load the first hit, and the one that says what it is for is the one meant
 # (issue 34: "analyze single-cell RNA-seq data" ranked a skill mentioning it among other uses above the one
 # described as "Standard single-cell RNA-seq analysis pipeline"). Chosen on the development sets: 0.3 raised
-# hit@1 and kept every spent set's hit@5 in both modes; 0.5 and more lost top-5 hits with meaning.
+# hit@1 and kept every spent set's hit@5 in both modes; 0.5 lost a spent set's top-5 hit (docs/search.md).
 LEAD_WEIGHT = 0.3
 
 
 def lead_factor(lead: float) -> float:
-    """The BM25 multiplier for holding `lead` (0-1, rarity-weighted) of the query's concepts in the name or
-    description. Coverage credits a description and a heading alike (both say more than a body); this step
-    counts only what the skill says it is for."""
+    """The BM25 multiplier for holding `lead` (0-1, rarity-weighted, `lead_credit`) of the query's concepts
+    where the skill says what it is for. Coverage credits a description, tags and a heading alike; this step
+    tells them apart."""
     return 1.0 + LEAD_WEIGHT * lead
+
+
+def lead_credit(in_name_or_description: bool, in_body_only: float) -> float:
+    """How much of a concept counts for `lead_factor`: fully in the name or description; elsewhere (tags,
+    headings, body) only as far as the word is more specific than an everyday one (`body_credit` above
+    `BODY_CREDIT`: 0 for an everyday word, 0.8 for a specific one). A skill holding every specific word of a
+    query in its body must keep beating one holding two of them in its name (the independent generator's
+    decoys: counting only name and description dropped their hit@1 from 0.95 to 0.81)."""
+    return 1.0 if in_name_or_description else in_body_only - BODY_CREDIT
 
 
 _NAME_ONLY = "1.0, 0.0, 0.0, 0.0, 0.0"  # bm25() weights that score a match in that field alone (0: not there)
@@ -475,7 +484,7 @@ class SkillIndex(FtsIndex):
             rows = self._conn.execute(member_sql, [expression, *candidates])
             for rowid, score, in_name, in_head, in_description in rows:
                 held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else in_body_only)
-                lead[rowid] += weight if in_name or in_description else 0.0
+                lead[rowid] += weight * lead_credit(bool(in_name or in_description), in_body_only)
                 anywhere[rowid] += weight
                 in_body[rowid] += 0.0 if in_name or in_head else weight
                 if rowid in summed:
