@@ -99,6 +99,38 @@ def test_a_name_holding_two_query_words_beats_a_rare_word_in_another_description
     assert top(library, "overdue invoice reminders") == ["invoice-reminders"]
 
 
+CREDENTIALS_HANDBOOK = "\n\n".join(
+    [
+        "# Credentials handbook",
+        "How we handle credentials.",
+        "## Rotate database credentials",
+        "Rotate the database credentials every quarter: create new credentials, deploy them, then revoke the old ones.",
+        "## Database backups",
+        "Back up every database nightly and test a restore each month.",
+    ]
+)
+
+
+def test_a_description_that_says_the_task_beats_a_name_tags_and_headings_holding_its_words(
+    library_of: object,
+) -> None:
+    """Issue 34: agents load the first hit. The skill whose description says the task comes first, over one
+    holding the same words in its name, tags, a heading and its body (coverage credits all of those like a
+    description, and BM25 sums them)."""
+
+    def add(root: Path) -> None:
+        frontmatter = "name: credentials-handbook\ndescription: Handling credentials across the company.\n"
+        agent_skill(root, "lib", "credentials-handbook", frontmatter + "tags: [database, rotate]", CREDENTIALS_HANDBOOK)
+        skill(
+            root,
+            "keyring-helper",
+            "Rotate database credentials on a schedule, without downtime, for every service that holds a password.",
+        )
+
+    library = library_of(add)  # type: ignore[operator]
+    assert top(library, "rotate database credentials", 2) == ["keyring-helper", "credentials-handbook"]
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
