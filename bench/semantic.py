@@ -27,7 +27,11 @@ with its vector cached (`cached`: words at the fusion's pool, scoring and fusion
 the word search alone (`words`). What a new query adds beyond its encode is `new - encode - words` (the words
 worker's time), per query; p50/p95 of each, and each worker's peak RSS and RSS at the end.
 
-    python bench/semantic.py --breakdown [--queries 300] [--before SRC] [--out FILE.json]
+    python bench/semantic.py --breakdown [--queries 300] [--before SRC] [--int8] [--out FILE.json]
+
+--int8 adds a worker whose encoder runs its layers in ONNX Runtime with 8-bit weights (the graph
+bench/semantic_runtimes.py writes, made by this parent; the worker imports onnxruntime alone). Needs
+`pip install onnxruntime onnx`, which are not skillshelf dependencies.
 
 Prints a markdown table and writes the figures as JSON (--out). The machine may be busy: only the ratios within
 one run compare; nothing here asserts on time.
@@ -278,10 +282,13 @@ def table(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def worker(name: str, index_dir: Path, model: Path) -> None:
+def worker(name: str, index_dir: Path, model: Path, graph: Path | None = None) -> None:
     """A breakdown worker: reads one query a line on stdin, writes its timings as one JSON line (see --breakdown)."""
     from skillshelf.library.index.library import LibraryConfig, SkillLibrary
     from skillshelf.library.index.store import SearchFilters
+
+    if graph is not None:
+        run_layers_in(graph)
 
     roots = sorted(p for p in CORPORA.iterdir() if p.is_dir())
     semantic = None if name == "words" else model
@@ -318,14 +325,30 @@ def worker(name: str, index_dir: Path, model: Path) -> None:
     library.close()
 
 
+def run_layers_in(graph: Path) -> None:
+    """Every SentenceEncoder made in this process runs its layers in ONNX Runtime from `graph` (a bench only)."""
+    from semantic_runtimes import onnx_session, run_in_onnx
+
+    from skillshelf.library.semantic.encoder import SentenceEncoder
+
+    load = SentenceEncoder.__init__
+
+    def loaded(self: SentenceEncoder, folder: Path) -> None:
+        load(self, folder)
+        run_in_onnx(self, onnx_session(self, graph))
+
+    SentenceEncoder.__init__ = loaded  # type: ignore[method-assign]
+
+
 class Worker:
     """A worker process of --breakdown, spoken to one JSON line at a time."""
 
-    def __init__(self, name: str, work: Path, model: Path, src: Path | None) -> None:
+    def __init__(self, name: str, work: Path, model: Path, src: Path | None, graph: Path | None = None) -> None:
         env = dict(os.environ)
         if src is not None:
             env["PYTHONPATH"] = str(src)
         args = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--index-dir", str(work / name)]
+        args += ["--graph", str(graph)] if graph is not None else []
         self.name = name
         self.process = subprocess.Popen(
             [*args, "--model", str(model)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
@@ -365,6 +388,11 @@ def breakdown(args: argparse.Namespace) -> dict[str, Any]:
     sources = {"words": None, "meaning": None} | ({"meaning-before": args.before} if args.before else {})
     with tempfile.TemporaryDirectory(prefix="skillshelf-breakdown-") as scratch:
         workers = [Worker(name, Path(scratch), args.model, src) for name, src in sources.items()]
+        if args.int8:
+            from semantic_runtimes import write_graphs
+
+            write_graphs(args.model, Path(scratch))
+            workers.append(Worker("meaning-int8", Path(scratch), args.model, None, Path(scratch) / "encoder-int8.onnx"))
         try:
             skills = {worker.name: worker.ready() for worker in workers}  # one at a time would take longer
             log(f"ready: {skills}; {len(timed)} new queries, interleaved")
@@ -452,10 +480,12 @@ def main() -> None:
     )
     parser.add_argument("--breakdown", action="store_true", help="in process: where a new query's time goes")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--int8", action="store_true", help="with --breakdown: also ONNX Runtime, 8-bit weights")
     parser.add_argument("--index-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--graph", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.index_dir, args.model)
+        worker(args.worker, args.index_dir, args.model, args.graph)
         return
     if args.breakdown:
         found = breakdown(args)
