@@ -19,6 +19,20 @@ its own empty cache folder, HOME and config, so the meaning server embeds the wh
 With --before, a third server runs the same model from another checkout's src/ (first on PYTHONPATH): it
 embeds the library first, alone, then the three take the queries in turn.
 
+--breakdown (issue 36) times, in process, where a new query's time by meaning goes. Two worker processes (three
+with --before), each a `SkillLibrary` on the same roots with its own empty index folder, take the queries in turn
+(the order rotates): the words worker times `search`; a meaning worker embeds the library, then times per query
+a new query's `search` (`new`), the query's encode alone in the calling thread (`encode`), the same search again
+with its vector cached (`cached`: words at the fusion's pool, scoring and fusion, no encode and no thread hop) and
+the word search alone (`words`). What a new query adds beyond its encode is `new - encode - words` (the words
+worker's time), per query; p50/p95 of each, and each worker's peak RSS and RSS at the end.
+
+    python bench/semantic.py --breakdown [--queries 300] [--before SRC] [--int8] [--out FILE.json]
+
+--int8 adds a worker whose encoder runs its layers in ONNX Runtime with 8-bit weights (the graph
+bench/semantic_runtimes.py writes, made by this parent; the worker imports onnxruntime alone). Needs
+`pip install onnxruntime onnx`, which are not skillshelf dependencies.
+
 Prints a markdown table and writes the figures as JSON (--out). The machine may be busy: only the ratios within
 one run compare; nothing here asserts on time.
 """
@@ -30,6 +44,7 @@ import json
 import os
 import platform
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -267,6 +282,192 @@ def table(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def worker(name: str, index_dir: Path, model: Path, graph: Path | None = None) -> None:
+    """A breakdown worker: reads one query a line on stdin, writes its timings as one JSON line (see --breakdown)."""
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.library.index.store import SearchFilters
+
+    if graph is not None:
+        run_layers_in(graph)
+
+    roots = sorted(p for p in CORPORA.iterdir() if p.is_dir())
+    semantic = None if name == "words" else model
+    library = SkillLibrary(LibraryConfig(roots=roots, index_dir=index_dir, semantic_model=semantic, watch=False))
+    library.sync()
+    if library.semantic is not None:
+        library.semantic.request_pass()
+        library.semantic.wait_idle(EMBED_DEADLINE_S)
+        if not library.semantic.ready:
+            raise RuntimeError(f"{name}: semantic search is off: {library.semantic.error}")
+    filters = SearchFilters()
+
+    def timed(call: Any, *args: Any) -> float:
+        started = time.perf_counter()
+        call(*args)
+        return round((time.perf_counter() - started) * 1000, 3)
+
+    print(json.dumps({"ready": library.index.count()}), flush=True)
+    for line in sys.stdin:
+        query = line.rstrip("\n")
+        if not query:
+            break
+        found = {"new": timed(library.search, query, filters, 5)}
+        if library.semantic is not None:
+            encoder = library.semantic._encoder
+            assert encoder is not None
+            found["encode"] = timed(encoder.encode, [query])
+            found["cached"] = timed(library.search, query, filters, 5)
+            found["words"] = timed(library.index.search, query, filters, 5)
+        print(json.dumps(found), flush=True)
+    status = Path("/proc/self/status").read_text(encoding="utf-8").splitlines()
+    kb = {line.split(":")[0]: int(line.split()[1]) for line in status if line.startswith(("VmHWM", "VmRSS"))}
+    print(json.dumps({"peak_mb": _mb(kb.get("VmHWM")), "now_mb": _mb(kb.get("VmRSS"))}), flush=True)
+    library.close()
+
+
+def run_layers_in(graph: Path) -> None:
+    """Every SentenceEncoder made in this process runs its layers in ONNX Runtime from `graph` (a bench only)."""
+    from semantic_runtimes import onnx_session, run_in_onnx
+
+    from skillshelf.library.semantic.encoder import SentenceEncoder
+
+    load = SentenceEncoder.__init__
+
+    def loaded(self: SentenceEncoder, folder: Path) -> None:
+        load(self, folder)
+        run_in_onnx(self, onnx_session(self, graph))
+
+    SentenceEncoder.__init__ = loaded  # type: ignore[method-assign]
+
+
+class Worker:
+    """A worker process of --breakdown, spoken to one JSON line at a time."""
+
+    def __init__(self, name: str, work: Path, model: Path, src: Path | None, graph: Path | None = None) -> None:
+        env = dict(os.environ)
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        args = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--index-dir", str(work / name)]
+        args += ["--graph", str(graph)] if graph is not None else []
+        self.name = name
+        self.process = subprocess.Popen(
+            [*args, "--model", str(model)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+        )
+        self.times: dict[str, list[float]] = {}
+
+    def ask(self, line: str) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"{self.name}: the worker ended (see its stderr above)")
+        found: dict[str, Any] = json.loads(answer)
+        return found
+
+    def ready(self) -> int:
+        assert self.process.stdout is not None
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"{self.name}: the worker ended before it was ready")
+        return int(json.loads(answer)["ready"])
+
+    def time(self, query: str) -> None:
+        for key, ms in self.ask(query).items():
+            self.times.setdefault(key, []).append(ms)
+
+    def finish(self) -> dict[str, Any]:
+        found = self.ask("")
+        self.process.wait(timeout=60)
+        return found
+
+
+def breakdown(args: argparse.Namespace) -> dict[str, Any]:
+    queries = query_texts(args.queries + 20)
+    timed, warm = queries[: args.queries], queries[args.queries :]
+    sources = {"words": None, "meaning": None} | ({"meaning-before": args.before} if args.before else {})
+    with tempfile.TemporaryDirectory(prefix="skillshelf-breakdown-") as scratch:
+        workers = [Worker(name, Path(scratch), args.model, src) for name, src in sources.items()]
+        if args.int8:
+            from semantic_runtimes import write_graphs
+
+            write_graphs(args.model, Path(scratch))
+            workers.append(Worker("meaning-int8", Path(scratch), args.model, None, Path(scratch) / "encoder-int8.onnx"))
+        try:
+            skills = {worker.name: worker.ready() for worker in workers}  # one at a time would take longer
+            log(f"ready: {skills}; {len(timed)} new queries, interleaved")
+            for number, query in enumerate([f"how to {q}" for q in warm] + timed):
+                if number == len(warm):
+                    for worker in workers:
+                        worker.times.clear()
+                shift = number % len(workers)
+                for worker in workers[shift:] + workers[:shift]:
+                    worker.time(query)
+            rss = {worker.name: worker.finish() for worker in workers}
+        finally:
+            for worker in workers:
+                if worker.process.poll() is None:
+                    worker.process.kill()
+    words = workers[0].times["new"]
+    figures: dict[str, Any] = {"words": {"search": _spread(words)}}
+    for worker in workers[1:]:
+        t = worker.times
+        beyond = [n - e - w for n, e, w in zip(t["new"], t["encode"], words, strict=True)]
+        scoring = [c - w for c, w in zip(t["cached"], t["words"], strict=True)]
+        figures[worker.name] = {
+            "search": _spread(t["new"]),
+            "encode": _spread(t["encode"]),
+            "beyond_encode": _spread(beyond),
+            "cached": _spread(t["cached"]),
+            "scoring_fusion": _spread(scoring),
+        }
+    return {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
+        "skills": skills,
+        "queries": len(timed),
+        "figures": figures,
+        "rss": rss,
+    }
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(pct(values, 50), 2), "p95_ms": round(pct(values, 95), 2)}
+
+
+def breakdown_table(found: dict[str, Any]) -> str:
+    figures, rss = found["figures"], found["rss"]
+    names = list(figures)
+    words = figures["words"]["search"]
+    lines = [
+        f"{next(iter(found['skills'].values()))} skills, {found['queries']} new queries each, interleaved, in process; "
+        f"load {found['machine']['load'][0]:.1f}",
+        "",
+        "| | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    rows = [
+        ("search", "new query"),
+        ("encode", "its encode alone"),
+        ("beyond_encode", "new - encode - words"),
+        ("cached", "same query, vector cached"),
+        ("scoring_fusion", "cached - words at limit 5"),
+    ]
+    for key, label in rows:
+        for p in ("p50_ms", "p95_ms"):
+            cells = []
+            for name in names:
+                value = figures[name].get(key, {}).get(p)
+                shown = key == "search" and value is not None and name != "words"
+                ratio = f" ({value / words[p]:.2f}x)" if shown else ""
+                cells.append("" if value is None else f"{value}{ratio}")
+            lines.append(f"| {label} {p[:3]} (ms) | " + " | ".join(cells) + " |")
+    for key, label in (("peak_mb", "peak RSS (MB)"), ("now_mb", "RSS at the end (MB)")):
+        base = rss["words"][key]
+        cells = [str(base)] + [f"{rss[n][key]} ({rss[n][key] / base:.2f}x)" for n in names[1:]]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, default=MODEL, help="the sentence model folder")
@@ -277,9 +478,21 @@ def main() -> None:
     parser.add_argument(
         "--before", type=Path, help="also a meaning server running this src/ folder (another commit's), for A/B"
     )
+    parser.add_argument("--breakdown", action="store_true", help="in process: where a new query's time goes")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--int8", action="store_true", help="with --breakdown: also ONNX Runtime, 8-bit weights")
+    parser.add_argument("--index-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--graph", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    found = anyio.run(run, args)
-    print(table(found))
+    if args.worker:
+        worker(args.worker, args.index_dir, args.model, args.graph)
+        return
+    if args.breakdown:
+        found = breakdown(args)
+        print(breakdown_table(found))
+    else:
+        found = anyio.run(run, args)
+        print(table(found))
     if args.out:
         args.out.write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
 

@@ -14,6 +14,12 @@ it reports skills/s, query p50/p95, its RSS at each stage and its peak. The NumP
 every layer weight (a sum over each matrix): the memory traffic a query cannot avoid with these weights.
 The parent compares every runtime's vectors with NumPy's. Needs `pip install onnxruntime onnx` (not skillshelf
 dependencies); figures and the decision in docs/search.md.
+
+    python bench/semantic_runtimes.py --eval-int8 --semantic-model DIR --queries bench/queries/corpora-heldout4.txt
+
+runs bench/eval_corpora.py (every option after --eval-int8 is its own; the graph is made from --model) with the
+encoder's layers in ONNX Runtime, 8-bit weights: the held-out quality of those vectors, against the same command
+run with eval_corpora.py itself.
 """
 
 from __future__ import annotations
@@ -266,7 +272,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--eval-int8", nargs=argparse.REMAINDER, help="bench/eval_corpora.py, these options, with 8-bit ONNX layers"
+    )
     args = parser.parse_args()
+    if args.eval_int8 is not None:
+        eval_int8(args.model, args.eval_int8)
+        return
     if args.child:
         print(json.dumps(child(args.child, args.model, args.work, args.queries)))
         return
@@ -299,6 +311,19 @@ def main() -> None:
             f"| {last['loaded']['rss_mb']} / {last['embedded']['rss_mb']} / {last['queried']['peak_mb']} |"
         )
     print(json.dumps({"runs": runs, "agreement": agreement, "weight_stream_ms": stream}), file=sys.stderr)
+
+
+def eval_int8(model: Path, eval_args: list[str]) -> None:
+    """bench/eval_corpora.py with `eval_args`, every SentenceEncoder running its layers from the 8-bit graph."""
+    sys.path.insert(0, str(HERE))
+    import eval_corpora
+    from semantic import run_layers_in
+
+    with tempfile.TemporaryDirectory(prefix="skillshelf-int8-") as scratch:
+        write_graphs(model, Path(scratch))
+        run_layers_in(Path(scratch) / "encoder-int8.onnx")
+        sys.argv = ["eval_corpora.py", *eval_args]
+        eval_corpora.main()
 
 
 def _agreement(reference: Any, other: Any) -> str:
