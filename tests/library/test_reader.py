@@ -161,6 +161,15 @@ WALK_ARGUMENTS: dict[str, Callable[[IndexedSkill], Any]] = {
 }
 
 
+# Members given a hidden skill's row that answer "no" about it rather than refuse it as unknown.
+SAY_NOTHING = frozenset({"is_verified"})
+
+
+def takes_a_skill(member: str) -> bool:
+    found = inspect.getattr_static(ViewReader, member)
+    return not isinstance(found, property) and "skill" in inspect.signature(found).parameters
+
+
 def walked(view: ViewReader, member: str, skill: IndexedSkill) -> Any:
     """`member` of the view called with the hidden skill wherever a parameter can name one."""
     found = inspect.getattr_static(ViewReader, member)
@@ -175,14 +184,20 @@ def walked(view: ViewReader, member: str, skill: IndexedSkill) -> Any:
     return getattr(view, member)(**arguments)
 
 
-@pytest.mark.parametrize(
-    ("role", "member"), [(role.__name__, member) for role in ROLES for member in role_members(role)]
-)
+# Every (role, member) pair, found by introspection of the role protocols: a member added to any role is
+# walked with no edit here.
+EVERY_MEMBER = [(role.__name__, member) for role in ROLES for member in role_members(role)]
+
+
+@pytest.mark.parametrize(("role", "member"), EVERY_MEMBER)
 def test_no_member_of_any_role_returns_or_names_a_hidden_skill(
     view: ViewReader, library: SkillLibrary, role: str, member: str
 ) -> None:
-    # Found by introspection of the role protocols: a member added to any role is walked with no edit here.
-    skill = hidden_row(library)
+    walk_hides(view, hidden_row(library), role, member)
+
+
+def walk_hides(view: ViewReader, skill: IndexedSkill, role: str, member: str) -> None:
+    """`member`, called with the hidden skill, refuses it as unknown or answers without it."""
     try:
         answer = walked(view, member, skill)
     except SkillshelfError as refused:
@@ -190,6 +205,8 @@ def test_no_member_of_any_role_returns_or_names_a_hidden_skill(
         assert HIDDEN not in refused.suggestions and "vault" not in refused.message.replace(HIDDEN, "")
         return
     assert not isinstance(answer, IndexedSkill) or answer.id != HIDDEN, f"{role}.{member} returned it"
+    if takes_a_skill(member):  # given the hidden skill's row: refused as unknown, or nothing said about it
+        assert member in SAY_NOTHING and not answer, f"{role}.{member} answered {answer!r} for a hidden skill"
     no_hidden(answer)  # a boolean about it passes here; CHECKS asks those to be False
     assert "hunter2" not in repr(answer) and "rotation runbook" not in repr(answer)
 
