@@ -74,7 +74,16 @@ OPENERS = frozenset(
 )  # fmt: skip
 PARSERS = ("yaml", "frontmatter", "skillshelf.library.skill.reading")
 READER_TYPES = frozenset(
-    f"skillshelf.library.access.reader.{name}" for name in ("SkillReader", "ViewReader", "LibraryReader")
+    f"skillshelf.library.access.reader.{name}"
+    for name in (
+        "SkillReader",
+        "ViewReader",
+        "LibraryReader",
+        "FileReader",
+        "CatalogReader",
+        "UsageReader",
+        "StatusReader",
+    )
 )
 
 

@@ -13,7 +13,7 @@ from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.sources.approval import approve
 from skillshelf.library.sources.lock import Lock
-from tests.library.test_reader import CHECKS, HIDDEN, hidden_row, library, root
+from tests.library.test_reader import CHECKS, EVERY_MEMBER, HIDDEN, hidden_row, library, root, walk_hides
 
 __all__ = ["library", "root"]  # the fixtures, shared with test_reader.py
 
@@ -29,6 +29,13 @@ def test_a_skill_nobody_approved_is_absent_or_unknown_to_every_member(
     gated: ViewReader, library: SkillLibrary, member: str
 ) -> None:
     CHECKS[member](gated, hidden_row(library))
+
+
+@pytest.mark.parametrize(("role", "member"), [pair for pair in EVERY_MEMBER if pair[1] != "findings"])
+def test_no_member_of_any_role_returns_a_skill_nobody_approved(
+    gated: ViewReader, library: SkillLibrary, role: str, member: str
+) -> None:
+    walk_hides(gated, hidden_row(library), role, member)
 
 
 def test_the_findings_name_the_held_back_skill_only_to_say_how_to_approve_it(gated: ViewReader) -> None:

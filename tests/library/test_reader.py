@@ -4,6 +4,7 @@ lengths, regular files, size caps)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.access.files import SkillFileError, normalise
 from skillshelf.library.access.manifest import MAX_TOTAL_BYTES
-from skillshelf.library.access.reader import LibraryReader, SkillReader, ViewReader
+from skillshelf.library.access.reader import ROLES, LibraryReader, SkillReader, ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from tests.conftest import agent_skill, three_file, write
@@ -116,12 +117,23 @@ CHECKS: dict[str, Callable[[ViewReader, IndexedSkill], None]] = {
 }
 
 
+def role_members(role: type) -> list[str]:
+    """A role protocol's members, read from the class (a member added to a role is walked at once)."""
+    return sorted(name for name in vars(role) if not name.startswith("_"))
+
+
 def interface_members() -> set[str]:
-    return {name for name in vars(SkillReader) if not name.startswith("_")}
+    return {name for role in ROLES for name in role_members(role)}
 
 
 def test_every_member_of_the_reader_interface_has_a_hidden_skill_check() -> None:
     assert set(CHECKS) == interface_members()
+
+
+def test_the_reader_is_its_roles_and_nothing_else() -> None:
+    # SkillReader adds no member of its own: a surface that needs one role can take that role alone.
+    assert role_members(SkillReader) == []
+    assert set(SkillReader.__mro__) >= set(ROLES)
 
 
 @pytest.mark.parametrize("member", sorted(CHECKS))
@@ -131,11 +143,78 @@ def test_a_hidden_skill_is_absent_or_unknown_to_every_member(
     CHECKS[member](view, hidden_row(library))
 
 
-def test_the_view_reader_implements_the_whole_interface_itself(library: SkillLibrary) -> None:
-    # Composition, not inheritance or __getattr__: each member is defined on the class.
-    for reader in (ViewReader, LibraryReader):
-        missing = [m for m in interface_members() if m not in vars(reader)]
-        assert not missing, f"{reader.__name__} lacks {missing}"
+# What the walk below passes for a parameter, by its name: always the hidden skill, or words naming it.
+WALK_ARGUMENTS: dict[str, Callable[[IndexedSkill], Any]] = {
+    "skill": lambda s: s,
+    "skill_id": lambda s: s.id,
+    "name": lambda s: s.category,
+    "query": lambda _s: "vault key rotation runbook",
+    "filters": lambda _s: SearchFilters(),
+    "limit": lambda _s: 1024,
+    "path": lambda _s: "references/keys.md",
+    "kind": lambda _s: "walk",
+    "compute": lambda _s: lambda: "computed",
+    "size": lambda _s: len,
+    "project": lambda _s: "app",
+    "note": lambda _s: None,
+    "source": lambda _s: "tool",
+}
+
+
+# Members given a hidden skill's row that answer "no" about it rather than refuse it as unknown.
+SAY_NOTHING = frozenset({"is_verified"})
+
+
+def takes_a_skill(member: str) -> bool:
+    found = inspect.getattr_static(ViewReader, member)
+    return not isinstance(found, property) and "skill" in inspect.signature(found).parameters
+
+
+def walked(view: ViewReader, member: str, skill: IndexedSkill) -> Any:
+    """`member` of the view called with the hidden skill wherever a parameter can name one."""
+    found = inspect.getattr_static(ViewReader, member)
+    if isinstance(found, property):
+        return getattr(view, member)
+    arguments = {}
+    for parameter in list(inspect.signature(found).parameters.values())[1:]:
+        if parameter.name in WALK_ARGUMENTS:
+            arguments[parameter.name] = WALK_ARGUMENTS[parameter.name](skill)
+        elif parameter.default is inspect.Parameter.empty:
+            pytest.fail(f"{member}({parameter.name}): say in WALK_ARGUMENTS what names the hidden skill there")
+    return getattr(view, member)(**arguments)
+
+
+# Every (role, member) pair, found by introspection of the role protocols: a member added to any role is
+# walked with no edit here.
+EVERY_MEMBER = [(role.__name__, member) for role in ROLES for member in role_members(role)]
+
+
+@pytest.mark.parametrize(("role", "member"), EVERY_MEMBER)
+def test_no_member_of_any_role_returns_or_names_a_hidden_skill(
+    view: ViewReader, library: SkillLibrary, role: str, member: str
+) -> None:
+    walk_hides(view, hidden_row(library), role, member)
+
+
+def walk_hides(view: ViewReader, skill: IndexedSkill, role: str, member: str) -> None:
+    """`member`, called with the hidden skill, refuses it as unknown or answers without it."""
+    try:
+        answer = walked(view, member, skill)
+    except SkillshelfError as refused:
+        assert refused.code == ErrorCode.PATTERN_NOT_FOUND, f"{role}.{member}: {refused.code}"
+        assert HIDDEN not in refused.suggestions and "vault" not in refused.message.replace(HIDDEN, "")
+        return
+    assert not isinstance(answer, IndexedSkill) or answer.id != HIDDEN, f"{role}.{member} returned it"
+    if takes_a_skill(member):  # given the hidden skill's row: refused as unknown, or nothing said about it
+        assert member in SAY_NOTHING and not answer, f"{role}.{member} answered {answer!r} for a hidden skill"
+    no_hidden(answer)  # a boolean about it passes here; CHECKS asks those to be False
+    assert "hunter2" not in repr(answer) and "rotation runbook" not in repr(answer)
+
+
+def test_one_class_implements_every_role_and_the_curators_reader_only_constructs_it() -> None:
+    missing = [m for m in interface_members() if m not in vars(ViewReader)]
+    assert not missing, f"ViewReader lacks {missing}"
+    assert [m for m in vars(LibraryReader) if not m.startswith("_")] == []
     assert not hasattr(ViewReader, "__getattr__")
 
 

@@ -22,7 +22,7 @@ from skillshelf.execution.policy import declared_policy
 from skillshelf.execution.schema import camel_name, derive_python_schema, function_name
 from skillshelf.library import children
 from skillshelf.library.access.files import SkillFileError
-from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.access.reader import FileReader
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.paths import is_within
 from skillshelf.library.skill.policy import SkillPolicy
@@ -101,7 +101,7 @@ NAME_MAX_BYTES = 255  # the longest file name most file systems take (ext4, xfs,
 SCRIPT_MAX_BYTES = 1024  # far beyond any real scripts/ path, far below PATH_MAX
 
 
-def plan_for(skill: IndexedSkill, reader: SkillReader, script: str | None, args: list[str] | None = None) -> RunPlan:
+def plan_for(skill: IndexedSkill, reader: FileReader, script: str | None, args: list[str] | None = None) -> RunPlan:
     """How the skill runs; its files are found and read through `reader` (the same rules as every read)."""
     declared = skill.details.input_schema
     policy = declared_policy(skill.id, skill.details.frontmatter)  # an unreadable policy: nothing runs
@@ -131,7 +131,7 @@ def _not_executable(skill_id: str, reason: str) -> SkillshelfError:
     return SkillshelfError(ErrorCode.NOT_EXECUTABLE, f"{skill_id!r} cannot run: {reason}")
 
 
-def _three_file_plan(skill: IndexedSkill, reader: SkillReader, declared: dict[str, Any] | None) -> RunPlan:
+def _three_file_plan(skill: IndexedSkill, reader: FileReader, declared: dict[str, Any] | None) -> RunPlan:
     code_file = skill.details.code_file
     if not code_file:
         raise _not_executable(
@@ -185,7 +185,7 @@ def _three_file_plan(skill: IndexedSkill, reader: SkillReader, declared: dict[st
 
 
 def _script_plan(
-    skill: IndexedSkill, reader: SkillReader, script: str | None, declared: dict[str, Any] | None
+    skill: IndexedSkill, reader: FileReader, script: str | None, declared: dict[str, Any] | None
 ) -> RunPlan:
     skill_dir = reader.folder_of(skill)
     scripts = [r for r in skill.details.resources if r.startswith("scripts/")]
@@ -209,7 +209,7 @@ def _script_plan(
     )
 
 
-def _located(reader: SkillReader, skill: IndexedSkill, served: str) -> Path | None:
+def _located(reader: FileReader, skill: IndexedSkill, served: str) -> Path | None:
     """The file behind a served path when every read rule holds, else None."""
     try:
         return reader.locate(skill, served)

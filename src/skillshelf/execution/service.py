@@ -34,7 +34,7 @@ from skillshelf.execution.runner import (
 )
 from skillshelf.execution.schema import validation_errors
 from skillshelf.library import children
-from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.access.reader import SkillReader, StatusReader
 from skillshelf.library.usage.store import UsageUnavailable
 from skillshelf.settings import ExecutionSettings
 
@@ -431,7 +431,7 @@ def _json_or_none(text: str) -> Any:
 class _Scrubber:
     """Removes paths outside the library from text a skill produced (tracebacks name files)."""
 
-    def __init__(self, library: SkillReader, plan: RunPlan, work_dir: Path) -> None:
+    def __init__(self, library: StatusReader, plan: RunPlan, work_dir: Path) -> None:
         replacements = [
             (str(work_dir), "<workdir>"),
             (os.path.realpath(work_dir), "<workdir>"),

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.access.reader import SkillReader, StatusReader
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.discovery import printable
 from skillshelf.library.skill.duplicates import Described, DuplicateReport, NearDuplicate, near_duplicates
@@ -64,7 +64,7 @@ def _near_duplicates(skills: tuple[Described, ...]) -> DuplicateReport:
     return near_duplicates(skills)
 
 
-def duplicate_findings(library: SkillReader, skills: list[IndexedSkill], pairs: list[NearDuplicate]) -> list[Finding]:
+def duplicate_findings(library: StatusReader, skills: list[IndexedSkill], pairs: list[NearDuplicate]) -> list[Finding]:
     """The `near-duplicate` findings of `skillshelf check`, at each duplicating skill's document."""
     by_id = {s.id: s for s in skills}
     labels = [printable(display_path(root)) for root in library.roots()]

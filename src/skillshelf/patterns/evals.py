@@ -21,7 +21,7 @@ from pydantic import Field
 
 from skillshelf.envelope import WireModel
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.access.reader import FileReader, SkillReader
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.discovery import printable
@@ -77,7 +77,7 @@ def searcher(reader: SkillReader, pins: Pins = Pins()) -> Search:
 # --- reading examples ------------------------------------------------------------------------------
 
 
-def examples_of(reader: SkillReader, skill: IndexedSkill) -> tuple[list[Example], list[str]]:
+def examples_of(reader: FileReader, skill: IndexedSkill) -> tuple[list[Example], list[str]]:
     """A skill's written examples (frontmatter, then its evals file) and what is wrong with them."""
     examples, problems = parse_frontmatter_examples(skill.details.frontmatter.get(FRONTMATTER_KEY))
     if skill.layout != "agent-skills" or EVALS_FILE not in reader.files(skill):

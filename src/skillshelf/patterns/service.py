@@ -15,7 +15,7 @@ from skillshelf.envelope import ErrorInfo, WireModel
 from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
 from skillshelf.execution.schema import derive_python_schema
 from skillshelf.library.access.files import SkillFileError
-from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.access.reader import CatalogReader, FileReader, SkillReader
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.skill.layouts import CODE_LANGUAGES
@@ -160,7 +160,7 @@ def read_documentation(reader: SkillReader, skill_id: str) -> str:
     return load_skill(reader, skill_id, include_metadata=False).documentation
 
 
-def _code_files(reader: SkillReader, skill: IndexedSkill) -> list[CodeFile]:
+def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
     """The implementation (three-file) or the scripts/ files, up to MAX_CODE_BYTES in all."""
     if skill.layout == "three-file":
         code_file = skill.details.code_file
@@ -194,7 +194,7 @@ def _code_files(reader: SkillReader, skill: IndexedSkill) -> list[CodeFile]:
     return files
 
 
-def input_schema(skill: IndexedSkill, reader: SkillReader) -> tuple[dict[str, Any] | None, str | None]:
+def input_schema(skill: IndexedSkill, reader: FileReader) -> tuple[dict[str, Any] | None, str | None]:
     """The declared input schema, else one derived from a Python implementation's signature (not run)."""
     declared = skill.details.input_schema
     if declared:
@@ -215,7 +215,7 @@ def input_schema(skill: IndexedSkill, reader: SkillReader) -> tuple[dict[str, An
     return derived, ("derived" if derived else None)
 
 
-def _metadata(reader: SkillReader, skill: IndexedSkill, usage: list[PatternUsage], verified: bool) -> SkillMetadata:
+def _metadata(reader: FileReader, skill: IndexedSkill, usage: list[PatternUsage], verified: bool) -> SkillMetadata:
     details = skill.details
     used = usage[0] if usage else None
     schema, schema_source = input_schema(skill, reader)
@@ -241,7 +241,7 @@ def _metadata(reader: SkillReader, skill: IndexedSkill, usage: list[PatternUsage
     )
 
 
-def served_resources(reader: SkillReader, skill: IndexedSkill) -> list[str]:
+def served_resources(reader: FileReader, skill: IndexedSkill) -> list[str]:
     """`metadata.resources`: the index's list (the one folder walk, at the last sync) less any file this
     reader does not serve now (a link into a skill the view hides, a file gone since, an index written
     before the walk's ignore list applied), so every path listed is one readSkillFile reads."""
@@ -257,7 +257,7 @@ def _source_info(found: Provenance | None) -> SourceInfo | None:
     return SourceInfo(name=found.source, kind=found.kind, url=found.url, commit=found.commit, license=found.license)
 
 
-def list_categories(reader: SkillReader) -> CategoryList:
+def list_categories(reader: CatalogReader) -> CategoryList:
     stats = reader.categories()
     return CategoryList(
         categories=[
@@ -496,7 +496,7 @@ def _doc_path(skill: IndexedSkill) -> str:
     return Path(skill.details.doc_file).name if skill.layout == "three-file" else "SKILL.md"
 
 
-def _holds(reader: SkillReader, skill: IndexedSkill, doc: str, description: str) -> bool:
+def _holds(reader: FileReader, skill: IndexedSkill, doc: str, description: str) -> bool:
     """Whether the documentation already says the description (whitespace aside); reused per file version."""
     flat = " ".join(description.split())
     if not flat:

@@ -2,7 +2,7 @@
 
 - A hidden tool is absent from tools/list; calling it returns TOOL_NOT_AVAILABLE "not available in
   this view" (tools are the product's public surface, so naming one leaks nothing). Hidden skills
-  are the library's business (`ScopedLibrary`), not this module's.
+  are the reader's business (library/access/reader.py), not this module's.
 - Overrides: a new name (the own name then answers "is called X in this view"), a description
   where `{original}` inserts the tool's own, and pinned arguments: removed from the input schema;
   the call pipeline (server/pipeline.py) refuses them from a caller and injects them, at every place

@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from skillshelf import __version__
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.access.reader import SkillReader, ViewReader
+from skillshelf.library.access.reader import CatalogReader, SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.patterns import service
 from skillshelf.patterns.models import SkillFile, SkillHit
@@ -358,7 +358,7 @@ def _html(page: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(page, status_code=status)
 
 
-def _error(library: SkillReader, base: str, exc: SkillshelfError, skill_id: str) -> Response:
+def _error(library: CatalogReader, base: str, exc: SkillshelfError, skill_id: str) -> Response:
     if exc.code in (ErrorCode.FILESYSTEM_ERROR, ErrorCode.CONTENT_TOO_LARGE):
         message = "This file cannot be shown as text (it is binary, too large, unreadable or gone)."
         return _html(pages.not_found_page(base, message, []), 415)

@@ -8,7 +8,7 @@
   against the allowed signers (signing.py), and then only while their bytes are the lock's approved ones.
   Skills written here are not a source's: this setting alone leaves them served.
 
-A hidden skill is hidden as a view hides one (ViewReader asks `hidden()`), and a finding per skill says
+A hidden skill is hidden as a view hides one (the reader's `Visibility` asks `hidden()`), and a finding per skill says
 why and what a curator runs to serve it again. Worked out once per index sync and lock change.
 """
 

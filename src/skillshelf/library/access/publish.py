@@ -36,7 +36,7 @@ from skillshelf.library.access.manifest import (
     sha256_digest,
     uri_name,
 )
-from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.access.reader import FileReader, SkillReader
 from skillshelf.library.index.store import IndexedSkill
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ def _publish(reader: SkillReader, skill: IndexedSkill) -> Published | None:
     return None
 
 
-def read_files(reader: SkillReader, entry: Published) -> list[tuple[str, bytes]]:
+def read_files(reader: FileReader, entry: Published) -> list[tuple[str, bytes]]:
     """The skill's files as (path, bytes), in the manifest's order, through the view's reader."""
     return [(path, reader.read_bytes(entry.skill, path, MAX_TOTAL_BYTES)) for path in entry.paths]
 
@@ -138,7 +138,7 @@ def archive(files: list[tuple[str, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
-def artifact_digest(reader: SkillReader, entry: Published) -> str:
+def artifact_digest(reader: FileReader, entry: Published) -> str:
     """The `sha256:` digest of the entry's artifact: SKILL.md's bytes, or its archive's."""
     if entry.type == "skill-md":
         return entry.manifest.files[[f.path for f in entry.manifest.files].index(SKILL_DOC)].digest
@@ -152,7 +152,7 @@ def artifact_digest(reader: SkillReader, entry: Published) -> str:
     return known
 
 
-def index_v2(reader: SkillReader, entries: list[Published]) -> dict[str, Any]:
+def index_v2(reader: FileReader, entries: list[Published]) -> dict[str, Any]:
     skills = [
         {
             "name": e.name,

@@ -1,14 +1,16 @@
 """The one way every surface reads skills: which skills exist for a reader, and what is in their files.
 
 Tools, resources, the Skills extension, the web view, prompts, composites and the CLI read skills
-only through a `SkillReader`. `LibraryReader` reads the whole library (the curator's CLI);
-`ViewReader` wraps the library for one view: a hidden skill is absent from every listing, every
-lookup fails on it exactly as on an id that does not exist (suggestions never name it), and no file
-of a visible skill may lead into it through a symlink. The file rules themselves live in
-`access.files` (one `locate` for every read); frontmatter is parsed only by `skill.frontmatter`
-(the alias-bomb guard). tests/library/test_reader.py calls every member of the interface with a
-hidden skill; tests/test_boundary.py proves no other module opens a skill's files.
-"""
+only through a reader, by role: `CatalogReader` (search, lookups, categories, findings), `FileReader`
+(a skill's files, manifest, provenance, versions), `UsageReader` and `StatusReader` (freshness, no
+skill named); `SkillReader` is all four. One class implements them, `ViewReader`, and one
+`Visibility` (a view's rules and the approval gate) decides which skills it shows: a hidden skill is
+absent from every listing, every lookup fails on it exactly as on an id that does not exist
+(suggestions never name it), and no file of a visible skill may lead into it through a symlink.
+`LibraryReader` is the same class with nothing hidden (the curator's). The file rules themselves live
+in `access.files` (one `locate` for every read); frontmatter is parsed only by `skill.frontmatter`
+(the alias-bomb guard). tests/library/test_reader.py calls every member of every role with a hidden
+skill; tests/test_boundary.py proves no other module opens a skill's files."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Protocol, TypeVar
 from skillshelf.errors import PatternNotFoundError
 from skillshelf.library.access import manifest as manifests
 from skillshelf.library.access.approved import ApprovalGate
-from skillshelf.library.access.files import SkillFiles, never
+from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.access.manifest import NotPublishableError, SkillManifest
 from skillshelf.library.access.rules import Rule, SkillFacts, decide_skill, needs_details
 from skillshelf.library.index.library import SkillLibrary, is_verified
@@ -41,25 +43,9 @@ class RecordedUse:
     usage: PatternUsage  # the skill's usage after it
 
 
-class SkillReader(Protocol):
-    """What a surface may know about skills and read from their files, as one reader (a view) sees them."""
+class CatalogReader(Protocol):
+    """Which skills a reader shows: search, lookups, listings, categories and the library's findings."""
 
-    # -- freshness ------------------------------------------------------------------------------
-    def needs_sync(self) -> bool: ...
-    def ensure_fresh(self) -> None: ...
-    def mark_changed(self) -> None: ...
-    def index_warning(self) -> str | None: ...
-    def semantic_note(self) -> str | None: ...
-    def status(self) -> dict[str, object]: ...
-    @property
-    def searches_by_meaning(self) -> bool: ...
-    @property
-    def max_file_bytes(self) -> int: ...
-    @property
-    def progress(self) -> tuple[int, int]: ...
-    def roots(self) -> list[Path]: ...
-
-    # -- which skills ---------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]: ...
     def get(self, skill_id: str) -> IndexedSkill | None: ...
     def find(self, skill_id: str) -> IndexedSkill: ...
@@ -70,14 +56,10 @@ class SkillReader(Protocol):
     def categories(self) -> list[CategoryStats]: ...
     def findings(self) -> list[Finding]: ...
 
-    # -- usage ----------------------------------------------------------------------------------
-    def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]: ...
-    def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool: ...
-    def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[PatternUsage] | None: ...
-    def daily_uses(self, warnings: list[str] | None = None) -> list[tuple[str, str, int]]: ...
-    def record_use(self, skill_id: str, project: str | None, note: str | None, source: str) -> RecordedUse: ...
 
-    # -- files ----------------------------------------------------------------------------------
+class FileReader(Protocol):
+    """What is in a shown skill's files, under the path rules (access/files.py), and where it came from."""
+
     def files(self, skill: IndexedSkill) -> list[str]: ...
     def locate(self, skill: IndexedSkill, path: str) -> Path | None: ...
     def folder_of(self, skill: IndexedSkill) -> Path: ...
@@ -92,14 +74,166 @@ class SkillReader(Protocol):
     def versions(self, skill: IndexedSkill) -> list[VersionLine]: ...
 
 
-class LibraryReader:
-    """Every skill of a library (the curator's reader); `files` applies the path rules to every read."""
+class UsageReader(Protocol):
+    """The shown skills' usage: what was used, what is verified by use, and recording a use."""
 
-    def __init__(self, library: SkillLibrary, files: SkillFiles | None = None) -> None:
+    def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]: ...
+    def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool: ...
+    def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[PatternUsage] | None: ...
+    def daily_uses(self, warnings: list[str] | None = None) -> list[tuple[str, str, int]]: ...
+    def record_use(self, skill_id: str, project: str | None, note: str | None, source: str) -> RecordedUse: ...
+
+
+class StatusReader(Protocol):
+    """The index's freshness and the library's settings; names no skill."""
+
+    def needs_sync(self) -> bool: ...
+    def ensure_fresh(self) -> None: ...
+    def mark_changed(self) -> None: ...
+    def index_warning(self) -> str | None: ...
+    def semantic_note(self) -> str | None: ...
+    def status(self) -> dict[str, object]: ...
+    @property
+    def searches_by_meaning(self) -> bool: ...
+    @property
+    def max_file_bytes(self) -> int: ...
+    @property
+    def progress(self) -> tuple[int, int]: ...
+    def roots(self) -> list[Path]: ...
+
+
+class SkillReader(CatalogReader, FileReader, UsageReader, StatusReader, Protocol):
+    """Every role at once, for a surface that uses most of them (a server's tools, the web view). A function
+    that needs one role takes that role's protocol."""
+
+
+ROLES: tuple[type, ...] = (CatalogReader, FileReader, UsageReader, StatusReader)
+
+
+def facts_of(skill: IndexedSkill) -> SkillFacts:
+    return SkillFacts(id=skill.id, tags=tuple(skill.details.tags), quality=skill.quality, layout=skill.layout)
+
+
+class Visibility:
+    """Which skills one reader shows: a view's skill rules and the approval gate, decided in one place.
+
+    Visibility is decided from the id alone when the rules are id globs; tag, quality and layout
+    selectors need the index row, so the visible ids are then computed once per index sync. Reloading
+    the config replaces the rules (`set_rules`). A server that serves only approved bytes (`gate`:
+    require_verified, require_signed) hides every skill the gate holds back, on top of the rules. No
+    rules and no gate: every skill is shown (the curator's reader).
+    """
+
+    def __init__(self, library: SkillLibrary, rules: Sequence[Rule] = (), gate: ApprovalGate | None = None) -> None:
         self.library = library
-        self._files = files or SkillFiles(library, never)
+        self._gate = gate
+        self._lock = threading.Lock()
+        self._apply(tuple(rules))
 
-    # -- freshness ------------------------------------------------------------------------------
+    def _apply(self, rules: tuple[Rule, ...]) -> None:
+        with self._lock:
+            self.rules = rules
+            self._by_details = needs_details(rules)
+            self._cached: tuple[object, frozenset[str]] | None = None
+            self._by_id: dict[str, bool] = {}
+
+    def set_rules(self, rules: Sequence[Rule]) -> bool:
+        """Apply new rules (a reloaded config); True when they differ from the old ones."""
+        new = tuple(rules)
+        if new == self.rules:
+            return False
+        self._apply(new)
+        return True
+
+    @property
+    def hides(self) -> bool:
+        return bool(self.rules) or self._gate is not None
+
+    def is_visible(self, skill_id: str) -> bool:
+        if self._gate is not None and skill_id in self._gate.hidden():
+            return False
+        return self.kept_by_rules(skill_id)
+
+    def kept_by_rules(self, skill_id: str) -> bool:
+        if not self.rules:
+            return True
+        if not self._by_details:
+            known = self._by_id.get(skill_id)
+            if known is None:
+                if len(self._by_id) > 100_000:
+                    self._by_id.clear()  # ids asked about are bounded by what callers send: keep it so
+                known = self._by_id[skill_id] = decide_skill(self.rules, SkillFacts(id=skill_id)).kept
+            return known
+        return skill_id in self._visible_ids()
+
+    def _visible_ids(self) -> frozenset[str]:
+        """The ids this view shows, recomputed after each sync of the index (selectors need its rows)."""
+        self.library.ensure_fresh()
+        generation = self.library.generation()
+        with self._lock:
+            if self._cached is not None and self._cached[0] == generation:
+                return self._cached[1]
+            rules = self.rules
+        ids = frozenset(s.id for s in self.library.overview() if decide_skill(rules, facts_of(s)).kept)
+        with self._lock:
+            if self.rules == rules:
+                self._cached = (generation, ids)
+        return ids
+
+    def predicate(self) -> Callable[[str], bool] | None:
+        """A visibility predicate for a batch of reads (None: every skill is visible)."""
+        if self._gate is not None:
+            held = self._gate.hidden()
+            return lambda skill_id: skill_id not in held and self.kept_by_rules(skill_id)
+        if not self.rules:
+            return None
+        return self._visible_ids().__contains__ if self._by_details else self.is_visible
+
+    def only(self, ids: list[str]) -> list[str]:
+        visible = self.predicate()
+        return ids if visible is None else [i for i in ids if visible(i)]
+
+    def shown(self, skill: IndexedSkill) -> IndexedSkill:
+        """`skill` when shown; else PATTERN_NOT_FOUND, exactly as for a skill that does not exist."""
+        if not self.is_visible(skill.id):
+            raise PatternNotFoundError(skill.id, [])
+        return skill
+
+    def held_findings(self) -> list[Finding]:
+        """A finding per skill the gate holds back (and the rules show), saying why and how to serve it."""
+        gate = self._gate.hidden() if self._gate is not None else {}
+        return [finding for skill_id, finding in gate.items() if self.kept_by_rules(skill_id)]
+
+    def crosses_into_hidden(self, skill: IndexedSkill, real: Path) -> bool:
+        """Whether a file of `skill`, reached through a symlink, lies in a skill this view hides."""
+        if not self.hides:
+            return False
+        return any(owner != skill.id and not self.is_visible(owner) for owner in self.library.owners_of(real))
+
+
+class ViewReader:
+    """The library as one view sees it: every role, written once, with the view's `Visibility` applied where
+    skills leave the catalog (listings, lookups, suggestions, counts, findings, usage) and the files (each
+    file member takes a skill and answers only for a shown one). No rules and no gate: every skill
+    (`LibraryReader`, the curator's)."""
+
+    def __init__(self, library: SkillLibrary, rules: Sequence[Rule] = (), gate: ApprovalGate | None = None) -> None:
+        self.library = library
+        self.visibility = Visibility(library, rules, gate)
+        self._files = SkillFiles(library, self.visibility.crosses_into_hidden)
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return self.visibility.rules
+
+    def set_rules(self, rules: Sequence[Rule]) -> bool:
+        """Apply new rules (a reloaded config); True when they differ from the old ones."""
+        return self.visibility.set_rules(rules)
+
+    def is_visible(self, skill_id: str) -> bool:
+        return self.visibility.is_visible(skill_id)
+
+    # -- status ---------------------------------------------------------------------------------
     def needs_sync(self) -> bool:
         return self.library.needs_sync()
 
@@ -137,48 +271,78 @@ class LibraryReader:
     def roots(self) -> list[Path]:
         return list(self.library.roots)
 
-    # -- which skills ---------------------------------------------------------------------------
+    # -- catalog --------------------------------------------------------------------------------
     def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
-        return self.library.search(query, filters, limit)
+        visible = self.visibility.predicate()
+        return self.library.search(query, filters if visible is None else replace(filters, visible=visible), limit)
 
     def get(self, skill_id: str) -> IndexedSkill | None:
-        return self.library.get(skill_id)
+        skill = self.library.get(skill_id)
+        return skill if skill is not None and self.is_visible(skill.id) else None
 
     def find(self, skill_id: str) -> IndexedSkill:
-        return self.library.find(skill_id)
+        try:
+            skill = self.library.find(skill_id)
+        except PatternNotFoundError as exc:  # a bare name or an unknown id: only visible suggestions
+            raise PatternNotFoundError(skill_id, self.visibility.only(exc.suggestions)) from None
+        if not self.is_visible(skill.id):
+            raise PatternNotFoundError(skill_id, self.suggest(skill_id))
+        return skill
 
     def suggest(self, skill_id: str, limit: int = 3) -> list[str]:
-        return self.library.suggest(skill_id, limit)
+        wider = limit * 4 if self.visibility.hides else limit  # room for the hidden ones left out
+        return self.visibility.only(self.library.suggest(skill_id, wider))[:limit]
 
     def overview(self) -> list[IndexedSkill]:
-        return self.library.overview()
+        visible = self.visibility.predicate()
+        skills = self.library.overview()
+        return skills if visible is None else [s for s in skills if visible(s.id)]
 
     def count(self) -> int:
-        """Skills in the index now (not waiting for a sync under way: /health must answer at once)."""
-        return self.library.index.count()
+        """Skills in the index now (unfiltered, not waiting for a sync under way: /health must answer at once)."""
+        return self.library.index.count() if not self.visibility.hides else len(self.overview())
 
     def has_category(self, name: str) -> bool:
-        return self.library.has_category(name)
+        if not self.visibility.hides:
+            return self.library.has_category(name)
+        return any(s.category == name for s in self.overview())
 
     def categories(self) -> list[CategoryStats]:
-        return self.library.categories()
+        return self.library.categories(self.visibility.predicate())
 
     def findings(self) -> list[Finding]:
-        return self.library.findings()
+        """Findings about files of hidden skills are left out (their paths would name them); a skill held
+        back for its approval has one saying why and how to serve it again."""
+        visible = self.visibility.predicate()
+        found = self.library.findings()
+        if visible is None:
+            return found
+        hidden = tuple(source_prefix(s) for s in self.library.overview() if not visible(s.id))
+        return [f for f in found if not (hidden and f.path.startswith(hidden))] + self.visibility.held_findings()
 
     # -- usage ----------------------------------------------------------------------------------
     def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:
-        return self.library.verified_ids(warnings)
+        found = self.library.verified_ids(warnings)
+        return found if not self.visibility.hides else frozenset(self.visibility.only(sorted(found)))
 
     def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool:
+        """False for a skill this view hides (nothing is said about it)."""
+        if not self.is_visible(skill.id):
+            return False
         return is_verified(skill, self.verified_ids() if by_use is None else by_use)
 
     def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[PatternUsage] | None:
-        return self.library.read_usage(lambda store: store.usage(skill_id), [] if warnings is None else warnings)
+        if skill_id is not None and not self.is_visible(skill_id):
+            return []
+        said = [] if warnings is None else warnings
+        found = self.library.read_usage(lambda store: store.usage(skill_id), said)
+        visible = self.visibility.predicate()
+        return found if found is None or visible is None else [u for u in found if visible(u.pattern_id)]
 
     def daily_uses(self, warnings: list[str] | None = None) -> list[tuple[str, str, int]]:
-        found = self.library.read_usage(lambda store: store.daily_uses(), [] if warnings is None else warnings)
-        return found or []
+        rows = self.library.read_usage(lambda store: store.daily_uses(), [] if warnings is None else warnings) or []
+        visible = self.visibility.predicate()
+        return rows if visible is None else [row for row in rows if visible(row[1])]
 
     def record_use(self, skill_id: str, project: str | None, note: str | None, source: str) -> RecordedUse:
         skill = self.find(skill_id)
@@ -186,32 +350,33 @@ class LibraryReader:
         (usage,) = self.library.usage.usage(skill.id)
         return RecordedUse(at, usage)
 
-    # -- files ----------------------------------------------------------------------------------
+    # -- files: only of skills this view shows ----------------------------------------------------
     def files(self, skill: IndexedSkill) -> list[str]:
-        return self._files.listed_paths(skill)
+        return self._files.listed_paths(self.visibility.shown(skill))
 
     def locate(self, skill: IndexedSkill, path: str) -> Path | None:
-        return self._files.locate(skill, path)
+        return self._files.locate(self.visibility.shown(skill), path)
 
     def folder_of(self, skill: IndexedSkill) -> Path:
-        return self._files.folder_of(skill)
+        return self._files.folder_of(self.visibility.shown(skill))
 
     def read_text(self, skill: IndexedSkill, path: str, max_bytes: int | None = None) -> str | None:
-        return self._files.read_text(skill, path, max_bytes)
+        return self._files.read_text(self.visibility.shown(skill), path, max_bytes)
 
     def read_bytes(self, skill: IndexedSkill, path: str, limit: int) -> bytes:
-        return self._files.read_bytes(skill, path, limit)
+        return self._files.read_bytes(self.visibility.shown(skill), path, limit)
 
     def cached(
         self, skill: IndexedSkill, path: str, kind: str, compute: Callable[[], T], size: Callable[[T], int]
     ) -> T:
-        return self._files.cached(skill, path, kind, compute, size)
+        return self._files.cached(self.visibility.shown(skill), path, kind, compute, size)
 
     def documentation(self, skill: IndexedSkill) -> str | None:
-        return self._files.documentation(skill)
+        return self._files.documentation(self.visibility.shown(skill))
 
     def manifest(self, skill: IndexedSkill) -> SkillManifest:
         """The skill's frontmatter and complete file list with digests; NotPublishableError says why not."""
+        skill = self.visibility.shown(skill)
         name = manifests.check_name(skill)
         try:
             files = self._files.listing(skill, manifests.MAX_FILES)
@@ -242,6 +407,7 @@ class LibraryReader:
     def provenance(self, skill: IndexedSkill) -> Provenance | None:
         """The source, version and license of a skill `skillshelf add` installed (its root's lock); None for
         a skill written by hand."""
+        skill = self.visibility.shown(skill)
         return provenance_of(self._files.root_of(skill), skill.details.doc_file)
 
     def versions(self, skill: IndexedSkill) -> list[VersionLine]:
@@ -252,248 +418,19 @@ class LibraryReader:
         return version_lines(self._files.root_of(skill), skill.id)
 
 
+class LibraryReader(ViewReader):
+    """Every skill of a library (the curator's reader): a view with no rules and no gate. Only the
+    constructor differs; every member is `ViewReader`'s."""
+
+    def __init__(self, library: SkillLibrary) -> None:
+        super().__init__(library)
+
+
 def _size(path: Path | None) -> int:
     try:
         return path.stat().st_size if path is not None else 0
     except OSError:
         return 0
-
-
-def facts_of(skill: IndexedSkill) -> SkillFacts:
-    return SkillFacts(id=skill.id, tags=tuple(skill.details.tags), quality=skill.quality, layout=skill.layout)
-
-
-class ViewReader:
-    """The library as one view sees it: the view's skill rules applied to every read, by composition.
-
-    Visibility is decided from the id alone when the rules are id globs; tag, quality and layout
-    selectors need the index row, so the visible ids are then computed once per index sync. Reloading
-    the config replaces the rules (`set_rules`). A server that serves only approved bytes (`gate`:
-    require_verified, require_signed) hides every skill the gate holds back, on top of the rules.
-    """
-
-    def __init__(self, library: SkillLibrary, rules: Sequence[Rule] = (), gate: ApprovalGate | None = None) -> None:
-        self.library = library
-        self._gate = gate
-        self._all = LibraryReader(library, SkillFiles(library, self._crosses_into_hidden))
-        self._lock = threading.Lock()
-        self._apply(tuple(rules))
-
-    def _apply(self, rules: tuple[Rule, ...]) -> None:
-        with self._lock:
-            self.rules = rules
-            self._by_details = needs_details(rules)
-            self._cached: tuple[object, frozenset[str]] | None = None
-            self._by_id: dict[str, bool] = {}
-
-    def set_rules(self, rules: Sequence[Rule]) -> bool:
-        """Apply new rules (a reloaded config); True when they differ from the old ones."""
-        new = tuple(rules)
-        if new == self.rules:
-            return False
-        self._apply(new)
-        return True
-
-    # -- visibility -----------------------------------------------------------------------------
-    def is_visible(self, skill_id: str) -> bool:
-        if self._gate is not None and skill_id in self._gate.hidden():
-            return False
-        return self._kept_by_rules(skill_id)
-
-    def _kept_by_rules(self, skill_id: str) -> bool:
-        if not self.rules:
-            return True
-        if not self._by_details:
-            known = self._by_id.get(skill_id)
-            if known is None:
-                if len(self._by_id) > 100_000:
-                    self._by_id.clear()  # ids asked about are bounded by what callers send: keep it so
-                known = self._by_id[skill_id] = decide_skill(self.rules, SkillFacts(id=skill_id)).kept
-            return known
-        return skill_id in self._visible_ids()
-
-    def _visible_ids(self) -> frozenset[str]:
-        """The ids this view shows, recomputed after each sync of the index (selectors need its rows)."""
-        self.library.ensure_fresh()
-        generation = self.library.generation()
-        with self._lock:
-            if self._cached is not None and self._cached[0] == generation:
-                return self._cached[1]
-            rules = self.rules
-        ids = frozenset(s.id for s in self.library.overview() if decide_skill(rules, facts_of(s)).kept)
-        with self._lock:
-            if self.rules == rules:
-                self._cached = (generation, ids)
-        return ids
-
-    def _visible(self) -> Callable[[str], bool] | None:
-        """A visibility predicate for a batch of reads (None: every skill is visible)."""
-        if self._gate is not None:
-            held = self._gate.hidden()
-            return lambda skill_id: skill_id not in held and self._kept_by_rules(skill_id)
-        if not self.rules:
-            return None
-        return self._visible_ids().__contains__ if self._by_details else self.is_visible
-
-    @property
-    def _hides(self) -> bool:
-        return bool(self.rules) or self._gate is not None
-
-    def _crosses_into_hidden(self, skill: IndexedSkill, real: Path) -> bool:
-        """Whether a file of `skill`, reached through a symlink, lies in a skill this view hides."""
-        if not self._hides:
-            return False
-        return any(owner != skill.id and not self.is_visible(owner) for owner in self.library.owners_of(real))
-
-    # -- freshness ------------------------------------------------------------------------------
-    def needs_sync(self) -> bool:
-        return self._all.needs_sync()
-
-    def ensure_fresh(self) -> None:
-        self._all.ensure_fresh()
-
-    def mark_changed(self) -> None:
-        self._all.mark_changed()
-
-    def index_warning(self) -> str | None:
-        return self._all.index_warning()
-
-    def semantic_note(self) -> str | None:
-        return self._all.semantic_note()
-
-    def status(self) -> dict[str, object]:
-        return self._all.status()
-
-    @property
-    def searches_by_meaning(self) -> bool:
-        return self._all.searches_by_meaning
-
-    @property
-    def max_file_bytes(self) -> int:
-        return self._all.max_file_bytes
-
-    @property
-    def progress(self) -> tuple[int, int]:
-        return self._all.progress
-
-    def roots(self) -> list[Path]:
-        return self._all.roots()
-
-    # -- which skills ---------------------------------------------------------------------------
-    def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
-        visible = self._visible()
-        return self._all.search(query, filters if visible is None else replace(filters, visible=visible), limit)
-
-    def get(self, skill_id: str) -> IndexedSkill | None:
-        skill = self._all.get(skill_id)
-        return skill if skill is not None and self.is_visible(skill.id) else None
-
-    def find(self, skill_id: str) -> IndexedSkill:
-        try:
-            skill = self._all.find(skill_id)
-        except PatternNotFoundError as exc:  # a bare name or an unknown id: only visible suggestions
-            raise PatternNotFoundError(skill_id, self._only_visible(exc.suggestions)) from None
-        if not self.is_visible(skill.id):
-            raise PatternNotFoundError(skill_id, self.suggest(skill_id))
-        return skill
-
-    def suggest(self, skill_id: str, limit: int = 3) -> list[str]:
-        return self._only_visible(self._all.suggest(skill_id, limit * 4))[:limit]
-
-    def _only_visible(self, ids: list[str]) -> list[str]:
-        visible = self._visible()
-        return ids if visible is None else [i for i in ids if visible(i)]
-
-    def overview(self) -> list[IndexedSkill]:
-        visible = self._visible()
-        skills = self._all.overview()
-        return skills if visible is None else [s for s in skills if visible(s.id)]
-
-    def count(self) -> int:
-        return self._all.count() if not self._hides else len(self.overview())
-
-    def has_category(self, name: str) -> bool:
-        if not self._hides:
-            return self._all.has_category(name)
-        return any(s.category == name for s in self.overview())
-
-    def categories(self) -> list[CategoryStats]:
-        return self.library.categories(self._visible())
-
-    def findings(self) -> list[Finding]:
-        """Findings about files of hidden skills are left out (their paths would name them); a skill held
-        back for its approval has one saying why and how to serve it again."""
-        visible = self._visible()
-        found = self._all.findings()
-        gate = self._gate.hidden() if self._gate is not None else {}
-        held = [finding for skill_id, finding in gate.items() if self._kept_by_rules(skill_id)]
-        if visible is None:
-            return found
-        hidden = tuple(source_prefix(s) for s in self.library.overview() if not visible(s.id))
-        return [f for f in found if not (hidden and f.path.startswith(hidden))] + held
-
-    # -- usage ----------------------------------------------------------------------------------
-    def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:
-        return frozenset(self._only_visible(sorted(self._all.verified_ids(warnings))))
-
-    def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool:
-        """False for a skill this view hides (nothing is said about it)."""
-        if not self.is_visible(skill.id):
-            return False
-        return is_verified(skill, self.verified_ids() if by_use is None else by_use)
-
-    def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[PatternUsage] | None:
-        if skill_id is not None and not self.is_visible(skill_id):
-            return []
-        found = self._all.usage(skill_id, warnings)
-        visible = self._visible()
-        return found if found is None or visible is None else [u for u in found if visible(u.pattern_id)]
-
-    def daily_uses(self, warnings: list[str] | None = None) -> list[tuple[str, str, int]]:
-        visible = self._visible()
-        rows = self._all.daily_uses(warnings)
-        return rows if visible is None else [row for row in rows if visible(row[1])]
-
-    def record_use(self, skill_id: str, project: str | None, note: str | None, source: str) -> RecordedUse:
-        return self._all.record_use(self.find(skill_id).id, project, note, source)
-
-    # -- files: only of skills this view shows ----------------------------------------------------
-    def _shown(self, skill: IndexedSkill) -> IndexedSkill:
-        if not self.is_visible(skill.id):
-            raise PatternNotFoundError(skill.id, [])
-        return skill
-
-    def files(self, skill: IndexedSkill) -> list[str]:
-        return self._all.files(self._shown(skill))
-
-    def locate(self, skill: IndexedSkill, path: str) -> Path | None:
-        return self._all.locate(self._shown(skill), path)
-
-    def folder_of(self, skill: IndexedSkill) -> Path:
-        return self._all.folder_of(self._shown(skill))
-
-    def read_text(self, skill: IndexedSkill, path: str, max_bytes: int | None = None) -> str | None:
-        return self._all.read_text(self._shown(skill), path, max_bytes)
-
-    def read_bytes(self, skill: IndexedSkill, path: str, limit: int) -> bytes:
-        return self._all.read_bytes(self._shown(skill), path, limit)
-
-    def cached(
-        self, skill: IndexedSkill, path: str, kind: str, compute: Callable[[], T], size: Callable[[T], int]
-    ) -> T:
-        return self._all.cached(self._shown(skill), path, kind, compute, size)
-
-    def documentation(self, skill: IndexedSkill) -> str | None:
-        return self._all.documentation(self._shown(skill))
-
-    def manifest(self, skill: IndexedSkill) -> SkillManifest:
-        return self._all.manifest(self._shown(skill))
-
-    def provenance(self, skill: IndexedSkill) -> Provenance | None:
-        return self._all.provenance(self._shown(skill))
-
-    def versions(self, skill: IndexedSkill) -> list[VersionLine]:
-        return self._all.versions(self._shown(skill))
 
 
 def source_prefix(skill: IndexedSkill) -> str:

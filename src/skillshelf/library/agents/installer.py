@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from skillshelf.library.access.manifest import MAX_TOTAL_BYTES, NotPublishableError, SkillManifest, folder_name
-from skillshelf.library.access.reader import SkillReader
+from skillshelf.library.access.reader import FileReader, SkillReader
 from skillshelf.library.agents.cost import Listed
 from skillshelf.library.agents.record import Install, Record, RecordError, read_record, under, write_record
 from skillshelf.library.agents.table import Agent, may_link
@@ -159,7 +159,7 @@ class Stage:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def write_copy(reader: SkillReader, chosen: Chosen, target: Path) -> dict[str, str]:
+def write_copy(reader: FileReader, chosen: Chosen, target: Path) -> dict[str, str]:
     """The skill's files, read through the reader, written under `target`; each checked against the
     manifest's digest (a file that changed meanwhile stops the install: run it again)."""
     written: dict[str, str] = {}
@@ -177,7 +177,7 @@ def write_copy(reader: SkillReader, chosen: Chosen, target: Path) -> dict[str, s
     return written
 
 
-def _executable(reader: SkillReader, skill: IndexedSkill, served: str) -> bool:
+def _executable(reader: FileReader, skill: IndexedSkill, served: str) -> bool:
     source = reader.locate(skill, served)
     try:
         return source is not None and bool(source.stat().st_mode & stat.S_IXUSR)
@@ -296,7 +296,7 @@ def _plan(record: Record, reader: SkillReader, item: Chosen, request: Request) -
     return Outcome(item.name, "updated", fresh.mode), Change(fresh, item, reader)
 
 
-def _entry(reader: SkillReader, item: Chosen, request: Request, existing: Install | None) -> Install:
+def _entry(reader: FileReader, item: Chosen, request: Request, existing: Install | None) -> Install:
     target = request.target
     linked = (
         request.link
