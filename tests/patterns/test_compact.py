@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.patterns import minify
 from skillshelf.patterns.service import one_line
@@ -172,6 +173,23 @@ async def test_only_a_cut_or_a_section_parses_the_blocks_and_once_per_version(
         is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", **args})
         assert not is_error, body
     assert len(parsed) == 1  # the blocks of this version of the file, parsed once
+
+
+async def test_a_repeated_load_looks_its_document_up_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each lookup resolves the file's path and stats it; whether the document says the description is kept
+    # with the served text, not looked up again beside it (issue 36).
+    await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    kinds: list[str] = []
+    get = FileCache.get
+
+    def counted(self: FileCache, path: Path, kind: str, *args: Any) -> Any:
+        kinds.append(kind)
+        return get(self, path, kind, *args)
+
+    monkeypatch.setattr(FileCache, "get", counted)
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and "description" in body["data"]
+    assert kinds == ["served:min"]
 
 
 async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:
