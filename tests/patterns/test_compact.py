@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.patterns import minify
 from skillshelf.patterns.service import one_line
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
@@ -149,6 +151,45 @@ async def test_a_section_by_heading_path(client: Client) -> None:
     is_error, missing = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "section": "Step 99"})
     assert is_error and missing["error"]["code"] == "VALIDATION_ERROR"
     assert "Deploy guide > Step 9" in missing["error"]["message"]
+
+
+async def test_only_a_cut_or_a_section_parses_the_blocks_and_once_per_version(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Splitting the document into blocks (markdown-it) was most of a first load's work, and only a page
+    # cut or a section uses the blocks (issue 36).
+    parsed: list[int] = []
+    split_blocks = minify.split_blocks
+
+    def counted(doc: str) -> list[minify.Block]:
+        parsed.append(len(doc))
+        return split_blocks(doc)
+
+    monkeypatch.setattr(minify, "split_blocks", counted)
+    is_error, whole = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and "## Step 12" in whole["data"]["documentation"]
+    assert parsed == []
+    for args in ({"section": "Step 3"}, {"maxTokens": 400}, {"section": "Step 4"}):
+        is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", **args})
+        assert not is_error, body
+    assert len(parsed) == 1  # the blocks of this version of the file, parsed once
+
+
+async def test_a_repeated_load_looks_its_document_up_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each lookup resolves the file's path and stats it; whether the document says the description is kept
+    # with the served text, not looked up again beside it (issue 36).
+    await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    kinds: list[str] = []
+    get = FileCache.get
+
+    def counted(self: FileCache, path: Path, kind: str, *args: Any) -> Any:
+        kinds.append(kind)
+        return get(self, path, kind, *args)
+
+    monkeypatch.setattr(FileCache, "get", counted)
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and "description" in body["data"]
+    assert kinds == ["served:min"]
 
 
 async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:

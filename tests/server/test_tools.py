@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.app import build_server
@@ -72,6 +73,21 @@ async def test_an_unknown_category_is_category_invalid_with_the_known_ones(clien
     assert is_error and body["success"] is False
     assert body["error"]["code"] == "CATEGORY_INVALID"
     assert "database" in body["error"]["message"] and body["metadata"]["tokensUsed"] == 0
+
+
+async def test_a_call_validates_its_arguments_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The SDK's Tool.run validates them; a second pass before it cost every call its time again (issue 36).
+    passes: list[dict[str, Any]] = []
+    validate = FuncMetadata.validate_arguments
+
+    def counted(self: FuncMetadata, arguments: dict[str, Any]) -> dict[str, Any]:
+        passes.append(arguments)
+        return validate(self, arguments)
+
+    monkeypatch.setattr(FuncMetadata, "validate_arguments", counted)
+    is_error, body = await call(client, "loadSkill", {"skillId": "database/rls-policy"})
+    assert not is_error and body["success"] is True
+    assert passes == [{"skillId": "database/rls-policy"}]
 
 
 @pytest.mark.parametrize(

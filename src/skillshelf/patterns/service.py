@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from skillshelf.envelope import ErrorInfo, WireModel
 from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
@@ -49,6 +49,7 @@ from skillshelf.patterns.models import (
 from skillshelf.projects import ProjectRoots
 from skillshelf.tokens import CHARS_PER_TOKEN, JSON_OVERHEAD, estimate_text_tokens
 
+T = TypeVar("T")
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_CODE_BYTES = 256 * 1024
@@ -389,7 +390,9 @@ def load_for_agent(
     section ("Usage > Options", or just "Options").
     """
     skill = reader.find(skill_id)
-    doc, blocks, digest = _pages(reader, skill, minified=not detail)
+    doc, digest, holds = _pages(reader, skill, minified=not detail)
+    # Only a section or a page cut needs the document's blocks: parsing them was most of a first load.
+    blocks = _blocks(reader, skill, doc, digest) if section is not None or max_tokens is not None else []
     start, end, label = 0, len(doc), None
     if cursor is not None:
         start, end = _parse_cursor(cursor, digest, skill.id, len(doc))
@@ -422,7 +425,7 @@ def load_for_agent(
         elif want_metadata:
             metadata = _full_metadata(reader, skill, warnings)
         description = skill.details.description
-        repeated = not first_part or label is not None or _holds(reader, skill, doc, description)
+        repeated = not first_part or label is not None or _holds(holds, doc, description)
 
         def build(text: str, more: Continuation | None) -> WireModel:
             return SkillLoad(
@@ -472,17 +475,32 @@ def load_many(
     return BulkLoadResult(results=items)
 
 
-def _pages(reader: SkillReader, skill: IndexedSkill, *, minified: bool) -> tuple[str, list[minify.Block], str]:
-    """The documentation to serve, its blocks and a digest of it (cursors name the version they page)."""
+def _pages(reader: SkillReader, skill: IndexedSkill, *, minified: bool) -> tuple[str, str, dict[str, bool]]:
+    """The documentation to serve, a digest of it (cursors name the version they page) and, filled by
+    `_holds`, whether it says a description (one lookup of the file a load, not one for each)."""
 
-    def split() -> tuple[str, list[minify.Block], str]:
+    def prepare() -> tuple[str, str, dict[str, bool]]:
         body = _documentation(reader, skill)
         doc = minify.minify_markdown(body) if minified else body
-        return doc, minify.split_blocks(doc), hashlib.blake2b(doc.encode(), digest_size=4).hexdigest()
+        return doc, hashlib.blake2b(doc.encode(), digest_size=4).hexdigest(), {}
 
-    kind = "pages:min" if minified else "pages:raw"
+    kind = "served:min" if minified else "served:raw"
+    return _cached_doc(reader, skill, kind, prepare, lambda p: len(p[0]))
+
+
+def _blocks(reader: SkillReader, skill: IndexedSkill, doc: str, digest: str) -> list[minify.Block]:
+    """The blocks of the documentation `_pages` served (headings, paragraphs, fences), where it may be cut.
+    Keyed by the served text's digest too: a file changed between the two reads never pairs old blocks
+    with new text."""
+    return _cached_doc(reader, skill, f"blocks:{digest}", lambda: minify.split_blocks(doc), lambda _: len(doc))
+
+
+def _cached_doc(
+    reader: SkillReader, skill: IndexedSkill, kind: str, compute: Callable[[], T], size: Callable[[T], int]
+) -> T:
+    """`compute()` for the skill's document, reused while the file is unchanged; a vanished file says so."""
     try:
-        return reader.cached(skill, _doc_path(skill), kind, split, lambda p: 2 * len(p[0]))
+        return reader.cached(skill, _doc_path(skill), kind, compute, size)
     except SkillFileError:
         reader.mark_changed()
         raise SkillshelfError(
@@ -496,13 +514,15 @@ def _doc_path(skill: IndexedSkill) -> str:
     return Path(skill.details.doc_file).name if skill.layout == "three-file" else "SKILL.md"
 
 
-def _holds(reader: FileReader, skill: IndexedSkill, doc: str, description: str) -> bool:
-    """Whether the documentation already says the description (whitespace aside); reused per file version."""
+def _holds(known: dict[str, bool], doc: str, description: str) -> bool:
+    """Whether the documentation already says the description (whitespace aside); `known` is the answers
+    for this version of the file (`_pages`), so each description is looked for once."""
     flat = " ".join(description.split())
     if not flat:
         return True
-    kind = f"holds:{hashlib.blake2b(flat.encode(), digest_size=8).hexdigest()}"
-    return reader.cached(skill, _doc_path(skill), kind, lambda: flat in " ".join(doc.split()), lambda _: 64)
+    if (found := known.get(flat)) is None:
+        found = known[flat] = flat in " ".join(doc.split())
+    return found
 
 
 def _parse_cursor(cursor: str, digest: str, skill_id: str, length: int) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ValidationError
@@ -170,13 +171,15 @@ async def run_tool(tool: Tool, arguments: dict[str, Any], context: Context[Any, 
     started = time.perf_counter()
     if (problem := unknown_arguments(arguments, tool.parameters)) is not None:
         return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
-    try:
-        tool.fn_metadata.validate_arguments(arguments)
-    except ValidationError as exc:
-        return to_call_result(failure(ErrorCode.VALIDATION_ERROR, describe_validation_error(exc), started))
     token = _CALL_CONTEXT.set(context)
     try:
         return await tool.run(arguments, context, convert_result=True)
+    except ToolError as exc:
+        # `Tool.run` validates the arguments once (validating them here too cost every call a second pass)
+        # and raises exactly a ToolError from the ValidationError when they fail; anything else is the tool's.
+        if type(exc) is not ToolError or not isinstance(exc.__cause__, ValidationError):
+            raise
+        return to_call_result(failure(ErrorCode.VALIDATION_ERROR, describe_validation_error(exc.__cause__), started))
     finally:
         _CALL_CONTEXT.reset(token)
 

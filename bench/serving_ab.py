@@ -1,0 +1,163 @@
+"""The serving path around a call at this checkout against an older commit's, interleaved in one process.
+
+    python bench/serving_ab.py --parent 42d25ad          # issue 36's serving cuts (H42) against their parent
+
+Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `patterns/service.py` and
+`server/tooling.py` are read from git and loaded beside this checkout's; the rest of the code is this
+checkout's. Each variant keeps its own file cache. Figures are CPU time of the process (time.process_time,
+less disturbed than wall time by the other work of a shared machine), the median of the rounds, the
+variants alternating in ABBA order:
+
+- first load: `load_for_agent` of every skill with an emptied file cache;
+- repeat load: `load_for_agent` of one skill, `--calls` times;
+- loadSkill / searchPatterns calls through the in-process official client (`Client(server)`: both ends in
+  this process, so the client's own work is in the figure too; the difference is the server's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from skillshelf.library.access.reader import LibraryReader
+from skillshelf.library.index.filecache import FileCache
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.patterns import service
+from skillshelf.server import tooling, views
+from skillshelf.server.app import build_server
+from skillshelf.settings import Settings
+
+try:
+    from bench.eval_corpora import CORPORA
+except ImportError:  # run as a script: bench/ is on sys.path
+    from eval_corpora import CORPORA  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+ROOT = Path(__file__).resolve().parents[1]
+ONE = "wshobson__agents/nodejs-backend-patterns"
+CALLS: dict[str, dict[str, Any]] = {
+    "loadSkill": {"skillId": ONE},
+    "searchPatterns": {"query": "node backend express api", "limit": 5},
+}
+
+
+def module_at(rev: str, path: str, name: str, into: Path) -> ModuleType:
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True, capture_output=True)
+    file = into / f"{name}.py"
+    file.write_bytes(source.stdout)
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+class Variants:
+    """Switches the process between this checkout's serving path and the parent's."""
+
+    def __init__(self, library: SkillLibrary, parent_service: ModuleType, parent_tooling: ModuleType) -> None:
+        self.library = library
+        self.loads = {"this": service.load_for_agent, "parent": parent_service.load_for_agent}
+        self.runs = {"this": tooling.run_tool, "parent": parent_tooling.run_tool}
+        self.caches = {"this": FileCache(), "parent": FileCache()}
+
+    def use(self, name: str) -> Callable[..., Any]:
+        self.library.files = self.caches[name]
+        setattr(service, "load_for_agent", self.loads[name])  # noqa: B010 (what the tools call)
+        setattr(views, "run_tool", self.runs[name])  # noqa: B010
+        load: Callable[..., Any] = self.loads[name]
+        return load
+
+
+def timed(work: Callable[[], object]) -> float:
+    started = time.process_time()
+    work()
+    return time.process_time() - started
+
+
+def each(load: Callable[..., Any], reader: LibraryReader, ids: list[str]) -> None:
+    for skill_id in ids:
+        load(reader, skill_id)
+
+
+def in_process(variants: Variants, library: SkillLibrary, rounds: int, calls: int) -> dict[str, dict[str, float]]:
+    reader = LibraryReader(library)
+    ids = [skill.id for skill in library.overview()]
+    spent: dict[str, dict[str, list[float]]] = {v: {"first load": [], "repeat load": []} for v in ("this", "parent")}
+    for r in range(rounds):
+        for name in ("this", "parent") if r % 2 == 0 else ("parent", "this"):
+            load = variants.use(name)
+            library.files.clear()
+            spent[name]["first load"].append(timed(partial(each, load, reader, ids)) / len(ids))
+            spent[name]["repeat load"].append(timed(partial(each, load, reader, [ONE] * calls)) / calls)
+    return {v: {k: statistics.median(t) * 1000 for k, t in kinds.items()} for v, kinds in spent.items()}
+
+
+async def through_client(variants: Variants, library: SkillLibrary, rounds: int, calls: int, home: Path) -> Any:
+    server = build_server(Settings(roots=[CORPORA], cache_dir=home / "cache"), library)
+    spent: dict[str, dict[str, list[float]]] = {v: {t: [] for t in CALLS} for v in ("this", "parent")}
+    async with Client(server, raise_exceptions=True) as client:
+        for name in ("this", "parent"):
+            variants.use(name)
+            for tool, args in CALLS.items():
+                for _ in range(20):
+                    await client.call_tool(tool, args)
+        for r in range(rounds):
+            for name in ("this", "parent") if r % 2 == 0 else ("parent", "this"):
+                variants.use(name)
+                for tool, args in CALLS.items():
+                    started = time.process_time()
+                    for _ in range(calls):
+                        await client.call_tool(tool, args)
+                    spent[name][tool].append((time.process_time() - started) / calls)
+    return {v: {k: statistics.median(t) * 1000 for k, t in kinds.items()} for v, kinds in spent.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parent", required=True, help="the commit to compare against")
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--calls", type=int, default=300)
+    args = ap.parse_args(argv)
+    if not CORPORA.is_dir():
+        print(f"corpora not found at {CORPORA}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        os.environ["HOME"] = str(home / "home")  # no user config or cache is read
+        parent_service = module_at(args.parent, "src/skillshelf/patterns/service.py", "parent_service", home)
+        parent_tooling = module_at(args.parent, "src/skillshelf/server/tooling.py", "parent_tooling", home)
+        library = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=home / "index", watch=False))
+        try:
+            library.sync()
+            variants = Variants(library, parent_service, parent_tooling)
+            figures = in_process(variants, library, args.rounds, args.calls)
+            called = anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home)
+        finally:
+            library.close()
+    print(f"CPU ms, median of {args.rounds} rounds; parent {args.parent}")
+    print("| measure | parent | this | this / parent |")
+    print("|---|---|---|---|")
+    for kinds in (figures, called):
+        for kind in kinds["this"]:
+            this, parent = kinds["this"][kind], kinds["parent"][kind]
+            print(f"| {kind} | {parent:.3f} | {this:.3f} | {this / parent:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
