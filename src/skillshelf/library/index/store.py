@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,8 @@ HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: ever
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
+# the columns of `skills` an IndexedSkill is built from, in its fields' order (`IndexedSkill.from_row`)
+ROW_COLUMNS = "id, name, category, layout, summary, quality, quality_source, verified, executable, tokens, payload"
 
 
 def name_key(text: str) -> str:
@@ -180,19 +182,26 @@ class IndexedSkill:
         return SkillDetails.model_validate_json(self.payload_json)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> IndexedSkill:
+    def from_row(
+        cls, row: Sequence[Any], score: float = 0.0, body_share: float = 0.0, coverage: float = 0.0
+    ) -> IndexedSkill:
+        """A skill from a row of `ROW_COLUMNS` (a search gives its hit's score, body share and coverage)."""
+        skill_id, name, category, layout, summary, quality, quality_source, verified, executable, tokens, payload = row
         return cls(
-            id=row["id"],
-            name=row["name"],
-            category=row["category"],
-            layout=row["layout"],
-            summary=row["summary"],
-            quality=row["quality"],
-            quality_source=row["quality_source"],
-            quality_verified=bool(row["verified"]),
-            executable=bool(row["executable"]),
-            tokens=row["tokens"],
-            payload_json=row["payload"],
+            skill_id,
+            name,
+            category,
+            layout,
+            summary,
+            quality,
+            quality_source,
+            bool(verified),
+            bool(executable),
+            tokens,
+            payload,
+            score,
+            body_share,
+            coverage,
         )
 
 
@@ -557,44 +566,42 @@ class SkillIndex(FtsIndex):
             return []
         best = max(ranked.values()) or 1.0
         relative = {rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items()}
-
-        def coarse(rowid: int) -> tuple[bool, float]:
-            return rowid not in exact, -round(relative[rowid], 2)
-
-        eligible = sorted((r for r in relative if best == 1.0 or relative[r] >= RELATIVE_CUT), key=coarse)
+        # each candidate's sort key once (exact name first, then its relative score to 2 decimals)
+        coarse = {
+            rowid: (rowid not in exact, -round(share, 2))
+            for rowid, share in relative.items()
+            if best == 1.0 or share >= RELATIVE_CUT
+        }
+        eligible = sorted(coarse, key=coarse.__getitem__)
         # Quality and id only break ties, so rows are read for the page and what ties with its last hit
         # (reading every candidate's keys was a tenth of a search's time at 10,000 skills).
-        contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse(r) == coarse(eligible[limit - 1])]
+        last = coarse[eligible[limit - 1]] if len(eligible) >= limit else None
+        contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse[r] == last]
         rows = self._rows(contenders)
         if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
             contenders = eligible
             rows = self._rows(contenders)
-        winners = sorted(
-            (r for r in contenders if r in rows), key=lambda r: (*coarse(r), -rows[r]["quality"], rows[r]["id"])
-        )
+        winners = sorted((r for r in contenders if r in rows), key=lambda r: (*coarse[r], -rows[r][5], rows[r][0]))
         shares, held = body_share or {}, coverage or {}
         return [
-            replace(
-                IndexedSkill.from_row(rows[r]),
-                score=round(relative[r], 3),
-                body_share=shares.get(r, 0.0),
-                coverage=held.get(r, 0.0),
-            )
+            IndexedSkill.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0))
             for r in winners[:limit]
         ]
 
-    def _rows(self, rowids: list[int]) -> dict[int, sqlite3.Row]:
+    def _rows(self, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
+        """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid."""
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        return {
-            row["rowid"]: row for row in self._conn.execute(f"SELECT * FROM skills WHERE rowid IN ({marks})", rowids)
-        }
+        cursor = self._conn.cursor()
+        cursor.row_factory = None  # plain tuples
+        sql = f"SELECT rowid, {ROW_COLUMNS} FROM skills WHERE rowid IN ({marks})"
+        return {row[0]: row[1:] for row in cursor.execute(sql, rowids)}
 
     @recovering
     def get(self, skill_id: str) -> IndexedSkill | None:
         with self._guard():
-            row = self._conn.execute("SELECT * FROM skills WHERE id = ?", (skill_id,)).fetchone()
+            row = self._conn.execute(f"SELECT {ROW_COLUMNS} FROM skills WHERE id = ?", (skill_id,)).fetchone()
         return IndexedSkill.from_row(row) if row else None
 
     @recovering
@@ -604,7 +611,7 @@ class SkillIndex(FtsIndex):
         with self._guard():
             for start in range(0, len(skill_ids), 500):
                 chunk = skill_ids[start : start + 500]
-                sql = f"SELECT * FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
+                sql = f"SELECT {ROW_COLUMNS} FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
                 found += [IndexedSkill.from_row(row) for row in self._conn.execute(sql, chunk)]
         return found
 
@@ -665,7 +672,7 @@ class SkillIndex(FtsIndex):
     def overview(self) -> list[IndexedSkill]:
         """Every skill's summary row (payload left encoded): what library statistics need."""
         with self._guard():
-            rows = self._conn.execute("SELECT * FROM skills ORDER BY id").fetchall()
+            rows = self._conn.execute(f"SELECT {ROW_COLUMNS} FROM skills ORDER BY id").fetchall()
         return [IndexedSkill.from_row(row) for row in rows]
 
     @recovering
