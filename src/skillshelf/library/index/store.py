@@ -424,7 +424,7 @@ class SkillIndex(FtsIndex):
         bm25: dict[int, float] = {}
         if len(wanted) > 1:  # every skill holding all concepts is a candidate
             full = " AND ".join(expressions)
-            bm25.update({row[0]: -row[1] for row in self._conn.execute(_ranked_sql(conditions), [full, *params, pool])})
+            bm25.update({row[0]: -row[1] for row in self._tuples(_ranked_sql(conditions), [full, *params, pool])})
         unscored: list[int] = []
         if len(bm25) < limit:  # fewer than a page hold them all: the best partial matches compete too
             scored, unscored = self._partial_matches(expressions, bm25, conditions, params, pool)
@@ -462,11 +462,18 @@ class SkillIndex(FtsIndex):
         member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY})
                          FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
         for expression, weight, df in zip(expressions, rarity, frequencies, strict=True):
-            in_body_only = body_credit(df / max(total, 1))
-            for rowid, score, in_name, in_head in self._conn.execute(member_sql, [expression, *candidates]):
-                held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else in_body_only)
+            # a concept's credit by where a skill holds it (a product, so the same float whichever row)
+            in_name_credit, in_head_credit = weight * NAME_CREDIT, weight * HEAD_CREDIT
+            in_body_credit = weight * body_credit(df / max(total, 1))
+            for rowid, score, in_name, in_head in self._tuples(member_sql, [expression, *candidates]):
+                if in_name:
+                    held[rowid] += in_name_credit
+                elif in_head:
+                    held[rowid] += in_head_credit
+                else:
+                    held[rowid] += in_body_credit
+                    in_body[rowid] += weight
                 anywhere[rowid] += weight
-                in_body[rowid] += 0.0 if in_name or in_head else weight
                 if rowid in summed:
                     summed[rowid] -= score
         scores = {**bm25, **summed}
@@ -492,10 +499,10 @@ class SkillIndex(FtsIndex):
         ranked_sql = _ranked_sql(conditions)
         if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
             in_head = f"{HEAD_COLUMNS} : ({alternatives})"
-            head = [row[0] for row in self._conn.execute(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
+            head = [row[0] for row in self._tuples(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
             if len(head) + len(taken) >= pool:
                 return {}, head
-        ranked = self._conn.execute(ranked_sql, [alternatives, *params, pool])
+        ranked = self._tuples(ranked_sql, [alternatives, *params, pool])
         return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
 
     def _expression_frequency(self, expression: str) -> int:
@@ -593,10 +600,15 @@ class SkillIndex(FtsIndex):
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        cursor = self._conn.cursor()
-        cursor.row_factory = None  # plain tuples
         sql = f"SELECT rowid, {ROW_COLUMNS} FROM skills WHERE rowid IN ({marks})"
-        return {row[0]: row[1:] for row in cursor.execute(sql, rowids)}
+        return {row[0]: row[1:] for row in self._tuples(sql, rowids)}
+
+    def _tuples(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        """The rows of `sql` as plain tuples: a search's reads, where a `sqlite3.Row` per row costs more to
+        build and to read."""
+        cursor = self._conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params)
 
     @recovering
     def get(self, skill_id: str) -> IndexedSkill | None:
