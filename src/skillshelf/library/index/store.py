@@ -588,6 +588,7 @@ class SkillIndex(FtsIndex):
         if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
             contenders = eligible
             rows = self._rows(contenders)
+        # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
         winners = sorted((r for r in contenders if r in rows), key=lambda r: (*coarse[r], -rows[r][5], rows[r][0]))
         shares, held = body_share or {}, coverage or {}
         return [
