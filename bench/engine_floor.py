@@ -201,7 +201,7 @@ PARTS = {
     "partial matches (_partial_matches)": ("store.py", "_partial_matches"),
     "_fetch": ("store.py", "_fetch"),
     "_fetch's sort keys (coarse, every candidate)": ("store.py", "coarse"),
-    "_rows (SELECT * of the page)": ("store.py", "_rows"),
+    "_rows (the page's rows)": ("store.py", "_rows"),
     "dataclasses.replace": ("dataclasses.py", "replace"),
     "IndexedSkill.from_row": ("store.py", "from_row"),
     "pydantic hit models (_hit)": ("service.py", "_hit"),

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -131,6 +131,8 @@ HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: ever
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
+# the columns of `skills` an IndexedSkill is built from, in its fields' order (`IndexedSkill.from_row`)
+ROW_COLUMNS = "id, name, category, layout, summary, quality, quality_source, verified, executable, tokens, payload"
 
 
 def name_key(text: str) -> str:
@@ -205,19 +207,26 @@ class IndexedSkill:
         return SkillDetails.model_validate_json(self.payload_json)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> IndexedSkill:
+    def from_row(
+        cls, row: Sequence[Any], score: float = 0.0, body_share: float = 0.0, coverage: float = 0.0
+    ) -> IndexedSkill:
+        """A skill from a row of `ROW_COLUMNS` (a search gives its hit's score, body share and coverage)."""
+        skill_id, name, category, layout, summary, quality, quality_source, verified, executable, tokens, payload = row
         return cls(
-            id=row["id"],
-            name=row["name"],
-            category=row["category"],
-            layout=row["layout"],
-            summary=row["summary"],
-            quality=row["quality"],
-            quality_source=row["quality_source"],
-            quality_verified=bool(row["verified"]),
-            executable=bool(row["executable"]),
-            tokens=row["tokens"],
-            payload_json=row["payload"],
+            skill_id,
+            name,
+            category,
+            layout,
+            summary,
+            quality,
+            quality_source,
+            bool(verified),
+            bool(executable),
+            tokens,
+            payload,
+            score,
+            body_share,
+            coverage,
         )
 
 
@@ -440,7 +449,7 @@ class SkillIndex(FtsIndex):
         bm25: dict[int, float] = {}
         if len(wanted) > 1:  # every skill holding all concepts is a candidate
             full = " AND ".join(expressions)
-            bm25.update({row[0]: -row[1] for row in self._conn.execute(_ranked_sql(conditions), [full, *params, pool])})
+            bm25.update({row[0]: -row[1] for row in self._tuples(_ranked_sql(conditions), [full, *params, pool])})
         unscored: list[int] = []
         if len(bm25) < limit:  # fewer than a page hold them all: the best partial matches compete too
             scored, unscored = self._partial_matches(expressions, bm25, conditions, params, pool)
@@ -480,13 +489,27 @@ class SkillIndex(FtsIndex):
                          FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
         lead = dict.fromkeys(candidates, 0.0)  # held in the name or description (`lead_factor`)
         for expression, weight, df in zip(expressions, rarity, frequencies, strict=True):
+            # a concept's credit by where a skill holds it (a product, so the same float whichever row)
             in_body_only = body_credit(df / max(total, 1))
-            rows = self._conn.execute(member_sql, [expression, *candidates])
-            for rowid, score, in_name, in_head, in_description in rows:
-                held[rowid] += weight * (NAME_CREDIT if in_name else HEAD_CREDIT if in_head else in_body_only)
-                lead[rowid] += weight * lead_credit(bool(in_name or in_description), in_body_only)
+            in_name_credit, in_head_credit, in_body_credit = (
+                weight * NAME_CREDIT,
+                weight * HEAD_CREDIT,
+                weight * in_body_only,
+            )
+            lead_held, lead_elsewhere = (
+                weight * lead_credit(True, in_body_only),
+                weight * lead_credit(False, in_body_only),
+            )
+            for rowid, score, in_name, in_head, in_description in self._tuples(member_sql, [expression, *candidates]):
+                if in_name:
+                    held[rowid] += in_name_credit
+                elif in_head:
+                    held[rowid] += in_head_credit
+                else:
+                    held[rowid] += in_body_credit
+                    in_body[rowid] += weight
+                lead[rowid] += lead_held if in_name or in_description else lead_elsewhere
                 anywhere[rowid] += weight
-                in_body[rowid] += 0.0 if in_name or in_head else weight
                 if rowid in summed:
                     summed[rowid] -= score
         scores = {**bm25, **summed}
@@ -515,10 +538,10 @@ class SkillIndex(FtsIndex):
         ranked_sql = _ranked_sql(conditions)
         if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
             in_head = f"{HEAD_COLUMNS} : ({alternatives})"
-            head = [row[0] for row in self._conn.execute(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
+            head = [row[0] for row in self._tuples(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
             if len(head) + len(taken) >= pool:
                 return {}, head
-        ranked = self._conn.execute(ranked_sql, [alternatives, *params, pool])
+        ranked = self._tuples(ranked_sql, [alternatives, *params, pool])
         return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
 
     def _expression_frequency(self, expression: str) -> int:
@@ -589,44 +612,48 @@ class SkillIndex(FtsIndex):
             return []
         best = max(ranked.values()) or 1.0
         relative = {rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items()}
-
-        def coarse(rowid: int) -> tuple[bool, float]:
-            return rowid not in exact, -round(relative[rowid], 2)
-
-        eligible = sorted((r for r in relative if best == 1.0 or relative[r] >= RELATIVE_CUT), key=coarse)
+        # each candidate's sort key once (exact name first, then its relative score to 2 decimals)
+        coarse = {
+            rowid: (rowid not in exact, -round(share, 2))
+            for rowid, share in relative.items()
+            if best == 1.0 or share >= RELATIVE_CUT
+        }
+        eligible = sorted(coarse, key=coarse.__getitem__)
         # Quality and id only break ties, so rows are read for the page and what ties with its last hit
         # (reading every candidate's keys was a tenth of a search's time at 10,000 skills).
-        contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse(r) == coarse(eligible[limit - 1])]
+        last = coarse[eligible[limit - 1]] if len(eligible) >= limit else None
+        contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse[r] == last]
         rows = self._rows(contenders)
         if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
             contenders = eligible
             rows = self._rows(contenders)
-        winners = sorted(
-            (r for r in contenders if r in rows), key=lambda r: (*coarse(r), -rows[r]["quality"], rows[r]["id"])
-        )
+        # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
+        winners = sorted((r for r in contenders if r in rows), key=lambda r: (*coarse[r], -rows[r][5], rows[r][0]))
         shares, held = body_share or {}, coverage or {}
         return [
-            replace(
-                IndexedSkill.from_row(rows[r]),
-                score=round(relative[r], 3),
-                body_share=shares.get(r, 0.0),
-                coverage=held.get(r, 0.0),
-            )
+            IndexedSkill.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0))
             for r in winners[:limit]
         ]
 
-    def _rows(self, rowids: list[int]) -> dict[int, sqlite3.Row]:
+    def _rows(self, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
+        """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid."""
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        return {
-            row["rowid"]: row for row in self._conn.execute(f"SELECT * FROM skills WHERE rowid IN ({marks})", rowids)
-        }
+        sql = f"SELECT rowid, {ROW_COLUMNS} FROM skills WHERE rowid IN ({marks})"
+        return {row[0]: row[1:] for row in self._tuples(sql, rowids)}
+
+    def _tuples(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
+        """The rows of `sql` as plain tuples: a search's reads, where a `sqlite3.Row` per row costs more to
+        build and to read."""
+        cursor = self._conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params)
 
     @recovering
     def get(self, skill_id: str) -> IndexedSkill | None:
         with self._guard():
-            row = self._conn.execute("SELECT * FROM skills WHERE id = ?", (skill_id,)).fetchone()
+            row = self._conn.execute(f"SELECT {ROW_COLUMNS} FROM skills WHERE id = ?", (skill_id,)).fetchone()
         return IndexedSkill.from_row(row) if row else None
 
     @recovering
@@ -636,7 +663,7 @@ class SkillIndex(FtsIndex):
         with self._guard():
             for start in range(0, len(skill_ids), 500):
                 chunk = skill_ids[start : start + 500]
-                sql = f"SELECT * FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
+                sql = f"SELECT {ROW_COLUMNS} FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
                 found += [IndexedSkill.from_row(row) for row in self._conn.execute(sql, chunk)]
         return found
 
@@ -697,7 +724,7 @@ class SkillIndex(FtsIndex):
     def overview(self) -> list[IndexedSkill]:
         """Every skill's summary row (payload left encoded): what library statistics need."""
         with self._guard():
-            rows = self._conn.execute("SELECT * FROM skills ORDER BY id").fetchall()
+            rows = self._conn.execute(f"SELECT {ROW_COLUMNS} FROM skills ORDER BY id").fetchall()
         return [IndexedSkill.from_row(row) for row in rows]
 
     @recovering
