@@ -42,7 +42,12 @@ def _day(stamp: str | None) -> str:
 
 
 # Loaded from the package (importlib.resources), so the installed wheel carries the templates.
-TEMPLATES = Environment(loader=PackageLoader("skillshelf.web", "templates"), autoescape=True, undefined=StrictUndefined)
+TEMPLATES = Environment(
+    loader=PackageLoader("skillshelf.web", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    keep_trailing_newline=True,
+)
 TEMPLATES.filters.update(breakable=breakable, day=_day, fmt=format)
 TEMPLATES.globals.update(skill_url=skill_url, stylesheet=STYLESHEET, icon=ICON, version=__version__)
 
