@@ -40,3 +40,37 @@ def test_token_new_writes_to_the_config_file_settings_read(tmp_path: Path) -> No
     assert created.exit_code == 0, created.output
     shown = json.loads(CliRunner().invoke(cli, ["config", "show", "--json"], env=env).output)
     assert shown["origins"]["auth.tokens.alice.sha256"] == str(config)
+
+
+COMMENTED = """# my team's server  (kept as written)
+library = ["~/skills"]   # where the skills are
+
+[views.readers]
+description = "read only"
+tools = [{include = "search*"}]  # an inline table
+
+[auth]
+rate_per_s = 5.0  # slow down
+"""
+
+
+def test_token_new_keeps_the_config_files_comments_and_inline_tables_byte_for_byte(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(COMMENTED, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice", "--view", "readers"])
+    assert result.exit_code == 0, result.output
+    stored = config.read_text(encoding="utf-8")
+    assert stored.startswith(COMMENTED)  # every comment, key, spacing and inline table as the user wrote it
+    added = tomllib.loads(stored)["auth"]["tokens"]["alice"]
+    assert added == {"sha256": token_digest(result.stdout.strip()), "views": ["readers"]}
+
+
+def test_token_new_adds_to_tokens_written_as_an_inline_table(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    first = '[auth]\ntokens = {bob = {sha256 = "%s", views = ["default"]}}  # bob\n' % ("0" * 64)
+    config.write_text(first, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--config", str(config), "token", "new", "alice"])
+    assert result.exit_code == 0, result.output
+    tokens = tomllib.loads(config.read_text(encoding="utf-8"))["auth"]["tokens"]
+    assert set(tokens) == {"bob", "alice"} and tokens["bob"]["sha256"] == "0" * 64
+    assert "# bob" in config.read_text(encoding="utf-8")

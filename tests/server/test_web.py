@@ -99,7 +99,7 @@ async def test_a_skill_id_without_the_trailing_slash_redirects_to_the_page(web: 
 
 async def test_a_skills_own_files_are_shown_and_nothing_else(web: httpx2.AsyncClient) -> None:
     script = await web.get("/skills/git/release-notes/scripts/collect.sh")
-    assert script.status_code == 200 and "echo &#x27;{}&#x27;" in script.text
+    assert script.status_code == 200 and "echo &#39;{}&#39;" in script.text
     for path in ("scripts/missing.sh", "%2e%2e/%2e%2e/python/slugify.md", "..%2f..%2fpython%2fslugify.md"):
         response = await web.get(f"/skills/git/release-notes/{path}")
         assert response.status_code == 404, path

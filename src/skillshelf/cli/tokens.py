@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from skillshelf.cli.common import config_flag
 from skillshelf.library.atomic import write_atomically
 from skillshelf.library.skill.paths import display_path
+
+if TYPE_CHECKING:
+    from tomlkit import TOMLDocument
 
 
 @click.group()
@@ -53,19 +57,8 @@ def token_new(name: str, views: tuple[str, ...]) -> None:
         )
     secret = secrets.token_urlsafe(CONFIG_TOKEN_BYTES)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
-    block = (
-        f"\n# token {name!r}, created {stamp} by `skillshelf token new`\n"
-        f"[auth.tokens.{name}]\n"
-        f'sha256 = "{token_digest(secret)}"\n'
-        f"views = {json.dumps(view_names)}\n"
-    )
-    updated = (text if not text or text.endswith("\n") else text + "\n") + (block if text else block.lstrip("\n"))
-    try:
-        tomllib.loads(updated)  # e.g. `tokens = {...}` written inline cannot take a new table
-    except tomllib.TOMLDecodeError as exc:
-        raise click.ClickException(
-            f"cannot add [auth.tokens.{name}] to {display_path(path)} ({exc}); write auth.tokens as tables"
-        ) from exc
+    comment = f"token {name!r}, created {stamp} by `skillshelf token new`"
+    updated = _with_token(text, name, {"sha256": token_digest(secret), "views": view_names}, comment, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, updated, new_mode=0o600)  # a new config file is the user's alone
     click.echo(secret)
@@ -74,3 +67,27 @@ def token_new(name: str, views: tuple[str, ...]) -> None:
         "This is the only time the token is shown; send it as `Authorization: Bearer <token>`.",
         err=True,
     )
+
+
+def _with_token(text: str, name: str, entry: dict[str, object], comment: str, path: Path) -> str:
+    """The config file's text with `[auth.tokens.NAME]` added, edited with tomlkit so every comment, key
+    order and inline table the user wrote stays byte for byte; an inline `tokens = {...}` gets an inline entry."""
+    import tomlkit
+    from tomlkit.items import InlineTable, Table
+
+    doc = tomlkit.parse(text)
+    table: TOMLDocument | Table | InlineTable = doc
+    for key in ("auth", "tokens"):
+        inner = table.get(key)
+        if inner is None:  # a super table: no bare [auth] header, only [auth.tokens.NAME]
+            inner = tomlkit.inline_table() if isinstance(table, InlineTable) else tomlkit.table(is_super_table=True)
+            table.append(key, inner)
+        if not isinstance(inner, Table | InlineTable):
+            raise click.ClickException(f"cannot add a token to {display_path(path)}: its auth.{key} is not a table")
+        table = inner
+    added = tomlkit.inline_table() if isinstance(table, InlineTable) else tomlkit.table()
+    if isinstance(added, Table):
+        added.add(tomlkit.comment(comment))
+    added.update(entry)
+    table.append(name, added)
+    return tomlkit.dumps(doc)

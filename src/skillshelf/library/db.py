@@ -1,6 +1,6 @@
 """SQLite and file-lock helpers every store of the library shares (the skill and session indexes, usage
 history, semantic vectors, source installs): what SQLite's errors mean, WAL and write transactions
-that queue instead of failing, and cross-process advisory locks on a side file (`<name>.lock`).
+that queue instead of failing. (The cross-process locks on a side file, `<name>.lock`, are library/locks.py.)
 
 A module of its own, below the index, usage and semantic packages, so none of them imports another
 for these.
@@ -9,9 +9,7 @@ for these.
 from __future__ import annotations
 
 import errno
-import os
 import sqlite3
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,40 +97,3 @@ def use_wal(conn: sqlite3.Connection, deadline: float) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
-
-
-if sys.platform == "win32":
-
-    @contextmanager
-    def file_lock(path: Path, *, blocking: bool = True, shared: bool = False) -> Iterator[bool]:
-        # No advisory lock on Windows: every process proceeds (SQLite still serialises the writes).
-        yield True
-
-else:
-    import fcntl
-
-    @contextmanager
-    def file_lock(path: Path, *, blocking: bool = True, shared: bool = False) -> Iterator[bool]:
-        """Hold an exclusive (or `shared`) lock on `path` for the block; yields False when not blocking and
-        it is taken.
-
-        A lock that cannot even be created (a read-only folder) yields True: there is nobody to
-        coordinate with through that folder, and the caller's own writes will report the problem.
-        """
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-        except OSError:
-            yield True
-            return
-        try:
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)

@@ -22,6 +22,7 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any, NamedTuple
 
+from skillshelf.library.locks import fd_lock
 from skillshelf.library.skill.reading import NotRegularFile
 
 logger = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def append_line(path: Path, line: bytes) -> bool:
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | OPEN_FLAGS | NONBLOCK, 0o666)
     try:
         _require_regular(fd, path)
-        with _locked(fd):
+        with _locked(fd, path):
             size = os.fstat(fd).st_size
             torn = size > 0 and _read_range(fd, size - 1, size) != b"\n"
             try:
@@ -130,22 +131,28 @@ def _write_all(fd: int, data: bytes) -> None:
 if sys.platform == "win32":
 
     @contextmanager
-    def _locked(fd: int) -> Iterator[None]:
-        # msvcrt.locking takes mandatory byte-range locks, which would make concurrent readers fail
-        # instead of wait, so Windows appends rely on O_APPEND alone: a note is one write, which keeps
-        # whole lines apart in practice, but the torn-line check is not atomic with the write there.
-        yield
+    def _locked(fd: int, path: Path) -> Iterator[None]:
+        # Windows byte-range locks are mandatory: a lock on the notes file itself would make a reader, who
+        # takes none, fail mid-read. Writers meet at a lock file of their own instead, in the user's state
+        # folder (never beside the notes: nothing new in the user's project), named by the notes file's path.
+        from hashlib import sha256
+
+        from filelock import FileLock
+
+        from skillshelf.config.call_log import user_state_dir
+
+        folder = user_state_dir() / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = sha256(os.path.normcase(str(path)).encode("utf-8")).hexdigest()[:32]
+        with FileLock(folder / f"notes-{name}.lock"):
+            yield
 
 else:
-    import fcntl
 
     @contextmanager
-    def _locked(fd: int) -> Iterator[None]:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
+    def _locked(fd: int, path: Path) -> Iterator[None]:
+        with fd_lock(fd):  # flock is advisory: readers, who take no lock, read on
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 # --- reading ---------------------------------------------------------------------------------------

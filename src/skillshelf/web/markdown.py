@@ -5,6 +5,9 @@ than http, https or mailto is left as text, so no script, no event handler and n
 (or data:, vbscript:, file:) URL reaches the page. Links get rel="nofollow noopener noreferrer".
 Text and inline code go through `breakable` (which the pages use for ids and paths too), so a long
 path or URL wraps at its separators rather than mid-word or not at all.
+
+`trusted` is the one place HTML made in Python is marked safe for the page templates (web/templates/,
+autoescaped): what it wraps has escaped every piece of untrusted text itself.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
+from markupsafe import Markup
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):")
@@ -27,11 +31,21 @@ _SPACES = re.compile(r"(\s+)")
 _SEPARATOR = re.compile(r"([/_])(?=[^/])")  # after '/' or '_', not inside '//'
 
 
-def breakable(text: str) -> str:
+def trusted(html: str) -> Markup:
+    """`html` as the templates' autoescape leaves it. The only callers: `render_markdown` (markdown-it with
+    raw HTML off, links' schemes checked, text through `breakable`), `breakable` (escapes before it adds
+    <wbr>) and the charts' SVG (web/charts.py escapes every label and title). Anything else goes into a
+    template as text and is escaped there."""
+    return Markup(html)
+
+
+def breakable(text: str) -> Markup:
     """`text` escaped, with a line-break opportunity (<wbr>) after each '/' and '_' of its long words:
     a path, id or URL then wraps at its separators ('-' already does), and prose only at spaces."""
     words = _SPACES.split(text)
-    return "".join(_SEPARATOR.sub(r"\1<wbr>", escape(w)) if len(w) > BREAKABLE_FROM else escape(w) for w in words)
+    return trusted(
+        "".join(_SEPARATOR.sub(r"\1<wbr>", escape(w)) if len(w) > BREAKABLE_FROM else escape(w) for w in words)
+    )
 
 
 def is_safe_url(url: str) -> bool:
@@ -65,7 +79,7 @@ _MD.add_render_rule("text", _text)
 _MD.add_render_rule("code_inline", _code_inline)
 
 
-def render_markdown(text: str) -> str:
+def render_markdown(text: str) -> Markup:
     """Sanitised HTML for a skill's markdown."""
     html: str = _MD.render(text)
-    return html
+    return trusted(html)

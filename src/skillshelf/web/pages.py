@@ -1,4 +1,7 @@
-"""The web view's pages as HTML strings: f-strings, with `escape` on every value interpolated.
+"""The web view's pages: Jinja2 templates (web/templates/) with autoescape on, so every value a page
+shows is escaped unless it is marked safe, and the one function that marks HTML safe is
+`web.markdown.trusted` (the rendered markdown, `breakable`'s output and the charts' SVG). StrictUndefined:
+a name a template uses and the page does not give is an error, not an empty string.
 
 `base` is the URL prefix the view is mounted under ('' at the site root); every link is built
 from it, so the same pages serve `/` and a mounted view.
@@ -8,16 +11,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from html import escape
+from typing import Any
 from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from skillshelf import __version__
 from skillshelf.library.skill.models import SEVERITY_WORDS, count_of
 from skillshelf.library.sources.history import VersionLine
-from skillshelf.patterns.evals import Findability
-from skillshelf.patterns.models import LoadedSkill, SkillHit, SourceInfo
+from skillshelf.patterns.models import LoadedSkill, SkillHit
 from skillshelf.web.charts import WIDTH, Bar, bar_chart, column_chart, donut
-from skillshelf.web.markdown import breakable, render_markdown
+from skillshelf.web.markdown import breakable, render_markdown, trusted
 from skillshelf.web.stats import LibraryView
 
 TOKENS_SHOWN = 20
@@ -33,48 +37,36 @@ def skill_url(base: str, skill_id: str, path: str = "") -> str:
     return f"{base}/skills/{quote(category, safe='')}/{quote(name, safe='')}/{tail}"
 
 
-def layout(base: str, title: str, body: str, *, query: str = "", page: str = "") -> str:
-    def nav(href: str, label: str, key: str) -> str:
-        current = ' aria-current="page"' if page == key else ""
-        return f'<a href="{escape(base)}{href}"{current}>{label}</a>'
-
-    return f"""<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>{escape(title)} · skillshelf</title>
-<link rel="stylesheet" href="{escape(base)}/{STYLESHEET}">
-<link rel="icon" type="image/svg+xml" href="{escape(base)}/{ICON}">
-</head>
-<body>
-<header class="top">
-<div class="top-inner">
-<a class="brand" href="{escape(base)}/"><span class="logo" aria-hidden="true">▤</span> skillshelf</a>
-<nav>{nav("/", "Search", "search")}{nav("/library", "Library", "library")}</nav>
-<form class="search" action="{escape(base)}/" method="get" role="search">
-<input type="search" name="q" value="{escape(query)}" placeholder="What do you need to do?" aria-label="Search skills">
-<button type="submit">Search</button>
-</form>
-</div>
-</header>
-<main>
-{body}
-</main>
-<footer>skillshelf {escape(__version__)} · a read-only view of the library</footer>
-</body>
-</html>
-"""
+def _day(stamp: str | None) -> str:
+    return stamp[:10] if stamp else "—"
 
 
-def quality_badge(score: float, verified: bool) -> str:
-    level = "high" if score >= 7 else "mid" if score >= 4 else "low"
-    tick = ' <span class="tick" title="verified">✓</span>' if verified else ""
-    return f'<span class="quality q-{level}" title="quality {score:g}/10">{score:.1f}{tick}</span>'
+# Loaded from the package (importlib.resources), so the installed wheel carries the templates.
+TEMPLATES = Environment(
+    loader=PackageLoader("skillshelf.web", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    keep_trailing_newline=True,
+)
+TEMPLATES.filters.update(breakable=breakable, day=_day, fmt=format)
+TEMPLATES.globals.update(skill_url=skill_url, stylesheet=STYLESHEET, icon=ICON, version=__version__)
+
+
+def render(template: str, base: str, title: str, *, query: str = "", page: str = "", **values: Any) -> str:
+    """A page: `template` in the layout, with the layout's own values (the title, the search box's query,
+    the nav entry that is this page)."""
+    return TEMPLATES.get_template(template).render(base=base, title=title, query=query, page=page, **values)
 
 
 # -- search ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chip:
+    label: str
+    count: int
+    href: str
+    active: bool
 
 
 def search_page(
@@ -92,41 +84,16 @@ def search_page(
     total = sum(n for _, n in categories) if everywhere is None else everywhere
     chips = [_chip(base, query, None, "All", total, category is None)]
     chips += [_chip(base, query, name, name, count, name == category) for name, count in categories]
-    if error:
-        heading = f'<p class="notice">{breakable(error)}</p>'
-    elif query:
-        heading = f"<h1>{len(hits)} result{'s' if len(hits) != 1 else ''} for “{breakable(query)}”</h1>"
-    else:
-        heading = "<h1>Skills by quality</h1>"
-    rows = "".join(_hit(base, hit) for hit in hits)
-    empty = "" if hits else '<p class="empty">No skill matches. Try fewer or other words, or another category.</p>'
-    body = f"""<section class="results">
-{heading}
-<div class="chips">{"".join(chips)}</div>
-<ol class="hits">{rows}</ol>
-{empty}
-</section>"""
-    return layout(base, f"“{query}”" if query else "Search", body, query=query, page="" if query else "search")
+    title = f"“{query}”" if query else "Search"
+    values: dict[str, Any] = {"hits": hits, "chips": chips, "error": error}
+    return render("search.html", base, title, query=query, page="" if query else "search", **values)
 
 
-def _chip(base: str, query: str, category: str | None, label: str, count: int, active: bool) -> str:
+def _chip(base: str, query: str, category: str | None, label: str, count: int, active: bool) -> Chip:
     params = {"q": query} if query else {}
     if category is not None:
         params["category"] = category
-    href = f"{base}/?{urlencode(params)}" if params else f"{base}/"
-    current = ' aria-current="true"' if active else ""
-    return f'<a class="chip" href="{escape(href)}"{current}>{escape(label)} <span>{count}</span></a>'
-
-
-def _hit(base: str, hit: SkillHit) -> str:
-    code = '<span class="tag code">code</span>' if hit.executable else ""
-    return f"""<li class="hit" data-skill="{escape(hit.id)}">
-<div class="hit-head"><a class="hit-name" href="{escape(skill_url(base, hit.id))}">{escape(hit.name)}</a>
-{quality_badge(hit.quality, hit.verified)}</div>
-<div class="hit-meta"><span class="id">{breakable(hit.id)}</span>{code}
-<span class="tokens">~{hit.tokens:,} tokens</span></div>
-<p>{breakable(hit.description)}</p>
-</li>"""
+    return Chip(label, count, f"{base}/?{urlencode(params)}" if params else f"{base}/", active)
 
 
 # -- a skill -----------------------------------------------------------------------------------
@@ -143,108 +110,31 @@ class SkillPage:
 def skill_page(base: str, page: SkillPage) -> str:
     skill, meta = page.skill, page.skill.metadata
     assert meta is not None  # loaded with metadata
-    reasons = "".join(f"<li>{escape(r)}</li>" for r in meta.quality_reasons)
-    reasons_html = f'<ul class="reasons">{reasons}</ul>' if reasons else '<p class="muted">Nothing held back.</p>'
-    usage = meta.usage
-    projects = ", ".join(breakable(p) for p in usage.projects) or "none recorded"
-    used = (
-        f"<p><strong>{usage.uses}</strong> use{'s' if usage.uses != 1 else ''} from {len(usage.projects)} "
-        f'project{"s" if len(usage.projects) != 1 else ""}</p><p class="muted">Projects: {projects}</p>'
-        f'<p class="muted">First {escape(_day(usage.first_used))}, last {escape(_day(usage.last_used))}</p>'
-        if usage.uses
-        else '<p class="muted">Never used yet.</p>'
+    return render(
+        "skill.html",
+        base,
+        skill.id,
+        skill=skill,
+        tokens=page.tokens,
+        files=page.files,
+        versions=page.versions,
+        source=meta.source,
+        up=f"{base}/?{urlencode({'category': skill.category})}",
+        documentation=render_markdown(skill.documentation),
+        schema=json.dumps(meta.input_schema, indent=2) if meta.input_schema else "",
     )
-    files = "".join(
-        f'<li><a href="{escape(skill_url(base, skill.id, path))}">{breakable(path)}</a></li>' for path in page.files
-    )
-    tags = "".join(f'<span class="tag">{escape(t)}</span>' for t in meta.tags)
-    findings = "".join(
-        f'<li class="finding {escape(f.severity)}"><span class="sev">{escape(f.severity)}</span> '
-        f"<code>{breakable(f.path + (f':{f.line}' if f.line else ''))}</code> {breakable(f.message)} "
-        f'<span class="muted">[{escape(f.code)}]</span></li>'
-        for f in meta.findings
-    )
-    findings_html = f'<ul class="findings">{findings}</ul>' if findings else '<p class="muted">None.</p>'
-    schema = (
-        f"<details><summary><h2>Input schema ({escape(meta.input_schema_source or '')})</h2></summary>"
-        f"<pre><code>{escape(json.dumps(meta.input_schema, indent=2))}</code></pre></details>"
-        if meta.input_schema
-        else ""
-    )
-    code = '<span class="tag code">code</span>' if skill.executable else ""
-    source = _source_card(meta.source) + _versions_card(page.versions)
-    up = f"{base}/?{urlencode({'category': skill.category})}"
-    crumbs = f'<a href="{escape(up)}">{breakable(skill.category)}</a> / {breakable(skill.name)}'
-    body = f"""<nav class="crumbs">{crumbs}</nav>
-<div class="skill">
-<article class="doc">
-<header class="skill-head"><h1>{escape(skill.name)}</h1>{quality_badge(meta.quality, meta.verified)}</header>
-<p class="lede">{breakable(skill.description)}</p>
-<div class="hit-meta"><span class="id">{breakable(skill.id)}</span>{code}
-<span class="tag">{escape(skill.layout)}</span>{tags}</div>
-<div class="markdown">{render_markdown(skill.documentation)}</div>
-</article>
-<aside class="facts">
-<section class="card" id="quality"><h2>Quality</h2>
-<p class="big">{meta.quality:.1f}<span>/10</span></p>
-<p class="muted">{escape(meta.quality_source)}{" · verified" if meta.verified else ""}</p>
-{reasons_html}</section>
-<section class="card" id="cost"><h2>Token cost</h2><p class="big">~{page.tokens:,}<span> tokens</span></p>
-<p class="muted">to load with loadSkill's defaults</p></section>
-<section class="card" id="usage"><h2>Usage</h2>{used}</section>
-{source}
-<section class="card" id="files"><h2>Files</h2><ul class="files">{files}</ul></section>
-<section class="card" id="findings"><h2>Findings</h2>{findings_html}</section>
-{f'<section class="card" id="input">{schema}</section>' if schema else ""}
-</aside>
-</div>"""
-    return layout(base, skill.id, body)
-
-
-def _source_card(source: SourceInfo | None) -> str:
-    """Where the skill came from (`skillshelf add`); a skill written by hand says so. Only an https URL
-    becomes a link: a source's URL is untrusted text."""
-    if source is None:
-        return '<section class="card" id="source"><h2>Source</h2><p class="muted">Written here by hand.</p></section>'
-    url = escape(source.url)  # in a paragraph that wraps anywhere (.wrap): a URL on a phone
-    where = (
-        f'<a href="{url}" rel="noreferrer">{url}</a>' if source.url.startswith("https://") else f"<code>{url}</code>"
-    )
-    version = escape(source.commit.removeprefix("sha256:")[:12])
-    license = f'<p class="muted">License: {escape(source.license)}</p>' if source.license else ""
-    return (
-        f'<section class="card" id="source"><h2>Source</h2><p><strong>{breakable(source.name)}</strong> '
-        f'<span class="muted">({escape(source.kind)})</span> at <code>{version}</code></p>'
-        f'<p class="wrap">{where}</p>{license}</section>'
-    )
-
-
-def _versions_card(versions: tuple[VersionLine, ...]) -> str:
-    """The earlier versions `skillshelf history` lists (only the list: `skillshelf diff` and `rollback` act)."""
-    if not versions:
-        return ""
-    items = "".join(
-        f"<li><strong>rev {v.rev}</strong> <code>{escape(v.digest.removeprefix('sha256:')[:8])}</code> "
-        f'<span class="muted">{escape(v.when)}</span> {breakable(v.why)}</li>'
-        for v in versions
-    )
-    return f'<section class="card" id="versions"><h2>Versions</h2><ul class="versions">{items}</ul></section>'
-
-
-def _day(stamp: str | None) -> str:
-    return stamp[:10] if stamp else "—"
 
 
 def file_page(base: str, skill_id: str, path: str, content: str, truncated: bool) -> str:
-    if path.lower().endswith(".md"):
-        shown = f'<div class="markdown">{render_markdown(content)}</div>'
-    else:
-        shown = f'<pre class="file"><code>{escape(content)}</code></pre>'
-    cut = '<p class="notice">Only the start of this file is shown (it is over the size limit).</p>' if truncated else ""
-    back = f'<a href="{escape(skill_url(base, skill_id))}">{breakable(skill_id)}</a>'
-    body = f"""<nav class="crumbs">{back} / {breakable(path)}</nav>
-<article class="doc wide"><h1>{breakable(path)}</h1>{cut}{shown}</article>"""
-    return layout(base, f"{skill_id}/{path}", body)
+    markdown = render_markdown(content) if path.lower().endswith(".md") else None
+    values: dict[str, Any] = {
+        "skill_id": skill_id,
+        "path": path,
+        "content": content,
+        "truncated": truncated,
+        "markdown": markdown,
+    }
+    return render("file.html", base, f"{skill_id}/{path}", **values)
 
 
 # -- the library -------------------------------------------------------------------------------
@@ -259,10 +149,38 @@ def library_page(base: str, view: LibraryView) -> str:
         ("tokens", f"{view.total_tokens:,}", "tokens to load all"),
         ("uses", f"{view.uses:,}", "recorded uses"),
     ]
-    tiles_html = "".join(
-        f'<div class="tile" data-stat="{key}"><strong>{value}</strong><span>{label}</span></div>'
-        for key, value, label in tiles
+    never = len(view.never_used)
+    return render(
+        "library.html",
+        base,
+        "Library",
+        page="library",
+        tiles=tiles,
+        **_charts(base, view),
+        never_used=view.never_used[:NEVER_USED_SHOWN],
+        never_more=never - NEVER_USED_SHOWN,
+        duplicates=view.near_duplicates,
+        found=view.findability,
+        shown=DUPLICATES_SHOWN,
+        findings=findings_line(view.findings),
+        spread=_quality_spread(view),
     )
+
+
+def _quality_spread(view: LibraryView) -> dict[str, str] | None:
+    """The deciles under the histogram, and what the scores used (findability or the index-time scores)."""
+    if not view.quality_deciles:
+        return None
+    d = view.quality_deciles
+    return {
+        "deciles": " ".join(f"{v:g}" for v in d),
+        "cuts": f"p10 {d[0]:.1f} · p25–p75 {d[2]:.1f}–{d[6]:.1f} · median {d[4]:.1f} · p90 {d[8]:.1f}",
+        "basis": view.quality_basis,
+    }
+
+
+def _charts(base: str, view: LibraryView) -> dict[str, Any]:
+    """The library page's charts, drawn as SVG by web/charts.py (which escapes every label)."""
     histogram = column_chart(
         "quality",
         "Quality",
@@ -283,6 +201,7 @@ def library_page(base: str, view: LibraryView) -> str:
         note=f"the {len(shown)} largest of {len(view.tokens)}" if more else "tokens to load each skill",
         width=2 * WIDTH,
     )
+    over_time = None
     if view.uses_over_time:
         label = {"day": "per day", "week": "per week", "month": "per month"}[view.period]
         over_time = column_chart(
@@ -291,11 +210,6 @@ def library_page(base: str, view: LibraryView) -> str:
             [Bar(_short(day, view.period), n, tip=day) for day, n in view.uses_over_time],
             note=f"recorded uses {label}",
         )
-    else:
-        over_time = (
-            '<figure class="chart" data-chart="uses"><figcaption>Uses over time</figcaption>'
-            '<p class="empty">No uses recorded yet: agents record them with trackPatternUsage.</p></figure>'
-        )
     never = len(view.never_used)
     share = donut(
         "never-used",
@@ -303,88 +217,17 @@ def library_page(base: str, view: LibraryView) -> str:
         [Bar("used", view.skills - never), Bar("never used", never)],
         centre=f"{view.skills:,}",
     )
-    never_items = "".join(
-        f'<li><a href="{escape(skill_url(base, skill_id))}">{breakable(skill_id)}</a> {quality_badge(q, False)}</li>'
-        for skill_id, q in view.never_used[:NEVER_USED_SHOWN]
-    )
-    never_more = f'<p class="muted">and {never - NEVER_USED_SHOWN:,} more</p>' if never > NEVER_USED_SHOWN else ""
-    findings = findings_line(view.findings)
-    duplicates = _near_duplicates(base, view.near_duplicates)
-    body = f"""<h1>The library</h1>
-<div class="tiles">{tiles_html}</div>
-<div class="charts">
-<div class="card">{histogram}{_quality_spread(view)}</div>
-<div class="card">{categories}</div>
-<div class="card">{over_time}</div>
-<div class="card">{share}
-<h3>Never used <span class="muted">(best first)</span></h3><ul class="never-used">{never_items}</ul>{never_more}</div>
-<div class="card span">{tokens}</div>
-<div class="card span" id="near-duplicates">{duplicates}</div>
-<div class="card span" id="findability">{_findability(base, view.findability)}</div>
-</div>
-<p class="muted">Findings from <code>skillshelf check</code>: {findings}.</p>"""
-    return layout(base, "Library", body, page="library")
-
-
-def _quality_spread(view: LibraryView) -> str:
-    """The deciles under the histogram, and what the scores used (findability or the index-time scores)."""
-    if not view.quality_deciles:
-        return ""
-    d = view.quality_deciles
-    cuts = f"p10 {d[0]:.1f} · p25–p75 {d[2]:.1f}–{d[6]:.1f} · median {d[4]:.1f} · p90 {d[8]:.1f}"
-    return (
-        f'<p class="muted" data-quality-deciles="{" ".join(f"{v:g}" for v in d)}">{escape(cuts)}</p>'
-        f'<p class="muted" data-quality-basis>{escape(view.quality_basis)}</p>'
-    )
-
-
-def _near_duplicates(base: str, pairs: list[tuple[str, str, str]]) -> str:
-    """The near-duplicate pairs `skillshelf check` reports, each linking both skills."""
-    heading = f'<h2>Near-duplicates <span class="muted">{len(pairs):,}</span></h2>'
-    if not pairs:
-        return heading + '<p class="empty">None: no two skills share a name or say the same in their descriptions.</p>'
-    items = "".join(
-        f'<li><a href="{escape(skill_url(base, other))}">{breakable(other)}</a> duplicates '
-        f'<a href="{escape(skill_url(base, first))}">{breakable(first)}</a> '
-        f'<span class="muted">({escape(why)})</span></li>'
-        for first, other, why in pairs[:DUPLICATES_SHOWN]
-    )
-    more = f'<p class="muted">and {len(pairs) - DUPLICATES_SHOWN:,} more</p>' if len(pairs) > DUPLICATES_SHOWN else ""
-    note = '<p class="muted">Keep one of each pair, or rename one and say how it differs.</p>'
-    return f'{heading}<ul class="near-duplicates">{items}</ul>{more}{note}'
-
-
-def _findability(base: str, found: Findability | None) -> str:
-    """Skills their own description does not find, and colliding pairs (`skillshelf eval`; docs/search.md)."""
-    if found is None:
-        return (
-            '<h2>Findability</h2><p class="empty">Not worked out past 200 skills: run <code>skillshelf eval</code>.</p>'
-        )
-    heading = (
-        f'<h2>Findability <span class="muted">{found.checked - len(found.unreachable):,} of {found.checked:,} '
-        "found by their own description</span></h2>"
-    )
-    lost = "".join(
-        f'<li><a href="{escape(skill_url(base, u.id))}">{breakable(u.id)}</a> '
-        f'<span class="muted">(not in the top 5; {escape(u.winner or "nothing")} first)</span></li>'
-        for u in found.unreachable[:DUPLICATES_SHOWN]
-    )
-    pairs = "".join(
-        f'<li><a href="{escape(skill_url(base, c.skills[0]))}">{breakable(c.skills[0])}</a> and '
-        f'<a href="{escape(skill_url(base, c.skills[1]))}">{breakable(c.skills[1])}</a> '
-        f'<span class="muted">(shared: {escape(", ".join(c.shared_words))})</span></li>'
-        for c in found.collisions[:DUPLICATES_SHOWN]
-    )
-    if not lost and not pairs:
-        return heading + '<p class="empty">Every skill is found by its own description; no two collide.</p>'
-    return f'{heading}<ul class="unreachable">{lost}</ul><h3>Collisions {len(found.collisions):,}</h3><ul>{pairs}</ul>'
+    drawn = {"histogram": histogram, "categories": categories, "tokens": tokens, "share": share}
+    return {name: trusted(svg) for name, svg in drawn.items()} | {
+        "over_time": trusted(over_time) if over_time is not None else None
+    }
 
 
 def findings_line(by_severity: dict[str, int]) -> str:
     """'1 error, 2 warnings, 116 notes': the words of `skillshelf check`'s summary and `stats`."""
     known = [count_of(sev, by_severity[sev]) for sev in SEVERITY_WORDS if by_severity.get(sev)]
     others = [count_of(sev, n) for sev, n in sorted(by_severity.items()) if sev not in SEVERITY_WORDS and n]
-    return escape(", ".join(known + others)) or "none"
+    return ", ".join(known + others) or "none"
 
 
 def _short(day: str, period: str) -> str:
@@ -399,28 +242,30 @@ def _short(day: str, period: str) -> str:
 
 
 def not_found_page(base: str, message: str, suggestions: list[str]) -> str:
-    links = "".join(f'<li><a href="{escape(skill_url(base, s))}">{breakable(s)}</a></li>' for s in suggestions)
-    maybe = f'<h2>Did you mean</h2><ul class="suggestions">{links}</ul>' if links else ""
-    body = f"""<section class="error-page"><p class="code">404</p><h1>Not found</h1>
-<p>{breakable(message)}</p>{maybe}<p><a href="{escape(base)}/">Search the library</a></p></section>"""
-    return layout(base, "Not found", body)
+    return _error_page(base, 404, "Not found", message, suggestions=suggestions)
 
 
 def forbidden_page(base: str, reason: str) -> str:
-    body = f"""<section class="error-page"><p class="code">403</p><h1>Not for this token</h1>
-<p>{escape(reason)}</p></section>"""
-    return layout(base, "Not for this token", body)
+    return _error_page(base, 403, "Not for this token", reason, home=False)
 
 
 def refused_page(base: str, reason: str, status: int) -> str:
     """A read the view's hooks stopped: 403 (a policy refused it, with its reason) or 500 (a hook failed)."""
-    title = "Refused by this view" if status == 403 else "Not shown"
-    body = f"""<section class="error-page"><p class="code">{status}</p><h1>{escape(title)}</h1>
-<p>{breakable(reason)}</p><p><a href="{escape(base)}/">Search the library</a></p></section>"""
-    return layout(base, title, body)
+    return _error_page(base, status, "Refused by this view" if status == 403 else "Not shown", reason)
 
 
 def unauthorized_page(base: str) -> str:
-    body = """<section class="error-page"><p class="code">401</p><h1>Sign-in required</h1>
-<p>This view of the library needs a valid token. Send it as <code>Authorization: Bearer …</code>.</p></section>"""
-    return layout(base, "Sign-in required", body)
+    return _error_page(base, 401, "Sign-in required", "", home=False)  # the template says what to send
+
+
+def _error_page(
+    base: str, status: int, title: str, message: str, *, suggestions: list[str] | None = None, home: bool = True
+) -> str:
+    values: dict[str, Any] = {
+        "status": status,
+        "heading": title,
+        "message": message,
+        "suggestions": suggestions or [],
+        "home": home,
+    }
+    return render("error.html", base, title, **values)

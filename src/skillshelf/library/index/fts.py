@@ -47,12 +47,12 @@ from skillshelf.library.db import (
     describe_sqlite_error,
     disk_full,
     file_identity,
-    file_lock,
     immediate_transaction,
     is_corruption,
     is_disk_full,
     use_wal,
 )
+from skillshelf.library.locks import file_lock
 from skillshelf.library.skill.paths import display_path
 
 logger = logging.getLogger(__name__)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skillshelf.library.db import file_lock, is_corruption
+from skillshelf.library.db import is_corruption
+from skillshelf.library.locks import file_lock
 from skillshelf.library.semantic.install import NUMPY_MISSING
 from skillshelf.library.skill.paths import display_path
 

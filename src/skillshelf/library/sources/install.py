@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from skillshelf.library.db import file_lock
 from skillshelf.library.index.library import READ_ONLY_MARKER
+from skillshelf.library.locks import file_lock
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.digest import file_digest, skill_digest
 from skillshelf.library.skill.discovery import library_base
