@@ -1,0 +1,166 @@
+"""skillshelf's first index of a library against a tantivy index built from the same files, in one run (issue 36).
+
+    python bench/index_build.py [--n 1000 --n 10000 [--n 100000]] [--rounds 3] [--work DIR] [--out FILE]
+    python bench/index_build.py --n 10000 --profile          # cProfile of skillshelf's first sync, in one process
+
+For each size: generate (or reuse) the synthetic library (bench/generate.py), then, every round, in an order
+that alternates round by round:
+
+- `skillshelf`: the server's first start: a `SkillLibrary` on an empty index folder, `sync()` (discovery,
+  reading and parsing every skill on the worker processes it uses, the SQLite/FTS5 writes), then closed;
+- `tantivy` (the `tantivy` package; not a dependency): every `.md` file under the library read, its
+  frontmatter split with a plain string split and loaded with yaml's `CSafeLoader` for `name` and
+  `description`, and name, description and body indexed (tantivy's default tokenizer; its writer's default
+  threads), committed and merged. It does less than skillshelf (no findings, no quality, no scan, no
+  headings), which is what makes it a floor.
+
+Each round gives both times; the report is the median over rounds of each and of the per-round ratio
+skillshelf / tantivy. `--profile` runs skillshelf's sync in this process alone (no worker processes, so
+cProfile sees the parsing) and prints the functions by cumulative and by own time. Nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import os
+import platform
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skillshelf.library.index import parallel
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+
+try:  # imported as bench.index_build (repo root on sys.path)
+    from bench import generate
+except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
+    import generate  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def log(msg: str) -> None:
+    print(f"[index-build] {msg}", file=sys.stderr, flush=True)
+
+
+def skillshelf_build(lib: Path) -> float:
+    """Seconds for the first sync of `lib` into an empty index folder, as a server's first start does it."""
+    with tempfile.TemporaryDirectory(prefix="skillshelf-index-build-") as index_dir:
+        started = time.perf_counter()
+        library = SkillLibrary(LibraryConfig(roots=[lib], index_dir=Path(index_dir), watch=False))
+        try:
+            library.sync()
+            return time.perf_counter() - started
+        finally:
+            library.close()
+
+
+def split_document(text: str, fallback_name: str) -> tuple[str, str, str]:
+    """(name, description, body): frontmatter split on its `---` lines, loaded with libyaml."""
+    if text.startswith("---\n"):
+        end = text.find("\n---", 3)
+        if end != -1:
+            meta = yaml.load(text[4:end], Loader=LOADER)  # noqa: S506 - CSafeLoader is the safe loader
+            body = text[end + 4 :]
+            if isinstance(meta, dict):
+                return str(meta.get("name") or fallback_name), str(meta.get("description") or ""), body
+            return fallback_name, "", body
+    return fallback_name, "", text
+
+
+def tantivy_build(lib: Path) -> float:
+    """Seconds to read and split every `.md` under `lib` and build a tantivy index of name, description, body."""
+    import tantivy  # type: ignore[import-not-found,unused-ignore]
+
+    started = time.perf_counter()
+    builder = tantivy.SchemaBuilder()
+    for field in ("name", "description", "body"):
+        builder.add_text_field(field, stored=False)
+    index = tantivy.Index(builder.build())
+    writer = index.writer(heap_size=200_000_000)
+    for folder, dirs, files in os.walk(lib):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for file in files:
+            if file.endswith(".md"):
+                text = Path(folder, file).read_text(encoding="utf-8")
+                name, description, body = split_document(text, file[:-3])
+                writer.add_document(tantivy.Document(name=name, description=description, body=body))
+    writer.commit()
+    writer.wait_merging_threads()
+    index.reload()
+    return time.perf_counter() - started
+
+
+def measure(lib: Path, n: int, rounds: int) -> dict[str, Any]:
+    builds = {"skillshelf": skillshelf_build, "tantivy": tantivy_build}
+    for build in builds.values():  # warm-up: the page cache, imports
+        build(lib)
+    per_round: list[dict[str, float]] = []
+    for number in range(rounds):
+        order = list(builds) if number % 2 == 0 else list(reversed(builds))
+        times = {name: builds[name](lib) for name in order}
+        log(f"n={n} round {number + 1}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))
+        per_round.append(times)
+    return {
+        "n": n,
+        "rounds": rounds,
+        "median_s": {name: round(statistics.median(r[name] for r in per_round), 3) for name in builds},
+        "ratio": round(statistics.median(r["skillshelf"] / r["tantivy"] for r in per_round), 2),
+        "per_round_s": [{k: round(v, 3) for k, v in r.items()} for r in per_round],
+    }
+
+
+def profile(lib: Path, top: int) -> None:
+    """cProfile of one first sync with the parsing in this process (the pool's threshold raised past N)."""
+    parallel.PARALLEL_THRESHOLD = sys.maxsize
+    profiler = cProfile.Profile()
+    profiler.enable()
+    seconds = skillshelf_build(lib)
+    profiler.disable()
+    print(f"first sync in one process under cProfile: {seconds:.2f} s")
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    path = Path(tempfile.gettempdir()) / "index_build.prof"
+    profiler.dump_stats(str(path))
+    print(f"(the whole profile: {path}; pstats reads it)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, action="append", help="skills (repeatable); default 1,000 and 10,000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
+    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--profile", action="store_true", help="cProfile skillshelf's sync instead (one process)")
+    parser.add_argument("--top", type=int, default=40, help="functions listed by --profile")
+    args = parser.parse_args(argv)
+    sizes = args.n or [1000, 10000]
+    results = []
+    for n in sizes:
+        lib = args.work / f"lib-{n}"
+        generate.ensure_library(lib, n)
+        if args.profile:
+            profile(lib, args.top)
+            continue
+        results.append(measure(lib, n, args.rounds))
+    if results:
+        print("| skills | skillshelf s | tantivy s | skillshelf / tantivy |\n|---:|---:|---:|---:|")
+        for r in results:
+            print(f"| {r['n']:,} | {r['median_s']['skillshelf']} | {r['median_s']['tantivy']} | {r['ratio']}x |")
+    if args.out:
+        machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
+        args.out.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
