@@ -2,6 +2,7 @@
 
     python bench/index_build.py [--n 1000 --n 10000 [--n 100000]] [--rounds 3] [--work DIR] [--out FILE]
     python bench/index_build.py --n 10000 --profile          # cProfile of skillshelf's first sync, in one process
+    python bench/index_build.py --n 10000 --once             # one skillshelf build, its seconds (for an A/B)
 
 For each size: generate (or reuse) the synthetic library (bench/generate.py), then, every round, in an order
 that alternates round by round:
@@ -16,7 +17,9 @@ that alternates round by round:
 
 Each round gives both times; the report is the median over rounds of each and of the per-round ratio
 skillshelf / tantivy. `--profile` runs skillshelf's sync in this process alone (no worker processes, so
-cProfile sees the parsing) and prints the functions by cumulative and by own time. Nothing asserts on time.
+cProfile sees the parsing) and prints the functions by cumulative and by own time. `--once` builds once and
+prints the wall seconds and the CPU seconds of the process and its workers (import and start-up included): an
+A/B of two trees runs it with each tree's src/ first on PYTHONPATH, alternately. Nothing asserts on time.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import json
 import os
 import platform
 import pstats
+import resource
 import statistics
 import sys
 import tempfile
@@ -118,6 +122,12 @@ def measure(lib: Path, n: int, rounds: int) -> dict[str, Any]:
     }
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the parsing workers): the work, whatever the load."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def profile(lib: Path, top: int) -> None:
     """cProfile of one first sync with the parsing in this process (the pool's threshold raised past N)."""
     parallel.PARALLEL_THRESHOLD = sys.maxsize
@@ -142,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     parser.add_argument("--profile", action="store_true", help="cProfile skillshelf's sync instead (one process)")
     parser.add_argument("--top", type=int, default=40, help="functions listed by --profile")
+    parser.add_argument("--once", action="store_true", help="one skillshelf build only, its seconds printed (A/B)")
     args = parser.parse_args(argv)
     sizes = args.n or [1000, 10000]
     results = []
@@ -150,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
         generate.ensure_library(lib, n)
         if args.profile:
             profile(lib, args.top)
+            continue
+        if args.once:
+            seconds = skillshelf_build(lib)
+            print(f"wall={seconds:.3f} cpu={cpu_seconds():.3f}")
             continue
         results.append(measure(lib, n, args.rounds))
     if results:

@@ -59,6 +59,17 @@ KNOWN_EXTRA_KEYS = frozenset(
 CODE_LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript"}
 
 
+ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
+
+
+def parse_source(source: SkillSource, max_bytes: int) -> ParsedSource:
+    """`load_source` with its source, as the index stores it. What the parsing workers are handed (pickled by
+    name): it lives here, not in library/index/library.py, so a worker imports the parser alone and not
+    the index, pydantic and the usage store (about 0.2 s of CPU and most of a worker's start-up)."""
+    skill, findings = load_source(source, max_bytes)
+    return source, skill, findings
+
+
 def load_source(source: SkillSource, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Skill | None, list[Finding]]:
     """Parse a source; None (with findings saying why) when its document cannot be used."""
     loader = _ThreeFileLoader if source.layout == "three-file" else _AgentSkillLoader
