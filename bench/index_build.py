@@ -72,7 +72,7 @@ def split_document(text: str, fallback_name: str) -> tuple[str, str, str]:
     if text.startswith("---\n"):
         end = text.find("\n---", 3)
         if end != -1:
-            meta = yaml.load(text[4:end], Loader=LOADER)  # noqa: S506 - CSafeLoader is the safe loader
+            meta = yaml.load(text[4:end], Loader=LOADER)  # CSafeLoader: the safe loader, in C
             body = text[end + 4 :]
             if isinstance(meta, dict):
                 return str(meta.get("name") or fallback_name), str(meta.get("description") or ""), body
