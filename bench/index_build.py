@@ -3,6 +3,7 @@
     python bench/index_build.py [--n 1000 --n 10000 [--n 100000]] [--rounds 3] [--work DIR] [--out FILE]
     python bench/index_build.py --n 10000 --profile          # cProfile of skillshelf's first sync, in one process
     python bench/index_build.py --n 10000 --once             # one skillshelf build, its seconds (for an A/B)
+    python bench/index_build.py --n 1000 --baseline parent=/tmp/parent/src   # and another tree's build, same rounds
 
 For each size: generate (or reuse) the synthetic library (bench/generate.py), then, every round, in an order
 that alternates round by round:
@@ -36,9 +37,12 @@ import platform
 import pstats
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +113,23 @@ def tantivy_build(lib: Path) -> tuple[float, float]:
     return time.perf_counter() - started, cpu_seconds() - cpu
 
 
-def measure(lib: Path, n: int, rounds: int) -> dict[str, Any]:
-    builds = {"skillshelf": skillshelf_build, "tantivy": tantivy_build}
+def build_elsewhere(lib: Path, src: Path) -> tuple[float, float]:
+    """`skillshelf_build` in a new process with `src` first on its import path (another tree: `--baseline`)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    command = [sys.executable, __file__, "--work", str(lib.parent), "--n", lib.name.removeprefix("lib-"), "--once"]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    fields = dict(part.split("=") for part in out.split())
+    return float(fields["wall"]), float(fields["cpu"])
+
+
+def measure(lib: Path, n: int, rounds: int, baselines: dict[str, Path]) -> dict[str, Any]:
+    """Every build once per round, the order reversed every other round; with baselines, every skillshelf
+    build (this tree's too) runs in a new process the same way."""
+    builds: dict[str, Callable[[Path], tuple[float, float]]] = {"skillshelf": skillshelf_build}
+    if baselines:
+        builds["skillshelf"] = partial(build_elsewhere, src=Path(__file__).resolve().parents[1] / "src")
+        builds.update({name: partial(build_elsewhere, src=src) for name, src in baselines.items()})
+    builds["tantivy"] = tantivy_build
     for build in builds.values():  # warm-up: the page cache, imports
         build(lib)
     per_round: list[dict[str, tuple[float, float]]] = []
@@ -122,7 +141,14 @@ def measure(lib: Path, n: int, rounds: int) -> dict[str, Any]:
     result: dict[str, Any] = {"n": n, "rounds": rounds}
     for what, at in (("wall", 0), ("cpu", 1)):
         result[f"median_{what}_s"] = {k: round(statistics.median(r[k][at] for r in per_round), 3) for k in builds}
-        result[f"{what}_ratio"] = round(statistics.median(r["skillshelf"][at] / r["tantivy"][at] for r in per_round), 2)
+        result[f"{what}_ratio"] = {
+            k: round(statistics.median(r[k][at] / r["tantivy"][at] for r in per_round), 2)
+            for k in builds
+            if k != "tantivy"
+        }
+        for name in baselines:  # this tree against each baseline, per round
+            ratios = [r["skillshelf"][at] / r[name][at] for r in per_round]
+            result[f"{what}_skillshelf_to_{name}"] = round(statistics.median(ratios), 3)
     result["per_round_s"] = [{k: [round(w, 3), round(c, 3)] for k, (w, c) in r.items()} for r in per_round]
     return result
 
@@ -158,6 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile skillshelf's sync instead (one process)")
     parser.add_argument("--top", type=int, default=40, help="functions listed by --profile")
     parser.add_argument("--once", action="store_true", help="one skillshelf build only, its seconds printed (A/B)")
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="NAME=SRC",
+        help="also build with another tree's src/ (e.g. parent=/tmp/parent/src, from `git archive REV src`)",
+    )
     args = parser.parse_args(argv)
     sizes = args.n or [1000, 10000]
     results = []
@@ -171,16 +204,16 @@ def main(argv: list[str] | None = None) -> int:
             seconds, cpu = skillshelf_build(lib)
             print(f"wall={seconds:.3f} cpu={cpu:.3f}")
             continue
-        results.append(measure(lib, n, args.rounds))
-    if results:
-        print("| skills | skillshelf s | tantivy s | ratio | skillshelf CPU s | tantivy CPU s | CPU ratio |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
-        for r in results:
-            wall, cpu = r["median_wall_s"], r["median_cpu_s"]
-            print(
-                f"| {r['n']:,} | {wall['skillshelf']} | {wall['tantivy']} | {r['wall_ratio']}x "
-                f"| {cpu['skillshelf']} | {cpu['tantivy']} | {r['cpu_ratio']}x |"
-            )
+        baselines = {name: Path(src) for name, src in (b.split("=", 1) for b in args.baseline)}
+        results.append(measure(lib, n, args.rounds, baselines))
+    for r in results:
+        print(f"\n{r['n']:,} skills, medians over {r['rounds']} rounds:")
+        print("| build | wall s | / tantivy | CPU s | / tantivy |\n|---|---:|---:|---:|---:|")
+        for name, wall in r["median_wall_s"].items():
+            ratios = ("", "") if name == "tantivy" else (f"{r['wall_ratio'][name]}x", f"{r['cpu_ratio'][name]}x")
+            print(f"| {name} | {wall} | {ratios[0]} | {r['median_cpu_s'][name]} | {ratios[1]} |")
+        for key in (k for k in r if "_skillshelf_to_" in k):
+            print(f"{key}: {r[key]}")
     if args.out:
         machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load": os.getloadavg()}
         args.out.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n", encoding="utf-8")
