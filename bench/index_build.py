@@ -4,6 +4,7 @@
     python bench/index_build.py --n 10000 --profile          # cProfile of skillshelf's first sync, in one process
     python bench/index_build.py --n 10000 --once             # one skillshelf build, its seconds (for an A/B)
     python bench/index_build.py --n 1000 --baseline parent=/tmp/parent/src   # and another tree's build, same rounds
+    python bench/index_build.py --n 1000 --parse 3           # parse CPU alone, in one process, min of 3 passes
 
 For each size: generate (or reuse) the synthetic library (bench/generate.py), then, every round, in an order
 that alternates round by round:
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import math
 import os
 import platform
 import pstats
@@ -50,6 +52,9 @@ import yaml
 
 from skillshelf.library.index import parallel
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.skill.discovery import discover
+from skillshelf.library.skill.layouts import load_source
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 
 try:  # imported as bench.index_build (repo root on sys.path)
     from bench import generate
@@ -159,6 +164,18 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def parse_cpu(lib: Path, passes: int) -> float:
+    """The least CPU seconds, over `passes`, of parsing every skill of `lib` in this process (no workers, no writes)."""
+    sources = discover([lib]).sources
+    best = math.inf
+    for _ in range(passes):
+        started = time.process_time()
+        for source in sources:
+            load_source(source, DEFAULT_MAX_FILE_BYTES)
+        best = min(best, time.process_time() - started)
+    return best
+
+
 def profile(lib: Path, top: int) -> None:
     """cProfile of one first sync with the parsing in this process (the pool's threshold raised past N)."""
     parallel.PARALLEL_THRESHOLD = sys.maxsize
@@ -184,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile skillshelf's sync instead (one process)")
     parser.add_argument("--top", type=int, default=40, help="functions listed by --profile")
     parser.add_argument("--once", action="store_true", help="one skillshelf build only, its seconds printed (A/B)")
+    parser.add_argument("--parse", type=int, metavar="PASSES", help="parse CPU only, in this process: min of PASSES")
     parser.add_argument(
         "--baseline",
         action="append",
@@ -199,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         generate.ensure_library(lib, n)
         if args.profile:
             profile(lib, args.top)
+            continue
+        if args.parse:
+            print(f"parse_cpu={parse_cpu(lib, args.parse):.3f}")
             continue
         if args.once:
             seconds, cpu = skillshelf_build(lib)
