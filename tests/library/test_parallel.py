@@ -5,14 +5,23 @@ server's secrets."""
 from __future__ import annotations
 
 import os
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from skillshelf.library import children
+from skillshelf.library.index import library as library_module
 from skillshelf.library.index import parallel
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from tests.conftest import agent_skill, three_file
+
+# What a parsing worker has no use for: the index (SQLite, the vocabulary), pydantic, the usage store.
+HEAVY_FOR_A_WORKER = frozenset(
+    {"skillshelf.library.index.library", "skillshelf.library.index.store", "pydantic", "skillshelf.library.usage.store"}
+)
 
 
 def pid_and_square(item: int, _max_bytes: int) -> tuple[int, int]:
@@ -96,3 +105,28 @@ def test_a_worker_gets_none_of_the_servers_secrets(monkeypatch: pytest.MonkeyPat
     seen = list(parallel.parse_all(environment_of, list(range(4)), 0))
     assert all("SKILLSHELF_TOKENS" not in env and "AWS_SECRET_ACCESS_KEY" not in env for env in seen)
     assert all(env.get("PATH") == os.environ["PATH"] for env in seen)  # what it needs to start is there
+
+
+def test_a_parsing_worker_imports_the_parser_without_the_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a sync hands the workers is pickled by name and imported by each worker as it starts: a parser
+    reached through the index's module made every worker import the index, pydantic and the usage store."""
+    handed: list[object] = []
+
+    def record(parse: object, items: object, max_bytes: int) -> list[object]:
+        handed.append(parse)
+        return []
+
+    monkeypatch.setattr(library_module, "parse_all", record)
+    list(library_module.parse_sources([], 0))
+    program = (
+        "import pickle, sys; pickle.loads(sys.stdin.buffer.read()); "
+        "print(sorted(m for m in sys.modules if m in HEAVY))".replace("HEAVY", repr(HEAVY_FOR_A_WORKER))
+    )
+    imported = subprocess.run(
+        [sys.executable, "-c", program],
+        input=pickle.dumps(handed[0]),
+        capture_output=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout.decode()
+    assert imported.strip() == "[]", f"a worker imported {imported.strip()}"

@@ -34,15 +34,14 @@ from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFi
 from skillshelf.library.index.watcher import DirectoryWatcher
 from skillshelf.library.semantic.vectors import Closeness, SemanticIndex, skill_text
 from skillshelf.library.skill.discovery import Discovery, discover, printable
-from skillshelf.library.skill.layouts import load_source
-from skillshelf.library.skill.models import Finding, Skill, SkillSource
+from skillshelf.library.skill.layouts import ParsedSource, parse_source
+from skillshelf.library.skill.models import Finding, SkillSource
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.library.usage.events import UsageEvents
 from skillshelf.library.usage.store import BUSY_TIMEOUT_S, USAGE_FILE, UsageStore, UsageUnavailable
 
 logger = logging.getLogger(__name__)
-ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 T = TypeVar("T")
 
 INDEX_DIR_NAME = ".skillshelf"
@@ -208,12 +207,7 @@ def _warn_if_usage_moves(unwritable: Path, cache: Path) -> None:
 
 
 def parse_sources(sources: list[SkillSource], max_bytes: int) -> Iterator[ParsedSource]:
-    return parse_all(_parse_one, sources, max_bytes)
-
-
-def _parse_one(source: SkillSource, max_bytes: int) -> ParsedSource:
-    skill, findings = load_source(source, max_bytes)
-    return source, skill, findings
+    return parse_all(parse_source, sources, max_bytes)
 
 
 class SkillLibrary(BackgroundSync[SyncReport]):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_not_utf8, printable
-from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, walk_folder
+from skillshelf.library.skill.folder import MAX_FILES, FolderFile, TooManyFiles, walk_folder
 from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -59,6 +59,17 @@ KNOWN_EXTRA_KEYS = frozenset(
 CODE_LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript"}
 
 
+ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
+
+
+def parse_source(source: SkillSource, max_bytes: int) -> ParsedSource:
+    """`load_source` with its source, as the index stores it. What the parsing workers are handed (pickled by
+    name): it lives here, not in library/index/library.py, so a worker imports the parser alone and not
+    the index, pydantic and the usage store (about 0.2 s of CPU and most of a worker's start-up)."""
+    skill, findings = load_source(source, max_bytes)
+    return source, skill, findings
+
+
 def load_source(source: SkillSource, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Skill | None, list[Finding]]:
     """Parse a source; None (with findings saying why) when its document cannot be used."""
     loader = _ThreeFileLoader if source.layout == "three-file" else _AgentSkillLoader
@@ -103,6 +114,7 @@ class _Loader:
         declared: float | None,
         breakdown: dict[str, float] | None,
         has_metadata: bool,
+        scanned: list[FolderFile] | None = None,
     ) -> Skill:
         tags = _tags(frontmatter)
         facts = QualityFacts(
@@ -114,7 +126,8 @@ class _Loader:
             has_tags=bool(tags),
             has_metadata=has_metadata,
         )
-        self.findings.extend(scan_skill(self.source, self.root_label, self.max_bytes))  # before quality: risk caps it
+        # before quality: risk caps it
+        self.findings.extend(scan_skill(self.source, self.root_label, self.max_bytes, self.real_root, scanned))
         quality = score_quality(declared, breakdown, facts, self.findings)
         schema = frontmatter.get("input_schema")
         if schema is not None and not (isinstance(schema, dict) and schema.get("type") == "object"):
@@ -254,7 +267,8 @@ class _AgentSkillLoader(_Loader):
                 f"SKILL.md body has {body_lines} lines; the spec recommends under {MAX_BODY_LINES}. "
                 "Move detail into references/.",
             )
-        resources = self._resources()
+        files, complete = self._walk()
+        resources = self._resources(files)
         raw_metadata = frontmatter.get("metadata")
         metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
         declared = _declared_score({**metadata, **frontmatter}, {}, report)
@@ -270,6 +284,7 @@ class _AgentSkillLoader(_Loader):
             declared=declared,
             breakdown=None,
             has_metadata=bool(metadata),
+            scanned=files if complete else [],  # a skill over the limit is not scanned (`check` says why)
         )
         return skill, self.findings
 
@@ -366,20 +381,26 @@ class _AgentSkillLoader(_Loader):
         if metadata is not None and not isinstance(metadata, dict):
             report.add("warning", "metadata-invalid", "`metadata` must be a mapping of strings to strings", 2)
 
-    def _resources(self) -> list[str]:
-        """The files under scripts/, references/ and assets/ as the one folder walk lists them (what
-        readSkillFile serves); a name that is not UTF-8 is reported once, at the name itself."""
+    def _walk(self) -> tuple[list[FolderFile], bool]:
+        """The skill folder's files as the one folder walk lists them, and whether it listed them all (it
+        stops at MAX_FILES). The resources and the scan both read them: one walk of the folder, not two. A
+        name that is not UTF-8 is reported once, at the name itself."""
         folder = self.source.doc_file.parent
         refused: list[Path] = []
-        found: list[str] = []
+        files: list[FolderFile] = []
+        complete = True
         try:
-            for file in walk_folder(folder, self.real_root, max_files=MAX_FILES, refused=refused):
-                if "/" in file.served and file.served.split("/", 1)[0] in RESOURCE_DIRS:
-                    found.append(file.served)  # noqa: PERF401 (TooManyFiles keeps what was listed)
+            files.extend(walk_folder(folder, self.real_root, max_files=MAX_FILES, refused=refused))
         except TooManyFiles:
-            pass  # what was listed before the limit stands; `skillshelf check` reports the limit
+            complete = False  # what was listed before the limit stands; `skillshelf check` reports the limit
         for path in refused:
             self.reporter(path).add("warning", "name-not-utf8", name_not_utf8(path.name, folder=path.is_dir()))
+        return files, complete
+
+    @staticmethod
+    def _resources(files: list[FolderFile]) -> list[str]:
+        """The files under scripts/, references/ and assets/ (what readSkillFile serves)."""
+        found = [f.served for f in files if "/" in f.served and f.served.split("/", 1)[0] in RESOURCE_DIRS]
         return sorted(found)[:MAX_RESOURCES]
 
 

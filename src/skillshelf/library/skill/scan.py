@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from skillshelf.library.skill.discovery import printable
-from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, walk_folder
+from skillshelf.library.skill.folder import MAX_FILES, FolderFile, TooManyFiles, walk_folder
 from skillshelf.library.skill.models import Finding, Severity, SkillSource
 from skillshelf.library.skill.paths import is_servable, relative_to_root
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, read_regular_file
@@ -137,14 +137,25 @@ def scan_folder(folder: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ScanRe
     return report
 
 
-def scan_skill(source: SkillSource, root_label: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> list[Finding]:
-    """A skill's files scanned, as findings at their paths under the library root."""
-    real_root = source.root.resolve()
+def scan_skill(
+    source: SkillSource,
+    root_label: str,
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    real_root: Path | None = None,
+    listed: list[FolderFile] | None = None,
+) -> list[Finding]:
+    """A skill's files scanned, as findings at their paths under the library root.
+
+    A caller that has resolved the root (`real_root`) or walked an agent-skills folder already (`listed`:
+    what the walk gave, [] when it stopped at the file limit) passes them: parsing a skill then resolves
+    and walks once, not twice."""
+    real_root = source.root.resolve() if real_root is None else real_root
     if source.layout == "agent-skills":
         folder = source.doc_file.parent
         prefix = relative_to_root(folder, source.root) + "/"
         try:
-            files = [(f.path, f.served) for f in walk_folder(folder, real_root, max_files=MAX_FILES)]
+            found = walk_folder(folder, real_root, max_files=MAX_FILES) if listed is None else listed
+            files = [(f.path, f.served) for f in found]
         except TooManyFiles:
             files = []  # the skill is over the limit; `check` says so (over-file-limit) and nothing is scanned
     else:
