@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library import children
-from skillshelf.library.index import parallel
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.indexing import parallel
 from tests.conftest import agent_skill, three_file
 
 

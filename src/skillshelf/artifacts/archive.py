@@ -36,10 +36,10 @@ from skillshelf.artifacts.store import (
     scan_project,
 )
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.index.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
-from skillshelf.library.index.library import user_cache_dir
-from skillshelf.library.index.parallel import batches, parse_all
-from skillshelf.library.index.watcher import DirectoryWatcher
+from skillshelf.library.indexing.folders import user_cache_dir
+from skillshelf.library.indexing.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
+from skillshelf.library.indexing.parallel import batches, parse_all
+from skillshelf.library.indexing.watcher import DirectoryWatcher
 from skillshelf.library.skill.layouts import summary as one_line
 from skillshelf.projects import Project, ProjectRoots
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, Self, TypeVar
 
-from skillshelf.library.index.fts import IndexDamaged
+from skillshelf.library.indexing.fts import IndexDamaged
 
 logger = logging.getLogger(__name__)
 
