@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library.index import sync as skill_sync
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary, choose_index_path
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.places import choose_index_path
 from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters
 from skillshelf.library.indexing.terms import match_expression, query_terms
 from tests.conftest import agent_skill, deadline, three_file, wait_until_async, write

@@ -20,7 +20,8 @@ from mcp import Client
 
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.db import file_lock
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary, fused
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.ranking import fused
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.semantic import encoder as encoder_module
 from skillshelf.library.semantic.encoder import (

@@ -11,6 +11,8 @@ from skillshelf.library.semantic.vectors import SemanticIndex
 
 
 class LibraryHealth:
+    """/health's part of a library: read from its sync, its index and its vectors."""
+
     def __init__(self, sync: LibrarySync, index: SkillIndex, semantic: SemanticIndex | None) -> None:
         self.sync = sync
         self.index = index
@@ -34,8 +36,7 @@ class LibraryHealth:
         return self.digest.status()
 
     def _freshness(self) -> dict[str, object]:
-        """When the index last matched the files, and whether changes reach it by themselves: 'watching'
-        (the watcher runs), 'polling' (it failed; reads re-check the files) or 'off' (serve --no-watch)."""
+        """When the index last matched the files, and whether changes reach it by themselves (`changes`)."""
         synced = self.sync.synced_wall
         at = dt.datetime.fromtimestamp(synced, dt.UTC).isoformat(timespec="seconds") if synced else None
         return {"syncedAt": at, "changes": self.sync.changes()}

@@ -16,12 +16,11 @@ from typing import TypeVar
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.index.health import LibraryHealth
-from skillshelf.library.index.places import READ_ONLY_MARKER, LibraryConfig, Places, choose_index_path, choose_state_dir
-from skillshelf.library.index.ranking import FUSION_POOL, MIN_SIMILARITY, Ranking, fused
+from skillshelf.library.index.places import LibraryConfig, Places
+from skillshelf.library.index.ranking import Ranking
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.index.suggestions import Lookup
 from skillshelf.library.index.sync import LibrarySync, parse_sources
-from skillshelf.library.indexing.folders import user_cache_dir
 from skillshelf.library.indexing.freshness import SyncReport
 from skillshelf.library.semantic.vectors import SemanticIndex, skill_text
 from skillshelf.library.skill.discovery import discover
@@ -31,20 +30,8 @@ from skillshelf.library.usage.events import UsageEvents
 from skillshelf.library.usage.opened import OpenedUsage
 
 T = TypeVar("T")
-# Names other modules import from here, where they lived before the library was split (issue 32).
-__all__ = [
-    "FUSION_POOL",
-    "MIN_SIMILARITY",
-    "READ_ONLY_MARKER",
-    "LibraryConfig",
-    "SkillLibrary",
-    "choose_index_path",
-    "choose_state_dir",
-    "fused",
-    "is_verified",
-    "overlaid_index",
-    "user_cache_dir",
-]
+# LibraryConfig (places.py) is what a SkillLibrary is built from: its callers import the two together.
+__all__ = ["LibraryConfig", "SkillLibrary", "is_verified", "overlaid_index"]
 
 
 class SkillLibrary:

@@ -46,9 +46,13 @@ def _parse_one(source: SkillSource, max_bytes: int) -> ParsedSource:
 
 
 class LibrarySync(BackgroundSync[SyncReport]):
+    """A skill library's index kept in line with its roots (see the module's docstring)."""
+
     LABEL = "skill index"
 
-    def __init__(self, config: LibraryConfig, roots: list[Path], index: SkillIndex, semantic: SemanticIndex | None):
+    def __init__(
+        self, config: LibraryConfig, roots: list[Path], index: SkillIndex, semantic: SemanticIndex | None
+    ) -> None:
         super().__init__()
         self.config = config
         self.roots = roots

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from skillshelf.library.db import file_lock
-from skillshelf.library.index.library import READ_ONLY_MARKER
+from skillshelf.library.index.places import READ_ONLY_MARKER
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.digest import file_digest, skill_digest
 from skillshelf.library.skill.discovery import library_base
