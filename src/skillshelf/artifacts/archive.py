@@ -122,14 +122,14 @@ class SessionArchive(BackgroundSync[SyncReport]):
         servers started together wait for the first build instead of racing it.
         """
         with self.index.exclusive():
-            return self._sync_locked()
+            return self._sync_locked_files()
 
     def _stale(self) -> bool:
         """Also when another process replaced the index file (a damaged one), and while this process
         fills a file it has just put in place: reads wait for that sync."""
         return super()._stale() or self.index.replaced_elsewhere() or self.index.rebuilding
 
-    def _sync_locked(self) -> SyncReport:
+    def _sync_locked_files(self) -> SyncReport:
         started = time.perf_counter()
         scan = self._scan()
         self._log_new_findings(scan.findings)
