@@ -3,7 +3,7 @@
 Freshness: a full stat-only sync when the library opens (re-parsing only what changed since the
 index was written), then a file watcher marks the library dirty on any change and the next read
 syncs before answering. No read rescans an unchanged library. The generic part (background sync,
-waiting reads, damage) is library/indexing/freshness.py's `BackgroundSync`; this is what a skill
+waiting reads, damage, the file's lock) is library/indexing/freshness.py's `IndexSync`; this is what a skill
 library adds: discovery over its roots, its findings, the parsed-file cache, the content digest and
 the meaning vectors' passes, and listeners for changes and progress.
 """
@@ -21,7 +21,7 @@ from skillshelf.library.index.digest import LibraryDigest
 from skillshelf.library.index.places import LibraryConfig
 from skillshelf.library.index.store import SkillIndex
 from skillshelf.library.indexing.filecache import FileCache
-from skillshelf.library.indexing.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
+from skillshelf.library.indexing.freshness import POLL_SECONDS, WRITE_BATCH, IndexSync, SyncReport
 from skillshelf.library.indexing.parallel import batches, parse_all
 from skillshelf.library.indexing.watcher import DirectoryWatcher
 from skillshelf.library.semantic.vectors import SemanticIndex
@@ -45,7 +45,7 @@ def _parse_one(source: SkillSource, max_bytes: int) -> ParsedSource:
     return source, skill, findings
 
 
-class LibrarySync(BackgroundSync[SyncReport]):
+class LibrarySync(IndexSync[SyncReport, SkillIndex]):
     """A skill library's index kept in line with its roots (see the module's docstring)."""
 
     LABEL = "skill index"
@@ -53,11 +53,9 @@ class LibrarySync(BackgroundSync[SyncReport]):
     def __init__(
         self, config: LibraryConfig, roots: list[Path], index: SkillIndex, semantic: SemanticIndex | None
     ) -> None:
-        super().__init__()
+        super().__init__(index)
         self.config = config
         self.roots = roots
-        self.index = index
-        self.index.on_damage = self._rebuild_after_damage
         self.index_path = index.path
         self.semantic = semantic
         self.discovery_findings: list[Finding] = []
@@ -83,27 +81,13 @@ class LibrarySync(BackgroundSync[SyncReport]):
             self.semantic.request_pass()
 
     # -- freshness -----------------------------------------------------------------------
-    def _sync_now(self) -> SyncReport:
-        """Re-parse only sources whose signature changed since the index was written.
-
-        One process syncs an index file at a time (a lock beside it): servers started together on
-        one library wait for the first build instead of racing it, then find nothing left to parse.
-        """
-        with self.index.exclusive():
-            return self._sync_locked_files()
-
     def _answers_while_checking(self) -> bool:
         """Only from a file that records a finished sync itself. A marker file beside it (as before) vouched
         for whatever file stood there: one another process had just started in place of a damaged or
         outdated one, still empty, was answered from as if it were the complete index it replaced."""
         return self.index.damage is None and self.index.is_complete()
 
-    def _stale(self) -> bool:
-        """Also when another process replaced the index file (a damaged one): the sync reopens it; and while
-        this process fills a file it has just put in place: reads wait for that sync."""
-        return super()._stale() or self.index.replaced_elsewhere() or self.index.rebuilding
-
-    def _sync_locked_files(self) -> SyncReport:
+    def _sync_files(self) -> SyncReport:
         started = time.perf_counter()
         found: Discovery = discover(self.roots)
         self._log_new_discovery_findings(found.findings)
