@@ -5,7 +5,7 @@
 For every query, the word ranking (the best 50, scores relative to the best) and the cosine similarity
 of every skill are computed once, in process, over ../shared/corpora; then each fusion is scored
 offline: words alone, meaning alone, reciprocal rank fusion (k = 60, the form used until 2026-11-25)
-and the convex combination of the two scores that `skillshelf.library.index.library.fused` uses, for
+and the convex combination of the two scores that `skillshelf.library.index.ranking.fused` uses, for
 several weights. Prints hit@5 / MRR@10 per query file and over all of them. Tuning on a file spends it:
 keep a held-out file out of the sweep (docs/search.md).
 """
@@ -23,7 +23,8 @@ try:  # imported as bench.fusion_sweep (repo root on sys.path)
     from bench.eval_corpora import CORPORA, load_queries, rank_of
 except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
     from eval_corpora import CORPORA, load_queries, rank_of  # type: ignore[no-redef]
-from skillshelf.library.index.library import FUSION_POOL, MIN_SIMILARITY, LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.ranking import FUSION_POOL, MIN_SIMILARITY
 from skillshelf.library.index.store import SearchFilters
 
 QUERIES = Path(__file__).with_name("queries")

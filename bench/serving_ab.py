@@ -34,8 +34,8 @@ import anyio
 from mcp import Client
 
 from skillshelf.library.access.reader import LibraryReader
-from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.patterns import service
 from skillshelf.server import tooling, views
 from skillshelf.server.app import build_server

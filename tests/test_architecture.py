@@ -124,7 +124,7 @@ def test_the_forbidden_import_check_sees_lazy_imports(tmp_path: Path) -> None:
 
 
 def library_part_graph() -> dict[str, set[str]]:
-    """library's subpackages (skill, index, semantic, usage, access, sources; db and the rest as
+    """library's subpackages (skill, index, indexing, semantic, usage, access, sources; db and the rest as
     modules) -> the ones they import."""
 
     def part(module: str) -> str | None:
@@ -145,6 +145,22 @@ def test_the_library_subpackages_form_no_import_cycle() -> None:
     # index uses usage and semantic; so those two must not reach back into index (the shared SQLite
     # helpers live in library.db, below all three).
     graph = library_part_graph()
-    assert {"skill", "index", "semantic", "usage", "access", "sources", "db"} <= set(graph)
+    assert {"skill", "index", "indexing", "semantic", "usage", "access", "sources", "db"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, "library subpackage import cycle: " + " -> ".join(cycle or [])
+
+
+def test_generic_indexing_sits_below_the_skill_index_and_the_session_archive() -> None:
+    # library/indexing/ (the FTS file, background sync, watcher, parallel parsing, cache folders, the words)
+    # is what the skill index and the session archive share; neither reaches the other through it (issue 32).
+    def reaching(prefix: str, targets: tuple[str, ...]) -> list[str]:
+        return sorted(
+            f"{module} imports {target}"
+            for module, imported in GRAPH.items()
+            if module.startswith(prefix)
+            for target in imported
+            if any(target == t or target.startswith(t + ".") for t in targets)
+        )
+
+    assert reaching("skillshelf.library.indexing", ("skillshelf.library.index", "skillshelf.artifacts")) == []
+    assert reaching("skillshelf.artifacts", ("skillshelf.library.index",)) == []

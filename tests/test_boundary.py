@@ -274,9 +274,9 @@ OTHER_WALKS = {
     "execution/runner.py": "a run's own work folder (its size)",
     "execution/_child.py": "/proc/self/fd inside the skill's own process",
     "library/children.py": "/proc/self/fd (the descriptors a child inherits)",
-    "library/index/fts.py": "the index's own damaged copies",
-    "library/index/library.py": "the library root's .skillshelf/ state folder (old indexes named for a path to prune)",
-    "library/index/watch_child.py": "the folders the watcher watches (no file is listed)",
+    "library/indexing/folders.py": "a root's .skillshelf/ state folder (old indexes named for a path to prune)",
+    "library/indexing/fts.py": "the index's own damaged copies",
+    "library/indexing/watch_child.py": "the folders the watcher watches (no file is listed)",
     "library/semantic/install.py": "the model's wheel and the files it installs",
     "library/sources/fetch.py": "a source's files before they are a skill of the library (its hostile-input rules)",
     "library/sources/history.py": "the history's own folders in .skillshelf/history (versions and blobs, to prune)",
@@ -332,7 +332,7 @@ def test_the_walk_check_sees_every_way_to_list_a_folder() -> None:
 
 def test_the_watchers_copy_of_the_ignore_list_is_the_one_list() -> None:
     """watch_child.py runs as its own small process and imports nothing of the package: its copy must match."""
-    from skillshelf.library.index.watch_child import UNWATCHED_NAMES
+    from skillshelf.library.indexing.watch_child import UNWATCHED_NAMES
     from skillshelf.library.skill.folder import IGNORED_NAMES
 
     assert UNWATCHED_NAMES == IGNORED_NAMES

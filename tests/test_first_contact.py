@@ -20,7 +20,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from skillshelf.library.index.library import READ_ONLY_MARKER, LibraryConfig, SkillLibrary
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.places import READ_ONLY_MARKER
 from skillshelf.server.hosts import HostGuard, transport_security
 from tests.conftest import deadline, write
 

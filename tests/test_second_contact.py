@@ -129,7 +129,7 @@ def test_the_watch_process_leaves_ctrl_c_to_the_server_and_says_nothing(tmp_path
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "skillshelf.library.index.watch_child", "--recursive", str(tmp_path)]
+    command = [sys.executable, "-m", "skillshelf.library.indexing.watch_child", "--recursive", str(tmp_path)]
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert child.stdout is not None and child.stdout.readline()  # ready

@@ -17,7 +17,8 @@ from skillshelf.cli import cli
 from skillshelf.config.auth import token_digest
 from skillshelf.config.variables import leaves, variable_for
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.index.library import LibraryConfig, choose_state_dir, user_cache_dir
+from skillshelf.library.index.places import LibraryConfig, choose_state_dir
+from skillshelf.library.indexing.folders import user_cache_dir
 from skillshelf.library.semantic.install import default_model_dir
 from skillshelf.settings import (
     NOT_SETTINGS,

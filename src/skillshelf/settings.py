@@ -48,7 +48,8 @@ from skillshelf.config.variables import (
 )
 from skillshelf.config.views import DEFAULT_VIEW, VIEW_NAME, ViewSettings
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.library.index.library import LibraryConfig, user_cache_dir
+from skillshelf.library.index.places import LibraryConfig
+from skillshelf.library.indexing.folders import user_cache_dir
 from skillshelf.library.semantic.install import (
     NUMPY_MISSING,
     fetched_model,

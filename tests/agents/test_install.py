@@ -249,7 +249,7 @@ def test_serve_keep_installed_brings_a_library_change_to_the_agents(sample_root:
         (sample_root / "git" / "release-notes" / "SKILL.md").write_text(
             "---\nname: release-notes\ndescription: Version two.\n---\n# Two\n", encoding="utf-8"
         )
-        library._on_change()  # what the watcher's thread calls after a change under the roots
+        library.syncing._on_change()  # what the watcher's thread calls after a change under the roots
     finally:
         library.close()
     assert "Version two" in edited.read_text(encoding="utf-8")

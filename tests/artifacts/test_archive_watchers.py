@@ -9,7 +9,7 @@ import pytest
 
 from skillshelf.artifacts import archive as archive_module
 from skillshelf.artifacts.archive import SessionArchive
-from skillshelf.library.index.watcher import DirectoryWatcher
+from skillshelf.library.indexing.watcher import DirectoryWatcher
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file
 from tests.conftest import wait_until

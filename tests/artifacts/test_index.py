@@ -280,3 +280,25 @@ def test_two_archives_on_one_index_file_sync_one_at_a_time(dev: Path, tmp_path: 
     assert ids(second, "bm25 weights")[0] == "2025-12-01-search"
     first.close()
     second.close()
+
+
+def test_a_sync_of_the_archive_is_recorded_and_a_failed_one_is_said(
+    dev: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The archive's own scan was named `_sync_locked`, the name of BackgroundSync's step that records a sync, so
+    # `sync()` ran the scan alone: no file lock, no rebuild of a damaged index, no `synced_wall`, no `sync_error`.
+    archive = open_archive(dev, tmp_path)
+    try:
+        archive.sync()
+        assert archive.synced_wall is not None and archive.sync_error is None
+
+        def broken() -> None:
+            raise OSError("disk gone")
+
+        monkeypatch.setattr(archive, "_scan", broken)
+        with pytest.raises(OSError):
+            archive.sync()
+        assert archive.sync_error == "OSError: disk gone"
+        assert archive.needs_sync()  # the next read retries it
+    finally:
+        archive.close()

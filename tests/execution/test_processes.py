@@ -39,7 +39,7 @@ pytestmark = pytest.mark.anyio
 HAS_BUBBLEWRAP = sandbox.isolation(True).sandboxed
 SECRET = "team-token-0123456789abcdef"
 NOBODY = 65534
-PARSE_WORKER = "skillshelf.library.index.parallel"
+PARSE_WORKER = "skillshelf.library.indexing.parallel"
 
 FDS = """import os
 def fds() -> dict:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library.index import library as skill_library
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary, choose_index_path
-from skillshelf.library.index.query import query_terms
-from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters, match_expression
+from skillshelf.library.index import sync as skill_sync
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.places import choose_index_path
+from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters
+from skillshelf.library.indexing.terms import match_expression, query_terms
 from tests.conftest import agent_skill, deadline, three_file, wait_until_async, write
 
 
@@ -244,7 +245,7 @@ def test_a_first_index_reports_progress_batch_by_batch(tmp_path: Path, monkeypat
     root = tmp_path / "many"
     for number in range(5):
         write(root / "bulk" / f"skill-{number}.md", f"# Skill {number}\n\nDoes thing {number}.\n")
-    monkeypatch.setattr(skill_library, "WRITE_BATCH", 2)
+    monkeypatch.setattr(skill_sync, "WRITE_BATCH", 2)
     library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
     seen: list[tuple[int, int]] = []
     library.add_progress_listener(lambda done, total: seen.append((done, total)))

@@ -24,7 +24,7 @@ from mcp import Client
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.index import SessionFilters
-from skillshelf.library.index import library as skill_library
+from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.projects import ProjectRoots
@@ -230,7 +230,7 @@ def test_only_the_latest_damaged_copy_is_kept(config: LibraryConfig, built: Path
 OPEN_AND_COUNT = """
 import sys
 from pathlib import Path
-from skillshelf.library.index import library as skill_library
+from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 library = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))
@@ -396,13 +396,13 @@ def test_a_warm_start_whose_recheck_finds_damage_waits_for_its_own_rebuild(
     own re-check moves the file aside and starts a new one. From then until the rebuild ends, reads wait."""
     overwrite_sources_roots(built)
     release = threading.Event()
-    real_parse = skill_library.parse_sources
+    real_parse = skill_sync.parse_sources
 
     def held_parse(sources: list[Any], max_bytes: int) -> Iterator[Any]:
         assert release.wait(60)
         yield from real_parse(sources, max_bytes)
 
-    monkeypatch.setattr(skill_library, "parse_sources", held_parse)
+    monkeypatch.setattr(skill_sync, "parse_sources", held_parse)
     library = SkillLibrary(config)
     answers: list[object] = []
     try:

@@ -13,14 +13,20 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library import children
-from skillshelf.library.index import library as library_module
-from skillshelf.library.index import parallel
+from skillshelf.library.index import sync as sync_module
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.indexing import parallel
 from tests.conftest import agent_skill, three_file
 
 # What a parsing worker has no use for: the index (SQLite, the vocabulary), pydantic, the usage store.
 HEAVY_FOR_A_WORKER = frozenset(
-    {"skillshelf.library.index.library", "skillshelf.library.index.store", "pydantic", "skillshelf.library.usage.store"}
+    {
+        "skillshelf.library.index.library",
+        "skillshelf.library.index.sync",
+        "skillshelf.library.index.store",
+        "pydantic",
+        "skillshelf.library.usage.store",
+    }
 )
 
 
@@ -116,8 +122,8 @@ def test_a_parsing_worker_imports_the_parser_without_the_index(monkeypatch: pyte
         handed.append(parse)
         return []
 
-    monkeypatch.setattr(library_module, "parse_all", record)
-    list(library_module.parse_sources([], 0))
+    monkeypatch.setattr(sync_module, "parse_all", record)
+    list(sync_module.parse_sources([], 0))
     program = (
         "import pickle, sys; pickle.loads(sys.stdin.buffer.read()); "
         "print(sorted(m for m in sys.modules if m in HEAVY))".replace("HEAVY", repr(HEAVY_FOR_A_WORKER))

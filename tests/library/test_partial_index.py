@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library.access.reader import LibraryReader
-from skillshelf.library.index import library as skill_library
+from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SkillIndex
 from skillshelf.patterns import service
@@ -20,7 +20,7 @@ def test_a_half_built_index_is_never_reported_as_whole(tmp_path: Path, monkeypat
     root = tmp_path / "library"
     for i in range(6):
         agent_skill(root, "tools", f"tool-{i}", f"name: tool-{i}\ndescription: Widget tool number {i}.")
-    monkeypatch.setattr(skill_library, "WRITE_BATCH", 2)
+    monkeypatch.setattr(skill_sync, "WRITE_BATCH", 2)
     real_apply = SkillIndex.apply
 
     def full_disk_after_two_skills(self: SkillIndex, batch: list[object], removed: list[str]) -> None:

@@ -19,7 +19,8 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.access.reader import ViewReader
-from skillshelf.library.index.library import LibraryConfig, SkillLibrary, fused
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.ranking import fused
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.locks import file_lock
 from skillshelf.library.semantic import encoder as encoder_module

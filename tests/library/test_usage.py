@@ -250,7 +250,8 @@ def test_the_wal_and_shm_of_a_damaged_file_are_left_untouched(tmp_path: Path) ->
 def test_a_read_only_state_folder_falls_back_to_the_cache_and_says_usage_moved(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from skillshelf.library.index.library import LibraryConfig, choose_state_dir, user_cache_dir
+    from skillshelf.library.index.places import LibraryConfig, choose_state_dir
+    from skillshelf.library.indexing.folders import user_cache_dir
 
     root = tmp_path / "library"
     state = root / ".skillshelf"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from skillshelf.library.access.reader import LibraryReader
-from skillshelf.library.index import library as skill_library
+from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters, SkillIndex
 from skillshelf.patterns import service
@@ -36,13 +36,13 @@ def root(tmp_path: Path) -> Path:
 def held_parse(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """Parsing waits until the event is set: a sync that has work to do stays under way."""
     release = threading.Event()
-    real_parse = skill_library.parse_sources
+    real_parse = skill_sync.parse_sources
 
     def waiting_parse(sources: list[Any], max_bytes: int) -> Iterator[Any]:
         assert release.wait(deadline())
         yield from real_parse(sources, max_bytes)
 
-    monkeypatch.setattr(skill_library, "parse_sources", waiting_parse)
+    monkeypatch.setattr(skill_sync, "parse_sources", waiting_parse)
     yield release
     release.set()
 
@@ -84,7 +84,7 @@ def test_a_build_that_was_interrupted_makes_the_next_start_wait(
         pass  # an earlier run: a complete index of 4 skills
     for i in range(4, 8):
         agent_skill(root, "tools", f"tool-{i}", f"name: tool-{i}\ndescription: Widget tool number {i}.")
-    monkeypatch.setattr(skill_library, "WRITE_BATCH", 2)
+    monkeypatch.setattr(skill_sync, "WRITE_BATCH", 2)
     real_apply = SkillIndex.apply
 
     def killed_after_six(self: SkillIndex, batch: list[Any], removed: list[str]) -> None:

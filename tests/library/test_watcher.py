@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from skillshelf.library.index import watch_child
-from skillshelf.library.index.watcher import DirectoryWatcher
+from skillshelf.library.indexing import watch_child
+from skillshelf.library.indexing.watcher import DirectoryWatcher
 from tests.conftest import deadline, wait_until
 
 

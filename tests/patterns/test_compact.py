@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.patterns import minify
 from skillshelf.patterns.service import one_line
 from skillshelf.server.app import build_server

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from skillshelf.library.index import library as skill_library
+from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
@@ -28,7 +28,7 @@ async def test_a_search_waiting_on_the_first_index_reports_its_progress(
     root = tmp_path / "library"
     for i in range(SKILLS):
         agent_skill(root, "tools", f"gadget-{i}", f"name: gadget-{i}\ndescription: Gadget helper number {i}.")
-    real_parse = skill_library.parse_sources
+    real_parse = skill_sync.parse_sources
     progress_seen = threading.Event()
 
     def held_parse(sources: list[Any], max_bytes: int) -> Iterator[Any]:
@@ -38,8 +38,8 @@ async def test_a_search_waiting_on_the_first_index_reports_its_progress(
                 progress_seen.wait(deadline())
             yield parsed
 
-    monkeypatch.setattr(skill_library, "parse_sources", held_parse)
-    monkeypatch.setattr(skill_library, "WRITE_BATCH", 2)
+    monkeypatch.setattr(skill_sync, "parse_sources", held_parse)
+    monkeypatch.setattr(skill_sync, "WRITE_BATCH", 2)
     library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
     reported: list[tuple[float, float | None, str | None]] = []
 

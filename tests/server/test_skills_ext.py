@@ -259,7 +259,7 @@ async def test_a_library_change_tells_legacy_sessions_to_refresh_the_resource_li
     async with Client(server, mode="legacy", message_handler=on_message, raise_exceptions=True) as client:
         before = {r.uri for r in (await client.list_resources()).resources}
         three_file(sample_root, "python", "new-skill", "# New skill\n\nSomething new.\n")
-        await anyio.to_thread.run_sync(library._on_change)  # what the file watcher calls, on its thread
+        await anyio.to_thread.run_sync(library.syncing._on_change)  # what the file watcher calls, on its thread
         with anyio.fail_after(deadline()):
             await changed.wait()
         after = {r.uri for r in (await client.list_resources()).resources}
@@ -273,7 +273,7 @@ async def test_a_library_change_reaches_2026_listeners(sample_root: Path, librar
         client.listen(resources_list_changed=True) as subscription,
     ):
         write(sample_root / "python" / "slugify.md", "# Slugify\n\nChanged.\n")
-        await anyio.to_thread.run_sync(library._on_change)
+        await anyio.to_thread.run_sync(library.syncing._on_change)
         with anyio.fail_after(deadline()):
             event = await subscription.__aiter__().__anext__()
     assert type(event).__name__ == "ResourcesListChanged"

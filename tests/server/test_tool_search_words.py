@@ -6,7 +6,7 @@ from __future__ import annotations
 from mcp.server.mcpserver.tools.base import Tool
 
 from skillshelf.config.views import ViewSettings
-from skillshelf.library.index.query import STOPWORDS, word_parts
+from skillshelf.library.indexing.terms import STOPWORDS, word_parts
 from skillshelf.server.views import MIN_SCORE, ViewTool, match_score, present
 
 

@@ -36,10 +36,10 @@ from skillshelf.artifacts.store import (
     scan_project,
 )
 from skillshelf.errors import SkillshelfError
-from skillshelf.library.index.freshness import POLL_SECONDS, WRITE_BATCH, BackgroundSync, SyncReport
-from skillshelf.library.index.library import user_cache_dir
-from skillshelf.library.index.parallel import batches, parse_all
-from skillshelf.library.index.watcher import DirectoryWatcher
+from skillshelf.library.indexing.folders import user_cache_dir
+from skillshelf.library.indexing.freshness import POLL_SECONDS, WRITE_BATCH, IndexSync, SyncReport
+from skillshelf.library.indexing.parallel import batches, parse_all
+from skillshelf.library.indexing.watcher import DirectoryWatcher
 from skillshelf.library.skill.layouts import summary as one_line
 from skillshelf.projects import Project, ProjectRoots
 
@@ -87,7 +87,7 @@ def document(session: SessionFiles, max_bytes: int = MAX_FILE_BYTES) -> SessionD
     )
 
 
-class SessionArchive(BackgroundSync[SyncReport]):
+class SessionArchive(IndexSync[SyncReport, ArtifactIndex]):
     LABEL = "session index"
 
     def __init__(
@@ -98,13 +98,11 @@ class SessionArchive(BackgroundSync[SyncReport]):
         watch: bool = True,
         max_file_bytes: int = MAX_FILE_BYTES,
     ) -> None:
-        super().__init__()
+        self.index_path = index_path_for(projects, index_dir)
+        super().__init__(ArtifactIndex(self.index_path))
         self.projects = projects
         self.watch = watch
         self.max_file_bytes = max_file_bytes
-        self.index_path = index_path_for(projects, index_dir)
-        self.index = ArtifactIndex(self.index_path)
-        self.index.on_damage = self._rebuild_after_damage  # a read that meets a damaged index syncs first
         self.findings: dict[str, list[str]] = {}
         self._extra_projects: dict[str, None] = {}  # nested projects asked for by name
         self._known_projects: frozenset[str] = frozenset()
@@ -115,21 +113,7 @@ class SessionArchive(BackgroundSync[SyncReport]):
         self._watched = WatchPlan()
 
     # -- freshness -----------------------------------------------------------------------
-    def _sync_now(self) -> SyncReport:
-        """Re-parse only sessions whose signature changed since the index was written.
-
-        One process syncs the index file at a time (the lock beside it), as for the skill index:
-        servers started together wait for the first build instead of racing it.
-        """
-        with self.index.exclusive():
-            return self._sync_locked()
-
-    def _stale(self) -> bool:
-        """Also when another process replaced the index file (a damaged one), and while this process
-        fills a file it has just put in place: reads wait for that sync."""
-        return super()._stale() or self.index.replaced_elsewhere() or self.index.rebuilding
-
-    def _sync_locked(self) -> SyncReport:
+    def _sync_files(self) -> SyncReport:
         started = time.perf_counter()
         scan = self._scan()
         self._log_new_findings(scan.findings)

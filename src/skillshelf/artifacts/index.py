@@ -1,6 +1,6 @@
 """The session search index: SQLite FTS5 (BM25, porter stemming), one file per set of project roots.
 
-The same engine and rules as the skill index (`skillshelf.library.index.store`): rows keyed by
+The same engine and rules as the skill index (`FtsIndex` and the words of library/indexing/): rows keyed by
 (project, session id) with a signature of their files' mtimes and sizes, so a sync re-reads only
 what changed; a missing, stale-schema or corrupt file is deleted and rebuilt; query words are
 quoted, never FTS syntax. Skill ids mentioned in a session (`database/rls-policy`) are kept in
@@ -15,9 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillshelf.library.index.fts import FtsIndex, recovering
-from skillshelf.library.index.query import query_terms
-from skillshelf.library.index.store import match_expression
+from skillshelf.library.indexing.fts import FtsIndex, recovering
+from skillshelf.library.indexing.terms import match_expression, query_terms
 
 logger = logging.getLogger(__name__)
 

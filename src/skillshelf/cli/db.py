@@ -162,7 +162,7 @@ def _print_import(report: dict[str, Any]) -> None:
 
 def embedded_usage_path(settings: Settings) -> Path:
     """The usage history the library's servers write without database_url."""
-    from skillshelf.library.index.library import LibraryConfig, choose_state_dir
+    from skillshelf.library.index.places import LibraryConfig, choose_state_dir
     from skillshelf.library.usage.store import USAGE_FILE
 
     config = settings.library_config()

@@ -467,7 +467,7 @@ def _echo_finding(finding: Finding) -> None:
 @click.argument("directory", required=False, type=click.Path(path_type=Path))
 def init(directory: Path | None) -> None:
     """Create a library (default ~/.shared-patterns) seeded with the bundled example skills."""
-    from skillshelf.library.index.library import READ_ONLY_MARKER
+    from skillshelf.library.index.places import READ_ONLY_MARKER
     from skillshelf.settings import DEFAULT_LIBRARY, bundled_library_path
 
     target = (directory or DEFAULT_LIBRARY).expanduser()

@@ -22,8 +22,8 @@ from pydantic import Field
 from skillshelf.envelope import WireModel
 from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.reader import FileReader, SkillReader
-from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.indexing.terms import query_terms
 from skillshelf.library.skill.discovery import printable
 from skillshelf.library.skill.examples import (
     EVALS_FILE,

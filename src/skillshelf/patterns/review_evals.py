@@ -18,8 +18,8 @@ from pathlib import Path
 
 from skillshelf.library.access.reader import LibraryReader, SkillReader
 from skillshelf.library.index.library import SkillLibrary, overlaid_index
-from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import IndexedSkill, SearchFilters, SkillIndex
+from skillshelf.library.indexing.terms import query_terms
 from skillshelf.library.skill.examples import FRONTMATTER_KEY, parse_frontmatter_examples
 from skillshelf.library.sources.review import SOURCE_FILES, FindabilityLoss, Review
 from skillshelf.patterns.evals import SEARCH_LIMIT, TOP, Search, description_query, examples_of

@@ -16,8 +16,8 @@ from skillshelf.errors import CategoryInvalidError, ErrorCode, SkillshelfError
 from skillshelf.execution.schema import derive_python_schema
 from skillshelf.library.access.files import SkillFileError
 from skillshelf.library.access.reader import CatalogReader, FileReader, SkillReader
-from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
+from skillshelf.library.indexing.terms import query_terms
 from skillshelf.library.skill.layouts import CODE_LANGUAGES
 from skillshelf.library.sources.provenance import Provenance
 from skillshelf.library.usage.store import PatternUsage

@@ -46,7 +46,7 @@ from skillshelf.config.views import ViewSettings
 from skillshelf.envelope import Envelope, failure
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import decide_tool
-from skillshelf.library.index.query import STOPWORDS, word_parts
+from skillshelf.library.indexing.terms import STOPWORDS, word_parts
 from skillshelf.library.skill.duplicates import porter_stems
 from skillshelf.server import sdk
 from skillshelf.server.list_changed import ListChanged

@@ -17,9 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from skillshelf.library.index.synonyms import ONE_WAY, SYNONYM_GROUPS
+from skillshelf.library.indexing.terms import STOPWORDS, WORD, words_of
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 MIN_TYPO_LENGTH = 5
 MAX_CONCEPTS = 12
 # Abbreviations read from the library: a run of Capitalised Words ("Service Level Objectives") stands for its
@@ -37,12 +36,6 @@ _SPELLINGS = (
     (re.compile(r"^(\w{2,}l)ys(e|es|ed|ing|er|ers)$"), r"\1yz\2"),
     (re.compile(r"^(\w{2,}l)yz(e|es|ed|ing|er|ers)$"), r"\1ys\2"),
 )
-
-_STOPWORDS_TEXT = """a an and are as at be by can do does for from how i in into is it its me my of on or our so
-    that the
-    their them then there these this to use using want was we what when where which who why will with would
-    you your need needs should could get"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -70,30 +63,6 @@ def _build_synonyms(
 
 
 SYNONYMS = _build_synonyms(SYNONYM_GROUPS, ONE_WAY)
-
-
-def split_word(raw: str) -> list[str]:
-    """The parts of a camelCase word ('useTransition' -> ['use', 'transition']); [] if it has none."""
-    parts = [p.lower() for p in _CAMEL.split(raw) if p]
-    return parts if len(parts) > 1 else []
-
-
-def words_of(query: str) -> list[tuple[str, list[str]]]:
-    """(word, camelCase parts) in query order; hyphens, dots and slashes separate words."""
-    pieces = [piece for raw in _WORD.findall(query) for piece in raw.split("_") if piece]
-    return [(piece.lower(), split_word(piece)) for piece in pieces]
-
-
-def word_parts(text: str) -> list[str]:
-    """Every word of `text`, lower case, a camelCase word as its parts ('loadSkill' -> ['load', 'skill'])."""
-    return [part for word, parts in words_of(text) for part in (parts or [word])]
-
-
-def query_terms(query: str) -> list[str]:
-    """The words of a natural-language query worth matching: no stop words, no duplicates."""
-    words = [w for w, _ in words_of(query)]
-    meaningful = [w for w in words if w not in STOPWORDS] or words
-    return list(dict.fromkeys(meaningful))[:32]
 
 
 def other_spelling(word: str) -> str | None:
@@ -204,7 +173,7 @@ class Vocabulary:
         short: dict[str, int] = defaultdict(int)  # texts holding a three-letter word, in any case ...
         in_capitals: Counter[str] = Counter()  # ... and texts writing a run of 3-5 capitals
         for text in texts:
-            for word in set(_WORD.findall(text.lower())):
+            for word in set(WORD.findall(text.lower())):
                 if len(word) >= MIN_TYPO_LENGTH - 1 and word.isalpha():
                     counts[word] += 1
                 elif len(word) == MIN_TYPO_LENGTH - 2:

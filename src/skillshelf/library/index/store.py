@@ -22,8 +22,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from skillshelf.library.index.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
-from skillshelf.library.index.query import Concept, Vocabulary, concepts, query_terms, split_word, with_alternatives
+from skillshelf.library.index.query import Concept, Vocabulary, concepts, with_alternatives
+from skillshelf.library.indexing.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
+from skillshelf.library.indexing.terms import query_terms, split_word
 from skillshelf.library.semantic.vectors import SHORT_DESCRIPTION
 from skillshelf.library.skill.layouts import summary
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -138,11 +139,6 @@ ROW_COLUMNS = "id, name, category, layout, summary, quality, quality_source, ver
 def name_key(text: str) -> str:
     """Names compared loosely: case, hyphens and underscores do not matter."""
     return " ".join(_WORD.findall(text.lower().replace("_", " ")))
-
-
-def match_expression(terms: list[str]) -> str | None:
-    """Terms as an FTS5 OR-expression of quoted strings, so no FTS syntax from a query leaks through."""
-    return " OR ".join(f'"{w}"' for w in terms) if terms else None
 
 
 class SkillDetails(BaseModel):

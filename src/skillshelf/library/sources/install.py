@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from skillshelf.library.index.library import READ_ONLY_MARKER
+from skillshelf.library.index.places import READ_ONLY_MARKER
 from skillshelf.library.locks import file_lock
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.digest import file_digest, skill_digest

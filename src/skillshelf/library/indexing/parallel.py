@@ -1,6 +1,6 @@
 """Parsing many files on every core, lazily, in batches a caller can store as they come.
 
-The workers are `python -m skillshelf.library.index.parallel` processes started through
+The workers are `python -m skillshelf.library.indexing.parallel` processes started through
 library/children.py, not multiprocessing's: they get the helper environment and only their two
 pipes (multiprocessing hands its workers and its resource tracker the server's whole environment),
 and a worker exits when its stdin closes. A server killed with SIGKILL therefore takes its workers
@@ -76,7 +76,7 @@ class _Worker:
     """One worker process and its two pipes."""
 
     def __init__(self) -> None:
-        command = [sys.executable, "-m", "skillshelf.library.index.parallel"]
+        command = [sys.executable, "-m", "skillshelf.library.indexing.parallel"]
         # This process's import path, so the worker finds skillshelf wherever this process did.
         env = {**children.helper_environment(), "PYTHONPATH": os.pathsep.join(filter(None, sys.path))}
         self.process = children.popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)

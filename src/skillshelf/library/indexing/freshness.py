@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, Self, TypeVar
 
-from skillshelf.library.index.fts import IndexDamaged
+from skillshelf.library.indexing.fts import FtsIndex, IndexDamaged
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ class SyncReport:
 
 
 R = TypeVar("R")  # what a sync reports
+IndexT = TypeVar("IndexT", bound=FtsIndex)
 
 
 class BackgroundSync(Generic[R]):
@@ -222,3 +223,30 @@ class BackgroundSync(Generic[R]):
             self._starter.join()
             self._starter = None
         self._stop_watchers()
+
+
+class IndexSync(BackgroundSync[R], Generic[R, IndexT]):
+    """A `BackgroundSync` of one `FtsIndex` file (the skill index's, the session index's)."""
+
+    def __init__(self, index: IndexT) -> None:
+        super().__init__()
+        self.index = index
+        self.index.on_damage = self._rebuild_after_damage  # a read that meets a damaged index syncs first
+
+    def _sync_now(self) -> R:
+        """Re-parse only documents whose signature changed since the index was written.
+
+        One process syncs an index file at a time (a lock beside it): servers started together on
+        one library wait for the first build instead of racing it, then find nothing left to parse.
+        """
+        with self.index.exclusive():
+            return self._sync_files()
+
+    def _sync_files(self) -> R:
+        """Bring the index in line with the files (called holding the sync lock and the file's lock)."""
+        raise NotImplementedError
+
+    def _stale(self) -> bool:
+        """Also when another process replaced the index file (a damaged one): the sync reopens it; and while
+        this process fills a file it has just put in place: reads wait for that sync."""
+        return super()._stale() or self.index.replaced_elsewhere() or self.index.rebuilding

@@ -1,4 +1,4 @@
-"""The file watcher's own process: `python -m skillshelf.library.index.watch_child --recursive|--flat ROOT...`.
+"""The file watcher's own process: `python -m skillshelf.library.indexing.watch_child --recursive|--flat ROOT...`.
 
 watchfiles registers its watches while holding the GIL (about 7 s for 100,000 skill folders, half a
 second for 10,000), and a server in the same process answers nothing meanwhile. Here the watches
@@ -113,7 +113,7 @@ def say(word: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] not in ("--recursive", "--flat"):
-        sys.stderr.write("usage: python -m skillshelf.library.index.watch_child --recursive|--flat ROOT...\n")
+        sys.stderr.write("usage: python -m skillshelf.library.indexing.watch_child --recursive|--flat ROOT...\n")
         return 2
     # Ctrl-C on a terminal reaches the whole process group: the server stops, and this process ends when its
     # stdin closes (watchfiles would print "KeyboardInterrupt caught, stopping watch" after the server's line).

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from skillshelf.library import children
-from skillshelf.library.index.watch_child import CHANGE, IGNORED_DIR, READY
+from skillshelf.library.indexing.watch_child import CHANGE, IGNORED_DIR, READY
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class DirectoryWatcher:
 
     def _run(self) -> None:
         mode = "--recursive" if self.recursive else "--flat"
-        command = [sys.executable, "-m", "skillshelf.library.index.watch_child", mode, *map(str, self.roots)]
+        command = [sys.executable, "-m", "skillshelf.library.indexing.watch_child", mode, *map(str, self.roots)]
         try:
             with self._child_lock:
                 if self.stop_event.is_set():
