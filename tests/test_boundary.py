@@ -34,7 +34,7 @@ OTHER_FILES = {
     "library/atomic.py": "the one atomic writer: a file of skillshelf's own (the lock, doc --out, the config), whole",
     "execution/_child.py": "runs inside the skill's own process",
     "execution/containment.py": "cgroup files under /sys/fs/cgroup",
-    "library/db.py": "the lock files beside the stores",
+    "library/locks.py": "the lock files beside the stores, and the notes file a writer locks",
     "library/semantic/encoder.py": "the sentence model's files",
     "library/semantic/install.py": "the model wheel and the files it installs",
     "memory/store.py": "project notes (JSONL)",
