@@ -37,9 +37,7 @@ def _short_number(value: float) -> float | int:
 
 
 # A number in a compact hit: written in the fewest characters that keep its value (still a JSON number).
-ShortNumber = Annotated[
-    float, PlainSerializer(_short_number), WithJsonSchema({"type": "number"}, mode="serialization")
-]
+ShortNumber = Annotated[float, PlainSerializer(_short_number), WithJsonSchema({"type": "number"}, mode="serialization")]
 
 
 class CompactHit(WireModel):
