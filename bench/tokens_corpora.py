@@ -10,9 +10,10 @@ A hit is measured two ways: each hit alone, and a whole search result (its hits 
 divided by its number of hits. A load's cost "over the document" is its tokens against the document's
 own: the skill's documentation as on disk (the body after the frontmatter, not minified) counted the
 same way, as a JSON string (so the 1.1 factor and JSON escaping count on both sides); the figure is the
-median over the loads of load / document - 1. Three forms are measured: the long form (`detail=true`, full metadata: what the tools sent before
-issue 10), the default compact form, and the compact form with `maxTokens`. In process, through the
-same service functions the tools call; the index is built in a temporary directory.
+median over the loads of load / document - 1. Three forms are measured: the long form (`detail=true`,
+full metadata: what the tools sent before issue 10), the default compact form, and the compact form
+with `maxTokens`. In process, through the same service functions the tools call; the index is built in
+a temporary directory.
 """
 
 from __future__ import annotations

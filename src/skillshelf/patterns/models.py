@@ -52,9 +52,9 @@ class CompactHit(WireModel):
     verified: Literal[True] | None = None
 
 
+# searchPatterns' default answer: the hits (the caller knows its query; `detail` echoes it). No docstring:
+# it would be sent in the output schema.
 class CompactSearchResult(WireModel):
-    """searchPatterns' default answer: the hits (the caller knows its query; `detail` echoes it)."""
-
     hits: list[CompactHit]
     warnings: list[str] | None = None
 
