@@ -9,7 +9,9 @@
 A variant is NAME=SOURCE[:SWITCH[,SWITCH]]:
 - SOURCE `tree`: the skillshelf this interpreter imports (this checkout); `git:REV`: REV's src/ (git
   archive, under --work/snap/REV) first on PYTHONPATH; `noop`: bench/noop_server.py, the bare SDK with
-  no-op tools, the floor no server on the SDK can beat here.
+  no-op tools, the floor no server on the SDK can beat here; `replay`: bench/noop_server.py --replay, the
+  bare SDK answering skillshelf's own answers to these queries (computed before it serves: the same
+  payload, no work a call), driven like a skillshelf variant.
 - SWITCHes are bench/serve_variant.py's (--sdk-stdio, --no-gc-freeze); every skillshelf variant is
   started through it, so all of them start the same way.
 
@@ -19,7 +21,9 @@ a drift in the machine's speed reaches every variant alike. Per variant and roun
   query via searchPatterns limit 10, then every answer via loadSkill), timed around `call_tool`;
 - the raw JSON-RPC client: bench/raw_stdio.py's (a new server with --no-watch, an idle wait, 20 warm-ups
   and 400 searches cycling through the queries, 20 warm-ups and 400 loads cycling through the answers).
-The floor answers as many calls of each tool. Each source gets its own hard-linked copy of the library
+The floor answers as many calls of each tool. The raw client's loads cycle twice through the answers
+(the warm-ups take the last 20), so its second half are repeat loads: reported apart as
+`loadSkillRepeat`. Each source gets its own hard-linked copy of the library
 (an older index format would be rebuilt at every switch), indexed before round 1. Servers get a HOME and
 XDG folders of their own under --work, and no SKILLSHELF_* variable.
 
@@ -63,6 +67,7 @@ NOOP = BENCH / "noop_server.py"
 RAW_CALLS = 400
 TOOLS = ("searchPatterns", "loadSkill")
 CLIENTS = ("official", "raw")
+REPEAT = "loadSkillRepeat"  # the raw client's second pass over the answers: every load a repeat
 Json = dict[str, Any]
 
 
@@ -91,11 +96,15 @@ def parse_variant(spec: str) -> Variant:
     parts = rest.split(":")
     cut = 2 if parts[0] == "git" else 1
     source, switches = ":".join(parts[:cut]), ",".join(parts[cut:])
-    if not sep or not name or not (source in ("tree", "noop") or (source.startswith("git:") and len(source) > 4)):
+    if (
+        not sep
+        or not name
+        or not (source in ("tree", "noop", "replay") or (source.startswith("git:") and len(source) > 4))
+    ):
         raise SystemExit(f"--variant {spec!r}: write NAME=tree|git:REV|noop[:SWITCH,...]")
     chosen = [s for s in switches.split(",") if s]
     unknown = [s for s in chosen if s not in ("--sdk-stdio", "--no-gc-freeze")]
-    if unknown or (chosen and source == "noop"):
+    if unknown or (chosen and source in ("noop", "replay")):
         raise SystemExit(f"--variant {spec!r}: switches are --sdk-stdio and --no-gc-freeze, for skillshelf only")
     return Variant(name, source, chosen)
 
@@ -150,6 +159,8 @@ def server_env(variant: Variant, work: Path) -> dict[str, str]:
 def command(variant: Variant, lib: Path, *serve_flags: str) -> list[str]:
     if variant.is_floor:
         return [sys.executable, str(NOOP)]
+    if variant.source == "replay":
+        return [sys.executable, str(NOOP), "--replay", str(lib)]
     return [sys.executable, str(LAUNCHER), *variant.switches, "serve", *serve_flags, "--library", str(lib)]
 
 
@@ -193,7 +204,10 @@ def raw(variant: Variant, lib: Path, work: Path) -> Json:
         out["settleS"] = anyio.from_thread.run(run.settle, server.process.pid)
         for tool in TOOLS:
             calls = raw_stdio.tool_calls(queries, tool)
-            out[tool] = series(raw_stdio.time_calls(server, calls, RAW_CALLS, failures=failures))
+            samples = raw_stdio.time_calls(server, calls, RAW_CALLS, failures=failures)
+            out[tool] = series(samples)
+            if tool == "loadSkill" and len(calls) < RAW_CALLS:
+                out[REPEAT] = series(samples[len(calls) :])
         out["vmHwmKb"] = run.vm_hwm_kb(server.process.pid)
     out["errorCount"], out["errors"] = len(failures), failures[:5]
     return out
@@ -281,7 +295,7 @@ def summarise(args: argparse.Namespace, rounds: list[Json]) -> Json:
     for v in args.variants:
         per: Json = {}
         for client in CLIENTS:
-            for tool in TOOLS:
+            for tool in (*TOOLS, REPEAT) if client == "raw" else TOOLS:
                 mine = p50s(rounds, v.name, client, tool)
                 p95 = [e["results"][v.name][client][tool]["p95"] for e in rounds if (e["results"][v.name].get(client))]
                 key = f"{client}.{tool}"
@@ -296,7 +310,7 @@ def summarise(args: argparse.Namespace, rounds: list[Json]) -> Json:
                 [x - 1 for x in ratios(p50s(rounds, a, client, tool), p50s(rounds, b, client, tool))]
             )
             for client in CLIENTS
-            for tool in (*TOOLS, "pair")
+            for tool in (*TOOLS, "pair", *((REPEAT,) if client == "raw" else ()))
         }
     return {"variants": variants, "pairs": pairs}
 
@@ -321,12 +335,15 @@ def report(summary: Json) -> str:
             lines.append(f"| {name} | {client} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "| pair (A/B: A's p50 against B's, same round) | client | search | load | search + load |",
-        "|---|---|---|---|---|",
+        "| pair (A/B: A's p50 against B's, same round) | client | search | load | search + load | repeat load |",
+        "|---|---|---|---|---|---|",
     ]
     for pair, per in summary["pairs"].items():
         for client in CLIENTS:
-            cells = [change(per[f"{client}.{tool}"]) for tool in (*TOOLS, "pair")]
+            cells = [
+                change(per[f"{client}.{tool}"]) if f"{client}.{tool}" in per else ""
+                for tool in (*TOOLS, "pair", REPEAT)
+            ]
             lines.append(f"| {pair} | {client} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -363,7 +380,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--doc-kb", type=float, default=3.2, help="mean document size for --generator independent")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--variant", action="append", required=True, help="NAME=tree|git:REV|noop[:SWITCH,...]")
+    ap.add_argument("--variant", action="append", required=True, help="NAME=tree|git:REV|noop|replay[:SWITCH,...]")
     ap.add_argument("--pair", action="append", default=[], help="A/B: two variant names to compare per round")
     ap.add_argument("--work", type=Path, default=Path("/tmp/skillshelf-ab"), help="libraries, snapshots, logs")
     ap.add_argument("--out", type=Path, required=True)

@@ -3,6 +3,7 @@
     python bench/noop_server.py                                  # stdio (bench/run.py's floor)
     python bench/noop_server.py --http PORT [--stream-responses | --stateless]   # load_http.py --floor
     python bench/noop_server.py --http PORT --work LIBRARY       # the floor doing skillshelf's work
+    python bench/noop_server.py --replay LIBRARY     # stdio: skillshelf's own answers, computed before serving
 
 The tools are named like skillshelf's (searchPatterns, loadSkill) and answer fixed text of about the
 size skillshelf sends (1.5 KB and 3 KB), so the benchmarks drive it exactly as they drive skillshelf.
@@ -14,6 +15,11 @@ search and the load of `skillshelf.patterns.service` on an index of LIBRARY, wra
 with nothing of skillshelf's serving layers (no views, pipeline, hooks, call log, auth, usage records).
 The gap between it and the bare floor is what the work costs; the gap between skillshelf and it is what
 skillshelf's layers cost.
+
+With `--replay LIBRARY` (a generated library with its LIBRARY.queries.json) the tools answer exactly what
+skillshelf's searchPatterns (limit 10) and loadSkill send for those queries and their answers, every answer
+computed before the server starts (in skillshelf's envelope, by the same service functions): the bare SDK
+returning the same payload, with no work a call. bench/ab.py's `replay` variant.
 """
 
 from __future__ import annotations
@@ -70,6 +76,47 @@ def build_working(library: str) -> MCPServer:
     return server
 
 
+def build_replaying(library: str) -> MCPServer:
+    """The bare SDK answering skillshelf's own answers for the library's queries (see the docstring)."""
+    import json
+    from pathlib import Path
+
+    from skillshelf.library.access.reader import LibraryReader
+    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.patterns import service
+    from skillshelf.server.tooling import respond
+
+    root = Path(library)
+    index_dir = root.with_name(root.name + ".replay-index")  # kept: later starts only check it
+    skills = SkillLibrary(LibraryConfig(roots=[root], index_dir=index_dir, watch=False))
+    skills.sync()
+    reader = LibraryReader(skills)
+    queries = json.loads(root.with_name(root.name + ".queries.json").read_text(encoding="utf-8"))["queries"]
+
+    def found(query: str) -> CallToolResult:
+        return respond(
+            lambda: service.compact_result(service.search_patterns(reader, query, limit=10)), lambda r: len(r.hits)
+        )
+
+    def loaded(skill_id: str) -> CallToolResult:
+        return respond(lambda: service.load_for_agent(reader, skill_id))
+
+    searches = {q["query"]: found(q["query"]) for q in queries}
+    loads = {q["answer"]: loaded(q["answer"]) for q in queries}
+    skills.close()
+    server = MCPServer("replay")
+
+    @server.tool(name="searchPatterns")
+    def search(query: str = "", limit: int = 10) -> CallToolResult:
+        return searches[query]
+
+    @server.tool(name="loadSkill")
+    def load(skillId: str = "") -> CallToolResult:
+        return loads[skillId]
+
+    return server
+
+
 def serve_http(server: MCPServer, port: int, stream_responses: bool, stateless: bool) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
@@ -89,8 +136,9 @@ def main() -> None:
     parser.add_argument("--stream-responses", action="store_true")
     parser.add_argument("--stateless", action="store_true")
     parser.add_argument("--work", metavar="LIBRARY", help="do skillshelf's search and load on this library")
+    parser.add_argument("--replay", metavar="LIBRARY", help="answer skillshelf's answers for LIBRARY's queries")
     args = parser.parse_args()
-    server = build_working(args.work) if args.work else build()
+    server = build_working(args.work) if args.work else build_replaying(args.replay) if args.replay else build()
     if args.http is None:
         server.run()
     else:

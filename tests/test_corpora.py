@@ -81,7 +81,9 @@ def test_every_skill_is_in_the_top_3_when_searching_its_own_name(library: SkillL
 
 
 def test_token_budgets_of_compact_hits_and_paged_loads(library: SkillLibrary) -> None:
-    """Issue 10's budgets on real skills: a hit <= 60 tokens (median), find+load <= 1,200 with maxTokens."""
+    """Issue 10's budgets on real skills: a hit <= 60 tokens (median), find+load <= 1,200 with maxTokens; issue
+    36's: a whole search result <= 60 tokens a hit, a default load <= 10 % over its document (median; the
+    document counted as tokensUsed counts a JSON string, as bench/tokens_corpora.py does)."""
     from bench.eval_corpora import load_queries
     from skillshelf.patterns.service import compact_result, load_for_agent, search_patterns
     from skillshelf.tokens import estimate_json_tokens
@@ -91,12 +93,19 @@ def test_token_budgets_of_compact_hits_and_paged_loads(library: SkillLibrary) ->
 
     hit_tokens: list[int] = []
     find_load: list[int] = []
+    per_hit: list[float] = []
+    over: list[float] = []
     for query in load_queries()[:60]:  # a fixed sample: the first 60 labelled queries, limit 5
         found = compact_result(search_patterns(LibraryReader(library), query.text, limit=5))
         hit_tokens += [tokens(hit) for hit in found.hits]
+        per_hit.append(tokens(found) / len(found.hits))
         target = next((h.id for h in found.hits if h.id in query.answers), query.answers[0])
+        document = estimate_json_tokens(LibraryReader(library).documentation(library.find(target)))
+        over.append(tokens(load_for_agent(LibraryReader(library), target)) / document - 1)
         loaded = tokens(load_for_agent(LibraryReader(library), target, max_tokens=900))
         assert loaded <= 900, target
         find_load.append(tokens(found) + loaded)
     assert statistics.median(hit_tokens) <= 60
+    assert statistics.median(per_hit) <= 60
+    assert statistics.median(over) <= 0.10
     assert statistics.median(find_load) <= 1200

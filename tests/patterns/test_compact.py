@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ from mcp import Client
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.patterns import minify
-from skillshelf.patterns.service import one_line
+from skillshelf.patterns.models import SkillHit
+from skillshelf.patterns.service import compact_hit, one_line
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from skillshelf.tokens import estimate_json_tokens
@@ -80,6 +82,28 @@ def test_one_line_cuts_at_a_word_or_sentence(text: str, expected: str) -> None:
     assert one_line(text) == expected and len(one_line(text)) <= 90
 
 
+def test_a_compact_hit_writes_its_numbers_in_the_fewest_characters() -> None:
+    hit = SkillHit(
+        id="a/b",
+        name="b",
+        category="a",
+        description="d",
+        quality=9.0,
+        verified=False,
+        executable=False,
+        tokens=120,
+        layout="agent-skills",
+        score=0.5874,
+    )
+    wire = compact_hit(hit).model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert (
+        json.dumps(wire, separators=(",", ":"))
+        == '{"id":"a/b","description":"d","quality":9,"tokens":120,"score":0.59}'
+    )
+    whole = compact_hit(hit.model_copy(update={"quality": 8.5, "score": 1.0})).model_dump(mode="json")
+    assert (whole["quality"], whole["score"]) == (8.5, 1)
+
+
 async def test_search_hits_are_compact_and_tokens_used_is_honest(client: Client) -> None:
     _, body = await call(client, "searchPatterns", {"query": "deploy kubernetes cluster"})
     hit = body["data"]["hits"][0]
@@ -87,8 +111,10 @@ async def test_search_hits_are_compact_and_tokens_used_is_honest(client: Client)
     assert set(hit) - {"verified"} == {"id", "description", "quality", "tokens", "score"}
     assert hit["description"].endswith("…") and len(hit["description"]) <= 90
     assert estimate_json_tokens(hit) <= 60
+    assert set(body["data"]) == {"hits"}  # the caller knows its query: not echoed by default
     assert_honest(body)
     _, detailed = await call(client, "searchPatterns", {"query": "deploy kubernetes cluster", "detail": True})
+    assert detailed["data"]["query"] == "deploy kubernetes cluster"
     assert detailed["data"]["hits"][0]["description"].startswith(hit["description"][:-1])
     assert detailed["data"]["hits"][0]["layout"] == "agent-skills" or "layout" in detailed["data"]["hits"][0]
     assert_honest(detailed)
@@ -101,19 +127,21 @@ async def test_a_load_is_minified_and_sends_each_fact_once(client: Client) -> No
     assert "<!--" not in doc and "shields.io" not in doc and "\n\n\n" not in doc.split("```")[0]
     assert "kubectl apply -f step-1.yaml\n\n\n# keep these blank lines 1   \n```" in doc  # fences untouched
     assert "| flag | meaning |\n|---|---|\n| -f | file |" in doc
-    assert data["description"].startswith("Roll a service out")  # not in the body, so sent once
+    assert "description" not in data  # the agent chose the skill by it: not sent again by default
     assert set(data["metadata"]) <= {"quality", "verified", "tags", "inputSchema", "resources"}
     assert "name" not in data and "category" not in data and "continuation" not in data
     assert_honest(body)
     _, full = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "includeMetadata": True})
+    assert full["data"]["description"].startswith("Roll a service out")  # not in the body, so sent once
     assert "description" not in full["data"]["metadata"]["frontmatter"]
     assert full["data"]["metadata"]["frontmatter"] == {}
     _, raw = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "detail": True})
     assert "<!--" in raw["data"]["documentation"] and raw["data"]["name"] == "deploy-guide"
+    assert raw["data"]["description"].startswith("Roll a service out")
 
 
 async def test_a_description_already_in_the_documentation_is_not_repeated(client: Client) -> None:
-    _, body = await call(client, "loadSkill", {"skillId": "python/slugify"})
+    _, body = await call(client, "loadSkill", {"skillId": "python/slugify", "includeMetadata": True})
     assert "description" not in body["data"]
     assert "Turn any title into a URL slug" in body["data"]["documentation"]
 
@@ -178,7 +206,8 @@ async def test_only_a_cut_or_a_section_parses_the_blocks_and_once_per_version(
 async def test_a_repeated_load_looks_its_document_up_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     # Each lookup resolves the file's path and stats it; whether the document says the description is kept
     # with the served text, not looked up again beside it (issue 36).
-    await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    args = {"skillId": "ops/deploy-guide", "includeMetadata": True}  # the full form: the description looked for
+    await call(client, "loadSkill", args)
     kinds: list[str] = []
     get = FileCache.get
 
@@ -187,7 +216,7 @@ async def test_a_repeated_load_looks_its_document_up_once(client: Client, monkey
         return get(self, path, kind, *args)
 
     monkeypatch.setattr(FileCache, "get", counted)
-    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    is_error, body = await call(client, "loadSkill", args)
     assert not is_error and "description" in body["data"]
     assert kinds == ["served:min"]
 

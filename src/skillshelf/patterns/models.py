@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 from skillshelf.envelope import ErrorInfo, WireModel
@@ -31,20 +31,30 @@ class SearchResult(WireModel):
     warnings: list[str] | None = None  # e.g. usage history unavailable; the hits are still right
 
 
+def _short_number(value: float) -> float | int:
+    """A whole number without its ".0" (9.0 is sent as 9: the same JSON number, two characters fewer)."""
+    return int(value) if value.is_integer() else value
+
+
+# A number in a compact hit: written in the fewest characters that keep its value (still a JSON number).
+ShortNumber = Annotated[float, PlainSerializer(_short_number), WithJsonSchema({"type": "number"}, mode="serialization")]
+
+
 class CompactHit(WireModel):
     """A hit as searchPatterns sends it by default: ~50 tokens; a flag appears only when it is true."""
 
     id: str
     description: str  # one line, cut at a word with an ellipsis
-    quality: float
+    quality: ShortNumber
     tokens: int
-    score: float
+    score: ShortNumber  # to 2 decimals: the precision the ranking orders by
     executable: Literal[True] | None = None
     verified: Literal[True] | None = None
 
 
+# searchPatterns' default answer: the hits (the caller knows its query; `detail` echoes it). No docstring:
+# it would be sent in the output schema.
 class CompactSearchResult(WireModel):
-    query: str
     hits: list[CompactHit]
     warnings: list[str] | None = None
 

@@ -324,14 +324,14 @@ def compact_hit(hit: SkillHit) -> CompactHit:
         description=one_line(hit.description),
         quality=hit.quality,
         tokens=hit.tokens,
-        score=hit.score,
+        score=round(hit.score, 2),  # the ranking orders by the score to 2 decimals (store._fetch)
         executable=True if hit.executable else None,
         verified=True if hit.verified else None,
     )
 
 
 def compact_result(result: SearchResult) -> CompactSearchResult:
-    return CompactSearchResult(query=result.query, hits=[compact_hit(h) for h in result.hits], warnings=result.warnings)
+    return CompactSearchResult(hits=[compact_hit(h) for h in result.hits], warnings=result.warnings)
 
 
 def search_many(reader: SkillReader, queries: list[SearchQuery], *, detail: bool = False) -> BulkSearchResult:
@@ -425,7 +425,9 @@ def load_for_agent(
         elif want_metadata:
             metadata = _full_metadata(reader, skill, warnings)
         description = skill.details.description
-        repeated = not first_part or label is not None or _holds(holds, doc, description)
+        # The agent chose the skill by its description (the hit's); only the full metadata sends it again,
+        # and then only when the documentation does not already say it.
+        repeated = want_metadata is not True or not first_part or label is not None or _holds(holds, doc, description)
 
         def build(text: str, more: Continuation | None) -> WireModel:
             return SkillLoad(
