@@ -37,6 +37,26 @@ _SPELLINGS = (
     (re.compile(r"^(\w{2,}l)ys(e|es|ed|ing|er|ers)$"), r"\1yz\2"),
     (re.compile(r"^(\w{2,}l)yz(e|es|ed|ing|er|ers)$"), r"\1ys\2"),
 )
+# Word families the porter stemmer keeps apart (issue 34): "analyze" is `analyz`, "analysis" `analysi`, "analytics"
+# `analyt`, so "analyze single-cell RNA-seq data" missed a skill described as an "RNA-seq analysis pipeline";
+# likewise diagnose/diagnosis/diagnostic, synthesis/synthesize/synthetic, summary/summarize, classify/
+# classification. A word with one of a family's endings finds the family's other forms; each form stands for its
+# inflections (porter stems "analyzing" as "analyze"). A form no skill holds costs one empty FTS5 lookup.
+_FAMILIES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    # Greek nouns in -sis, their verbs and adjectives: analysis, analyse/analyze, analytic(s), paralysis/paralyze
+    (
+        re.compile(r"^(\w{3,}?y)(?:sis|ses|se|sed|sing|ser|sers|ze|zes|zed|zing|zer|zers|tic|tics|tical|tically)$"),
+        ("sis", "ses", "ze", "tic"),
+    ),
+    # diagnosis/diagnose/diagnostic, necrosis/necrotic
+    (re.compile(r"^(\w{3,}?o)(?:sis|ses|se|sed|sing|tic|tics|tical|stic|stics)$"), ("sis", "ses", "tic", "stic")),
+    # synthesis/synthesize/synthetic, hypothesis/hypothetical, emphasis/emphasize
+    (re.compile(r"^(\w{3,}?[ae])(?:sis|ses|size|sizes|sized|sizing|tic|tics|tical|tically)$"), ("sis", "ses", "tic")),
+    # classify/classifier/classification, verify/verification, notify/notification (before -y: 'classify')
+    (re.compile(r"^(\w{2,}?)(?:ify|ifies|ified|ifying|ifier|ifiers|ification|ifications)$"), ("ify", "ification")),
+    # summary/summaries/summarize/summarization, category/categorize, priority/prioritize
+    (re.compile(r"^(\w{4,}?[^aeiouy\W])(?:y|ies|ize|izes|ized|izing|ization|izations)$"), ("y", "ize")),
+)
 
 _STOPWORDS_TEXT = """a an and are as at be by can do does for from how i in into is it its me my of on or our so
     that the
@@ -104,6 +124,16 @@ def other_spelling(word: str) -> str | None:
     return None
 
 
+def word_family(word: str) -> list[str]:
+    """The other forms of the word's family that the stemmer keeps apart ('analyze' -> 'analysis', 'analyses',
+    'analytic'), the word itself left out; empty for a word of no family (`_FAMILIES`)."""
+    for pattern, endings in _FAMILIES:
+        found = pattern.match(word)
+        if found:
+            return [form for ending in endings if (form := found.group(1) + ending) != word]
+    return []
+
+
 def concepts(query: str) -> list[Concept]:
     """The query's meaningful words with their parts, synonyms and abbreviations (no spelling yet)."""
     pairs = words_of(query)
@@ -118,8 +148,9 @@ def concepts(query: str) -> list[Concept]:
         if parts:
             alternatives.append(" ".join(parts))
         spelled = other_spelling(word)
-        alternatives += [s for s in (spelled, *SYNONYMS.get(word, ())) if s and s not in alternatives]
-        out.append(Concept(word, tuple(alternatives)))
+        family = [form for spelling in (word, spelled) if spelling for form in word_family(spelling)]
+        alternatives += [s for s in (spelled, *family, *SYNONYMS.get(word, ())) if s]
+        out.append(Concept(word, tuple(dict.fromkeys(alternatives))))
     return out[:MAX_CONCEPTS]
 
 
