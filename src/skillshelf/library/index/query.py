@@ -37,26 +37,21 @@ _SPELLINGS = (
     (re.compile(r"^(\w{2,}l)ys(e|es|ed|ing|er|ers)$"), r"\1yz\2"),
     (re.compile(r"^(\w{2,}l)yz(e|es|ed|ing|er|ers)$"), r"\1ys\2"),
 )
-# Word families the porter stemmer keeps apart (issue 34): "analyze" is `analyz`, "analysis" `analysi`, "analytics"
-# `analyt`, so "analyze single-cell RNA-seq data" missed a skill described as an "RNA-seq analysis pipeline";
-# likewise diagnose/diagnosis/diagnostic, synthesis/synthesize/synthetic, summary/summarize, classify/
-# classification. A word with one of a family's endings finds the family's other forms; each form stands for its
-# inflections (porter stems "analyzing" as "analyze"). A form no skill holds costs one empty FTS5 lookup.
-_FAMILIES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
-    # Greek nouns in -sis, their verbs and adjectives: analysis, analyse/analyze, analytic(s), paralysis/paralyze
-    (
-        re.compile(r"^(\w{3,}?y)(?:sis|ses|se|sed|sing|ser|sers|ze|zes|zed|zing|zer|zers|tic|tics|tical|tically)$"),
-        ("sis", "ses", "ze", "tic"),
-    ),
-    # diagnosis/diagnose/diagnostic, necrosis/necrotic
-    (re.compile(r"^(\w{3,}?o)(?:sis|ses|se|sed|sing|tic|tics|tical|stic|stics)$"), ("sis", "ses", "tic", "stic")),
-    # synthesis/synthesize/synthetic, hypothesis/hypothetical, emphasis/emphasize
-    (re.compile(r"^(\w{3,}?[ae])(?:sis|ses|size|sizes|sized|sizing|tic|tics|tical|tically)$"), ("sis", "ses", "tic")),
-    # classify/classifier/classification, verify/verification, notify/notification (before -y: 'classify')
-    (re.compile(r"^(\w{2,}?)(?:ify|ifies|ified|ifying|ifier|ifiers|ification|ifications)$"), ("ify", "ification")),
-    # summary/summaries/summarize/summarization, category/categorize, priority/prioritize
-    (re.compile(r"^(\w{4,}?[^aeiouy\W])(?:y|ies|ize|izes|ized|izing|ization|izations)$"), ("y", "ize")),
+# Word families the porter stemmer keeps apart (issue 34): "analyze" is `analyz`, "analysis" `analysi`, so "analyze
+# single-cell RNA-seq data" missed a skill described as an "RNA-seq analysis pipeline"; likewise diagnose/diagnosis,
+# synthesize/synthesis, classify/classification, summarize/summary. A verb finds its noun, as a description names a
+# task ("analysis pipeline"), but not the other way: a noun often names a thing of its own ("analytics events",
+# Python's "hypothesis"), and joining it to its verb made it an everyday word that no longer told skills apart.
+# Each noun form stands for its inflections (porter stems "analyses" as "analyse"); a form no skill holds ("organy"
+# from "organize") costs one empty FTS5 lookup. (root, the verb's endings, the noun forms)
+_FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (r"\w{3,}?y", "ze|zes|zed|zing|zer|zers|se|sed|sing", ("sis", "ses")),  # analyze/analyse: analysis, analyses
+    (r"\w{3,}?o", "se|sed|sing", ("sis",)),  # diagnose: diagnosis
+    (r"\w{3,}?[ae]", "size|sizes|sized|sizing", ("sis",)),  # synthesize: synthesis; emphasize: emphasis
+    (r"\w{2,}?", "ify|ifies|ified|ifying", ("ification",)),  # classify: classification; verify: verification
+    (r"\w{4,}?[^aeiouy\W]", "ize|izes|ized|izing", ("y",)),  # summarize: summary; prioritize: priority
 )
+_FAMILY_PATTERNS = tuple(re.compile(f"^({root})(?:{endings})$") for root, endings, _ in _FAMILIES)
 
 _STOPWORDS_TEXT = """a an and are as at be by can do does for from how i in into is it its me my of on or our so
     that the
@@ -125,12 +120,12 @@ def other_spelling(word: str) -> str | None:
 
 
 def word_family(word: str) -> list[str]:
-    """The other forms of the word's family that the stemmer keeps apart ('analyze' -> 'analysis', 'analyses',
-    'analytic'), the word itself left out; empty for a word of no family (`_FAMILIES`)."""
-    for pattern, endings in _FAMILIES:
+    """The nouns of a verb that the stemmer keeps apart from it ('analyze' -> 'analysis', 'analyses'); empty
+    for a word that is no such verb (`_FAMILIES`)."""
+    for pattern, (_, _, nouns) in zip(_FAMILY_PATTERNS, _FAMILIES, strict=True):
         found = pattern.match(word)
         if found:
-            return [form for ending in endings if (form := found.group(1) + ending) != word]
+            return [found.group(1) + noun for noun in nouns]
     return []
 
 
