@@ -3,8 +3,9 @@
 A query becomes a list of *concepts*, one per distinct meaningful word. Each concept carries the
 alternatives that should count as that word: the word itself, the parts of a camelCase or
 hyphenated word, a curated synonym or abbreviation (k8s -> kubernetes, auth -> authentication,
-troubleshoot -> debug), and, for a word the index has never seen, its spelling corrections from
-the index's own vocabulary (edit distance 1 on words of 5-6 letters, 2 from 7 letters).
+troubleshoot -> debug), a verb's nouns the stemmer keeps apart (analyze -> analysis), and, for a
+word the index has never seen, its spelling corrections from the index's own vocabulary (edit
+distance 1 on words of 5-6 letters, 2 from 7 letters).
 
 Ranking then rewards covering more of the concepts: see `SkillIndex.search`.
 """
