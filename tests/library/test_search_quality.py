@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.library.index.query import Vocabulary, concepts
+from skillshelf.library.index.query import Vocabulary, concepts, word_family
 from skillshelf.library.index.store import SearchFilters
 from tests.conftest import agent_skill, wait_until
 
@@ -262,6 +262,55 @@ def test_british_and_american_spellings_find_each_other(british: str, american: 
 def test_short_words_and_words_without_the_ending_keep_one_spelling(word: str) -> None:
     [asked] = concepts(word)
     assert asked.alternatives == (word,)
+
+
+def test_a_verb_finds_a_description_that_says_the_task_with_its_noun(library_of: object) -> None:
+    # issue 34's example: porter stems "analyze" `analyz` and "analysis" `analysi`, so the pipeline skill's
+    # description missed the query's verb and a skill holding "analyzing" among other uses came first
+    def add(root: Path) -> None:
+        skill(
+            root,
+            "gene-networks",
+            "Infer gene regulatory networks from expression data. Use when analyzing transcriptomics data (bulk"
+            " RNA-seq, single-cell RNA-seq) to find transcription factors and their targets.",
+        )
+        skill(
+            root,
+            "single-cell-pipeline",
+            "Standard single-cell RNA-seq analysis pipeline: quality control, clustering, differential expression."
+            " For data format questions use another skill.",
+        )
+
+    library = library_of(add)  # type: ignore[operator]
+    assert top(library, "analyze single-cell RNA-seq data") == ["single-cell-pipeline"]
+
+
+@pytest.mark.parametrize(
+    ("verb", "nouns"),
+    [
+        ("analyze", {"analysis", "analyses"}),  # analyses: porter's `analys`, also the British verb
+        ("analysing", {"analysis"}),
+        ("diagnose", {"diagnosis"}),
+        ("synthesize", {"synthesis"}),
+        ("emphasizes", {"emphasis"}),
+        ("classify", {"classification"}),
+        ("verifying", {"verification"}),
+        ("summarize", {"summary"}),
+        ("prioritized", {"priority"}),
+    ],
+)
+def test_a_verb_finds_the_nouns_the_stemmer_keeps_apart_from_it(verb: str, nouns: set[str]) -> None:
+    [asked] = concepts(verb)
+    assert nouns <= set(asked.alternatives)
+
+
+@pytest.mark.parametrize(
+    "word",
+    # nouns keep their own form: "analytics events" and Python's "hypothesis" name things of their own
+    ["analytics", "analysis", "hypothesis", "diagnostics", "classification", "summary", "analyst", "release", "query"],
+)
+def test_a_noun_and_a_word_of_no_family_keep_their_own_form(word: str) -> None:
+    assert word_family(word) == []
 
 
 def test_an_everyday_word_is_not_read_as_the_initials_of_a_phrase(library_of: object) -> None:

@@ -3,8 +3,9 @@
 A query becomes a list of *concepts*, one per distinct meaningful word. Each concept carries the
 alternatives that should count as that word: the word itself, the parts of a camelCase or
 hyphenated word, a curated synonym or abbreviation (k8s -> kubernetes, auth -> authentication,
-troubleshoot -> debug), and, for a word the index has never seen, its spelling corrections from
-the index's own vocabulary (edit distance 1 on words of 5-6 letters, 2 from 7 letters).
+troubleshoot -> debug), a verb's nouns the stemmer keeps apart (analyze -> analysis), and, for a
+word the index has never seen, its spelling corrections from the index's own vocabulary (edit
+distance 1 on words of 5-6 letters, 2 from 7 letters).
 
 Ranking then rewards covering more of the concepts: see `SkillIndex.search`.
 """
@@ -36,6 +37,21 @@ _SPELLINGS = (
     (re.compile(r"^(\w{2,}l)ys(e|es|ed|ing|er|ers)$"), r"\1yz\2"),
     (re.compile(r"^(\w{2,}l)yz(e|es|ed|ing|er|ers)$"), r"\1ys\2"),
 )
+# Word families the porter stemmer keeps apart (issue 34): "analyze" is `analyz`, "analysis" `analysi`, so "analyze
+# single-cell RNA-seq data" missed a skill described as an "RNA-seq analysis pipeline"; likewise diagnose/diagnosis,
+# synthesize/synthesis, classify/classification, summarize/summary. A verb finds its noun, as a description names a
+# task ("analysis pipeline"), but not the other way: a noun often names a thing of its own ("analytics events",
+# Python's "hypothesis"), and joining it to its verb made it an everyday word that no longer told skills apart.
+# Each noun form stands for its inflections (porter stems "analyses" as "analyse"); a form no skill holds ("organy"
+# from "organize") costs one empty FTS5 lookup. (root, the verb's endings, the noun forms)
+_FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (r"\w{3,}?y", "ze|zes|zed|zing|zer|zers|se|sed|sing", ("sis", "ses")),  # analyze/analyse: analysis, analyses
+    (r"\w{3,}?o", "se|sed|sing", ("sis",)),  # diagnose: diagnosis
+    (r"\w{3,}?[ae]", "size|sizes|sized|sizing", ("sis",)),  # synthesize: synthesis; emphasize: emphasis
+    (r"\w{2,}?", "ify|ifies|ified|ifying", ("ification",)),  # classify: classification; verify: verification
+    (r"\w{4,}?[^aeiouy\W]", "ize|izes|ized|izing", ("y",)),  # summarize: summary; prioritize: priority
+)
+_FAMILY_PATTERNS = tuple(re.compile(f"^({root})(?:{endings})$") for root, endings, _ in _FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -73,6 +89,16 @@ def other_spelling(word: str) -> str | None:
     return None
 
 
+def word_family(word: str) -> list[str]:
+    """The nouns of a verb that the stemmer keeps apart from it ('analyze' -> 'analysis', 'analyses'); empty
+    for a word that is no such verb (`_FAMILIES`)."""
+    for pattern, (_, _, nouns) in zip(_FAMILY_PATTERNS, _FAMILIES, strict=True):
+        found = pattern.match(word)
+        if found:
+            return [found.group(1) + noun for noun in nouns]
+    return []
+
+
 def concepts(query: str) -> list[Concept]:
     """The query's meaningful words with their parts, synonyms and abbreviations (no spelling yet)."""
     pairs = words_of(query)
@@ -87,8 +113,9 @@ def concepts(query: str) -> list[Concept]:
         if parts:
             alternatives.append(" ".join(parts))
         spelled = other_spelling(word)
-        alternatives += [s for s in (spelled, *SYNONYMS.get(word, ())) if s and s not in alternatives]
-        out.append(Concept(word, tuple(alternatives)))
+        family = [form for spelling in (word, spelled) if spelling for form in word_family(spelling)]
+        alternatives += [s for s in (spelled, *family, *SYNONYMS.get(word, ())) if s]
+        out.append(Concept(word, tuple(dict.fromkeys(alternatives))))
     return out[:MAX_CONCEPTS]
 
 
