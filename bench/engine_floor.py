@@ -40,7 +40,7 @@ from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import query_terms
 from skillshelf.library.index.store import FIELD_WEIGHTS
-from skillshelf.patterns.service import search_patterns
+from skillshelf.skills.service import search_patterns
 
 try:  # imported as bench.engine_floor (repo root on sys.path)
     from bench import generate

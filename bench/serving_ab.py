@@ -36,10 +36,10 @@ from mcp import Client
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.patterns import service
 from skillshelf.server import tooling, views
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
+from skillshelf.skills import service
 
 try:
     from bench.eval_corpora import CORPORA
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["HOME"] = str(home / "home")  # no user config or cache is read
-        parent_service = module_at(args.parent, "src/skillshelf/patterns/service.py", "parent_service", home)
+        parent_service = module_at(args.parent, "src/skillshelf/skills/service.py", "parent_service", home)
         parent_tooling = module_at(args.parent, "src/skillshelf/server/tooling.py", "parent_tooling", home)
         library = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=home / "index", watch=False))
         try:

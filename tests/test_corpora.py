@@ -83,7 +83,7 @@ def test_every_skill_is_in_the_top_3_when_searching_its_own_name(library: SkillL
 def test_token_budgets_of_compact_hits_and_paged_loads(library: SkillLibrary) -> None:
     """Issue 10's budgets on real skills: a hit <= 60 tokens (median), find+load <= 1,200 with maxTokens."""
     from bench.eval_corpora import load_queries
-    from skillshelf.patterns.service import compact_result, load_for_agent, search_patterns
+    from skillshelf.skills.service import compact_result, load_for_agent, search_patterns
     from skillshelf.tokens import estimate_json_tokens
 
     def tokens(model: Any) -> int:

@@ -19,7 +19,7 @@ from skillshelf.library.skill.paths import display_path
 from skillshelf.library.usage.store import PatternUsage
 from skillshelf.metrics.models import CategoryLayoutCount, LibraryStats, SkillTokens, UsedSkill
 from skillshelf.metrics.quality_spread import quality_spread
-from skillshelf.patterns.evals import Findability, remembered_findability
+from skillshelf.skills.evals import Findability, remembered_findability
 
 TOP = 10
 NEVER_USED_LISTED = 20

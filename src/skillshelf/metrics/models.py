@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from skillshelf.envelope import WireModel
-from skillshelf.patterns.evals import Findability
+from skillshelf.skills.evals import Findability
 
 
 class CategoryLayoutCount(WireModel):

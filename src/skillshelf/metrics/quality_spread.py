@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from skillshelf.envelope import WireModel
 from skillshelf.library.index.store import IndexedSkill
-from skillshelf.patterns.evals import Findability
+from skillshelf.skills.evals import Findability
 
 UNREACHABLE_COST = 2.0  # its own description leaves it out of the top 5: an agent asking for it gets another
 SECOND_COST = 1.0  # in the top 5 for its own description but not first: agents usually load the first hit

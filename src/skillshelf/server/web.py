@@ -41,14 +41,14 @@ from skillshelf import __version__
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.reader import CatalogReader, SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.patterns import service
-from skillshelf.patterns.models import SkillFile, SkillHit
-from skillshelf.patterns.service import MAX_LIMIT
 from skillshelf.server.auth import Tokens, caller_of, web_authorize, web_refusal
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.pipeline import ReadRefused, adapter
 from skillshelf.server.wellknown import V1, V2, DiscoveryIndex, PublishedArchive, PublishedFile, index_arguments
 from skillshelf.server.wellknown import Routes as DiscoveryRoutes
+from skillshelf.skills import service
+from skillshelf.skills.models import SkillFile, SkillHit
+from skillshelf.skills.service import MAX_LIMIT
 from skillshelf.web import pages
 from skillshelf.web.stats import LibraryView, library_view
 

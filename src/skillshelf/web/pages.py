@@ -14,8 +14,8 @@ from urllib.parse import quote, urlencode
 from skillshelf import __version__
 from skillshelf.library.skill.models import SEVERITY_WORDS, count_of
 from skillshelf.library.sources.history import VersionLine
-from skillshelf.patterns.evals import Findability
-from skillshelf.patterns.models import LoadedSkill, SkillHit, SourceInfo
+from skillshelf.skills.evals import Findability
+from skillshelf.skills.models import LoadedSkill, SkillHit, SourceInfo
 from skillshelf.web.charts import WIDTH, Bar, bar_chart, column_chart, donut
 from skillshelf.web.markdown import breakable, render_markdown
 from skillshelf.web.stats import LibraryView

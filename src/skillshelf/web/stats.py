@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.skill.duplicates import NearDuplicate
 from skillshelf.metrics.library_stats import library_figures, stats_of
-from skillshelf.patterns.evals import Findability, remembered_findability
+from skillshelf.skills.evals import Findability, remembered_findability
 
 DAILY_UP_TO = 45  # days spanned before uses are counted per week, then per month past WEEKLY_UP_TO
 WEEKLY_UP_TO = 400

@@ -21,8 +21,9 @@ from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.skill.layouts import CODE_LANGUAGES
 from skillshelf.library.sources.provenance import Provenance
 from skillshelf.library.usage.store import PatternUsage
-from skillshelf.patterns import minify
-from skillshelf.patterns.models import (
+from skillshelf.projects import ProjectRoots
+from skillshelf.skills import minify
+from skillshelf.skills.models import (
     BriefMetadata,
     BulkLoadResult,
     BulkSearchResult,
@@ -46,7 +47,6 @@ from skillshelf.patterns.models import (
     UsageInfo,
     UsageRecorded,
 )
-from skillshelf.projects import ProjectRoots
 from skillshelf.tokens import CHARS_PER_TOKEN, JSON_OVERHEAD, estimate_text_tokens
 
 T = TypeVar("T")

@@ -11,10 +11,10 @@ from mcp import Client
 
 from skillshelf.library.index.filecache import FileCache
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.patterns import minify
-from skillshelf.patterns.service import one_line
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
+from skillshelf.skills import minify
+from skillshelf.skills.service import one_line
 from skillshelf.tokens import estimate_json_tokens
 from tests.conftest import agent_skill, call
 
