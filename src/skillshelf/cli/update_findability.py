@@ -1,4 +1,4 @@
-"""What `skillshelf update` shows an update makes harder to find (patterns/review_evals.py)."""
+"""What `skillshelf update` shows an update makes harder to find (skills/review_evals.py)."""
 
 from __future__ import annotations
 
