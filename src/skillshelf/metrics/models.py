@@ -30,7 +30,7 @@ class LibraryStats(WireModel):
     categories: list[CategoryLayoutCount]
     quality_histogram: dict[str, int]  # "0-1" ... "9-10" -> skills whose score falls in that band
     mean_quality: float
-    verified: int  # by the index-time score (>= 7.0) or by use: findability lowers the figures, not this
+    verified: int  # used from three distinct projects (the one meaning of `verified`)
     executable: int
     load_tokens_total: int
     load_tokens_mean: float

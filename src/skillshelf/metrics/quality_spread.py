@@ -6,8 +6,8 @@ an agent finds it is a property of the whole library: a skill its own descriptio
 top 5 is one an agent will not load, and two skills that win each other's queries are loaded in place of
 each other. Those two costs enter here, where the findability report is (skills/evals.py: remembered per
 set of skills, so once per index generation), and only in what the library's figures show (`stats`,
-getLibraryStats, the web library page). Search, filters (`minQuality`, `quality>=` views) and `verified`
-keep the index-time score: findability changes whenever another skill changes, and a skill's standing in a
+getLibraryStats, the web library page). Search, filters (`minQuality`, `quality>=` views) and the bar
+(`meets_bar`) keep the index-time score: findability changes whenever another skill changes, and a skill's standing in a
 view must not move because an unrelated skill was added.
 """
 
