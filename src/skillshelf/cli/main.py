@@ -338,7 +338,7 @@ def usage(libraries: tuple[Path, ...], as_json: bool, skill_id: str | None, sort
             click.echo("No recorded use yet. Agents record it with trackPatternUsage.")
             return
         rows = [
-            (row.pattern_id, plural(row.reuse_count, "use"), ", ".join(row.projects) or "-", row.last_used or "-")
+            (row.skill_id, plural(row.reuse_count, "use"), ", ".join(row.projects) or "-", row.last_used or "-")
             for row in r.patterns
         ]
         table(("skill", "uses", "projects", "last used"), rows, numeric=("uses",))

@@ -50,7 +50,7 @@ class LibraryStats(WireModel):
 
 
 class PatternReuse(WireModel):
-    pattern_id: str
+    skill_id: str = Field(alias="patternId")  # the public name (getPatternReuse's argument too)
     category: str
     reuse_count: int  # recorded uses plus sessions that mention the skill
     uses: int
