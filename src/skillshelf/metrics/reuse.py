@@ -47,9 +47,7 @@ def pattern_reuse(
     return ReuseReport(patterns=ordered[:limit], total_patterns=len(ordered), warnings=warnings or None)
 
 
-def _reuse(
-    skill_id: str, usage: SkillUsage | None, mentions: Sequence[Mention], library: SkillReader
-) -> PatternReuse:
+def _reuse(skill_id: str, usage: SkillUsage | None, mentions: Sequence[Mention], library: SkillReader) -> PatternReuse:
     projects = sorted(set(usage.projects if usage else []) | {m.project for m in mentions})
     dates = [d for d in [usage.first_used if usage else None, usage.last_used if usage else None] if d]
     dates += [m.date for m in mentions if m.date]
