@@ -32,7 +32,7 @@ class LibraryFigures:
 
     skills: list[IndexedSkill]
     usage: dict[str, SkillUsage]
-    verified: frozenset[str]  # ids verified, by quality or by use
+    verified: frozenset[str]  # ids verified: used from three distinct projects
     findings: list[Finding]
     warnings: list[str]
     near_duplicates: list[NearDuplicate] = field(default_factory=list)

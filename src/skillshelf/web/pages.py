@@ -70,7 +70,7 @@ def layout(base: str, title: str, body: str, *, query: str = "", page: str = "")
 
 def quality_badge(score: float, verified: bool) -> str:
     level = "high" if score >= 7 else "mid" if score >= 4 else "low"
-    tick = ' <span class="tick" title="verified">✓</span>' if verified else ""
+    tick = ' <span class="tick" title="verified: used from three projects">✓</span>' if verified else ""
     return f'<span class="quality q-{level}" title="quality {score:g}/10">{score:.1f}{tick}</span>'
 
 
