@@ -7,7 +7,7 @@ For each size: generate (or reuse) the synthetic library (bench/generate.py), bu
 (SkillLibrary, in a temporary directory), and open a second, plain SQLite connection on the same index file.
 Then, every round, for every generated query, in an order rotated query by query:
 
-- `ours`: `patterns.service.search_patterns(reader, query, limit=10)`, the searchPatterns tool's service;
+- `ours`: `skills.service.search_patterns(reader, query, limit=10)`, the searchPatterns tool's service;
 - `fts-and`: the bare FTS5 query on the same file, the query's words (`query_terms`, quoted) ANDed,
   `ORDER BY bm25(skills_fts, <the index's FIELD_WEIGHTS>) LIMIT 10`;
 - `fts-or`: the same with the words ORed;
@@ -40,7 +40,7 @@ from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import FIELD_WEIGHTS
 from skillshelf.library.indexing.terms import query_terms
-from skillshelf.patterns.service import search_patterns
+from skillshelf.skills.service import search_patterns
 
 try:  # imported as bench.engine_floor (repo root on sys.path)
     from bench import generate

@@ -38,7 +38,7 @@ from typing import Any
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.terms import query_terms
-from skillshelf.patterns.service import search_patterns
+from skillshelf.skills.service import search_patterns
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 QUERIES = Path(__file__).with_name("queries") / "corpora.txt"

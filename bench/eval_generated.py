@@ -19,7 +19,7 @@ from pathlib import Path
 
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.patterns.service import search_patterns
+from skillshelf.skills.service import search_patterns
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ What it reaches is what the SDK, the transport and the client cost on this machi
 behind the tools: no server built on the SDK can do better here.
 
 With `--work LIBRARY` the same two tools do skillshelf's own work instead of answering fixed text: the
-search and the load of `skillshelf.patterns.service` on an index of LIBRARY, wrapped in the same envelope,
+search and the load of `skillshelf.skills.service` on an index of LIBRARY, wrapped in the same envelope,
 with nothing of skillshelf's serving layers (no views, pipeline, hooks, call log, auth, usage records).
 The gap between it and the bare floor is what the work costs; the gap between skillshelf and it is what
 skillshelf's layers cost.
@@ -54,8 +54,8 @@ def build_working(library: str) -> MCPServer:
 
     from skillshelf.library.access.reader import LibraryReader
     from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-    from skillshelf.patterns import service
     from skillshelf.server.tooling import respond
+    from skillshelf.skills import service
 
     index_dir = Path(tempfile.mkdtemp(prefix="skillshelf-work-floor-"))
     skills = SkillLibrary(LibraryConfig(roots=[Path(library)], index_dir=index_dir, watch=False))
@@ -83,8 +83,8 @@ def build_replaying(library: str) -> MCPServer:
 
     from skillshelf.library.access.reader import LibraryReader
     from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-    from skillshelf.patterns import service
     from skillshelf.server.tooling import respond
+    from skillshelf.skills import service
 
     root = Path(library)
     index_dir = root.with_name(root.name + ".replay-index")  # kept: later starts only check it

@@ -55,7 +55,7 @@ def main() -> int:
 def _report(reader: LibraryReader, skills: list[IndexedSkill], compare: Path | None) -> None:
     from skillshelf.library.skill.quality import says_when
     from skillshelf.metrics.quality_spread import library_quality
-    from skillshelf.patterns.evals import library_findability
+    from skillshelf.skills.evals import library_findability
 
     started = time.perf_counter()
     found = library_findability(reader)

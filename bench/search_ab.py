@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skillshelf.patterns.service import search_patterns
+from skillshelf.skills.service import search_patterns
 
 try:  # imported as bench.search_ab (repo root on sys.path)
     from bench import generate
@@ -61,10 +61,18 @@ def export_parent(rev: str, into: Path) -> None:
     sys.path.insert(0, str(into))
 
 
+def parent_service() -> Any:
+    """The parent's skill service: `skills/` since issue 32, `patterns/` before it."""
+    try:
+        return importlib.import_module(f"{PARENT}.skills.service")
+    except ModuleNotFoundError:
+        return importlib.import_module(f"{PARENT}.patterns.service")
+
+
 def measure(lib: Path, n: int, rounds: int, clock: Callable[[], float]) -> dict[str, Any]:
     reader_module = importlib.import_module(f"{PARENT}.library.access.reader")
     library_module = importlib.import_module(f"{PARENT}.library.index.library")
-    parent_search = importlib.import_module(f"{PARENT}.patterns.service").search_patterns
+    parent_search = parent_service().search_patterns
     queries = [q["query"] for q in generate.load_queries(lib) if q.get("answer")]
     with tempfile.TemporaryDirectory(prefix="skillshelf-search-ab-") as index_dir:
         ours = Engines(lib, Path(index_dir))

@@ -2,7 +2,7 @@
 
     python bench/serving_ab.py --parent 42d25ad          # issue 36's serving cuts (H42) against their parent
 
-Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `patterns/service.py` and
+Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `skills/service.py` and
 `server/tooling.py` are read from git and loaded beside this checkout's; the rest of the code is this
 checkout's. Each variant keeps its own file cache. Figures are CPU time of the process (time.process_time,
 less disturbed than wall time by the other work of a shared machine), the median of the rounds, the
@@ -36,10 +36,10 @@ from mcp import Client
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
-from skillshelf.patterns import service
 from skillshelf.server import tooling, views
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
+from skillshelf.skills import service
 
 try:
     from bench.eval_corpora import CORPORA
@@ -64,6 +64,17 @@ def module_at(rev: str, path: str, name: str, into: Path) -> ModuleType:
     sys.modules[name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
+
+
+def service_at(rev: str, into: Path) -> ModuleType:
+    """The parent's skill service: skills/service.py since issue 32, patterns/service.py before it (its
+    imports of `skillshelf.patterns` then resolve to this checkout's `skillshelf.skills`)."""
+    try:
+        return module_at(rev, "src/skillshelf/skills/service.py", "parent_service", into)
+    except subprocess.CalledProcessError:
+        for name in ("", ".minify", ".models"):
+            sys.modules.setdefault(f"skillshelf.patterns{name}", importlib.import_module(f"skillshelf.skills{name}"))
+        return module_at(rev, "src/skillshelf/patterns/service.py", "parent_service", into)
 
 
 class Variants:
@@ -139,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["HOME"] = str(home / "home")  # no user config or cache is read
-        parent_service = module_at(args.parent, "src/skillshelf/patterns/service.py", "parent_service", home)
+        parent_service = service_at(args.parent, home)
         parent_tooling = module_at(args.parent, "src/skillshelf/server/tooling.py", "parent_tooling", home)
         library = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=home / "index", watch=False))
         try:

@@ -28,7 +28,7 @@ from typing import Any
 
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.patterns.service import compact_result, load_for_agent, search_patterns
+from skillshelf.skills.service import compact_result, load_for_agent, search_patterns
 from skillshelf.tokens import estimate_json_tokens
 
 try:

@@ -55,7 +55,7 @@ OTHER_FILES = {
     "library/sources/lock.py": "skillshelf.lock",
     "library/sources/rollback.py": "copies a source's installed folder into staging (bytes copied, never parsed)",
     "library/sources/signing.py": "skillshelf.lock's bytes to verify, and the signature ssh-keygen wrote",
-    "library/sources/state.py": "the source commands' own state in .skillshelf/",
+    "library/sources/local.py": "the source commands' own state in .skillshelf/",
     "library/sources/swap.py": "the journal of a source being swapped in",
     "library/agents/record.py": "the install record (installs.json in the state folder)",
 }
@@ -280,7 +280,7 @@ OTHER_WALKS = {
     "library/semantic/install.py": "the model's wheel and the files it installs",
     "library/sources/fetch.py": "a source's files before they are a skill of the library (its hostile-input rules)",
     "library/sources/history.py": "the history's own folders in .skillshelf/history (versions and blobs, to prune)",
-    "library/sources/state.py": "the library root's top folders (which ones no source installed)",
+    "library/sources/local.py": "the library root's top folders (which ones no source installed)",
     "library/sources/swap.py": "the library root's staging folders",
     "projects.py": "the projects roots' folders",
 }

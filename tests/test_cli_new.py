@@ -56,7 +56,7 @@ def test_a_scaffold_checks_with_no_finding_but_its_placeholder_text(
     assert skill.description.startswith("TODO:") and name in skill.description
     assert "TODO:" in skill.body and "## When to use" in skill.body
     # An unfinished scaffold is a stub: never verified until it is written.
-    assert skill.quality.score <= 6.0 and not skill.quality.verified
+    assert skill.quality.score <= 6.0 and not skill.quality.meets_bar
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,7 @@ def test_token_budgets_of_compact_hits_and_paged_loads(library: SkillLibrary) ->
     36's: a whole search result <= 60 tokens a hit, a default load <= 10 % over its document (median; the
     document counted as tokensUsed counts a JSON string, as bench/tokens_corpora.py does)."""
     from bench.eval_corpora import load_queries
-    from skillshelf.patterns.service import compact_result, load_for_agent, search_patterns
+    from skillshelf.skills.service import compact_result, load_for_agent, search_patterns
     from skillshelf.tokens import estimate_json_tokens
 
     def tokens(model: Any) -> int:

@@ -12,7 +12,7 @@ from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SkillIndex
-from skillshelf.patterns import service
+from skillshelf.skills import service
 from tests.conftest import agent_skill
 
 

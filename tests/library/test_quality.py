@@ -25,7 +25,7 @@ def test_declared_breakdown_and_estimated_sources_take_precedence_in_that_order(
         "declared",
     )
     retry = skills["python/retry-backoff"].quality
-    assert (retry.score, retry.source, retry.verified) == (6.5, "declared", False)
+    assert (retry.score, retry.source, retry.meets_bar) == (6.5, "declared", False)
     assert "test coverage: 6/10" in retry.reasons
     assert skills["python/slugify"].quality.source == "estimated"
 
@@ -37,7 +37,7 @@ def test_a_breakdown_without_a_declared_score_uses_the_mean(tmp_path: Path) -> N
     meta = f"# Skill\n\n## Quality Breakdown\n\n| Criterion | Score | Notes |\n|---|---|---|\n{table}\n"
     three_file(tmp_path, "c", "mean", "# Mean\n\nA skill.\n", meta=meta)
     (skill,) = check_roots([tmp_path]).skills
-    assert (skill.quality.score, skill.quality.source, skill.quality.verified) == (7.8, "breakdown", True)
+    assert (skill.quality.score, skill.quality.source, skill.quality.meets_bar) == (7.8, "breakdown", True)
 
 
 def test_the_estimate_is_deterministic_and_names_every_missing_point() -> None:
@@ -52,7 +52,7 @@ def test_the_estimate_is_deterministic_and_names_every_missing_point() -> None:
     assert len(reasons) == 8
 
 
-def test_a_well_made_skill_estimates_as_verified(tmp_path: Path) -> None:
+def test_a_well_made_skill_estimates_at_the_bar(tmp_path: Path) -> None:
     body = "word " * 200
     doc = (
         "# Good\n\nUse when you need a good example of a complete skill with real guidance and detail.\n\n"
@@ -61,10 +61,10 @@ def test_a_well_made_skill_estimates_as_verified(tmp_path: Path) -> None:
     three_file(tmp_path, "c", "good", doc, code="def good() -> None: ...\n")
     (skill,) = check_roots([tmp_path]).skills
     assert skill.quality.source == "estimated"
-    assert skill.quality.score == 8.0 and skill.quality.verified  # 229 words: 1 of 2.5 body points
+    assert skill.quality.score == 8.0 and skill.quality.meets_bar  # 229 words: 1 of 2.5 body points
 
 
-def test_a_short_folder_skill_with_every_part_is_not_verified(tmp_path: Path) -> None:
+def test_a_short_folder_skill_with_every_part_stays_under_the_bar(tmp_path: Path) -> None:
     """Issue 13: an 80-word Agent Skills folder scored 8.8 and was verified."""
     from tests.conftest import agent_skill
 
@@ -80,7 +80,7 @@ def test_a_short_folder_skill_with_every_part_is_not_verified(tmp_path: Path) ->
     (folder / "scripts" / "run.py").write_text("print('ok')\n", encoding="utf-8")
     (skill,) = check_roots([tmp_path]).skills
     assert skill.quality.source == "estimated"
-    assert skill.quality.score == 5.5 and not skill.quality.verified
+    assert skill.quality.score == 5.5 and not skill.quality.meets_bar
     assert any("stub" in reason for reason in skill.quality.reasons)
 
 
@@ -156,5 +156,5 @@ def test_errors_cost_more_than_before_and_a_high_finding_caps_the_score() -> Non
     risky = Finding("c/pdf/scripts/run.sh", 3, "error", "download-exec", "curl | sh")
     clean = score_quality(None, None, facts, [])
     capped = score_quality(None, None, facts, [risky])
-    assert clean.verified and not capped.verified
+    assert clean.meets_bar and not capped.meets_bar
     assert capped.score < clean.score

@@ -13,7 +13,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.indexing.filecache import FileCache
-from skillshelf.patterns.service import load_skill, search_patterns
+from skillshelf.skills.service import load_skill, search_patterns
 from tests.conftest import deadline, synced_library, three_file, wait_until
 
 

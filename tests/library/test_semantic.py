@@ -816,7 +816,7 @@ def test_the_first_search_after_a_restart_waits_for_the_stored_vectors_and_ranks
     """Every vector is stored by an earlier run; the restarted library's very first search (before any sync of
     its own ended) ranked by words with no warning: the paraphrase found nothing."""
     from skillshelf.library.access.reader import LibraryReader
-    from skillshelf.patterns.service import search_patterns
+    from skillshelf.skills.service import search_patterns
 
     lib = tmp_path / "library"
     agent_skill(lib, "oss", "sponsor-finder", f"name: sponsor-finder\ndescription: {SPONSOR}")
@@ -836,7 +836,7 @@ def test_a_first_search_that_cannot_wait_for_the_vectors_says_it_ranked_by_words
 ) -> None:
     """Another process holds the vectors' lock, so none load: the first answer says it ranked by words."""
     from skillshelf.library.access.reader import LibraryReader
-    from skillshelf.patterns.service import search_patterns
+    from skillshelf.skills.service import search_patterns
 
     open_library(root, tmp_path / "index", model).close()
     restarted = SkillLibrary(

@@ -191,7 +191,7 @@ def test_once_the_damaged_file_is_moved_aside_a_new_history_starts(tmp_path: Pat
             if Path(f"{path}{suffix}").exists():
                 Path(f"{path}{suffix}").rename(tmp_path / f"kept.sqlite3{suffix}")
         store.record("cat/new", None, None, "test")
-        assert [(u.pattern_id, u.uses) for u in store.usage()] == [("cat/new", 1)]
+        assert [(u.skill_id, u.uses) for u in store.usage()] == [("cat/new", 1)]
         assert store.warning is None
     finally:
         store.close()

@@ -16,7 +16,7 @@ from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SCHEMA_VERSION, SearchFilters, SkillIndex
-from skillshelf.patterns import service
+from skillshelf.skills import service
 from tests.conftest import agent_skill, deadline, wait_until
 
 

@@ -63,7 +63,7 @@ async def test_reuse_reports_counts_projects_and_sorts(client: Client) -> None:
     by_category = await call(client, "getPatternReuse", {"sortBy": "category", "minReuse": 2})
     assert [p["patternId"] for p in by_category["patterns"]] == ["python/slugify"]
     one = await call(client, "getPatternReuse", {"patternId": "database/rls-policy"})
-    assert one["patterns"][0]["reuseCount"] == 0 and one["patterns"][0]["verified"] is True
+    assert one["patterns"][0]["reuseCount"] == 0 and one["patterns"][0]["verified"] is False
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,13 @@ from skillshelf.metrics.quality_spread import (
     deciles,
     library_quality,
 )
-from skillshelf.patterns.evals import Collision, Findability, Unreachable
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
+from skillshelf.skills.evals import Collision, Findability, Unreachable
 from skillshelf.web.pages import library_page
 from skillshelf.web.stats import library_view
 from tests.conftest import agent_skill, synced_library
-from tests.patterns.test_evals import unreachable_library
+from tests.skills.test_evals import unreachable_library
 
 TWIN = "# Merge PDFs\n\n## Steps\n\n" + "Merge the files in order. " * 80 + "\n\n## Example\n\n```sh\nmerge a b\n```\n"
 

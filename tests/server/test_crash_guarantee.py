@@ -9,9 +9,9 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.patterns import service
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
+from skillshelf.skills import service
 from tests.conftest import call
 
 pytestmark = pytest.mark.anyio

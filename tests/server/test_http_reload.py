@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from skillshelf.config.auth import AuthSettings, TokenSettings, token_digest
-from skillshelf.server.auth import Tokens
+from skillshelf.server.auth import BearerTokens
 from skillshelf.server.http import HttpReload, ReloadRefused
 from skillshelf.settings import Settings, resolve_settings
 from tests.conftest import wait_until_async
@@ -141,7 +141,7 @@ def test_a_refused_reload_is_logged_once_however_many_views_reload_it(
 ) -> None:
     config = tmp_path / "config.toml"
     config.write_text("[execution]\nenabled = true\n", encoding="utf-8")
-    rules = HttpReload("0.0.0.0", Tokens())
+    rules = HttpReload("0.0.0.0", BearerTokens())
     with caplog.at_level(logging.ERROR, logger="skillshelf.server.http"):
         for _view in range(5):  # one config watcher per view server reads the same edit
             with pytest.raises(ReloadRefused, match="enables skill execution"):
@@ -151,14 +151,14 @@ def test_a_refused_reload_is_logged_once_however_many_views_reload_it(
 
 def test_execution_may_be_enabled_by_a_reload_on_loopback_or_with_tokens(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    HttpReload("127.0.0.1", Tokens()).vet(settings_with(config, execution=True))
+    HttpReload("127.0.0.1", BearerTokens()).vet(settings_with(config, execution=True))
     alice = {"alice": TokenSettings(sha256=token_digest(ALICE))}
-    with_token = HttpReload("0.0.0.0", Tokens()).vet(settings_with(config, execution=True, tokens=alice))
+    with_token = HttpReload("0.0.0.0", BearerTokens()).vet(settings_with(config, execution=True, tokens=alice))
     assert "alice" in with_token.auth.tokens  # a token added in the same edit makes it safe
 
 
 def test_deleting_the_last_token_locks_the_api_instead_of_opening_it(tmp_path: Path) -> None:
-    tokens = Tokens({"alice": TokenSettings(sha256=token_digest(ALICE))})
+    tokens = BearerTokens({"alice": TokenSettings(sha256=token_digest(ALICE))})
     rules = HttpReload("127.0.0.1", tokens)
     rules.vet(settings_with(tmp_path / "config.toml"))
     assert tokens.required and tokens.table.verify(ALICE) is None
@@ -170,7 +170,7 @@ def test_tokens_from_the_environment_survive_a_reload(tmp_path: Path) -> None:
     env = {"SKILLSHELF_TOKENS": f"ci={CI}"}
     config = tmp_path / "config.toml"
     config.write_text("[execution]\nenabled = false\n", encoding="utf-8")
-    tokens = Tokens(resolve_settings([tmp_path], env, config).auth.tokens)
+    tokens = BearerTokens(resolve_settings([tmp_path], env, config).auth.tokens)
     rules = HttpReload("127.0.0.1", tokens)
     fresh = rules.vet(resolve_settings([tmp_path], env, config))  # a reload reads the file and the variables
     assert "ci" in fresh.auth.tokens

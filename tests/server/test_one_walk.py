@@ -20,10 +20,10 @@ from mcp import Client
 from skillshelf.cli import cli
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.patterns import service
 from skillshelf.server.app import build_server
 from skillshelf.server.web import WebAccess, web_app
 from skillshelf.settings import Settings
+from skillshelf.skills import service
 from tests.conftest import agent_skill, call, synced_library, write
 from tests.server.test_skills_ext import all_skills
 

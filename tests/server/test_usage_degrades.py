@@ -67,7 +67,7 @@ async def test_a_locked_usage_file_degrades_reads_fails_recording_clearly_and_ke
     assert {p["patternId"]: p["uses"] for p in body["data"]["patterns"]} == {"python/slugify": 1}
     store = UsageStore(usage_path)
     try:
-        assert [u.pattern_id for u in store.usage()] == ["cat/skill-0", "python/slugify"]
+        assert [u.skill_id for u in store.usage()] == ["cat/skill-0", "python/slugify"]
     finally:
         store.close()
     assert not [p for p in usage_path.parent.iterdir() if ".damaged-" in p.name]

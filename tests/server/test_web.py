@@ -15,9 +15,9 @@ from starlette.requests import Request
 
 from skillshelf.library.access.reader import LibraryReader, ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.patterns import service
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app, web_routes
+from skillshelf.skills import service
 from skillshelf.web import pages
 from skillshelf.web.charts import COLUMN_MAX, WIDTH, Bar, bar_chart, column_chart, fitted_label
 from skillshelf.web.markdown import breakable, render_markdown

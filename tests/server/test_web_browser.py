@@ -17,9 +17,9 @@ from starlette.requests import Request
 
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.patterns import service
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app
+from skillshelf.skills import service
 from tests.conftest import agent_skill, deadline
 from tests.server.team_support import serving_in_thread
 from tests.sources.helpers import Repo, add

@@ -48,7 +48,7 @@ def test_removing_a_source_deletes_its_folder_and_entry_and_keeps_usage_history(
     assert not (root / "team").exists() and read_lock(root / "skillshelf.lock").sources == {}
     usage = UsageStore(root / ".skillshelf" / "usage.sqlite3")
     try:
-        assert [u.pattern_id for u in usage.usage("team/pdf-fill")] == ["team/pdf-fill"]
+        assert [u.skill_id for u in usage.usage("team/pdf-fill")] == ["team/pdf-fill"]
     finally:
         usage.close()
     assert staging_left(root) == []

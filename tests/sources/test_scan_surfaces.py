@@ -49,7 +49,7 @@ def test_show_lists_the_scan_finding(root: Path) -> None:
     result = CliRunner().invoke(cli, ["show", "--library", str(root), "ops/collector"])
     assert result.exit_code == 0, result.output
     assert f"finding: error {WHERE}:2: high risk: downloads code" in result.stdout
-    assert "not verified while" in result.stdout
+    assert "below the bar while" in result.stdout
 
 
 async def test_load_skill_full_metadata_lists_the_scan_finding(client: Client) -> None:

@@ -1,6 +1,6 @@
 """The update review reruns the trigger evals of the skills an update changes and of the skills they
 contest, before and after, and lists what gets worse: a skill its own description no longer finds is
-flagged like a new script (patterns/review_evals.py, docs/curating.md)."""
+flagged like a new script (skills/review_evals.py, docs/curating.md)."""
 
 from __future__ import annotations
 

@@ -89,11 +89,11 @@ def test_recorded_uses_are_counted_per_skill_with_their_projects_and_dates(backe
         events.record("python/slugify", "app", "helped", "tool")
         last = events.record("python/slugify", None, None, "cli")
         events.record("git/rebase", "app", None, "tool")
-        by_id = {u.pattern_id: u for u in events.usage()}
+        by_id = {u.skill_id: u for u in events.usage()}
         assert by_id["python/slugify"].uses == 3
         assert by_id["python/slugify"].projects == ["app", "web"]
         assert (by_id["python/slugify"].first_used, by_id["python/slugify"].last_used) == (first, last)
-        assert [u.pattern_id for u in events.usage("git/rebase")] == ["git/rebase"]
+        assert [u.skill_id for u in events.usage("git/rebase")] == ["git/rebase"]
         assert events.usage("no/such") == []
         assert events.warning is None
     finally:

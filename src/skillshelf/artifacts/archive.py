@@ -227,10 +227,10 @@ class SessionArchive(IndexSync[SyncReport, ArtifactIndex]):
         self.ensure_fresh()
         return self.index.search(query, filters, limit)
 
-    def sessions_mentioning(self, pattern_ids: Sequence[str]) -> dict[str, list[SessionRef]]:
+    def sessions_mentioning(self, skill_ids: Sequence[str]) -> dict[str, list[SessionRef]]:
         """For each skill id, the sessions whose artifacts mention it (`database/rls-policy`), newest first."""
         self.ensure_fresh()
-        return self.index.mentioning(pattern_ids)
+        return self.index.mentioning(skill_ids)
 
     def warnings(self, projects: Sequence[str] | None = None) -> list[str]:
         """Problems met listing projects' artifacts (links out, unreadable folders), for these projects or all.

@@ -54,9 +54,9 @@ def search_artifacts(
     return ArtifactSearchResult(query=query, hits=[_hit(s) for s in found], warnings=archive.warnings(names))
 
 
-def sessions_mentioning(archive: SessionArchive, pattern_ids: Sequence[str]) -> dict[str, list[SessionRef]]:
+def sessions_mentioning(archive: SessionArchive, skill_ids: Sequence[str]) -> dict[str, list[SessionRef]]:
     """For each skill id, the sessions that mention it, newest first (pattern reuse counts these)."""
-    return archive.sessions_mentioning(pattern_ids)
+    return archive.sessions_mentioning(skill_ids)
 
 
 def _hit(session: IndexedSession) -> SessionHit:

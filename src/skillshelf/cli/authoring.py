@@ -104,8 +104,8 @@ def _say_if_inside_a_source(root: Path, skill_id: str) -> None:
     """A skill written into an installed source's folder is the curator's, not the source's: `sources`
     lists it as a local edit. Say so now rather than let that listing surprise them."""
     from skillshelf.library.sources.errors import SourceError
+    from skillshelf.library.sources.local import ADDED
     from skillshelf.library.sources.lock import lock_path, read_lock
-    from skillshelf.library.sources.state import ADDED
 
     category = skill_id.split("/", 1)[0]
     try:

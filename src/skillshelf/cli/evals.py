@@ -14,7 +14,7 @@ from skillshelf.cli.output import emit, plural, say
 from skillshelf.library.atomic import write_atomically
 
 if TYPE_CHECKING:  # the search stack is imported when `eval` runs, not when any command starts
-    from skillshelf.patterns.evals import EvalReport
+    from skillshelf.skills.evals import EvalReport
 
 SEARCH_TOOL = "searchPatterns"  # whose pinned arguments (a view's filters) every eval query gets too
 SHOWN_LOSSES = 20  # of the queries a skill lost, in the text report
@@ -47,7 +47,7 @@ def evaluate(
             library.library.semantic.wait_idle(timeout=60)  # rank by meaning as a warm server does
         reader = library if view is None else ViewReader(library.library, view.skill_rules())
         override = view.overrides.get(SEARCH_TOOL) if view is not None else None
-        from skillshelf.patterns.evals import Pins, run_evals
+        from skillshelf.skills.evals import Pins, run_evals
 
         report = run_evals(reader, wanted, Pins.of(override.pinned) if override else Pins())
     if junit is not None:

@@ -103,8 +103,8 @@ def search(
     executable: bool | None,
 ) -> None:
     """Search skills by what they are for (no QUERY: list by quality)."""
-    from skillshelf.patterns import service
-    from skillshelf.patterns.models import SearchResult
+    from skillshelf.skills import service
+    from skillshelf.skills.models import SearchResult
 
     settings = command_settings(libraries, watch=False)
     with opened_library(settings) as library:
@@ -149,8 +149,8 @@ def _wait_for_vectors(semantic: SemanticIndex | None) -> None:
 @click.option("--code", is_flag=True, help="Include the implementation or scripts.")
 def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) -> None:
     """Show one skill: metadata, documentation, and code with --code."""
-    from skillshelf.patterns import service
-    from skillshelf.patterns.models import LoadedSkill
+    from skillshelf.skills import service
+    from skillshelf.skills.models import LoadedSkill
 
     with open_library(libraries) as library:
         skill = service.load_skill(library, skill_id, include_code=code, include_metadata=True)
@@ -190,8 +190,8 @@ def show(libraries: tuple[Path, ...], as_json: bool, skill_id: str, code: bool) 
 @json_option
 def categories(libraries: tuple[Path, ...], as_json: bool) -> None:
     """List categories with skill counts and mean quality."""
-    from skillshelf.patterns import service
-    from skillshelf.patterns.models import CategoryList
+    from skillshelf.skills import service
+    from skillshelf.skills.models import CategoryList
 
     with open_library(libraries) as library:
         result = service.list_categories(library)
@@ -338,7 +338,7 @@ def usage(libraries: tuple[Path, ...], as_json: bool, skill_id: str | None, sort
             click.echo("No recorded use yet. Agents record it with trackPatternUsage.")
             return
         rows = [
-            (row.pattern_id, plural(row.reuse_count, "use"), ", ".join(row.projects) or "-", row.last_used or "-")
+            (row.skill_id, plural(row.reuse_count, "use"), ", ".join(row.projects) or "-", row.last_used or "-")
             for row in r.patterns
         ]
         table(("skill", "uses", "projects", "last used"), rows, numeric=("uses",))
@@ -451,7 +451,7 @@ def check(as_json: bool, paths: tuple[Path, ...], libraries: tuple[Path, ...], f
 
 def _findability_findings(libraries: tuple[Path, ...]) -> list[Finding]:
     """`check --findability`: one search per skill (about 10 ms each: 1,000 skills take 10 s, so not by default)."""
-    from skillshelf.patterns.evals import findability_findings, library_findability
+    from skillshelf.skills.evals import findability_findings, library_findability
 
     with open_library(libraries) as library:
         return findability_findings(library, library_findability(library))

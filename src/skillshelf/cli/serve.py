@@ -125,13 +125,13 @@ def serve(
     keep_installed(settings, library)  # when asked to (--keep-installed): a listener of the watcher
     archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
-    from skillshelf.server.auth import Tokens
+    from skillshelf.server.auth import BearerTokens
     from skillshelf.server.hosts import reachable_name
     from skillshelf.server.http import HttpReload
     from skillshelf.server.web import web_access
 
     # the tokens in force (a reload replaces them), judged by where the server is reachable, proxy included
-    http_reload = HttpReload(reachable_name(host, allowed_hosts), Tokens(settings.auth.tokens))
+    http_reload = HttpReload(reachable_name(host, allowed_hosts), BearerTokens(settings.auth.tokens))
     access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
     progress = index_progress()
     library.add_progress_listener(progress)

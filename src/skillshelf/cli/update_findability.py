@@ -1,4 +1,4 @@
-"""What `skillshelf update` shows an update makes harder to find (patterns/review_evals.py)."""
+"""What `skillshelf update` shows an update makes harder to find (skills/review_evals.py)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def findability_reviewer(root: Path, enabled: bool = True) -> Iterator[Reviewing
     --no-findability). The library (its configured roots when ROOT is one of them, else ROOT alone) is
     opened by words only at the first pending update: its index is synced (built, the first time)."""
     from skillshelf.library.index.library import SkillLibrary
-    from skillshelf.patterns.review_evals import review_findability
+    from skillshelf.skills.review_evals import review_findability
 
     opened: list[SkillLibrary] = []
 

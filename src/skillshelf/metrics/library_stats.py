@@ -16,10 +16,10 @@ from skillshelf.library.skill.discovery import printable
 from skillshelf.library.skill.duplicates import Described, DuplicateReport, NearDuplicate, near_duplicates
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
-from skillshelf.library.usage.store import PatternUsage
+from skillshelf.library.usage.store import SkillUsage
 from skillshelf.metrics.models import CategoryLayoutCount, LibraryStats, SkillTokens, UsedSkill
 from skillshelf.metrics.quality_spread import quality_spread
-from skillshelf.patterns.evals import Findability, remembered_findability
+from skillshelf.skills.evals import Findability, remembered_findability
 
 TOP = 10
 NEVER_USED_LISTED = 20
@@ -31,8 +31,8 @@ class LibraryFigures:
     `near-duplicate` ones `skillshelf check` reports, found among these skills only)."""
 
     skills: list[IndexedSkill]
-    usage: dict[str, PatternUsage]
-    verified: frozenset[str]  # ids verified, by quality or by use
+    usage: dict[str, SkillUsage]
+    verified: frozenset[str]  # ids verified: used from three distinct projects
     findings: list[Finding]
     warnings: list[str]
     near_duplicates: list[NearDuplicate] = field(default_factory=list)
@@ -53,7 +53,7 @@ def library_figures(library: SkillReader) -> LibraryFigures:
     if duplicates.note:
         warnings.append(duplicates.note)
     findings = library.findings() + duplicate_findings(library, skills, duplicates.pairs)
-    usage = {u.pattern_id: u for u in rows or []}
+    usage = {u.skill_id: u for u in rows or []}
     return LibraryFigures(skills, usage, verified, findings, warnings, duplicates.pairs)
 
 
@@ -90,7 +90,7 @@ def stats_of(figures: LibraryFigures, found: Findability | None) -> LibraryStats
     for skill in skills:
         layouts.setdefault(skill.category, Counter())[skill.layout] += 1
     unused = figures.never_used
-    most_used = sorted(figures.usage.values(), key=lambda u: (-u.uses, u.pattern_id))[:TOP]
+    most_used = sorted(figures.usage.values(), key=lambda u: (-u.uses, u.skill_id))[:TOP]
     total_tokens = sum(s.tokens for s in skills)
     return LibraryStats(
         skills=len(skills),
@@ -107,7 +107,7 @@ def stats_of(figures: LibraryFigures, found: Findability | None) -> LibraryStats
         load_tokens_total=total_tokens,
         load_tokens_mean=round(total_tokens / len(skills), 1) if skills else 0.0,
         largest=[SkillTokens(id=s.id, tokens=s.tokens) for s in sorted(skills, key=lambda s: -s.tokens)[:TOP]],
-        most_used=[UsedSkill(id=u.pattern_id, uses=u.uses, projects=len(u.projects)) for u in most_used],
+        most_used=[UsedSkill(id=u.skill_id, uses=u.uses, projects=len(u.projects)) for u in most_used],
         never_used_count=len(unused),
         never_used=[s.id for s in unused[:NEVER_USED_LISTED]],
         findings_by_severity=dict(Counter(f.severity for f in figures.findings)),

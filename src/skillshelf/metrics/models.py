@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from skillshelf.envelope import WireModel
-from skillshelf.patterns.evals import Findability
+from skillshelf.skills.evals import Findability
 
 
 class CategoryLayoutCount(WireModel):
@@ -30,7 +30,7 @@ class LibraryStats(WireModel):
     categories: list[CategoryLayoutCount]
     quality_histogram: dict[str, int]  # "0-1" ... "9-10" -> skills whose score falls in that band
     mean_quality: float
-    verified: int  # by the index-time score (>= 7.0) or by use: findability lowers the figures, not this
+    verified: int  # used from three distinct projects (the one meaning of `verified`)
     executable: int
     load_tokens_total: int
     load_tokens_mean: float
@@ -50,7 +50,7 @@ class LibraryStats(WireModel):
 
 
 class PatternReuse(WireModel):
-    pattern_id: str
+    skill_id: str = Field(alias="patternId")  # the public name (getPatternReuse's argument too)
     category: str
     reuse_count: int  # recorded uses plus sessions that mention the skill
     uses: int

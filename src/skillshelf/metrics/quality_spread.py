@@ -4,10 +4,10 @@ will miss (issue 34).
 A skill's own score (library/skill/quality.py) is computed when it is indexed, from the skill alone. Whether
 an agent finds it is a property of the whole library: a skill its own description does not bring into the
 top 5 is one an agent will not load, and two skills that win each other's queries are loaded in place of
-each other. Those two costs enter here, where the findability report is (patterns/evals.py: remembered per
+each other. Those two costs enter here, where the findability report is (skills/evals.py: remembered per
 set of skills, so once per index generation), and only in what the library's figures show (`stats`,
-getLibraryStats, the web library page). Search, filters (`minQuality`, `quality>=` views) and `verified`
-keep the index-time score: findability changes whenever another skill changes, and a skill's standing in a
+getLibraryStats, the web library page). Search, filters (`minQuality`, `quality>=` views) and the bar
+(`meets_bar`) keep the index-time score: findability changes whenever another skill changes, and a skill's standing in a
 view must not move because an unrelated skill was added.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from skillshelf.envelope import WireModel
 from skillshelf.library.index.store import IndexedSkill
-from skillshelf.patterns.evals import Findability
+from skillshelf.skills.evals import Findability
 
 UNREACHABLE_COST = 2.0  # its own description leaves it out of the top 5: an agent asking for it gets another
 SECOND_COST = 1.0  # in the top 5 for its own description but not first: agents usually load the first hit

@@ -25,7 +25,6 @@ from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.approved import ApprovalGate
 from skillshelf.library.access.reader import SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.patterns import service
 from skillshelf.server.calllog import CallLog, open_call_log
 from skillshelf.server.composite import install_composites
 from skillshelf.server.health import health_report, sees_details
@@ -44,6 +43,7 @@ from skillshelf.server.tools.patterns import patterns_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
+from skillshelf.skills import service
 from skillshelf.state import open_stores
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ came. `Gate` is one ASGI middleware in front of every route:
   `web_authorize`) answers its HTML 401 page, so browsers get a page instead of JSON;
 - bodies over `max_request_bytes` get 413; more than the caller's bucket allows gets 429 + Retry-After.
 
-The Gate reads the token table in force from a `Tokens` holder, which a config reload replaces
+The Gate reads the token table in force from a `BearerTokens` holder, which a config reload replaces
 (`server/http.py` `HttpReload`): a deleted token is refused on its next request.
 
 The authenticated name travels in the ASGI scope (`PRINCIPAL`); tools read it with
@@ -48,12 +48,12 @@ __all__ = [
     "ANONYMOUS",
     "BUDGET",
     "PRINCIPAL",
+    "BearerTokens",
     "CallerBudget",
     "Gate",
     "Principal",
     "RateLimits",
     "TokenTable",
-    "Tokens",
     "budget_of",
     "client_of",
     "current_caller",
@@ -133,7 +133,7 @@ class TokenChanges:
         return "; ".join(f"{label}: {', '.join(names)}" for names, label in parts if names)
 
 
-class Tokens:
+class BearerTokens:
     """The token table in force. A config reload replaces it whole (one reference swap), so the next
     request sees the new table: a deleted token gets 401 and changed views apply at once.
 
@@ -356,13 +356,13 @@ def caller_of(request: Request | None) -> str | None:
     return principal.name if isinstance(principal, Principal) and principal.authenticated else None
 
 
-def web_authorize(required: bool | Tokens) -> Callable[[Request], bool]:
+def web_authorize(required: bool | BearerTokens) -> Callable[[Request], bool]:
     """`WebAccess.authorize` honouring the same tokens: the Gate put the principal in the scope.
-    Given the `Tokens` in force, whether one is required is read per request (a reload may add one)."""
+    Given the `BearerTokens` in force, whether one is required is read per request (a reload may add one)."""
 
     def authorize(request: Request) -> bool:
         principal = request.scope.get(PRINCIPAL)
-        needed = required.required if isinstance(required, Tokens) else required
+        needed = required.required if isinstance(required, BearerTokens) else required
         return not needed or (isinstance(principal, Principal) and principal.authenticated)
 
     return authorize
@@ -402,12 +402,12 @@ class Gate:
     auth: AuthSettings
     views: Collection[str] = (DEFAULT_VIEW,)
     clock: Callable[[], float] = time.monotonic
-    tokens: Tokens | None = None
+    tokens: BearerTokens | None = None
     limits: RateLimits = field(init=False)
 
     def __post_init__(self) -> None:
         if self.tokens is None:
-            self.tokens = Tokens(self.auth.tokens)
+            self.tokens = BearerTokens(self.auth.tokens)
         self.limits = RateLimits(self.auth.rate_per_s, self.auth.burst, self.clock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

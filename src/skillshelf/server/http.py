@@ -35,9 +35,9 @@ from skillshelf.server.auth import (
     ANONYMOUS,
     DEFAULT_VIEW,
     PRINCIPAL,
+    BearerTokens,
     Gate,
     Principal,
-    Tokens,
     is_loopback,
 )
 from skillshelf.server.connections import ConnectionLimits, descriptor_room, guarded_protocol
@@ -75,12 +75,12 @@ class HttpReload:
     Start-up's rule holds on reload: skill execution is never served without authentication beyond
     loopback (`--insecure-no-auth`). A reload that would do that is refused whole (`ReloadRefused`)
     and one log line says why, once per edit, however many views reload it. Otherwise the reloaded
-    tokens replace the ones in force (`Tokens`, which the Gate reads per request), and the change is
+    tokens replace the ones in force (`BearerTokens`, which the Gate reads per request), and the change is
     logged by token name; tokens from `SKILLSHELF_TOKENS` come from the environment, not the file,
     and stay valid.
     """
 
-    def __init__(self, host: str, tokens: Tokens) -> None:
+    def __init__(self, host: str, tokens: BearerTokens) -> None:
         self.host = host
         self.tokens = tokens
         self._lock = threading.Lock()
@@ -145,7 +145,7 @@ def team_app(
     views: Mapping[str, ViewSettings] | None = None,
     stateless: bool = False,
     stream_responses: bool = False,
-    tokens: Tokens | None = None,
+    tokens: BearerTokens | None = None,
     limits: HttpSettings | None = None,
 ) -> ASGIApp:
     """Every view's MCP server behind one HostGuard and one Gate, their sessions counted by one SessionCap.
@@ -307,7 +307,7 @@ def run_http(
     views: Mapping[str, ViewSettings] | None = None,
     sock: socket.socket | None = None,
     stream_responses: bool = False,
-    tokens: Tokens | None = None,
+    tokens: BearerTokens | None = None,
     limits: HttpSettings | None = None,
     stopped: Callable[[], None] | None = None,
 ) -> None:

@@ -33,12 +33,12 @@ class ListChanged:
     def __init__(self, bus: SubscriptionBus, list_: Literal["tools", "resources"]) -> None:
         self.bus = bus
         self.list = list_
-        self.token: anyio.lowlevel.EventLoopToken | None = None  # the server's loop, once a client reached it
+        self.loop_token: anyio.lowlevel.EventLoopToken | None = None  # the server's loop, once a client reached it
         self._sessions: list[ServerSession] = []
 
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Remembers the event loop and the sessions to notify, and advertises `listChanged` on them."""
-        self.token = anyio.lowlevel.current_token()
+        self.loop_token = anyio.lowlevel.current_token()
         result = await call_next(ctx)
         if ctx.method == "initialize":
             if isinstance(result, BaseModel):
@@ -51,7 +51,7 @@ class ListChanged:
 
     def from_thread(self) -> None:
         """`announce`, from another thread (a watcher's); nothing to do before a client has come."""
-        token = self.token
+        token = self.loop_token
         if token is None:
             return  # no client yet: the next one lists afresh anyway
         try:

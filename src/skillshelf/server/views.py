@@ -558,7 +558,7 @@ class LiveView:
             if also is not None:
                 also()
 
-        token = self.changes.token
+        token = self.changes.loop_token
         if token is None:
             swap()
             return

@@ -41,14 +41,14 @@ from skillshelf import __version__
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.reader import CatalogReader, SkillReader, ViewReader
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.patterns import service
-from skillshelf.patterns.models import SkillFile, SkillHit
-from skillshelf.patterns.service import MAX_LIMIT
-from skillshelf.server.auth import Tokens, caller_of, web_authorize, web_refusal
+from skillshelf.server.auth import BearerTokens, caller_of, web_authorize, web_refusal
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.pipeline import ReadRefused, adapter
 from skillshelf.server.wellknown import V1, V2, DiscoveryIndex, PublishedArchive, PublishedFile, index_arguments
 from skillshelf.server.wellknown import Routes as DiscoveryRoutes
+from skillshelf.skills import service
+from skillshelf.skills.models import SkillFile, SkillHit
+from skillshelf.skills.service import MAX_LIMIT
 from skillshelf.web import pages
 from skillshelf.web.stats import LibraryView, library_view
 
@@ -369,10 +369,10 @@ def _error(library: CatalogReader, base: str, exc: SkillshelfError, skill_id: st
 
 
 def web_access(
-    host: str, extra_hosts: tuple[str, ...], extra_origins: tuple[str, ...], tokens_required: bool | Tokens
+    host: str, extra_hosts: tuple[str, ...], extra_origins: tuple[str, ...], tokens_required: bool | BearerTokens
 ) -> WebAccess:
     """Who may see the web view served beside `/mcp`: the same Host/Origin checks, the same tokens
-    (given the `Tokens` in force, as a reload leaves them), and only tokens that may use the default
+    (given the `BearerTokens` in force, as a reload leaves them), and only tokens that may use the default
     view (the one it shows)."""
     return WebAccess(
         security=transport_security(host, extra_hosts, extra_origins),

@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from skillshelf import __version__
 from skillshelf.library.skill.models import SEVERITY_WORDS, count_of
 from skillshelf.library.sources.history import VersionLine
-from skillshelf.patterns.models import LoadedSkill, SkillHit
+from skillshelf.skills.models import LoadedSkill, SkillHit
 from skillshelf.web.charts import WIDTH, Bar, bar_chart, column_chart, donut
 from skillshelf.web.markdown import breakable, render_markdown, trusted
 from skillshelf.web.stats import LibraryView

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.skill.duplicates import NearDuplicate
 from skillshelf.metrics.library_stats import library_figures, stats_of
-from skillshelf.patterns.evals import Findability, remembered_findability
+from skillshelf.skills.evals import Findability, remembered_findability
 
 DAILY_UP_TO = 45  # days spanned before uses are counted per week, then per month past WEEKLY_UP_TO
 WEEKLY_UP_TO = 400
@@ -32,7 +32,7 @@ class LibraryView:
     never_used: list[tuple[str, float]]  # skill id, quality: the best unused first
     findings: dict[str, int] = field(default_factory=dict)  # severity -> count
     near_duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (first id, other id, why)
-    findability: Findability | None = None  # None past AUTO_MAX_SKILLS (patterns/evals.py)
+    findability: Findability | None = None  # None past AUTO_MAX_SKILLS (skills/evals.py)
     quality_deciles: list[float] = field(default_factory=list)  # 10th ... 90th percentile scores
     quality_basis: str = ""  # what the quality figures used (metrics/quality_spread.py)
 

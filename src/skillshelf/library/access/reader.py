@@ -32,7 +32,7 @@ from skillshelf.library.skill.folder import TooManyFiles
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.sources.history import VersionLine, version_lines
 from skillshelf.library.sources.provenance import Provenance, provenance_of
-from skillshelf.library.usage.store import PatternUsage
+from skillshelf.library.usage.store import SkillUsage
 
 T = TypeVar("T")
 
@@ -40,7 +40,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class RecordedUse:
     at: str  # ISO time of the use
-    usage: PatternUsage  # the skill's usage after it
+    usage: SkillUsage  # the skill's usage after it
 
 
 class CatalogReader(Protocol):
@@ -79,7 +79,7 @@ class UsageReader(Protocol):
 
     def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]: ...
     def is_verified(self, skill: IndexedSkill, by_use: frozenset[str] | None = None) -> bool: ...
-    def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[PatternUsage] | None: ...
+    def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[SkillUsage] | None: ...
     def daily_uses(self, warnings: list[str] | None = None) -> list[tuple[str, str, int]]: ...
     def record_use(self, skill_id: str, project: str | None, note: str | None, source: str) -> RecordedUse: ...
 
@@ -331,13 +331,13 @@ class ViewReader:
             return False
         return is_verified(skill, self.verified_ids() if by_use is None else by_use)
 
-    def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[PatternUsage] | None:
+    def usage(self, skill_id: str | None = None, warnings: list[str] | None = None) -> list[SkillUsage] | None:
         if skill_id is not None and not self.is_visible(skill_id):
             return []
         said = [] if warnings is None else warnings
         found = self.library.read_usage(lambda store: store.usage(skill_id), said)
         visible = self.visibility.predicate()
-        return found if found is None or visible is None else [u for u in found if visible(u.pattern_id)]
+        return found if found is None or visible is None else [u for u in found if visible(u.skill_id)]
 
     def daily_uses(self, warnings: list[str] | None = None) -> list[tuple[str, str, int]]:
         rows = self.library.read_usage(lambda store: store.daily_uses(), [] if warnings is None else warnings) or []

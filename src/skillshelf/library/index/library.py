@@ -151,8 +151,8 @@ class SkillLibrary:
         return self.index.has_category(name)
 
     def categories(self, visible: Callable[[str], bool] | None = None) -> list[CategoryStats]:
-        """Per category counts of the skills `visible` admits (None: all); `verified` counts skills verified
-        by quality or by use, as everywhere."""
+        """Per category counts of the skills `visible` admits (None: all); `verified` counts skills used from
+        three distinct projects, as everywhere."""
         self.ensure_fresh()
         by_use = self.verified_ids()
         counted = self.index.categories(visible, by_use)
@@ -216,5 +216,6 @@ def _placed(roots: list[Path], folder: Path) -> tuple[int, str]:
 
 
 def is_verified(skill: IndexedSkill, by_use: frozenset[str]) -> bool:
-    """The one rule: quality of at least 7.0, or used from three distinct projects (`by_use`)."""
-    return skill.quality_verified or skill.id in by_use
+    """The one rule: used from three distinct projects (`by_use`). A skill's own score says how good it looks
+    (`quality`); `verified` says it was used, so a high score alone never makes it verified."""
+    return skill.id in by_use

@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS skills (
     summary TEXT NOT NULL,
     quality REAL NOT NULL,
     quality_source TEXT NOT NULL,
-    verified INTEGER NOT NULL,
+    verified INTEGER NOT NULL, -- the score meets QUALITY_BAR (IndexedSkill.meets_bar: its name predates issue 32)
     executable INTEGER NOT NULL,
     tokens INTEGER NOT NULL,
     payload TEXT NOT NULL
@@ -126,7 +126,7 @@ _NAME_ONLY = "1.0, 0.0, 0.0, 0.0, 0.0"  # bm25() weights that score a match in t
 _HEAD_ONLY = "0.0, 1.0, 1.0, 1.0, 0.0"
 _DESCRIPTION_ONLY = "0.0, 1.0, 0.0, 0.0, 0.0"
 VISIBLE_FUNCTION = "skillshelf_visible"  # SQL function a view registers (SearchFilters.visible)
-VERIFIED_FUNCTION = "skillshelf_verified"  # verified by quality (the column) or by use (ids given)
+VERIFIED_FUNCTION = "skillshelf_verified"  # verified: used from three projects (the ids given)
 AGENT_DOCS = ("SKILL.md", "skill.md")
 HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: every field but the body
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
@@ -187,7 +187,7 @@ class IndexedSkill:
     summary: str
     quality: float
     quality_source: str
-    quality_verified: bool  # quality of at least 7.0; SkillLibrary.is_verified adds verification by use
+    meets_bar: bool  # the score reaches QUALITY_BAR; not `verified`, which is use (SkillLibrary.is_verified)
     executable: bool
     tokens: int
     payload_json: str
@@ -207,7 +207,7 @@ class IndexedSkill:
         cls, row: Sequence[Any], score: float = 0.0, body_share: float = 0.0, coverage: float = 0.0
     ) -> IndexedSkill:
         """A skill from a row of `ROW_COLUMNS` (a search gives its hit's score, body share and coverage)."""
-        skill_id, name, category, layout, summary, quality, quality_source, verified, executable, tokens, payload = row
+        skill_id, name, category, layout, summary, quality, quality_source, meets_bar, executable, tokens, payload = row
         return cls(
             skill_id,
             name,
@@ -216,7 +216,7 @@ class IndexedSkill:
             summary,
             quality,
             quality_source,
-            bool(verified),
+            bool(meets_bar),
             bool(executable),
             tokens,
             payload,
@@ -356,7 +356,7 @@ class SkillIndex(FtsIndex):
                 summary(skill.description),
                 skill.quality.score,
                 skill.quality.source,
-                int(skill.quality.verified),
+                int(skill.quality.meets_bar),
                 int(skill.executable),
                 skill.load_tokens,
                 details.model_dump_json(by_alias=True),
@@ -688,16 +688,16 @@ class SkillIndex(FtsIndex):
     def categories(
         self, visible: Callable[[str], bool] | None = None, verified_by_use: frozenset[str] = frozenset()
     ) -> list[CategoryStats]:
-        """Per category: skills, executable ones, verified ones (by quality, or by use: `verified_by_use`) and
-        mean quality, over the skills `visible` admits (None: every skill). One query, any view."""
+        """Per category: skills, executable ones, verified ones (used from three projects: `verified_by_use`)
+        and mean quality, over the skills `visible` admits (None: every skill). One query, any view."""
         condition = "1"
         with self._guard():
             if visible is not None:
                 self._conn.create_function(VISIBLE_FUNCTION, 1, visible, deterministic=True)
                 condition = f"{VISIBLE_FUNCTION}(id)"
-            self._conn.create_function(VERIFIED_FUNCTION, 2, _verified_sql(verified_by_use), deterministic=True)
+            self._conn.create_function(VERIFIED_FUNCTION, 1, verified_by_use.__contains__, deterministic=True)
             rows = self._conn.execute(
-                f"""SELECT category, count(*), sum(executable), sum({VERIFIED_FUNCTION}(id, verified)), avg(quality)
+                f"""SELECT category, count(*), sum(executable), sum({VERIFIED_FUNCTION}(id)), avg(quality)
                    FROM skills WHERE {condition} GROUP BY category ORDER BY category"""
             ).fetchall()
         return [CategoryStats(r[0], r[1], r[2], r[3], round(r[4], 2)) for r in rows]
@@ -743,13 +743,6 @@ def _ranked_sql(conditions: str) -> str:
     join = "" if conditions == "1" else "JOIN skills s ON s.rowid = f.rowid"
     return f"""SELECT f.rowid, bm25(skills_fts, {_WEIGHTS}) AS score FROM skills_fts f {join}
                WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
-
-
-def _verified_sql(by_use: frozenset[str]) -> Callable[[str, int], int]:
-    def verified(skill_id: str, by_quality: int) -> int:
-        return int(bool(by_quality) or skill_id in by_use)
-
-    return verified
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:

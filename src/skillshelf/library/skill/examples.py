@@ -1,5 +1,5 @@
 """A skill's trigger examples as written: frontmatter `evals:` (`should:` and `should_not:` lists of requests)
-or the Agent Skills guides' `evals/eval_queries.json`. Parsing only; patterns/evals.py reads and runs them,
+or the Agent Skills guides' `evals/eval_queries.json`. Parsing only; skills/evals.py reads and runs them,
 and `skillshelf check` reports a malformed `evals:` here."""
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ KNOWN_EXTRA_KEYS = frozenset(
         "last_verified",
         "author",
         "authors",
-        "evals",  # trigger examples: `should:` and `should_not:` lists (patterns/evals.py)
+        "evals",  # trigger examples: `should:` and `should_not:` lists (skills/evals.py)
     }
 )
 CODE_LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript"}

@@ -10,7 +10,9 @@ Severity = Literal["error", "warning", "info"]
 Layout = Literal["three-file", "agent-skills"]
 QualitySource = Literal["declared", "breakdown", "estimated"]
 
-VERIFIED_THRESHOLD = 7.0
+# The bar a skill's own score is measured against (the seed's extraction threshold): `meets_bar`, and the
+# criteria under it listed as reasons. Not `verified`: that is use (three projects), library/usage/store.py.
+QUALITY_BAR = 7.0
 # How a count of findings of each severity reads everywhere (check, stats, the web view): "1 note".
 SEVERITY_WORDS: dict[str, tuple[str, str]] = {
     "error": ("error", "errors"),
@@ -63,7 +65,7 @@ class Finding:
 class Quality:
     score: float
     source: QualitySource
-    verified: bool
+    meets_bar: bool  # score >= QUALITY_BAR
     reasons: tuple[str, ...] = ()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from skillshelf.library.skill.models import VERIFIED_THRESHOLD, Finding, Quality
+from skillshelf.library.skill.models import QUALITY_BAR, Finding, Quality
 from skillshelf.library.skill.scan import is_high_risk, scan_risk
 
 CRITERIA = ("correctness", "reusability", "documentation", "test coverage", "performance")
@@ -163,11 +163,11 @@ def score_quality(
 
 def _capped(quality: Quality, facts: QualityFacts, findings: list[Finding], risky: Finding) -> Quality:
     """Risk never raises quality: with a high scan finding, the score stops at what the skill's estimate is
-    without its scripts and without the scan's findings (what it scored before it had them), and it is
-    not verified."""
+    without its scripts and without the scan's findings (what it scored before it had them), and it does
+    not meet the bar."""
     before, _ = estimate(replace(facts, executable=False), [f for f in findings if scan_risk(f) is None])
     where = f"{risky.path}:{risky.line}" if risky.line else risky.path
-    reason = f"not verified while {where} has a high-risk scan finding [{risky.code}] (`skillshelf scan`)"
+    reason = f"below the bar while {where} has a high-risk scan finding [{risky.code}] (`skillshelf scan`)"
     if quality.score > before:
         lost = round(quality.score - before, 1)
         reason = f"-{lost:g}: {reason}; the score stops at {before:g}, its score without it"
@@ -182,11 +182,11 @@ def _score(
 ) -> Quality:
     if declared is not None:
         value = round(min(10.0, max(0.0, declared)), 1)
-        reasons = [f"{name}: {s:g}/10" for name, s in (breakdown or {}).items() if s < VERIFIED_THRESHOLD]
-        return Quality(value, "declared", value >= VERIFIED_THRESHOLD, tuple(reasons))
+        reasons = [f"{name}: {s:g}/10" for name, s in (breakdown or {}).items() if s < QUALITY_BAR]
+        return Quality(value, "declared", value >= QUALITY_BAR, tuple(reasons))
     if breakdown:
         value = round(sum(breakdown.values()) / len(breakdown), 1)
-        reasons = [f"{name}: {s:g}/10" for name, s in breakdown.items() if s < VERIFIED_THRESHOLD]
-        return Quality(value, "breakdown", value >= VERIFIED_THRESHOLD, tuple(reasons))
+        reasons = [f"{name}: {s:g}/10" for name, s in breakdown.items() if s < QUALITY_BAR]
+        return Quality(value, "breakdown", value >= QUALITY_BAR, tuple(reasons))
     value, reasons = estimate(facts, findings)
-    return Quality(value, "estimated", value >= VERIFIED_THRESHOLD, tuple(reasons))
+    return Quality(value, "estimated", value >= QUALITY_BAR, tuple(reasons))

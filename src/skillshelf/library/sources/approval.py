@@ -25,6 +25,7 @@ from skillshelf.library.skill.digest import PREFIX, digest_entries, file_digest,
 from skillshelf.library.skill.discovery import CODE_EXTENSIONS, METADATA_SUFFIX, discover, library_base
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.local import state_dir, untracked
 from skillshelf.library.sources.lock import (
     Approval,
     LocalApproval,
@@ -38,7 +39,6 @@ from skillshelf.library.sources.lock import (
     write_lock,
 )
 from skillshelf.library.sources.spec import STATE_DIR
-from skillshelf.library.sources.state import state_dir, untracked
 
 FILES_DIR = "approved-files"
 CHANGED = "changed"

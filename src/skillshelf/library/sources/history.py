@@ -33,9 +33,9 @@ from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_dig
 from skillshelf.library.skill.folder import MAX_TOTAL_BYTES
 from skillshelf.library.skill.reading import read_regular_file
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.local import state_dir
 from skillshelf.library.sources.lock import LockedSource
 from skillshelf.library.sources.spec import STATE_DIR, plain_name
-from skillshelf.library.sources.state import state_dir
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def short(version: str) -> str:
 
 # -- where ----------------------------------------------------------------------------------------
 def _store(root: Path) -> Path:
-    """The history folder (made: a writer's), below the state folder `state.state_dir` makes."""
+    """The history folder (made: a writer's), below the library's own folder `local.state_dir` makes."""
     state = state_dir(root)
     return _made(state / HISTORY, state)
 

@@ -34,6 +34,20 @@ from skillshelf.library.sources.fetch import Snapshot
 from skillshelf.library.sources.history import DEFAULT_KEEP, keep_changed, restore_rolled_back, short
 from skillshelf.library.sources.kinds import SignatureFields, kind_of, open_snapshot
 from skillshelf.library.sources.layout import Plan, PlannedSkill, license_name, plan_source, write_plan
+from skillshelf.library.sources.local import (
+    DELETED,
+    MODIFIED,
+    OPERATIONS_LOCK,
+    LocalEdit,
+    forget_check,
+    local_edits,
+    read_checks,
+    read_installed,
+    record_check,
+    record_installed,
+    state_dir,
+    untracked,
+)
 from skillshelf.library.sources.lock import (
     LOCK_NAME,
     Lock,
@@ -49,20 +63,6 @@ from skillshelf.library.sources.parse import require_signed
 from skillshelf.library.sources.review import Review, review_update
 from skillshelf.library.sources.scanning import accept, scan_staged
 from skillshelf.library.sources.spec import SourceSpec, portable_path, source_name, strip_credentials
-from skillshelf.library.sources.state import (
-    DELETED,
-    MODIFIED,
-    OPERATIONS_LOCK,
-    LocalEdit,
-    forget_check,
-    local_edits,
-    read_checks,
-    read_installed,
-    record_check,
-    record_installed,
-    state_dir,
-    untracked,
-)
 from skillshelf.library.sources.swap import TREE, checkpoint, commit, discard, inside_root, new_staging, recover
 
 MAX_LICENSE_FIELD = 200

@@ -68,7 +68,7 @@ class SkillChange:
 
 @dataclass(frozen=True)
 class FindabilityLoss:
-    """A query that finds a skill less well after the update than before (patterns/review_evals.py)."""
+    """A query that finds a skill less well after the update than before (skills/review_evals.py)."""
 
     skill: str
     example: str | None  # a written example; None: the skill's own description as a query

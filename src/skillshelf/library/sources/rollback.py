@@ -19,9 +19,9 @@ from skillshelf.library.sources.approval import reviewer
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.history import Version, drop, now, restore, short, version
 from skillshelf.library.sources.install import Shelf
+from skillshelf.library.sources.local import record_installed
 from skillshelf.library.sources.lock import Approval, LockedSkill, LockedSource, with_skills
 from skillshelf.library.sources.scanning import accept, scan_staged
-from skillshelf.library.sources.state import record_installed
 from skillshelf.library.sources.swap import TREE, commit, discard, new_staging
 
 MAX_REASON = 300

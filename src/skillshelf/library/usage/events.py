@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from skillshelf.library.usage.store import PatternUsage
+from skillshelf.library.usage.store import SkillUsage
 
 
 class UsageEvents(Protocol):
@@ -20,10 +20,10 @@ class UsageEvents(Protocol):
     def warning(self) -> str | None:
         """Said with every answer while the history can only be read in part (None: it is whole)."""
 
-    def record(self, pattern_id: str, project: str | None, note: str | None, source: str) -> str:
+    def record(self, skill_id: str, project: str | None, note: str | None, source: str) -> str:
         """Record one use (its author: the current caller); the time recorded, ISO 8601 UTC."""
 
-    def usage(self, pattern_id: str | None = None) -> list[PatternUsage]:
+    def usage(self, skill_id: str | None = None) -> list[SkillUsage]:
         """Uses per skill (of one skill, or of all)."""
 
     def daily_uses(self) -> list[tuple[str, str, int]]:

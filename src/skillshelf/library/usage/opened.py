@@ -52,7 +52,7 @@ class OpenedUsage:
         return found
 
     def verified_ids(self, warnings: list[str] | None = None) -> frozenset[str]:
-        """Ids verified by use (three distinct projects); quality-verified skills say so themselves.
+        """Ids verified: used from three distinct projects (the one meaning of `verified`).
 
         Empty, with a warning added, when usage cannot be read: usage only annotates.
         """

@@ -104,8 +104,8 @@ class UsageUnavailable(SkillshelfError):
 
 
 @dataclass(frozen=True)
-class PatternUsage:
-    pattern_id: str
+class SkillUsage:
+    skill_id: str
     uses: int
     projects: list[str]
     first_used: str | None
@@ -324,7 +324,7 @@ class UsageStore:
                     self._note_damage(str(exc))
             raise UsageUnavailable(self._refusal())
 
-    def record(self, pattern_id: str, project: str | None, note: str | None, source: str) -> str:
+    def record(self, skill_id: str, project: str | None, note: str | None, source: str) -> str:
         """Record one use; its author is the caller of the current tool call, if authenticated."""
         at = utc_now()
         author = current_caller.get()
@@ -333,15 +333,15 @@ class UsageStore:
             with immediate_transaction(conn):
                 conn.execute(
                     "INSERT INTO events(pattern_id, project, note, source, at, author) VALUES (?, ?, ?, ?, ?, ?)",
-                    (pattern_id, project, note, source, at, author),
+                    (skill_id, project, note, source, at, author),
                 )
 
         self._run(insert, None, write=True)
         self._verified = None  # data_version does not change for this connection's own writes
         return at
 
-    def usage(self, pattern_id: str | None = None) -> list[PatternUsage]:
-        where, params = ("WHERE pattern_id = ?", [pattern_id]) if pattern_id else ("", [])
+    def usage(self, skill_id: str | None = None) -> list[SkillUsage]:
+        where, params = ("WHERE pattern_id = ?", [skill_id]) if skill_id else ("", [])
 
         def read(conn: sqlite3.Connection) -> tuple[list[sqlite3.Row], list[sqlite3.Row]]:
             totals = conn.execute(
@@ -359,7 +359,7 @@ class UsageStore:
         projects: dict[str, list[str]] = {}
         for pattern, project in pairs:
             projects.setdefault(pattern, []).append(project)
-        return [PatternUsage(row[0], row[1], projects.get(row[0], []), row[2], row[3]) for row in totals]
+        return [SkillUsage(row[0], row[1], projects.get(row[0], []), row[2], row[3]) for row in totals]
 
     def daily_uses(self) -> list[tuple[str, str, int]]:
         """(UTC day 'YYYY-MM-DD', skill id, uses that day) for every recorded use, oldest day first."""

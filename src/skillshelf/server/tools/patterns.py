@@ -12,8 +12,10 @@ from pydantic import BaseModel, Field, ValidationError
 from skillshelf.envelope import Envelope
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.reader import SkillReader
-from skillshelf.patterns import service
-from skillshelf.patterns.models import (
+from skillshelf.projects import ProjectRoots
+from skillshelf.server.tooling import describe_validation_error, make_tool, respond, run_work
+from skillshelf.skills import service
+from skillshelf.skills.models import (
     BulkLoadResult,
     BulkSearchResult,
     CategoryList,
@@ -26,8 +28,6 @@ from skillshelf.patterns.models import (
     UsageRecorded,
     lean,
 )
-from skillshelf.projects import ProjectRoots
-from skillshelf.server.tooling import describe_validation_error, make_tool, respond, run_work
 
 ToolFunction = Callable[..., Awaitable[CallToolResult]]
 RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)

@@ -23,7 +23,7 @@ from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.db import describe_sqlite_error
 from skillshelf.library.skill.paths import display_path
-from skillshelf.library.usage.store import VERIFIED_PROJECTS, PatternUsage, UsageUnavailable, utc_now
+from skillshelf.library.usage.store import VERIFIED_PROJECTS, SkillUsage, UsageUnavailable, utc_now
 from skillshelf.state.postgres.database import StateUnavailable, database
 from skillshelf.state.postgres.url import redacted
 
@@ -60,7 +60,7 @@ class PostgresUsage:
         with database(self.url).connection(doing) as conn:
             yield conn
 
-    def record(self, pattern_id: str, project: str | None, note: str | None, source: str) -> str:
+    def record(self, skill_id: str, project: str | None, note: str | None, source: str) -> str:
         at = utc_now()
         author = current_caller.get()
 
@@ -68,14 +68,14 @@ class PostgresUsage:
             conn.execute(
                 """INSERT INTO usage_events (pattern_id, project, note, source, at, author)
                    VALUES (%s, %s, %s, %s, %s, %s)""",
-                (pattern_id, project, note, source, at, author),
+                (skill_id, project, note, source, at, author),
             )
 
-        self._run(f"recording this use of {pattern_id}", insert)
+        self._run(f"recording this use of {skill_id}", insert)
         return at
 
-    def usage(self, pattern_id: str | None = None) -> list[PatternUsage]:
-        where, params = ("WHERE pattern_id = %s", [pattern_id]) if pattern_id else ("", [])
+    def usage(self, skill_id: str | None = None) -> list[SkillUsage]:
+        where, params = ("WHERE pattern_id = %s", [skill_id]) if skill_id else ("", [])
 
         def read(conn: Connection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
             totals = conn.execute(
@@ -93,7 +93,7 @@ class PostgresUsage:
         projects: dict[str, list[str]] = {}
         for pattern, project in pairs:
             projects.setdefault(pattern, []).append(project)
-        return [PatternUsage(row[0], int(row[1]), projects.get(row[0], []), row[2], row[3]) for row in totals]
+        return [SkillUsage(row[0], int(row[1]), projects.get(row[0], []), row[2], row[3]) for row in totals]
 
     def daily_uses(self) -> list[tuple[str, str, int]]:
         def read(conn: Connection) -> list[tuple[Any, ...]]:

@@ -20,9 +20,10 @@ from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.indexing.terms import query_terms
 from skillshelf.library.skill.layouts import CODE_LANGUAGES
 from skillshelf.library.sources.provenance import Provenance
-from skillshelf.library.usage.store import PatternUsage
-from skillshelf.patterns import minify
-from skillshelf.patterns.models import (
+from skillshelf.library.usage.store import SkillUsage
+from skillshelf.projects import ProjectRoots
+from skillshelf.skills import minify
+from skillshelf.skills.models import (
     BriefMetadata,
     BulkLoadResult,
     BulkSearchResult,
@@ -46,7 +47,6 @@ from skillshelf.patterns.models import (
     UsageInfo,
     UsageRecorded,
 )
-from skillshelf.projects import ProjectRoots
 from skillshelf.tokens import CHARS_PER_TOKEN, JSON_OVERHEAD, estimate_text_tokens
 
 T = TypeVar("T")
@@ -216,7 +216,7 @@ def input_schema(skill: IndexedSkill, reader: FileReader) -> tuple[dict[str, Any
     return derived, ("derived" if derived else None)
 
 
-def _metadata(reader: FileReader, skill: IndexedSkill, usage: list[PatternUsage], verified: bool) -> SkillMetadata:
+def _metadata(reader: FileReader, skill: IndexedSkill, usage: list[SkillUsage], verified: bool) -> SkillMetadata:
     details = skill.details
     used = usage[0] if usage else None
     schema, schema_source = input_schema(skill, reader)
@@ -272,14 +272,14 @@ def list_categories(reader: CatalogReader) -> CategoryList:
 
 
 def track_usage(
-    reader: SkillReader, projects: ProjectRoots | None, pattern_id: str, project: str | None, note: str | None
+    reader: SkillReader, projects: ProjectRoots | None, skill_id: str, project: str | None, note: str | None
 ) -> UsageRecorded:
     """Record that a skill was used (from a project, with a note); three projects make it verified."""
-    skill = reader.find(pattern_id)
+    skill = reader.find(skill_id)
     label = project_label(projects, project) if project else None
     recorded = reader.record_use(skill.id, label, note, source="tool")
     return UsageRecorded(
-        pattern_id=skill.id,
+        skill_id=skill.id,
         project=label,
         recorded_at=recorded.at,
         uses=recorded.usage.uses,

@@ -12,11 +12,11 @@ from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
-from skillshelf.patterns import minify
-from skillshelf.patterns.models import SkillHit
-from skillshelf.patterns.service import compact_hit, one_line
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
+from skillshelf.skills import minify
+from skillshelf.skills.models import SkillHit
+from skillshelf.skills.service import compact_hit, one_line
 from skillshelf.tokens import estimate_json_tokens
 from tests.conftest import agent_skill, call
 

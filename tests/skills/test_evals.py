@@ -274,7 +274,7 @@ def test_check_findability_refuses_a_single_skill(tmp_path: Path) -> None:
 def test_eval_ranks_by_meaning_when_it_is_on_and_says_so(tmp_path: Path) -> None:
     from skillshelf.library.access.reader import LibraryReader
     from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-    from skillshelf.patterns.evals import run_evals
+    from skillshelf.skills.evals import run_evals
     from tests.conftest import deadline
     from tests.library.tiny_model import tiny_model
 

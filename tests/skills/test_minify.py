@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from skillshelf.patterns.minify import (
+from skillshelf.skills.minify import (
     cut,
     find_section,
     heading_path,

@@ -22,7 +22,7 @@ from skillshelf.library.index.store import IndexedSkill, SearchFilters, SkillInd
 from skillshelf.library.indexing.terms import query_terms
 from skillshelf.library.skill.examples import FRONTMATTER_KEY, parse_frontmatter_examples
 from skillshelf.library.sources.review import SOURCE_FILES, FindabilityLoss, Review
-from skillshelf.patterns.evals import SEARCH_LIMIT, TOP, Search, description_query, examples_of
+from skillshelf.skills.evals import SEARCH_LIMIT, TOP, Search, description_query, examples_of
 
 # Changed skills whose queries are rerun per update (with the skills they contest); more are noted, not run.
 # On the real corpora (1,000 skills) the added time was 0.4 s for 1 changed skill, 1.3 s for 20, and 3.5 s

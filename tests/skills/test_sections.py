@@ -10,9 +10,9 @@ import pytest
 
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.skill.markdown import outline
-from skillshelf.patterns import service
-from skillshelf.patterns.minify import find_section, minify_markdown, section_paths, split_blocks
-from skillshelf.patterns.models import SkillLoad
+from skillshelf.skills import service
+from skillshelf.skills.minify import find_section, minify_markdown, section_paths, split_blocks
+from skillshelf.skills.models import SkillLoad
 from tests.conftest import agent_skill, synced_library
 
 SETEXT = "Usage\n=====\n\nHow to use it.\n\nOptions\n-------\n\n- `--fast`: go fast\n\nAfter options.\n"

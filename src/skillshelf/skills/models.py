@@ -136,7 +136,7 @@ class UsageInfo(WireModel):
 
 
 class UsageRecorded(WireModel):
-    pattern_id: str
+    skill_id: str = Field(alias="patternId")  # the public name (trackPatternUsage's argument too)
     project: str | None = None
     recorded_at: str
     uses: int

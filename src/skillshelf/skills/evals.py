@@ -34,7 +34,7 @@ from skillshelf.library.skill.examples import (
 )
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
-from skillshelf.patterns.service import search_patterns
+from skillshelf.skills.service import search_patterns
 
 SEARCH_LIMIT = 10  # ranks are looked for in the top 10 (an agent rarely reads further)
 TOP = 5  # hit@5; a skill whose own description does not bring it this high is unreachable
