@@ -215,7 +215,9 @@ def test_the_tool_names_constant_is_the_registry(tmp_path: Path) -> None:
     from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
-    settings = Settings(roots=[Path("patterns")], project_roots=[tmp_path], cache_dir=tmp_path / "sessions", watch=False)
+    settings = Settings(
+        roots=[Path("patterns")], project_roots=[tmp_path], cache_dir=tmp_path / "sessions", watch=False
+    )
     config = LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False)
     with App(settings, library_config=config) as app:
         names = [tool.name for tool in app.tools()]

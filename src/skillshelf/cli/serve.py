@@ -149,22 +149,17 @@ def _serve(
     if listener is not None:
         from skillshelf.server.http import run_http
 
-        servers = app.view_servers(access, reload and http_reload.guard(reload))
-        bound = _announce_http(settings, host, listener, roots)
-        run_http(
-            servers,
-            host,
-            bound,
-            allowed_hosts,
+        served = app.http_app(
+            access,
+            reload and http_reload.guard(reload),
+            extra_hosts=allowed_hosts,
             extra_origins=allowed_origins,
-            auth=settings.auth,
-            views=app.views(),
-            sock=listener,
             stream_responses=stream_responses,
             tokens=http_reload.tokens,
-            limits=settings.http,
-            stopped=partial(start_log.info, "stopped"),  # what stdio says at Ctrl-C too
         )
+        bound = _announce_http(settings, host, listener, roots)
+        stopped = partial(start_log.info, "stopped")  # what stdio says at Ctrl-C too
+        run_http(served, host, bound, sock=listener, limits=settings.http, stopped=stopped)
     else:
         server = app.server(settings.view, access, reload)
         announce = None

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools.base import Tool
     from starlette.applications import Starlette
+    from starlette.types import ASGIApp
 
     from skillshelf.server.assembly import Parts
+    from skillshelf.server.auth import Tokens
     from skillshelf.server.web import WebAccess
 
 _FROM_SETTINGS: Any = object()  # the call log the settings choose (None is a choice: no log)
@@ -170,6 +172,36 @@ class App:
         servers = {name: self.server(name, web, reload) for name in self.views()}
         servers[DEFAULT_VIEW] = servers[self.settings.view or DEFAULT_VIEW]
         return servers
+
+    def http_app(
+        self,
+        web: WebAccess | None = None,
+        reload: Callable[[], Settings] | None = None,
+        *,
+        extra_hosts: tuple[str, ...] = (),
+        extra_origins: tuple[str, ...] = (),
+        stateless: bool = False,
+        stream_responses: bool = False,
+        tokens: Tokens | None = None,
+    ) -> ASGIApp:
+        """Every view's server behind one port (server/http.py `team_app`): `/mcp`, `/view/NAME/mcp`, the web
+        view, /health. `stateless`: one of several worker processes; `tokens`: the ones in force when a
+        reload replaces them (default: the settings')."""
+        from skillshelf.server.http import team_app
+
+        settings = self.settings
+        return team_app(
+            self.view_servers(web, reload),
+            host=settings.http_host,
+            extra_hosts=extra_hosts,
+            extra_origins=extra_origins,
+            auth=settings.auth,
+            views=self.views(),
+            stateless=stateless,
+            stream_responses=stream_responses,
+            tokens=tokens,
+            limits=settings.http,
+        )
 
     def web_app(self, access: WebAccess | None = None) -> Starlette:
         """The web view on its own (`skillshelf web`): every skill (the curator's: nothing held back), /health,

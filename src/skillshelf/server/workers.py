@@ -11,7 +11,7 @@ from functools import partial
 from starlette.types import ASGIApp
 
 from skillshelf.library import children
-from skillshelf.server.http import finish_calls_on_shutdown, team_app, uvicorn_limits
+from skillshelf.server.http import finish_calls_on_shutdown, uvicorn_limits
 from skillshelf.server.web import web_access
 
 
@@ -94,14 +94,4 @@ def worker_app(setup: WorkerSetup) -> ASGIApp:
     access = web_access(settings.http_host, extra, origins, tokens_required=bool(settings.auth.tokens))
     # One App per worker process: its library and archive, shared by its view servers, live as long as
     # the process does (each server's lifespan starts and stops their watchers).
-    app = App(settings)
-    servers = app.view_servers(access)
-    return team_app(
-        servers,
-        host=settings.http_host,
-        extra_hosts=extra,
-        extra_origins=origins,
-        auth=settings.auth,
-        views=app.views(),
-        stateless=True,
-    )
+    return App(settings).http_app(access, extra_hosts=extra, extra_origins=origins, stateless=True)
