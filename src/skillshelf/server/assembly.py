@@ -103,11 +103,11 @@ def assemble(parts: Parts, serving: Serving) -> MCPServer[Any]:
     skills = SkillsSurface(reader)
     shelf.add_change_listener(skills.library_changed)
     pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, argument_places())
-    selection = ToolSelection.of(
-        view_name, chosen, every_tool(settings, reader, sessions, parts.stores.notes(), chosen), pipeline.call
-    )
+    notes = parts.stores.notes()
+    tools = every_tool(settings, reader, sessions, notes, chosen)
+    selection = ToolSelection.of(view_name, chosen, tools, pipeline.call)
     live = LiveView(selection, skills.bus)
-    view = _View(view_name, chosen, reader, skills, pipeline, live, parts.stores.notes())
+    view = _View(view_name, chosen, reader, skills, pipeline, live, notes)
     watcher = None
     if reload is not None and settings.config_path is not None:
         watcher = ConfigWatcher(settings.config_path, lambda: view.reload(reload, sessions))

@@ -94,4 +94,6 @@ def worker_app(setup: WorkerSetup) -> ASGIApp:
     access = web_access(settings.http_host, extra, origins, tokens_required=bool(settings.auth.tokens))
     # One App per worker process: its library and archive, shared by its view servers, live as long as
     # the process does (each server's lifespan starts and stops their watchers).
+    # One App per worker process: its library and archive, shared by its view servers, live as long as the
+    # process does (each server's lifespan starts and stops their watchers).
     return App(settings).http_app(access, extra_hosts=extra, extra_origins=origins, stateless=True)
