@@ -164,3 +164,61 @@ def test_generic_indexing_sits_below_the_skill_index_and_the_session_archive() -
 
     assert reaching("skillshelf.library.indexing", ("skillshelf.library.index", "skillshelf.artifacts")) == []
     assert reaching("skillshelf.artifacts", ("skillshelf.library.index",)) == []
+
+
+# -- one composition root ----------------------------------------------------------------------------
+# What only the root (server/app.py `App`) constructs: the application's parts and its servers.
+ROOT = "skillshelf.server.app"
+BUILT_BY_THE_ROOT = frozenset(
+    {"SkillLibrary", "SessionArchive", "LibraryReader", "ViewReader", "MCPServer", "assemble", "open_stores"}
+)
+# Modules outside the root that may construct one, and why.
+BUILT_ELSEWHERE: dict[str, set[str]] = {
+    "skillshelf.server.assembly": {"MCPServer"},  # one view's server, assembled for the root (its only caller)
+    "skillshelf.skills.review_evals": {"LibraryReader"},  # reads the words-only library its caller's App opened
+    "skillshelf.settings": {"open_stores"},  # LibraryConfig.open_usage: the library is given the opener
+    "skillshelf.server.calllog": {"open_stores"},  # the call log `skillshelf log` reads, without an App
+}
+
+
+def constructed(path: Path) -> set[str]:
+    """The root's names this file calls, however it names them (`Name(...)`, an alias, `module.Name(...)`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    local = {name: name for name in BUILT_BY_THE_ROOT}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            local.update({alias.asname: alias.name for alias in node.names if alias.asname and alias.name in local})
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id in local:
+            found.add(local[node.func.id])
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in BUILT_BY_THE_ROOT:
+            found.add(node.func.attr)
+    return found
+
+
+def test_only_the_composition_root_constructs_the_library_readers_stores_and_servers() -> None:
+    wrong = {
+        module: sorted(extra)
+        for module, path in modules()
+        if module != ROOT and not module.startswith("skillshelf.state")
+        if (extra := constructed(path) - BUILT_ELSEWHERE.get(module, set()))
+    }
+    assert wrong == {}, f"construct these through server/app.py App (docs/architecture.md): {wrong}"
+    stale = {m: sorted(gone) for m, p in modules() if (gone := BUILT_ELSEWHERE.get(m, set()) - constructed(p))}
+    assert stale == {}, f"BUILT_ELSEWHERE lists what these no longer construct: {stale}"
+
+
+def test_the_root_check_sees_aliases_and_attributes(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from skillshelf.library.index.library import SkillLibrary as Shelf\n"
+        "import skillshelf.server.assembly as assembly\n"
+        "def f(config, parts, serving):\n"
+        "    Shelf(config)\n"
+        "    assembly.assemble(parts, serving)\n",
+        encoding="utf-8",
+    )
+    assert constructed(sample) == {"SkillLibrary", "assemble"}

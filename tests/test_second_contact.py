@@ -210,21 +210,17 @@ def test_a_projects_root_no_tool_of_the_view_reads_is_reported_at_start(tmp_path
 
 
 def test_the_tool_names_constant_is_the_registry(tmp_path: Path) -> None:
-    from skillshelf.artifacts.archive import SessionArchive
     from skillshelf.catalogue import TOOL_NAMES
-    from skillshelf.library.access.reader import LibraryReader
-    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-    from skillshelf.server.app import every_tool
+    from skillshelf.library.index.library import LibraryConfig
+    from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
-    settings = Settings(roots=[Path("patterns")], project_roots=[tmp_path])
-    library = SkillLibrary(LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False))
-    archive = SessionArchive(settings.projects(), index_dir=tmp_path / "sessions", watch=False)
-    try:
-        names = [tool.name for tool in every_tool(settings, LibraryReader(library), archive)]
-    finally:
-        library.close()
-        archive.close()
+    settings = Settings(
+        roots=[Path("patterns")], project_roots=[tmp_path], cache_dir=tmp_path / "sessions", watch=False
+    )
+    config = LibraryConfig(roots=[Path("patterns")], index_dir=tmp_path / "index", watch=False)
+    with App(settings, library_config=config) as app:
+        names = [tool.name for tool in app.tools()]
     assert sorted(names) == sorted(TOOL_NAMES)
 
 

@@ -288,11 +288,12 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly_with_success(
 async def test_every_page_links_an_icon_that_is_served_and_favicon_ico_answers(
     sample_root: Path, tmp_path: Path
 ) -> None:
+    from skillshelf.library.access.reader import ViewReader
     from skillshelf.server.web import WebAccess, web_app
     from tests.conftest import synced_library
 
     with synced_library(sample_root, tmp_path / "index") as library:
-        transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+        transport = httpx2.ASGITransport(app=web_app(ViewReader(library), WebAccess()))
         async with httpx2.AsyncClient(transport=transport, base_url="http://t") as web:
             for path in ("/", "/library", "/skills/python/slugify/", "/nowhere"):
                 page = (await web.get(path)).text

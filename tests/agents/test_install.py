@@ -237,6 +237,7 @@ def test_update_and_sources_say_which_agents_an_update_reaches(tmp_path: Path) -
 def test_serve_keep_installed_brings_a_library_change_to_the_agents(sample_root: Path, tmp_path: Path) -> None:
     from skillshelf.cli.install import keep_installed
     from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.server.app import App
     from skillshelf.settings import resolve_settings
 
     assert run("install", "--agent", "codex", "--only", "git/*", "-l", str(sample_root))[0] == 0
@@ -245,7 +246,7 @@ def test_serve_keep_installed_brings_a_library_change_to_the_agents(sample_root:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "index", watch=True))
     try:
         library.sync()
-        keep_installed(settings, library)
+        keep_installed(App(settings, library=library))
         (sample_root / "git" / "release-notes" / "SKILL.md").write_text(
             "---\nname: release-notes\ndescription: Version two.\n---\n# Two\n", encoding="utf-8"
         )

@@ -669,7 +669,7 @@ def test_numpy_is_never_imported_without_the_setting(root: Path, tmp_path: Path)
     import sys
 
     script = (
-        "import sys; from pathlib import Path; import skillshelf.server.app;"
+        "import sys; from pathlib import Path; import skillshelf.server.app, skillshelf.server.assembly;"
         "from skillshelf.library.index.library import LibraryConfig, SkillLibrary;"
         "from skillshelf.library.index.store import SearchFilters;"
         f"lib = SkillLibrary(LibraryConfig(roots=[Path({str(root)!r})], index_dir=Path({str(tmp_path / 'i')!r}),"

@@ -1,7 +1,7 @@
 """The tool catalogue users read, checked against the code both ways: docs/tools.md and the README's tool
 table name no tool, parameter or error code the code lacks, and every one the code has is documented.
 
-The code: the tool registry (`skillshelf.server.app.every_tool`, every tool with execution on) and
+The code: the tool registry (`skillshelf.server.assembly.every_tool`, every tool with execution on) and
 `skillshelf.errors.ErrorCode`. The docs are read by their structure: a tool's `## heading` and its
 parameter table (first column), the `| tool | parameters | returns |` tables, the error-code table, and
 the README's `| tool | inputs | returns |` table.

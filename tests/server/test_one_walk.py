@@ -86,7 +86,7 @@ async def resources_list(client: Client, _library: SkillLibrary, _root: Path) ->
 
 
 async def web_page(_client: Client, library: SkillLibrary, _root: Path) -> set[str]:
-    transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+    transport = httpx2.ASGITransport(app=web_app(ViewReader(library), WebAccess()))
     async with httpx2.AsyncClient(transport=transport, base_url="http://t") as web:
         page = (await web.get(f"/skills/{SKILL}/")).text
     return set(re.findall(rf'<a href="/skills/{SKILL}/([^"]+)">', page))

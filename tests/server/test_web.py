@@ -45,7 +45,9 @@ async def web(sample_library: SkillLibrary) -> AsyncIterator[httpx2.AsyncClient]
 
 
 def client(library: SkillLibrary, access: WebAccess) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=web_app(library, access)), base_url="http://t")
+    return httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=web_app(ViewReader(library), access)), base_url="http://t"
+    )
 
 
 async def test_search_ranks_hits_exactly_as_the_search_tool_does(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 from starlette.requests import Request
 
-from skillshelf.library.access.reader import LibraryReader
+from skillshelf.library.access.reader import LibraryReader, ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import WebAccess, web_app
@@ -64,7 +64,7 @@ def site(sample_root: Path, sample_library: SkillLibrary) -> Iterator[str]:
     sample_library.usage.record("python/slugify", "api", None, source="tool")
     sample_library.usage.record("database/rls-policy", "api", None, source="tool")
     access = WebAccess(authorize=token_required, security=transport_security("127.0.0.1"))
-    with serving_in_thread(web_app(sample_library, access)) as base:
+    with serving_in_thread(web_app(ViewReader(sample_library), access)) as base:
         yield base
 
 
@@ -318,7 +318,7 @@ def phone_site(tmp_path: Path) -> Iterator[str]:
         library.usage.record(LONG_ID, project, None, source="tool")
     access = WebAccess(authorize=token_required, security=transport_security("127.0.0.1"))
     try:
-        with serving_in_thread(web_app(library, access)) as url:
+        with serving_in_thread(web_app(ViewReader(library), access)) as url:
             yield url
     finally:
         library.close()

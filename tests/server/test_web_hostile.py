@@ -88,7 +88,7 @@ async def test_every_page_shows_hostile_skill_text_escaped_and_inert(tmp_path: P
     library = hostile_library(tmp_path)
     try:
         routes = web_routes(ViewReader(library))
-        app = web_app(library, WebAccess())
+        app = web_app(ViewReader(library), WebAccess())
         html = shown = 0
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://t") as web:
             for url in urls(routes):

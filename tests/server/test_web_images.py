@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import pytest
 
+from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.web import CONTENT_SECURITY_POLICY, WebAccess, web_app
@@ -67,7 +68,7 @@ def site(tmp_path: Path, pixel_server: str) -> Iterator[str]:
     library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
     library.sync()
     access = WebAccess(security=transport_security("127.0.0.1"))
-    with serving_in_thread(web_app(library, access)) as base:
+    with serving_in_thread(web_app(ViewReader(library), access)) as base:
         yield base
     library.close()
 

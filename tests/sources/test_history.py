@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from skillshelf.cli import cli
+from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.skill.digest import skill_digest
 from skillshelf.library.sources.history import BLOBS, HISTORY, VERSIONS, versions
@@ -335,7 +336,7 @@ def library(updated_twice: tuple[Path, list[str]], tmp_path: Path) -> Iterator[S
 
 @pytest.mark.anyio
 async def test_the_web_skill_page_lists_the_versions_kept(library: SkillLibrary) -> None:
-    transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+    transport = httpx2.ASGITransport(app=web_app(ViewReader(library), WebAccess()))
     async with httpx2.AsyncClient(transport=transport, base_url="http://t") as http:
         page = (await http.get(f"/skills/{SKILL}/")).text
         unchanged = (await http.get("/skills/team/release-notes/")).text

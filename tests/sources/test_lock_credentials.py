@@ -12,6 +12,7 @@ import httpx2
 import pytest
 from mcp import Client
 
+from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import Lock, read_lock, write_lock
 from skillshelf.library.sources.provenance import provenance_for_id
@@ -105,7 +106,7 @@ async def test_a_token_in_a_hand_written_lock_reaches_no_client(client: Client) 
 @pytest.mark.anyio
 async def test_the_web_views_link_to_the_source_holds_no_token(tokened: Path, tmp_path: Path) -> None:
     with synced_library(tokened, tmp_path / "idx") as library:
-        transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+        transport = httpx2.ASGITransport(app=web_app(ViewReader(library), WebAccess()))
         async with httpx2.AsyncClient(transport=transport, base_url="http://t") as http:
             page = (await http.get("/skills/team/release-notes/")).text
     assert SECRET not in page and 'href="https://github.com/team/skills.git"' in page

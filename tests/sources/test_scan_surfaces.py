@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from skillshelf.cli import cli
+from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.server.web import WebAccess, web_app
@@ -68,7 +69,7 @@ async def test_load_skill_full_metadata_lists_the_scan_finding(client: Client) -
 
 
 async def test_the_web_skill_page_lists_the_scan_finding(library: SkillLibrary) -> None:
-    transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+    transport = httpx2.ASGITransport(app=web_app(ViewReader(library), WebAccess()))
     async with httpx2.AsyncClient(transport=transport, base_url="http://t") as http:
         page = (await http.get("/skills/ops/collector/")).text
     assert "[download-exec]" in page and "high risk: downloads code" in page

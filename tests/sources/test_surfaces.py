@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from mcp import Client
 
 from skillshelf.cli import cli
+from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.sources.install import open_shelf
 from skillshelf.server.app import build_server
@@ -120,7 +121,7 @@ async def test_the_web_skill_page_shows_the_source_and_links_only_an_https_url(
     library: SkillLibrary, upstream: Repo
 ) -> None:
     commit = upstream.git("rev-parse", "HEAD")
-    transport = httpx2.ASGITransport(app=web_app(library, WebAccess()))
+    transport = httpx2.ASGITransport(app=web_app(ViewReader(library), WebAccess()))
     async with httpx2.AsyncClient(transport=transport, base_url="http://t") as http:
         page = (await http.get("/skills/team/release-notes/")).text
         by_hand = (await http.get("/skills/hand/mine/")).text

@@ -17,6 +17,7 @@ from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:
     from skillshelf.library.access.reader import LibraryReader
+    from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,19 +98,24 @@ def open_library(libraries: tuple[Path, ...], *, watch: bool = False) -> Iterato
 def opened_library(settings: Settings) -> Iterator[LibraryReader]:
     """The library of these settings, synced (with progress on a terminal), closed on exit, read as the
     curator reads it: every skill, under the same file rules as a server."""
-    from skillshelf.library.access.reader import LibraryReader
-    from skillshelf.library.index.library import SkillLibrary
+    with opened_app(settings) as app:
+        yield app.curator
+
+
+@contextmanager
+def opened_app(settings: Settings) -> Iterator[App]:
+    """The application of these settings (server/app.py, the composition root) with its library synced
+    (progress on a terminal); what it opened is closed on exit. A library command builds no server and
+    imports no MCP."""
+    from skillshelf.server.app import App
 
     announce_roots(settings.roots, settings.using_bundled)
-    library = SkillLibrary(settings.library_config())
-    progress = index_progress()
-    library.add_progress_listener(progress)
-    try:
-        library.sync()
+    with App(settings) as app:
+        progress = index_progress()
+        app.library.add_progress_listener(progress)
+        app.library.sync()
         progress.done()
-        yield LibraryReader(library)
-    finally:
-        library.close()
+        yield app
 
 
 def announce_roots(roots: list[Path], using_bundled: bool) -> None:

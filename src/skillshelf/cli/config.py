@@ -45,19 +45,14 @@ def _config_path(given: Path | None) -> Path | None:
 @contextmanager
 def tool_catalogue(settings: Settings) -> Iterator[list[Tool]]:
     """Every tool, built over a throwaway index (nothing is parsed or written near the library)."""
-    from skillshelf.artifacts.archive import SessionArchive
-    from skillshelf.library.access.reader import LibraryReader
-    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-    from skillshelf.server.app import every_tool
+    from skillshelf.library.index.library import LibraryConfig
+    from skillshelf.server.app import App
 
     with tempfile.TemporaryDirectory(prefix="skillshelf-views-") as scratch:
-        library = SkillLibrary(LibraryConfig(roots=settings.roots, index_dir=Path(scratch), watch=False))
-        archive = SessionArchive(settings.projects(), index_dir=Path(scratch), watch=False)
-        try:
-            yield every_tool(settings, LibraryReader(library), archive)
-        finally:
-            library.close()
-            archive.close()
+        throwaway = settings.model_copy(update={"cache_dir": Path(scratch), "watch": False})
+        config = LibraryConfig(roots=settings.roots, index_dir=Path(scratch), watch=False)
+        with App(throwaway, library_config=config) as app:
+            yield app.tools()
 
 
 def mask(value: Any, key: str = "") -> Any:

@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 
 import click
 
-from skillshelf.cli.common import command_settings, json_option, library_option, opened_library
+from skillshelf.cli.common import command_settings, json_option, library_option, opened_app
 from skillshelf.cli.output import emit, plural, say
 from skillshelf.library.atomic import write_atomically
 
@@ -34,7 +34,6 @@ def evaluate(
     own description does not find, and colliding pairs. Exits 1 below the threshold."""
     from skillshelf.config.views import resolve_view
     from skillshelf.errors import SkillshelfError
-    from skillshelf.library.access.reader import ViewReader
 
     settings = command_settings(libraries, watch=False)
     try:
@@ -42,10 +41,10 @@ def evaluate(
     except SkillshelfError as exc:
         raise click.UsageError(f"--view: {exc.message}") from None
     wanted = settings.eval_threshold if threshold is None else threshold
-    with opened_library(settings) as library:
-        if library.library.semantic is not None:
-            library.library.semantic.wait_idle(timeout=60)  # rank by meaning as a warm server does
-        reader = library if view is None else ViewReader(library.library, view.skill_rules())
+    with opened_app(settings) as app:
+        if app.library.semantic is not None:
+            app.library.semantic.wait_idle(timeout=60)  # rank by meaning as a warm server does
+        reader = app.reader(view_name)
         override = view.overrides.get(SEARCH_TOOL) if view is not None else None
         from skillshelf.skills.evals import Pins, run_evals
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from skillshelf.cli.common import command_settings, json_option, library_option, opened_library, start_log
+from skillshelf.cli.common import command_settings, json_option, library_option, opened_app, start_log
 from skillshelf.cli.output import print_json, shown
 from skillshelf.library.skill.paths import display_path
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from skillshelf.library.agents.cost import CatalogueCost
     from skillshelf.library.agents.installer import Outcome, ReaderFor, Target
     from skillshelf.library.agents.record import Record
-    from skillshelf.library.index.library import SkillLibrary
+    from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -289,40 +289,34 @@ def _target(agent_name: str, project: Path | None) -> Target:
 @contextmanager
 def _readers(settings: Settings) -> Iterator[ReaderFor]:
     """The library, read as a view reads it (`--view NAME`) or whole (None)."""
-    with opened_library(settings) as library:
-        yield readers_of(settings, library.library)
+    with opened_app(settings) as app:
+        yield readers_of(app)
 
 
-def readers_of(settings: Settings, library: SkillLibrary) -> ReaderFor:
-    """The reader of each view of `library` (made once each), or of the whole library (None)."""
-    from skillshelf.config.views import all_views
-    from skillshelf.library.access.reader import LibraryReader, ViewReader
-
-    views = all_views(settings.views, settings.execution.enabled)
-    made: dict[str | None, SkillReader] = {None: LibraryReader(library)}
+def readers_of(app: App) -> ReaderFor:
+    """The reader of each view of the app's library (the App makes each once), or of the whole library (None)."""
+    views = app.views()
 
     def reader_for(view: str | None) -> SkillReader:
-        if view in made:
-            return made[view]
-        if view is None or view not in views:
+        if view is not None and view not in views:
             raise click.UsageError(f"no view {view!r}; the views: {', '.join(sorted(views))}")
-        made[view] = ViewReader(library, views[view].skill_rules())
-        return made[view]
+        return app.reader(view)
 
     return reader_for
 
 
-def keep_installed(settings: Settings, library: SkillLibrary) -> None:
-    """`serve --keep-installed`: after each change the watcher finds, the installs of this library's skills
-    are brought up to date (library/agents/installer.py `keeper`)."""
+def keep_installed(app: App) -> None:
+    """`serve --keep-installed`: after each change the watcher finds, the installs of the app's library's
+    skills are brought up to date (library/agents/installer.py `keeper`)."""
     from skillshelf.library.agents.installer import keeper
 
+    settings = app.settings
     if not settings.keep_installed:
         return
     if not settings.watch:
         start_log.warning("--keep-installed needs the library watched; with --no-watch installs stay as they are")
         return
-    library.add_change_listener(keeper(settings.state_dir, readers_of(settings, library), list(library.roots)))
+    app.library.add_change_listener(keeper(settings.state_dir, readers_of(app), list(app.library.roots)))
     start_log.info("keeping the skills installed in agents' folders current (`skillshelf install --check`)")
 
 

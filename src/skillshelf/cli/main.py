@@ -21,6 +21,7 @@ from skillshelf.cli.common import (
     json_option,
     library_option,
     open_library,
+    opened_app,
     opened_library,
 )
 from skillshelf.cli.output import SkillshelfGroup, emit, model_json, plural, print_json, say, shown, table
@@ -79,8 +80,8 @@ def web(libraries: tuple[Path, ...], port: int) -> None:
     """Browse the library in a web browser: search, skill pages, charts (read-only, on 127.0.0.1)."""
     from skillshelf.server.web import serve_web
 
-    with open_library(libraries, watch=True) as reader:
-        serve_web(reader.library, port)
+    with opened_app(command_settings(libraries, watch=True)) as app:
+        serve_web(app.web_app, port)
 
 
 @cli.command(short_help="Search skills by what they are for.")
@@ -365,10 +366,10 @@ def notes(
     """A project's memory notes, newest first."""
     from skillshelf.memory import service as memory
     from skillshelf.memory.models import NoteList
-    from skillshelf.state import open_stores
+    from skillshelf.server.app import App
 
     settings = command_settings()
-    notes = open_stores(settings.database_url).notes()
+    notes = App(settings).stores.notes()
     result = memory.get_notes(
         settings.projects(), project, note_type=note_type, query=query, since=since, limit=limit, notes=notes
     )
@@ -394,11 +395,11 @@ def notes(
 def sessions(as_json: bool, project: str, query: str, limit: int) -> None:
     """A project's past sessions (.agent-artifacts), newest first, or ranked by --query."""
     from skillshelf.artifacts import service as artifacts
-    from skillshelf.artifacts.archive import SessionArchive
     from skillshelf.artifacts.models import ArtifactSearchResult
+    from skillshelf.server.app import App
 
-    settings = command_settings()
-    with SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=False).opened() as archive:
+    settings = command_settings(watch=False)
+    with App(settings) as app, app.archive.opened() as archive:
         result = artifacts.search_artifacts(archive, query, project=project, limit=limit)
 
     def render(r: ArtifactSearchResult) -> None:

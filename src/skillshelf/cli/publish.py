@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from skillshelf.cli.common import command_settings, library_option, opened_library
+from skillshelf.cli.common import command_settings, library_option, opened_app
 from skillshelf.cli.output import plural, shown
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.skill.paths import display_path
@@ -34,7 +34,6 @@ def export(libraries: tuple[Path, ...], directory: Path, view: str | None, form:
     `skillshelf check` says why."""
     from skillshelf.config.views import resolve_view
     from skillshelf.library.access import publish
-    from skillshelf.library.access.reader import ViewReader
 
     target = directory.expanduser()
     if target.exists() and any(target.iterdir()):
@@ -43,9 +42,9 @@ def export(libraries: tuple[Path, ...], directory: Path, view: str | None, form:
             f"{display_path(target)} is not empty; export into a new or empty folder (it never overwrites).",
         )
     settings = command_settings(libraries)
-    chosen = resolve_view(view or settings.view, settings.views, settings.execution.enabled)
-    with opened_library(settings) as everything:
-        reader = ViewReader(everything.library, chosen.skill_rules())
+    resolve_view(view or settings.view, settings.views, settings.execution.enabled)  # an unknown view fails first
+    with opened_app(settings) as app:
+        reader = app.reader(view or settings.view)
         written = publish.export(reader, target, "zip" if form == "zip" else "folders")
     index = target / (publish.INDEX if form == "zip" else f"{publish.V2_DIR}/{publish.INDEX}")
     click.echo(f"{plural(len(written), 'skill')} exported to {shown(display_path(target))}")

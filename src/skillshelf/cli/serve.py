@@ -26,6 +26,7 @@ from skillshelf.cli.setting_flags import setting_flags
 from skillshelf.library.skill.paths import display_path
 
 if TYPE_CHECKING:
+    from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
 
@@ -100,11 +101,7 @@ def serve(
     stream_responses: bool,
 ) -> None:
     """Run the MCP server (stdio by default). Logs go to stderr; stdout is the protocol."""
-    from skillshelf.artifacts.archive import SessionArchive
-    from skillshelf.config.views import all_views
-    from skillshelf.library.index.library import SkillLibrary
-    from skillshelf.server.app import build_server, build_view_servers
-    from skillshelf.server.calllog import open_call_log
+    from skillshelf.server.app import App
 
     load = settings_loader(libraries)
     rules = click.get_current_context().meta.get("tool_rules", [])
@@ -121,9 +118,21 @@ def serve(
     _warn_of(settings, http)
     announce_roots(settings.roots, settings.using_bundled)
     listener = _bind(host, port) if http else None  # before anything says "serving"
-    library = SkillLibrary(settings.library_config())
-    keep_installed(settings, library)  # when asked to (--keep-installed): a listener of the watcher
-    archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
+    with App(settings) as app:
+        _serve(app, listener, allowed_hosts, allowed_origins, stream_responses, reload)
+
+
+def _serve(
+    app: App,
+    listener: Any,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
+    stream_responses: bool,
+    reload: Callable[[], Settings] | None,
+) -> None:
+    """Serve the App's servers: every view over HTTP on `listener`, else the settings' view over stdio."""
+    settings, library, host = app.settings, app.library, app.settings.http_host
+    keep_installed(app)  # when asked to (--keep-installed): a listener of the watcher
     logger.info("library roots: %s; index: %s", [display_path(r) for r in library.roots], library.index_path)
     from skillshelf.server.auth import BearerTokens
     from skillshelf.server.hosts import reachable_name
@@ -132,43 +141,32 @@ def serve(
 
     # the tokens in force (a reload replaces them), judged by where the server is reachable, proxy included
     http_reload = HttpReload(reachable_name(host, allowed_hosts), BearerTokens(settings.auth.tokens))
+    http = listener is not None
     access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
     progress = index_progress()
     library.add_progress_listener(progress)
     roots = ", ".join(display_path(r) for r in library.roots)
-    try:
-        if listener is not None:
-            from skillshelf.server.http import run_http
+    if listener is not None:
+        from skillshelf.server.http import run_http
 
-            servers = build_view_servers(settings, library, archive, access, reload and http_reload.guard(reload))
-            bound = _announce_http(settings, host, listener, roots)
-            run_http(
-                servers,
-                host,
-                bound,
-                allowed_hosts,
-                extra_origins=allowed_origins,
-                auth=settings.auth,
-                views=all_views(settings.views, settings.execution.enabled),
-                sock=listener,
-                stream_responses=stream_responses,
-                tokens=http_reload.tokens,
-                limits=settings.http,
-                stopped=partial(start_log.info, "stopped"),  # what stdio says at Ctrl-C too
-            )
-        else:
-            call_log = open_call_log(settings)
-            server = build_server(
-                settings, library, archive, access, view=settings.view, reload=reload, call_log=call_log
-            )
-            announce = None
-            if sys.stderr.isatty():
-                library.start()  # the lifespan's start() is then a no-op; the line waits for the index
-                announce = partial(_announce_when_indexed, library, roots, progress, view_label(settings))
-            _run_stdio(server, announce)
-    finally:
-        library.close()
-        archive.close()
+        served = app.http_app(
+            access,
+            reload and http_reload.guard(reload),
+            extra_hosts=allowed_hosts,
+            extra_origins=allowed_origins,
+            stream_responses=stream_responses,
+            tokens=http_reload.tokens,
+        )
+        bound = _announce_http(settings, host, listener, roots)
+        stopped = partial(start_log.info, "stopped")  # what stdio says at Ctrl-C too
+        run_http(served, host, bound, sock=listener, limits=settings.http, stopped=stopped)
+    else:
+        server = app.server(settings.view, access, reload)
+        announce = None
+        if sys.stderr.isatty():
+            library.start()  # the lifespan's start() is then a no-op; the line waits for the index
+            announce = partial(_announce_when_indexed, library, roots, progress, view_label(settings))
+        _run_stdio(server, announce)
 
 
 def _announce_http(settings: Settings, host: str, listener: Any, roots: str) -> int:
@@ -198,9 +196,9 @@ def _check_before_start(settings: Settings, stream_responses: bool, http: bool, 
 def _open_shared_state(settings: Settings) -> None:
     """Connect to the stores `database_url` names now (PostgreSQL: and migrate), so an unreachable database is
     one clear error at start (naming its URL without the password) rather than a failure at each call."""
-    from skillshelf.state import open_stores
+    from skillshelf.server.app import App
 
-    if (said := open_stores(settings.database_url).start()) is not None:
+    if (said := App(settings).stores.start()) is not None:
         start_log.info("shared state: %s", said)
 
 

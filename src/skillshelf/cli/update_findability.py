@@ -13,7 +13,7 @@ from skillshelf.cli.common import command_settings
 from skillshelf.errors import SkillshelfError
 
 if TYPE_CHECKING:
-    from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+    from skillshelf.library.index.library import LibraryConfig
     from skillshelf.library.sources.install import Prepared
 
 Reviewing = Callable[["Prepared", Path], None]  # a prepared update, the source's installed folder
@@ -24,26 +24,26 @@ def findability_reviewer(root: Path, enabled: bool = True) -> Iterator[Reviewing
     """Adds to each review the queries that find a skill less well after it (unless not `enabled`:
     --no-findability). The library (its configured roots when ROOT is one of them, else ROOT alone) is
     opened by words only at the first pending update: its index is synced (built, the first time)."""
-    from skillshelf.library.index.library import SkillLibrary
+    from skillshelf.server.app import App
     from skillshelf.skills.review_evals import review_findability
 
-    opened: list[SkillLibrary] = []
+    opened: list[App] = []
 
     def review(item: Prepared, folder: Path) -> None:
         if not enabled:
             return
         try:
             if not opened:
-                opened.append(SkillLibrary(_words_config(root)))
-            review_findability(opened[0], item.review, folder, item.folder)
+                opened.append(App(command_settings(), library_config=_words_config(root)))
+            review_findability(opened[0].library, item.review, folder, item.folder)
         except (SkillshelfError, OSError, sqlite3.Error) as exc:  # the review stands without it: said, not fatal
             item.review.warnings.append(f"findability not checked: {getattr(exc, 'message', exc)}")
 
     try:
         yield review
     finally:
-        for library in opened:
-            library.close()
+        for app in opened:
+            app.close()
 
 
 def _words_config(root: Path) -> LibraryConfig:

@@ -1,68 +1,224 @@
-"""`build_server(settings)`: the one place an MCP server is assembled. Nothing registers at import."""
+"""The composition root: `App`, the one place the application is put together.
+
+settings -> stores -> the skill library and the session archive -> a reader per view -> the call log ->
+an MCP server per view, the HTTP app's servers, the web view. Every entry point (stdio and HTTP in
+cli/serve.py, each HTTP worker in server/workers.py, `skillshelf web`, the CLI's library commands) builds
+one `App` and asks it for what it needs; no other module constructs a library, an archive, a reader or
+an MCP server (tests/test_architecture.py). A part is made when first asked for, so a library command
+opens the library and nothing else, and imports no MCP: the servers' modules are imported only when a
+server is asked for (tests/server/test_composition.py).
+
+What the App made, `close` closes (entering it as a context manager closes it on exit); a library or
+archive given to it belongs to the caller, who closes it. `build_server` and `build_view_servers` are the
+factories for code and tests: an App around given parts, its servers.
+"""
 
 from __future__ import annotations
 
-import gc
-import logging
-import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Self
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-from mcp.server.mcpserver.tools.base import Tool
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-
-from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.config.views import DEFAULT_VIEW, ViewSettings, all_views, resolve_view
-from skillshelf.errors import SkillshelfError
 from skillshelf.library.access.approved import ApprovalGate
-from skillshelf.library.access.reader import SkillReader, ViewReader
-from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.access.reader import LibraryReader, SkillReader, ViewReader
+from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server.calllog import CallLog, open_call_log
-from skillshelf.server.composite import install_composites
-from skillshelf.server.health import health_report, sees_details
-from skillshelf.server.hooks import Hooks
-from skillshelf.server.hosts import transport_security
-from skillshelf.server.http import ReloadRefused
-from skillshelf.server.pipeline import CallPipeline
-from skillshelf.server.prompts import register_prompts
-from skillshelf.server.skills_ext import SkillsSurface
-from skillshelf.server.tooling import argument_places
-from skillshelf.server.tools.artifacts import artifacts_tools
-from skillshelf.server.tools.execution import execution_tools
-from skillshelf.server.tools.memory import memory_tools
-from skillshelf.server.tools.metrics import metrics_tools
-from skillshelf.server.tools.patterns import patterns_tools
-from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
-from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
-from skillshelf.skills import service
-from skillshelf.state import open_stores
+from skillshelf.state import Stores, open_stores
 
-logger = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools.base import Tool
+    from starlette.applications import Starlette
+    from starlette.types import ASGIApp
+
+    from skillshelf.server.assembly import Parts
+    from skillshelf.server.auth import BearerTokens
+    from skillshelf.server.web import WebAccess
+
+_FROM_SETTINGS: Any = object()  # the call log the settings choose (None is a choice: no log)
 
 
-def every_tool(
-    settings: Settings, library: SkillReader, sessions: SessionArchive, view: ViewSettings | None = None
-) -> list[Tool]:
-    """Every tool the server has, before a view picks and presents some of them (`view`: the one it serves,
-    whose execution cap bounds what a skill's run may be granted): the ones skillshelf/catalogue.py declares
-    (tests/test_second_contact.py checks the two agree)."""
-    projects = settings.projects()
-    return [
-        *patterns_tools(library, projects),
-        *execution_tools(library, settings.execution, view.execution if view else None),
-        *artifacts_tools(sessions),
-        *memory_tools(projects, open_stores(settings.database_url).notes()),
-        *metrics_tools(library, sessions),
-    ]
+class App:
+    """One application's parts, each made once when first asked for, all closed by `close`.
+
+    `library_config` makes the library from another config than the settings' (a throwaway index);
+    `library`, `archive` and `call_log` are given parts, which the caller keeps and closes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        library: SkillLibrary | None = None,
+        library_config: LibraryConfig | None = None,
+        archive: SessionArchive | None = None,
+        call_log: CallLog | None = _FROM_SETTINGS,
+    ) -> None:
+        self.settings = settings
+        self._given_library, self._library_config = library, library_config
+        self._given_archive, self._given_call_log = archive, call_log
+        self._made: list[SkillLibrary | SessionArchive] = []
+        self._readers: dict[str, SkillReader] = {}
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close what this App made (its SQLite connections, watchers); given parts stay open. Idempotent."""
+        made, self._made = self._made, []
+        for part in made:
+            part.close()
+
+    @cached_property
+    def stores(self) -> Stores:
+        """Where usage events, notes and the call log live: the backend `database_url` names."""
+        return open_stores(self.settings.database_url)
+
+    @cached_property
+    def library(self) -> SkillLibrary:
+        if self._given_library is not None:
+            return self._given_library
+        library = SkillLibrary(self._library_config or self.settings.library_config())
+        self._made.append(library)
+        return library
+
+    @cached_property
+    def archive(self) -> SessionArchive:
+        if self._given_archive is not None:
+            return self._given_archive
+        settings = self.settings
+        archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
+        self._made.append(archive)
+        return archive
+
+    @cached_property
+    def call_log(self) -> CallLog | None:
+        """The call log every view's server writes (None: off), in the stores' backend."""
+        if self._given_call_log is not _FROM_SETTINGS:
+            return self._given_call_log
+        return open_call_log(self.settings, self.stores)
+
+    def view(self, name: str | None = None) -> ViewSettings:
+        """A view by name (None: the one the settings serve); an unknown name is refused naming the views."""
+        settings = self.settings
+        return resolve_view(name or settings.view, settings.views, settings.execution.enabled)
+
+    def views(self) -> dict[str, ViewSettings]:
+        """Every view, built-in and configured."""
+        return all_views(self.settings.views, self.settings.execution.enabled)
+
+    @cached_property
+    def curator(self) -> LibraryReader:
+        """The library as the curator reads it: every skill, under the same file rules as a server."""
+        return LibraryReader(self.library)
+
+    def reader(self, view: str | None = None) -> SkillReader:
+        """The curator's reader (None) or the library as the view `view` shows it (made once per view). The
+        CLI's readers: what require_verified and require_signed hold back is held back from what is served."""
+        if view is None:
+            return self.curator
+        if view not in self._readers:
+            self._readers[view] = ViewReader(self.library, self.view(view).skill_rules())
+        return self._readers[view]
+
+    def served_reader(self, view: ViewSettings) -> ViewReader:
+        """A new reader of what a served view shows, with what require_verified and require_signed hold back;
+        a server's config reload changes its rules, so each server has its own."""
+        return ViewReader(self.library, view.skill_rules(), self._approval_gate())
+
+    def _approval_gate(self) -> ApprovalGate | None:
+        """What require_verified and require_signed hold back (library/access/approved.py); None: neither is set."""
+        settings = self.settings
+        if not (settings.require_verified or settings.require_signed):
+            return None
+        return ApprovalGate(self.library, verified=settings.require_verified, signed=settings.require_signed)
+
+    def tools(self) -> list[Tool]:
+        """Every tool the server has, over the curator's reader, before a view picks some."""
+        from skillshelf.server.assembly import every_tool
+
+        return every_tool(self.settings, self.curator, self.archive, self.stores.notes())
+
+    def server(
+        self,
+        view: str | None = None,
+        web: WebAccess | None = None,
+        reload: Callable[[], Settings] | None = None,
+        *,
+        closes_app: bool = False,
+    ) -> MCPServer[Any]:
+        """The MCP server of `view` (None: the settings' view; docs/views.md). `web`: who sees the web view
+        beside /mcp; `reload`: the settings read afresh, so config edits change the view while it runs.
+        `closes_app`: the server's lifespan closes this App when it ends (a server built alone)."""
+        from skillshelf.server.assembly import Serving, assemble
+
+        name = view or self.settings.view
+        chosen = self.view(name)
+        on_exit = self.close if closes_app else _nothing
+        return assemble(self._parts, Serving(name, chosen, self.served_reader(chosen), web, reload, on_exit))
+
+    def view_servers(
+        self, web: WebAccess | None = None, reload: Callable[[], Settings] | None = None
+    ) -> dict[str, MCPServer[Any]]:
+        """One server per view (built-in and configured), for HTTP: each passes its view's call pipeline and
+        all write the one call log. `default` (what `/mcp` serves) is the view the settings serve, so a
+        plain `/mcp` gives what stdio would."""
+        servers = {name: self.server(name, web, reload) for name in self.views()}
+        servers[DEFAULT_VIEW] = servers[self.settings.view or DEFAULT_VIEW]
+        return servers
+
+    def http_app(
+        self,
+        web: WebAccess | None = None,
+        reload: Callable[[], Settings] | None = None,
+        *,
+        extra_hosts: tuple[str, ...] = (),
+        extra_origins: tuple[str, ...] = (),
+        stateless: bool = False,
+        stream_responses: bool = False,
+        tokens: BearerTokens | None = None,
+    ) -> ASGIApp:
+        """Every view's server behind one port (server/http.py `team_app`): `/mcp`, `/view/NAME/mcp`, the web
+        view, /health. `stateless`: one of several worker processes; `tokens`: the ones in force when a
+        reload replaces them (default: the settings')."""
+        from skillshelf.server.http import team_app
+
+        settings = self.settings
+        return team_app(
+            self.view_servers(web, reload),
+            host=settings.http_host,
+            extra_hosts=extra_hosts,
+            extra_origins=extra_origins,
+            auth=settings.auth,
+            views=self.views(),
+            stateless=stateless,
+            stream_responses=stream_responses,
+            tokens=tokens,
+            limits=settings.http,
+        )
+
+    def web_app(self, access: WebAccess | None = None) -> Starlette:
+        """The web view on its own (`skillshelf web`): every skill (the curator's: nothing held back), /health,
+        the library's freshness."""
+        from skillshelf.server.web import web_app
+
+        return web_app(ViewReader(self.library), access)
+
+    @cached_property
+    def _parts(self) -> Parts:
+        from skillshelf.server.assembly import Parts
+
+        return Parts(self.settings, self.library, self.archive, self.stores, self.call_log)
+
+
+def _nothing() -> None:
+    """A server's lifespan end when the App outlives the server (its entry point closes the App)."""
 
 
 def build_server(
@@ -74,221 +230,29 @@ def build_server(
     reload: Callable[[], Settings] | None = None,
     call_log: CallLog | None = None,
 ) -> MCPServer[Any]:
-    """A server over a skill library and a session archive (new ones from `settings` when not given).
+    """A server over a skill library and a session archive (new ones from `settings` when not given), for
+    code and tests; an entry point asks its `App` (`App.server`).
 
     `view` names the view it serves (docs/views.md): which tools and skills a client sees; None serves
     `settings.view` (`default`, the agent view, unless configured otherwise). `full` serves every
-    tool and skill. With `reload` (settings read afresh) and
-    a config file, edits to the file change the view's tools and skills while the server runs;
-    clients are told to re-list, and an invalid edit is logged while the last good config stays.
+    tool and skill. With `reload` (settings read afresh) and a config file, edits to the file change the
+    view's tools and skills while the server runs; clients are told to re-list, and an invalid edit is
+    logged while the last good config stays. Over HTTP it also serves the read-only web view at `/`
+    (`web`: who sees it). Every request passes the view's call pipeline (server/pipeline.py), and
+    `call_log` (None: no log).
 
-    Over HTTP it also serves the read-only web view at `/` (`web`: who sees it; it shows the view's skills,
-    to anyone passing the bind host's Host/Origin checks by default).
-
-    Every request passes the view's call pipeline (server/pipeline.py): its pins, hooks and composites,
-    and `call_log` (None: no log). Over HTTP, calls made inside a call are charged to the caller's rate
-    limit as the request itself was.
-
-    The lifespan starts their background sync and watchers and stops them. What the factory
-    created, the lifespan closes (its SQLite connections), so such a server runs once; a caller
-    that passes its own library or archive closes it, and may enter the server again.
+    The lifespan starts the background sync and watchers and stops them. What the factory created, the
+    lifespan closes (its SQLite connections), so such a server runs once; a caller that passes its own
+    library or archive closes it, and may enter the server again.
     """
-    view_name = view or settings.view
-    chosen = resolve_view(view_name, settings.views, settings.execution.enabled)
-    shelf = library or SkillLibrary(settings.library_config())
-    projects = settings.projects()
-    sessions = archive or SessionArchive(projects, index_dir=settings.cache_dir, watch=settings.watch)
-    owned = [o for o, given in ((shelf, library), (sessions, archive)) if given is None]
+    app = App(settings, library=library, archive=archive, call_log=call_log)
     try:
-        server = _assemble(settings, shelf, sessions, owned, chosen, view_name, web, reload, call_log)
+        server = app.server(view, web, reload, closes_app=True)
     except BaseException:
-        _close_all(owned)  # a view that does not build (a bad override) leaks no SQLite connection
+        app.close()  # a view that does not build (a bad override) leaks no SQLite connection
         raise
-    if owned:  # a server built but never run (inspected, or dropped after an error) closes them when collected
-        weakref.finalize(server, _close_all, owned)
+    weakref.finalize(server, app.close)  # a server built but never run closes them when collected
     return server
-
-
-def _close_all(resources: list[SkillLibrary | SessionArchive]) -> None:
-    for resource in resources:
-        resource.close()
-
-
-def _assemble(
-    settings: Settings,
-    shelf: SkillLibrary,
-    sessions: SessionArchive,
-    owned: list[SkillLibrary | SessionArchive],
-    chosen: ViewSettings,
-    view_name: str,
-    web: WebAccess | None,
-    reload: Callable[[], Settings] | None,
-    call_log: CallLog | None,
-) -> MCPServer[Any]:
-    # One reader and one pipeline: every tool, resource, listing and page reads skills through this view's
-    # reader, and every request passes this view's pipeline.
-    reader = ViewReader(shelf, chosen.skill_rules(), _approval_gate(settings, shelf))
-    skills = SkillsSurface(reader)
-    shelf.add_change_listener(skills.library_changed)
-    pipeline = CallPipeline(view_name, Hooks.load(chosen.hooks), call_log, argument_places())
-    selection = ToolSelection.of(view_name, chosen, every_tool(settings, reader, sessions, chosen), pipeline.call)
-    live = LiveView(selection, skills.bus)
-    view = _View(view_name, chosen, reader, skills, pipeline, live)
-    watcher = None
-    if reload is not None and settings.config_path is not None:
-        watcher = ConfigWatcher(settings.config_path, lambda: view.reload(reload, sessions))
-    server: MCPServer[Any] = MCPServer(
-        "skillshelf",
-        version=__version__,
-        instructions=instructions_for(selection),
-        lifespan=_lifespan(shelf, sessions, owned, watcher),
-        log_level="WARNING",
-        extensions=[skills.extension],
-        subscriptions=skills.bus,
-        middleware=[live.middleware],
-    )
-    view.server = server
-    live.serve(server)
-    pipeline.attach(server, live)
-    pipeline.passthrough.update(install_composites(live, chosen.composites, pipeline.call))
-    pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
-    skills.install(server)
-    register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
-    _add_routes(server, settings, reader, sessions, web, call_log, pipeline)
-    return server
-
-
-def _approval_gate(settings: Settings, shelf: SkillLibrary) -> ApprovalGate | None:
-    """What require_verified and require_signed hold back (library/access/approved.py); None: neither is set."""
-    if not (settings.require_verified or settings.require_signed):
-        return None
-    return ApprovalGate(shelf, verified=settings.require_verified, signed=settings.require_signed)
-
-
-@dataclass
-class _View:
-    """What one view's server is made of, for a config reload to replace."""
-
-    name: str
-    settings: ViewSettings
-    reader: ViewReader
-    skills: SkillsSurface
-    pipeline: CallPipeline
-    live: LiveView
-    server: MCPServer[Any] | None = None
-
-    def reload(self, read: Callable[[], Settings], sessions: SessionArchive) -> None:
-        """Serve the view as the config read afresh defines it (called on the config watcher's thread); an
-        invalid config is logged and the last good one stays."""
-        try:
-            fresh = read()
-            new_view = resolve_view(self.name, fresh.views, fresh.execution.enabled)
-            tools = every_tool(fresh, self.reader, sessions, new_view)
-            selection = ToolSelection.of(self.name, new_view, tools, self.pipeline.call)
-            hooks = Hooks.load(new_view.hooks)
-        except ReloadRefused:
-            return  # the HTTP rules refused it and said why, once (server/http.py HttpReload)
-        except SkillshelfError as exc:
-            logger.warning("config change ignored, still serving the last good config: %s", exc.message)
-            return
-        if new_view.composites != self.settings.composites:
-            logger.warning("composite tools changed in the config: they apply when the server restarts")
-        skills_changed = self.reader.set_rules(new_view.skill_rules())
-        assert self.server is not None
-        self.live.install_from_thread(self.server, selection, lambda: self.pipeline.set_hooks(hooks))
-        logger.info("config reloaded: view %r now serves %d tool(s)", self.name, len(selection.shown))
-        self.live.announce_from_thread()
-        if skills_changed:
-            self.skills.library_changed()  # resources/list_changed: skills appeared or vanished
-
-
-def _lifespan(
-    shelf: SkillLibrary,
-    sessions: SessionArchive,
-    owned: list[SkillLibrary | SessionArchive],
-    watcher: ConfigWatcher | None,
-) -> Callable[[MCPServer[Any]], AbstractAsyncContextManager[SkillLibrary]]:
-    """Start the library's and the archive's background sync (and the config watcher); stop them after."""
-
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
-        freeze_heap()
-        shelf.start()
-        threading.Thread(target=_freeze_when_indexed, args=(shelf,), name="skillshelf-freeze", daemon=True).start()
-        sessions.start()
-        if watcher is not None:
-            watcher.start()
-        try:
-            yield shelf
-        finally:
-            if watcher is not None:
-                watcher.stop()
-            shelf.stop_watching()
-            sessions.stop_watching()
-            for resource in owned:
-                resource.close()
-
-    return lifespan
-
-
-def freeze_heap() -> None:
-    """Move every object alive now out of the garbage collector's sight (`gc.freeze`).
-
-    A full collection walks every tracked object while holding the GIL: with a library indexed it stalled
-    the event loop for tens of milliseconds, whichever thread triggered it (docs/performance.md). What is alive
-    once the server is up and its index is built (modules, the SDK, caches) lives as long as the process.
-    """
-    gc.freeze()
-
-
-def _freeze_when_indexed(library: SkillLibrary) -> None:
-    with suppress(Exception):  # a failed first sync is reported where it is met; the heap stays as it is
-        library.ensure_fresh()
-        freeze_heap()
-
-
-def _add_routes(
-    server: MCPServer[Any],
-    settings: Settings,
-    reader: ViewReader,
-    sessions: SessionArchive,
-    web: WebAccess | None,
-    call_log: CallLog | None,
-    pipeline: CallPipeline,
-) -> None:
-    """The skill:// documentation template, /health and the web view, all over the view's reader; the web
-    view's pages read through the view's pipeline (its hooks and call log), as resources/read does."""
-
-    @server.resource(
-        "skill://{category}/{name}",
-        name="skill",
-        title="Skill documentation",
-        description="A skill's documentation as markdown; the id is category/name.",
-        mime_type="text/markdown",
-    )
-    def skill_resource(category: str, name: str) -> str:
-        try:
-            return service.read_documentation(reader, f"{category}/{name}")
-        except SkillshelfError as exc:
-            raise ResourceNotFoundError(exc.message) from exc
-
-    access = web or WebAccess(security=transport_security(settings.http_host))
-
-    stores = open_stores(settings.database_url)
-
-    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
-    async def health(request: Request) -> JSONResponse:
-        counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
-        parts: dict[str, dict[str, Any]] = {}  # what writes need: one not "ok" makes the status "degraded"
-        if stores.shared and (shared := await anyio.to_thread.run_sync(stores.health)) is not None:
-            parts["database"] = shared
-        if call_log is not None:
-            parts["callLog"] = call_log.health()
-        detailed = sees_details(request, access.authorize)
-        return JSONResponse(health_report(reader.status(), counts, parts, detailed=detailed))
-
-    for route in web_routes(reader, access, reads=pipeline.read):
-        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
 
 
 def build_view_servers(
@@ -298,16 +262,5 @@ def build_view_servers(
     web: WebAccess | None = None,
     reload: Callable[[], Settings] | None = None,
 ) -> dict[str, MCPServer[Any]]:
-    """One server per view (built-in and configured) over one library and archive, for HTTP.
-
-    Each passes its view's call pipeline (composites, hooks, pins) and writes one call log. `default`
-    (what `/mcp` serves) is the view `serve --view` names, so a plain `/mcp` gives what stdio would.
-    """
-    call_log = open_call_log(settings)
-    views = all_views(settings.views, settings.execution.enabled)
-    servers = {
-        name: build_server(settings, library, archive, web, view=name, reload=reload, call_log=call_log)
-        for name in views
-    }
-    servers[DEFAULT_VIEW] = servers[settings.view or DEFAULT_VIEW]
-    return servers
+    """One server per view over a library and archive the caller owns (`App.view_servers`)."""
+    return App(settings, library=library, archive=archive).view_servers(web, reload)

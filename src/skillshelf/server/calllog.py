@@ -50,7 +50,7 @@ from pydantic import BaseModel
 
 from skillshelf.config.call_log import LOG_NAME, CallLogSettings, user_state_dir
 from skillshelf.errors import SkillshelfError
-from skillshelf.state import open_stores
+from skillshelf.state import Stores, open_stores
 from skillshelf.state.calllog import CallLogStore, RetryLater, StoreFailed
 from skillshelf.state.files.calllog import JsonlCallLogStore, read_records
 
@@ -389,12 +389,14 @@ def describe_error(exc: BaseException) -> str:
     return (shown or type(exc).__name__)[:MAX_ERROR]
 
 
-def open_call_log(settings: Settings) -> CallLog | None:
-    """The call log `settings` choose (None: off), in the store `database_url` names (`open_stores`)."""
+def open_call_log(settings: Settings, stores: Stores | None = None) -> CallLog | None:
+    """The call log `settings` choose (None: off), in `stores` (the application's: server/app.py), else the
+    ones `database_url` names (`open_stores`)."""
     if not settings.call_log.enabled:
         return None
     path, max_bytes = log_path(settings.call_log), settings.call_log.max_bytes
-    return CallLog(path, max_bytes, store=open_stores(settings.database_url).call_log(path, max_bytes))
+    chosen = stores if stores is not None else open_stores(settings.database_url)
+    return CallLog(path, max_bytes, store=chosen.call_log(path, max_bytes))
 
 
 def call_log_store(settings: Settings, path: Path | None = None) -> CallLogStore:

@@ -297,42 +297,24 @@ def finish_calls_on_shutdown(enabled: bool = True) -> None:
 
 
 def run_http(
-    server: MCPServer[Any] | Mapping[str, MCPServer[Any]],
+    app: ASGIApp,
     host: str,
     port: int,
-    extra_hosts: tuple[str, ...] = (),
     *,
-    extra_origins: tuple[str, ...] = (),
-    auth: AuthSettings | None = None,
-    views: Mapping[str, ViewSettings] | None = None,
     sock: socket.socket | None = None,
-    stream_responses: bool = False,
-    tokens: BearerTokens | None = None,
     limits: HttpSettings | None = None,
     stopped: Callable[[], None] | None = None,
 ) -> None:
-    """Serve until interrupted; uvicorn finishes in-flight requests on SIGTERM/SIGINT (graceful).
+    """Serve `app` (the root's `App.http_app`, a `team_app`) until interrupted; uvicorn finishes in-flight
+    requests on SIGTERM/SIGINT (graceful).
 
     On `sock` when given (already bound and listening, so the caller knows the port and could say so).
-    `stream_responses`, `tokens`, `limits`: see `team_app`; `limits` also bound connections
-    (`uvicorn_limits`).
+    `limits` bound connections (`uvicorn_limits`).
     `stopped` runs once the shutdown is done: uvicorn then raises the signal it caught again, which ends
     the process before `run_http` could return.
     """
     import uvicorn
 
-    servers = server if isinstance(server, Mapping) else {DEFAULT_VIEW: server}
-    app = team_app(
-        servers,
-        host=host,
-        extra_hosts=extra_hosts,
-        extra_origins=extra_origins,
-        auth=auth,
-        views=views,
-        stream_responses=stream_responses,
-        tokens=tokens,
-        limits=limits,
-    )
     finish_calls_on_shutdown()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", **uvicorn_limits(limits))
 

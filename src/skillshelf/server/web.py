@@ -40,7 +40,6 @@ from starlette.routing import Route
 from skillshelf import __version__
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.reader import CatalogReader, SkillReader, ViewReader
-from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.auth import BearerTokens, caller_of, web_authorize, web_refusal
 from skillshelf.server.hosts import transport_security
 from skillshelf.server.pipeline import ReadRefused, adapter
@@ -381,9 +380,10 @@ def web_access(
     )
 
 
-def web_app(library: SkillLibrary, access: WebAccess | None = None) -> Starlette:
-    """The web view on its own (`skillshelf web`): every skill, /health, and the library's freshness."""
-    reader = ViewReader(library)
+def web_app(reader: ViewReader, access: WebAccess | None = None) -> Starlette:
+    """The web view on its own (`skillshelf web`): what `reader` shows (the root's: every skill), /health,
+    and the library's freshness (its lifespan starts and stops the library's watcher)."""
+    library = reader.library
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -401,13 +401,14 @@ def web_app(library: SkillLibrary, access: WebAccess | None = None) -> Starlette
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-def serve_web(library: SkillLibrary, port: int) -> None:
-    """Serve the web view on 127.0.0.1 only, with loopback Host checks; blocks until interrupted."""
+def serve_web(make_app: Callable[[WebAccess], Starlette], port: int) -> None:
+    """Serve the web view `make_app` builds (server/app.py `App.web_app`) on 127.0.0.1 only, with loopback
+    Host checks; blocks until interrupted."""
     import uvicorn
 
     from skillshelf.server.http import KEEP_ALIVE_S
 
     host = "127.0.0.1"
-    app = web_app(library, WebAccess(security=transport_security(host)))
+    app = make_app(WebAccess(security=transport_security(host)))
     logging.getLogger("skillshelf.start").info("web view on http://%s:%d/ (Ctrl-C to stop)", host, port)
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S)

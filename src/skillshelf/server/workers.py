@@ -11,7 +11,7 @@ from functools import partial
 from starlette.types import ASGIApp
 
 from skillshelf.library import children
-from skillshelf.server.http import finish_calls_on_shutdown, team_app, uvicorn_limits
+from skillshelf.server.http import finish_calls_on_shutdown, uvicorn_limits
 from skillshelf.server.web import web_access
 
 
@@ -80,10 +80,7 @@ def worker_app(setup: WorkerSetup) -> ASGIApp:
     """The app of one worker process (uvicorn's factory, called in the worker)."""
     import os
 
-    from skillshelf.artifacts.archive import SessionArchive
-    from skillshelf.config.views import all_views
-    from skillshelf.library.index.library import SkillLibrary
-    from skillshelf.server.app import build_view_servers
+    from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
     children.make_nondumpable()  # before the server's environment is back in this process
@@ -95,17 +92,8 @@ def worker_app(setup: WorkerSetup) -> ASGIApp:
     finish_calls_on_shutdown()
     extra, origins = setup.extra_hosts, setup.extra_origins
     access = web_access(settings.http_host, extra, origins, tokens_required=bool(settings.auth.tokens))
-    # One library and archive per worker process, shared by its view servers; they live as long
-    # as the process does (each server's lifespan starts and stops their watchers).
-    library = SkillLibrary(settings.library_config())
-    archive = SessionArchive(settings.projects(), index_dir=settings.cache_dir, watch=settings.watch)
-    servers = build_view_servers(settings, library, archive, access)
-    return team_app(
-        servers,
-        host=settings.http_host,
-        extra_hosts=extra,
-        extra_origins=origins,
-        auth=settings.auth,
-        views=all_views(settings.views, settings.execution.enabled),
-        stateless=True,
-    )
+    # One App per worker process: its library and archive, shared by its view servers, live as long as
+    # the process does (each server's lifespan starts and stops their watchers).
+    # One App per worker process: its library and archive, shared by its view servers, live as long as the
+    # process does (each server's lifespan starts and stops their watchers).
+    return App(settings).http_app(access, extra_hosts=extra, extra_origins=origins, stateless=True)
