@@ -8,13 +8,15 @@ A root holding `patterns/` reads its categories there (the seed's `~/.shared-pat
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from skillshelf.library.skill import folder
-from skillshelf.library.skill.folder import listed
+from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, listed, walk_folder
 from skillshelf.library.skill.models import Finding, SkillSource
 from skillshelf.library.skill.paths import display_path, relative_to_root
 
@@ -90,6 +92,10 @@ class _RootWalker:
         self.findings = findings
         self.label = printable(display_path(root))
 
+    @cached_property
+    def real_root(self) -> Path:
+        return self.root.resolve()
+
     def report(self, path: Path, severity: str, code: str, message: str) -> None:
         rel = printable(relative_to_root(path, self.root))
         self.findings.append(Finding(rel, None, severity, code, message, self.label))  # type: ignore[arg-type]
@@ -160,7 +166,7 @@ class _RootWalker:
             else:
                 self.report(link, "warning", "symlink-broken", "symlink target does not exist; not followed")
             return False
-        real_root = self.root.resolve()
+        real_root = self.real_root
         if target != real_root and not target.is_relative_to(real_root):
             self.report(
                 link,
@@ -233,7 +239,7 @@ class _RootWalker:
             name=directory.name,
             layout="agent-skills",
             doc_file=doc,
-            signature=_signature(parts),
+            signature=f"{_signature(parts)}|{_files_stamp(directory, self.real_root)}",
         )
 
 
@@ -248,6 +254,20 @@ def _agent_doc(directory: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def _files_stamp(folder: Path, real_root: Path) -> str:
+    """A digest of every file the one walk lists in an Agent Skills folder (its path, mtime, size and
+    permissions): what the scanner reads and the skill's digest covers. A file edited in place
+    (scripts/run.sh) changes no folder's mtime, so the folders' stamps alone kept stale findings."""
+    digest = hashlib.blake2b(digest_size=12)
+    try:
+        for file in walk_folder(folder, real_root, max_files=MAX_FILES):
+            stamp = f"{file.served}\0{file.mtime_ns}:{file.size}:{file.mode & 0o777:o}\n"
+            digest.update(stamp.encode("utf-8", "surrogateescape"))
+    except TooManyFiles:
+        digest.update(b"\0over the limit")  # what was listed before the limit still counts
+    return digest.hexdigest()
 
 
 def _signature(parts: Sequence[os.DirEntry[str] | Path]) -> str:

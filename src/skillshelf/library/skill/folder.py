@@ -35,6 +35,8 @@ class FolderFile:
     served: str  # relative to the skill's folder, '/'-separated
     path: Path  # on disk, as reached (symlinks not resolved)
     size: int
+    mtime_ns: int = 0  # of the file itself (a link followed), for a change signature
+    mode: int = 0
 
 
 class TooManyFiles(Exception):
@@ -132,7 +134,7 @@ def walk_folder(
                 count += 1
                 if count > max_files:
                     raise TooManyFiles(max_files)
-                yield FolderFile(prefix + entry.name, path, target.st_size)
+                yield FolderFile(prefix + entry.name, path, target.st_size, target.st_mtime_ns, target.st_mode)
         pending.extend(reversed(folders))
 
 
