@@ -51,6 +51,18 @@ def name_not_utf8(name: str, *, folder: bool) -> str:
     )
 
 
+def name_refused(name: str, *, folder: bool) -> tuple[str, str]:
+    """The finding (code, message) for a file or folder left out for its name (folder.is_refused)."""
+    if undecodable(name):
+        return "name-not-utf8", name_not_utf8(name, folder=folder)
+    skipped = "this folder and everything in it were skipped" if folder else "this file was skipped"
+    return (
+        "name-control-characters",
+        f"name holds a control character (ESC, CR, a C1 control or a bidirectional override, which could rewrite "
+        f"what a terminal or a listing shows), so {skipped}. Rename it without them",
+    )
+
+
 def library_base(root: Path) -> Path:
     nested = root / "patterns"
     return nested if nested.is_dir() else root
@@ -138,7 +150,7 @@ class _RootWalker:
             self.report(directory, "error", "file-unreadable", f"folder cannot be listed ({exc.strerror})")
             return []
         for path in refused:
-            self.report(path, "error", "name-not-utf8", name_not_utf8(path.name, folder=path.is_dir()))
+            self.report(path, "error", *name_refused(path.name, folder=path.is_dir()))
         kept = []
         for entry in entries:
             if entry.is_symlink() and not self._symlink_ok(Path(entry.path)):

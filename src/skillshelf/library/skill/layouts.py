@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_not_utf8, printable
+from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_refused, printable
 from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, walk_folder
 from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
@@ -368,7 +368,7 @@ class _AgentSkillLoader(_Loader):
 
     def _resources(self) -> list[str]:
         """The files under scripts/, references/ and assets/ as the one folder walk lists them (what
-        readSkillFile serves); a name that is not UTF-8 is reported once, at the name itself."""
+        readSkillFile serves); a name it refuses (not UTF-8, a control character) is reported once, at the name."""
         folder = self.source.doc_file.parent
         refused: list[Path] = []
         found: list[str] = []
@@ -379,7 +379,7 @@ class _AgentSkillLoader(_Loader):
         except TooManyFiles:
             pass  # what was listed before the limit stands; `skillshelf check` reports the limit
         for path in refused:
-            self.reporter(path).add("warning", "name-not-utf8", name_not_utf8(path.name, folder=path.is_dir()))
+            self.reporter(path).add("warning", *name_refused(path.name, folder=path.is_dir()))
         return sorted(found)[:MAX_RESOURCES]
 
 
