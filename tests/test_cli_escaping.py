@@ -43,24 +43,30 @@ def test_an_update_review_shows_an_erasing_file_name_escaped(tmp_path: Path) -> 
     root = tmp_path / "library"
     root.mkdir()
     add(root, repo.url, name="team")
-    repo.write(f"pdf-fill/scripts/{ERASE}innocent.sh", "#!/bin/sh\ncurl https://example.invalid/\n", executable=True)
+    repo.write("pdf-fill/scripts/fill.sh", "#!/bin/sh\ncurl https://example.invalid/\n", executable=True)
+    repo.write(f"pdf-fill/scripts/{ERASE}innocent.sh", "#!/bin/sh\necho hidden\n", executable=True)
     repo.commit("risky")
 
     code, output = run("update", "--check", "--library", str(root))
 
     assert code == 1, output
     assert_escaped(output)
-    assert "files an agent may run" in output and "scripts/\\x1b[2K\\rinnocent.sh (new" in output
+    assert "files an agent may run" in output and "scripts/fill.sh (new" in output
+    # a name holding control characters is never installed: the warning saying so shows it escaped
+    assert "scripts/\\x1b[2K\\rinnocent.sh: a name with a control character" in output, output
+    assert "innocent.sh (new" not in output
 
 
 @pytest.fixture
 def hostile_root(tmp_path: Path) -> Path:
     root = tmp_path / "library"
-    # YAML's double-quoted escapes (\e is ESC): a raw control character is not valid YAML
+    # A folder whose name holds control characters is never served (folder.kept), only reported by `check`;
+    # a description still carries them to every surface. YAML's double-quoted escapes (\e is ESC): a raw
+    # control character is not valid YAML.
+    agent_skill(root, "tools", f"evil{ERASE}\x9b2J", 'name: evil\ndescription: "Erases lines."')
     agent_skill(
-        root, "tools", f"evil{ERASE}\x9b2J", 'name: evil\ndescription: "Erases\\e[2K\\rlines\\a and \\u202eflips."'
+        root, "tools", "plain", 'name: plain\ndescription: "A plain skill\\e[2K\\rthat erases\\a and \\u202eflips."'
     )
-    agent_skill(root, "tools", "plain", 'name: plain\ndescription: "A plain skill\\e[2K\\rthat erases."')
     return root
 
 
@@ -75,7 +81,7 @@ def test_search_and_show_escape_names_and_descriptions(hostile_root: Path) -> No
     code, output = run("search", "--library", str(hostile_root), "plain skill")
     assert code == 0 and "plain" in output, output
     assert_escaped(output)
-    assert "A plain skill\\x1b[2K that erases." in output  # one paragraph: the \\r is a space
+    assert "A plain skill\\x1b[2K that erases\\x07 and \\u202eflips." in output  # one paragraph: the \\r is a space
     code, output = run("show", "-l", str(hostile_root), "tools/plain")
     assert code == 0, output
     assert_escaped(output)

@@ -48,3 +48,11 @@ def test_a_file_name_with_control_characters_is_printed_escaped(tmp_path: Path) 
     (tmp_path / "scripts" / "evil\x1b[2Jname.sh").write_text("cat ~/.aws/credentials\n", encoding="utf-8")
     code, out = run("scan", str(tmp_path))
     assert code == 1 and "scripts/evil\\x1b[2Jname.sh:1: high" in out and "\x1b" not in out
+
+
+def test_a_folder_whose_name_the_library_refuses_is_still_scanned(tmp_path: Path) -> None:
+    # the library never lists it (a control character), but it is on disk for whoever runs it
+    (tmp_path / "scripts\u202e").mkdir()
+    (tmp_path / "scripts\u202e" / "run.sh").write_text("cat ~/.aws/credentials\n", encoding="utf-8")
+    code, out = run("scan", str(tmp_path))
+    assert code == 1 and "scripts\\u202e/run.sh:1: high" in out and "\u202e" not in out, out

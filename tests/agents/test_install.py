@@ -4,8 +4,11 @@ the table, with real folders in a temporary home (tests/conftest.py points HOME 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
+import sys
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import pytest
@@ -278,3 +281,34 @@ def test_a_damaged_record_is_a_clear_error_naming_it(sample_root: Path) -> None:
     write(record, "{not json")
     code, out = run("install", "--check", "-l", str(sample_root))
     assert code == 1 and f"cannot read {record}" in out and "fix or remove it" in out
+
+
+WAIT_S = 60.0
+
+
+def _install_for(agent: str, library: str, go: Event) -> None:
+    """A real `skillshelf install` in a process of its own, started when `go` is set."""
+    go.wait(WAIT_S)
+    sys.exit(CliRunner().invoke(cli, ["install", "--agent", agent, "-l", library]).exit_code)
+
+
+def test_two_installs_at_once_both_stay_in_the_record(tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    names = {f"skill-{n:03d}" for n in range(200)}  # enough files that the two installs overlap
+    for name in names:
+        agent_skill(root, "tools", name, f"name: {name}\ndescription: Does {name} things.")
+    library = str(root)
+    assert run("install", "--agent", "cursor", "--dry-run", "-l", library)[0] == 0  # the index, built once here
+    context = multiprocessing.get_context("spawn")
+    go = context.Event()
+    agents = ("claude-code", "cursor")
+    processes = [context.Process(target=_install_for, args=(agent, library, go)) for agent in agents]
+    for process in processes:
+        process.start()
+    go.set()
+    for process in processes:
+        process.join(WAIT_S)
+    assert [p.exitcode for p in processes] == [0, 0]
+    record = json.loads((Path(os.environ["SKILLSHELF_STATE_DIR"]) / "installs.json").read_text(encoding="utf-8"))
+    for agent in agents:
+        assert {entry["name"] for entry in record["installs"] if agent in entry["agents"]} == names, agent

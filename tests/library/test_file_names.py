@@ -19,6 +19,7 @@ from mcp import Client
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.index import SessionFilters
+from skillshelf.library.access.files import SkillFileError, SkillFiles
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.skill.checker import check_roots
@@ -141,3 +142,29 @@ def test_a_session_or_project_name_that_is_not_utf8_is_a_warning_and_every_other
         assert "mv $'2025-10-02-bad\\xff.md' NEW-NAME" in warnings[0] and json.dumps(warnings).encode("utf-8")
     finally:
         archive.close()
+
+
+def test_a_name_with_control_characters_is_not_listed_nor_served_and_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "library"
+    agent_skill(root, "tools", "folder-skill", "name: folder-skill\ndescription: A folder skill with references.")
+    references = root / "tools" / "folder-skill" / "references"
+    references.mkdir()
+    (references / "fine.md").write_text("fine\n", encoding="utf-8")
+    (references / "\x1b[2K\rerased.md").write_text("hidden\n", encoding="utf-8")
+    agent_skill(root, "tools", "flip\u202eped", "name: flipped\ndescription: A skill whose folder name flips text.")
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        library.sync()
+        assert [s.id for s in library.overview()] == ["tools/folder-skill"]
+        skill = library.get("tools/folder-skill")
+        assert skill is not None and skill.details.resources == ["references/fine.md"]
+        with pytest.raises(SkillFileError):
+            SkillFiles(library).locate(skill, "references/\x1b[2K\rerased.md")
+    finally:
+        library.close()
+    report = check_roots([root])
+    named = {(f.path, f.severity) for f in report.findings if f.code == "name-control-characters"}
+    assert named == {
+        ("tools/flip\u202eped", "error"),
+        ("tools/folder-skill/references/\x1b[2K\rerased.md", "warning"),
+    }

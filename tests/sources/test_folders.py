@@ -268,3 +268,18 @@ def test_a_folder_path_leading_up_is_refused_wherever_it_comes_from(tmp_path: Pa
     refused = pytest.raises(SourceError, match="must be a folder inside the source")
     with refused, open_snapshot(spec, tmp_path, tmp_path):
         pass
+
+
+def test_a_name_with_control_characters_is_left_out_with_a_warning(root: Path, tmp_path: Path) -> None:
+    source = tmp_path / "kit"
+    write(source / "triage" / "SKILL.md", skill_md("triage", "Triage incoming bug reports by severity."))
+    write(source / "triage" / "scripts" / "run.sh", "#!/bin/sh\necho run\n")
+    write(source / "triage" / "scripts" / "\x1b[2K\rhidden.sh", "#!/bin/sh\necho hidden\n")
+    write(source / "flip\u202eped" / "SKILL.md", skill_md("flipped", "A skill whose folder name flips text."))
+    outcome = add(root, str(source))
+    assert outcome.skills == ["kit/triage"]
+    assert sorted(p.name for p in (root / "kit" / "triage" / "scripts").iterdir()) == ["run.sh"]
+    warned = "\n".join(outcome.warnings)
+    assert "triage/scripts/\x1b[2K\rhidden.sh: a name with a control character" in warned, warned
+    assert "the folder name 'flip\\u202eped' cannot be a skill's name here; left out" in warned, warned
+    assert "hidden.sh" not in str(read_lock(root / "skillshelf.lock").sources["kit"])

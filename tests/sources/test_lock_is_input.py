@@ -180,6 +180,11 @@ def git_entry(url: str, head: str = "") -> str:
         (entry(skill=("a/s", "a/s", "/s")), "from"),
         (entry(files="../LICENSE"), 'files."../LICENSE"'),
         (entry(files="a/.env"), 'files."a/.env"'),
+        # a name holding a control character is refused, and the error shows it escaped (TOML's own escapes)
+        (entry(skill=("a/evil\\u001b[2K\\r", "a/evil\\u001b[2K\\r", "s")), 'skills."a/evil\\u001b[2K\\r": the id'),
+        (entry(skill=("a/\\u009b2J", "a/\\u009b2J", "s")), 'skills."a/\\u009b2J": the id'),
+        (entry(files="a/flip\\u202e.sh"), 'files."a/flip\\u202e.sh"'),
+        (entry(files="a/\\u2066x"), 'files."a/\\u2066x"'),
         (entry(head='subpath = "../up"\n'), "subpath"),
         (entry(head='subpath = "/etc"\n'), "subpath"),
         (git_entry("ext::sh -c touch% x"), "url"),

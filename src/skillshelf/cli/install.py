@@ -111,14 +111,13 @@ def _install(
     from skillshelf.library.agents.installer import install as install_skills
 
     chosen, refused = _domain(lambda: choose(reader, only))
-    record = _read_record(settings)
-    cost = _cost(record, target, [c.listed for c in chosen])
+    with _updating(settings) as record:
+        cost = _cost(record, target, [c.listed for c in chosen])
+        outcomes: list[Outcome] = list(refused)
+        if not dry_run:
+            request = Request(target, view=view, link=link, force=force)
+            outcomes = _domain(lambda: install_skills(record, reader, chosen, request)) + outcomes
     serve_tokens = _agent_view_tokens(settings) if cost.over else None
-    outcomes: list[Outcome] = list(refused)
-    if not dry_run:
-        request = Request(target, view=view, link=link, force=force)
-        outcomes = _domain(lambda: install_skills(record, reader, chosen, request)) + outcomes
-        _write_record(settings, record)
     _report(target, cost, serve_tokens, outcomes, dry_run=dry_run, as_json=as_json, planned=[c.name for c in chosen])
     _exit_if_left(outcomes)
 
@@ -193,9 +192,8 @@ def uninstall(
         raise click.UsageError("pass --user or --project DIR, not both")
     settings = command_settings()
     target = _target(agent_name, project)
-    record = _read_record(settings)
-    outcomes = uninstall_skills(record, target, only, force=force)
-    _write_record(settings, record)
+    with _updating(settings) as record:
+        outcomes = uninstall_skills(record, target, only, force=force)
     if as_json:
         print_json([{"name": o.name, "action": o.action, "detail": o.detail} for o in outcomes])
         return
@@ -244,8 +242,8 @@ def _check_or_sync(libraries: tuple[Path, ...], agent: str | None, *, sync: bool
         return
     with _readers(settings) as reader_for:
         if sync:
-            outcomes = _domain(lambda: sync_installs(record, reader_for, agent, force=force))
-            _write_record(settings, record)
+            with _updating(settings) as current:  # read again under the lock: an install may have run since
+                outcomes = _domain(lambda: sync_installs(current, reader_for, agent, force=force))
             _print_outcomes(outcomes, as_json, "every install is up to date")
             _exit_if_left(outcomes)
             return
@@ -348,10 +346,16 @@ def _read_record(settings: Settings) -> Record:
     return _domain(lambda: read_record(settings.state_dir))
 
 
-def _write_record(settings: Settings, record: Record) -> None:
-    from skillshelf.library.agents.record import write_record
+@contextmanager
+def _updating(settings: Settings) -> Iterator[Record]:
+    """The install record for a change, under its lock (record.updating), its errors as click errors."""
+    from skillshelf.library.agents.record import RecordError, updating
 
-    _domain(lambda: write_record(settings.state_dir, record))
+    try:
+        with updating(settings.state_dir) as record:
+            yield record
+    except RecordError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _domain(call: Callable[[], T]) -> T:

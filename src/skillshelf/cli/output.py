@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from skillshelf.catalogue import cli_twins
 from skillshelf.errors import SkillshelfError
+from skillshelf.library.skill.folder import CONTROL_CHARACTERS
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: `serve` never needs it (start-up time)
     from rich.console import Console
@@ -41,9 +42,9 @@ CLI_WORDS: dict[str, str] = {
 }
 # Plain words that are also parameter names: rewritten only when quoted as code (`script`).
 QUOTED_WORDS: dict[str, str] = {"script": "--script", "args": "--arg", "input": "--input"}
-# C0 and C1 controls, DEL, and the bidirectional marks and overrides: a name holding them could move
-# the cursor, erase a line ("\x1b[2K\r") or reorder what a curator reads.
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, and the bidirectional marks and overrides (the set a name may not hold: folder.py):
+# text holding them could move the cursor, erase a line ("\x1b[2K\r") or reorder what a curator reads.
+_CONTROLS = re.compile(f"[{CONTROL_CHARACTERS}]")
 _BEYOND_C0 = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _WORD_RE = re.compile(r"(?<![\w`-])(" + "|".join(map(re.escape, CLI_WORDS)) + r")\b")

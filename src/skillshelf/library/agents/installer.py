@@ -30,7 +30,7 @@ from pathlib import Path
 from skillshelf.library.access.manifest import MAX_TOTAL_BYTES, NotPublishableError, SkillManifest, folder_name
 from skillshelf.library.access.reader import FileReader, SkillReader
 from skillshelf.library.agents.cost import Listed
-from skillshelf.library.agents.record import Install, Record, RecordError, read_record, under, write_record
+from skillshelf.library.agents.record import Install, Record, RecordError, under, updating
 from skillshelf.library.agents.table import Agent, may_link
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.digest import walk_tree
@@ -507,11 +507,10 @@ def keeper(state_dir: Path, reader_for: ReaderFor, roots: list[Path]) -> Callabl
 
     def on_change() -> None:
         try:
-            record = read_record(state_dir)
-            if all(found.current for found in drift(record, reader_for, within=roots)):
-                return
-            outcomes = sync(record, reader_for, within=roots)
-            write_record(state_dir, record)
+            with updating(state_dir) as record:  # an `install` meanwhile waits, and is not undone
+                if all(found.current for found in drift(record, reader_for, within=roots)):
+                    return
+                outcomes = sync(record, reader_for, within=roots)
         except (InstallError, RecordError, OSError) as exc:
             logger.warning("could not keep agents' installed skills current: %s", exc)
             return

@@ -11,17 +11,24 @@ log), rather than a file in each agent's folder or in the library:
 The record is input like any other file: each entry is checked where it is read (an absolute folder,
 a valid skill name, files named by relative paths under the one path rule), so a tampered record
 cannot make `uninstall` remove anything outside a skill folder it names.
+
+Every change is a read-modify-write under the record's lock (`updating`): two `install` runs at once
+(into two agents) would otherwise each write back what they read, and the later would drop the earlier's
+entries.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillshelf.library.access.files import SkillFileError, normalise
+from skillshelf.library.locks import file_lock
 from skillshelf.library.skill.layouts import valid_name
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import write_atomically
@@ -124,14 +131,35 @@ def read_record(state_dir: Path) -> Record:
     return Record(installs, {str(k): [str(p) for p in v if _absolute(p)] for k, v in made.items() if _absolute(k)})
 
 
+@contextmanager
+def updating(state_dir: Path) -> Iterator[Record]:
+    """The record, read and (when the block ends without an error and changed it) written back, with its
+    lock held throughout: what another process adds meanwhile waits, so no entry is lost."""
+    path = record_path(state_dir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # else the lock's file cannot be made, and nothing waits
+    except OSError as exc:
+        raise RecordError(f"cannot create {path.parent} ({exc}); is skillshelf's state folder writable?") from exc
+    with file_lock(path.with_name(RECORD + ".lock")):
+        record = read_record(state_dir)
+        before = _serialised(record)
+        yield record
+        if _serialised(record) != before:
+            write_record(state_dir, record)
+
+
 def write_record(state_dir: Path, record: Record) -> None:
     path = record_path(state_dir)
-    payload = {"version": VERSION, "installs": [asdict(i) for i in record.installs], "created": record.created}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
+        write_atomically(path, _serialised(record))
     except (OSError, SourceError) as exc:
         raise RecordError(f"cannot write {path} ({exc}); is skillshelf's state folder writable?") from exc
+
+
+def _serialised(record: Record) -> str:
+    payload = {"version": VERSION, "installs": [asdict(i) for i in record.installs], "created": record.created}
+    return json.dumps(payload, indent=1, sort_keys=True) + "\n"
 
 
 def _install(raw: Any) -> Install | None:

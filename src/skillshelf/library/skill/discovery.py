@@ -8,13 +8,15 @@ A root holding `patterns/` reads its categories there (the seed's `~/.shared-pat
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from skillshelf.library.skill import folder
-from skillshelf.library.skill.folder import listed
+from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, listed, walk_folder
 from skillshelf.library.skill.models import Finding, SkillSource
 from skillshelf.library.skill.paths import display_path, relative_to_root
 
@@ -46,6 +48,18 @@ def name_not_utf8(name: str, *, folder: bool) -> str:
     return (
         f"name is not valid UTF-8 (its bad bytes are shown as \\xNN), so {skipped}. Rename it to a UTF-8 "
         f"name; in a shell: mv $'{printable(name)}' NEW-NAME"
+    )
+
+
+def name_refused(name: str, *, folder: bool) -> tuple[str, str]:
+    """The finding (code, message) for a file or folder left out for its name (folder.is_refused)."""
+    if undecodable(name):
+        return "name-not-utf8", name_not_utf8(name, folder=folder)
+    skipped = "this folder and everything in it were skipped" if folder else "this file was skipped"
+    return (
+        "name-control-characters",
+        f"name holds a control character (ESC, CR, a C1 control or a bidirectional override, which could rewrite "
+        f"what a terminal or a listing shows), so {skipped}. Rename it without them",
     )
 
 
@@ -90,6 +104,10 @@ class _RootWalker:
         self.findings = findings
         self.label = printable(display_path(root))
 
+    @cached_property
+    def real_root(self) -> Path:
+        return self.root.resolve()
+
     def report(self, path: Path, severity: str, code: str, message: str) -> None:
         rel = printable(relative_to_root(path, self.root))
         self.findings.append(Finding(rel, None, severity, code, message, self.label))  # type: ignore[arg-type]
@@ -132,7 +150,7 @@ class _RootWalker:
             self.report(directory, "error", "file-unreadable", f"folder cannot be listed ({exc.strerror})")
             return []
         for path in refused:
-            self.report(path, "error", "name-not-utf8", name_not_utf8(path.name, folder=path.is_dir()))
+            self.report(path, "error", *name_refused(path.name, folder=path.is_dir()))
         kept = []
         for entry in entries:
             if entry.is_symlink() and not self._symlink_ok(Path(entry.path)):
@@ -160,7 +178,7 @@ class _RootWalker:
             else:
                 self.report(link, "warning", "symlink-broken", "symlink target does not exist; not followed")
             return False
-        real_root = self.root.resolve()
+        real_root = self.real_root
         if target != real_root and not target.is_relative_to(real_root):
             self.report(
                 link,
@@ -233,7 +251,7 @@ class _RootWalker:
             name=directory.name,
             layout="agent-skills",
             doc_file=doc,
-            signature=_signature(parts),
+            signature=f"{_signature(parts)}|{_files_stamp(directory, self.real_root)}",
         )
 
 
@@ -248,6 +266,20 @@ def _agent_doc(directory: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def _files_stamp(folder: Path, real_root: Path) -> str:
+    """A digest of every file the one walk lists in an Agent Skills folder (its path, mtime, size and
+    permissions): what the scanner reads and the skill's digest covers. A file edited in place
+    (scripts/run.sh) changes no folder's mtime, so the folders' stamps alone kept stale findings."""
+    digest = hashlib.blake2b(digest_size=12)
+    try:
+        for file in walk_folder(folder, real_root, max_files=MAX_FILES):
+            stamp = f"{file.served}\0{file.mtime_ns}:{file.size}:{file.mode & 0o777:o}\n"
+            digest.update(stamp.encode("utf-8", "surrogateescape"))
+    except TooManyFiles:
+        digest.update(b"\0over the limit")  # what was listed before the limit still counts
+    return digest.hexdigest()
 
 
 def _signature(parts: Sequence[os.DirEntry[str] | Path]) -> str:

@@ -12,6 +12,7 @@ such as `references/a -> .`) is walked once; depth and file count are bounded, s
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,11 @@ from skillshelf.library.skill.paths import is_servable
 
 # Build and dependency folders: never part of a skill, never listed, never served.
 IGNORED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
+# C0 and C1 controls, DEL, and the bidirectional marks and overrides: in a name they could move a terminal's
+# cursor, erase a line ("\x1b[2K\r") or reorder what a curator reads. A name holding one is refused here
+# (never listed, served or installed); cli/output.py escapes the same characters in any text it prints.
+CONTROL_CHARACTERS = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 
 MAX_DEPTH = 16  # folders below the skill's own; far deeper than any real skill
 MAX_FOLDERS = 4096  # folders entered in one walk (links between siblings could otherwise multiply them)
@@ -35,6 +41,8 @@ class FolderFile:
     served: str  # relative to the skill's folder, '/'-separated
     path: Path  # on disk, as reached (symlinks not resolved)
     size: int
+    mtime_ns: int = 0  # of the file itself (a link followed), for a change signature
+    mode: int = 0
 
 
 class TooManyFiles(Exception):
@@ -60,21 +68,33 @@ def undecodable(name: str) -> bool:
     return False
 
 
+def has_controls(name: str) -> bool:
+    """True for a name holding a control character (CONTROL_CHARACTERS)."""
+    return _CONTROL.search(name) is not None
+
+
+def is_refused(name: str) -> bool:
+    """A name that is not ignored yet is never listed nor served, and is reported: not UTF-8, or holding a
+    control character."""
+    return undecodable(name) or has_controls(name)
+
+
 def kept(name: str) -> bool:
-    """Names a listing may show and a read may serve: not ignored, valid UTF-8."""
-    return not ignored(name) and not undecodable(name)
+    """Names a listing may show and a read may serve: not ignored, valid UTF-8, no control character."""
+    return not ignored(name) and not is_refused(name)
 
 
 def listed(directory: Path | str, refused: list[Path] | None = None) -> list[os.DirEntry[str]]:
     """The entries of one folder a walk may look at, sorted by name (raises OSError when it cannot be
-    listed); an entry whose name is not UTF-8 is left out and added to `refused`, to be reported."""
+    listed); an entry whose name is refused (not UTF-8, a control character) is left out and added to
+    `refused`, to be reported."""
     with os.scandir(directory) as iterator:
         entries = sorted(iterator, key=lambda e: e.name)
     found = []
     for entry in entries:
         if ignored(entry.name):
             continue
-        if undecodable(entry.name):
+        if is_refused(entry.name):
             if refused is not None:
                 refused.append(Path(entry.path))
             continue
@@ -93,7 +113,8 @@ def walk_folder(
 ) -> Iterator[FolderFile]:
     """Every regular file under `folder`, sorted by served path per folder; raises TooManyFiles past `max_files`.
 
-    `refused` collects the names left out for not being UTF-8 (a caller reports them).
+    `refused` collects the names left out for not being UTF-8 or holding a control character (a caller
+    reports them).
     `crossing(real_path)` is asked about each entry reached through a symlink (its resolved path
     differs from where it was found): False skips it (a view's hidden skill, say). A link to a folder
     that holds it (`references/again -> ..`, `a -> .`) is not followed; `loops` collects them.
@@ -132,7 +153,7 @@ def walk_folder(
                 count += 1
                 if count > max_files:
                     raise TooManyFiles(max_files)
-                yield FolderFile(prefix + entry.name, path, target.st_size)
+                yield FolderFile(prefix + entry.name, path, target.st_size, target.st_mtime_ns, target.st_mode)
         pending.extend(reversed(folders))
 
 

@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_not_utf8, printable
+from skillshelf.library.skill.discovery import RESOURCE_DIRS, name_refused, printable
 from skillshelf.library.skill.folder import MAX_FILES, FolderFile, TooManyFiles, walk_folder
 from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
@@ -384,7 +384,7 @@ class _AgentSkillLoader(_Loader):
     def _walk(self) -> tuple[list[FolderFile], bool]:
         """The skill folder's files as the one folder walk lists them, and whether it listed them all (it
         stops at MAX_FILES). The resources and the scan both read them: one walk of the folder, not two. A
-        name that is not UTF-8 is reported once, at the name itself."""
+        name it refuses (not UTF-8, a control character) is reported once, at the name itself."""
         folder = self.source.doc_file.parent
         refused: list[Path] = []
         files: list[FolderFile] = []
@@ -394,7 +394,7 @@ class _AgentSkillLoader(_Loader):
         except TooManyFiles:
             complete = False  # what was listed before the limit stands; `skillshelf check` reports the limit
         for path in refused:
-            self.reporter(path).add("warning", "name-not-utf8", name_not_utf8(path.name, folder=path.is_dir()))
+            self.reporter(path).add("warning", *name_refused(path.name, folder=path.is_dir()))
         return files, complete
 
     @staticmethod

@@ -10,7 +10,7 @@ page and `loadSkill` the way every finding does, and the quality estimate sees t
 from __future__ import annotations
 
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from skillshelf.library.skill.discovery import printable
@@ -128,13 +128,31 @@ def scan_folder(folder: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ScanRe
         report.files = 1
         report.hits = scan_file(folder, printable(folder.name), max_bytes)
         return report
+    refused: list[Path] = []
     try:
-        for entry in walk_folder(folder, folder.resolve(), max_files=MAX_SCANNED_FILES):
+        for entry in walk_folder(folder, folder.resolve(), max_files=MAX_SCANNED_FILES, refused=refused):
             report.files += 1
             report.hits += scan_file(entry.path, printable(entry.served), max_bytes)
     except TooManyFiles as exc:
         report.stopped = f"stopped after {exc.limit:,} files"
+    for path in refused:
+        _scan_refused(path, folder, report, max_bytes)
     return report
+
+
+def _scan_refused(path: Path, folder: Path, report: ScanReport, max_bytes: int) -> None:
+    """A name the library never lists (not UTF-8, a control character) is still on disk for whoever runs it,
+    so `scan` reads it too (a link is not followed: the walk would not have followed it out either)."""
+    shown = printable(path.relative_to(folder).as_posix())
+    if path.is_symlink():
+        return
+    if path.is_file():
+        report.files += 1
+        report.hits += scan_file(path, shown, max_bytes)
+    elif path.is_dir():
+        inner = scan_folder(path, max_bytes)
+        report.files += inner.files
+        report.hits += [replace(hit, path=f"{shown}/{hit.path}") for hit in inner.hits]
 
 
 def scan_skill(

@@ -13,7 +13,8 @@ real corpora use): one folder per skill, `<name>/<skill>/SKILL.md`, id `<name>/<
 - Two skills that would get the same place: the shallower one (then the first by path) is installed,
   the other reported. `--only GLOB` keeps the skills whose name or path in the source matches.
 - Inside a skill, what the library never serves is not installed: dot-names (`.git/`, `.env`) and
-  build folders (`node_modules/`, `__pycache__/`, ...). A link that leads out of its skill is left out.
+  build folders (`node_modules/`, `__pycache__/`, ...), and (with a warning) a name holding a control
+  character. A link that leads out of its skill is left out.
 - Each skill is held to the Skills extension's limits (512 files, 16 MiB), or the source is refused.
 """
 
@@ -34,7 +35,7 @@ from skillshelf.library.skill.discovery import (
     NOT_SKILL_DOCS,
     RESOURCE_DIRS,
 )
-from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, kept
+from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, ignored, kept
 from skillshelf.library.sources.archive import Member, link_table, resolve_link
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.fetch import Snapshot
@@ -159,7 +160,10 @@ def _inside(
     A link is resolved through the source's other links, as it will be where it is written: one that
     steps out of its skill on the way is left out (the folder around the skill is not the source's)."""
     relative = member.path[len(folder) + 1 :] if folder else member.path
-    if not all(kept(part) for part in relative.split("/")):
+    parts = relative.split("/")
+    if not all(kept(part) for part in parts):
+        if not any(ignored(part) for part in parts):  # a dot-name or build folder goes unsaid, as always
+            warnings.append(f"{member.path}: a name with a control character, which the library never serves; left out")
         return None
     if member.kind == "link" and resolve_link(member.path, links, folder) is None:
         warnings.append(f"{member.path}: a link to {member.target!r}, outside its skill; left out")

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from skillshelf.library import atomic
+from skillshelf.library.skill.folder import has_controls
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import LOCK_FIX, SourceError
 from skillshelf.library.sources.kinds import SignatureFields, kind_of, locked_kind
@@ -463,12 +464,13 @@ def _key(text: str) -> str:
 
 
 def _string(text: str) -> str:
-    """A TOML basic string: quotes, backslashes and control characters escaped."""
+    """A TOML basic string: quotes, backslashes and control characters escaped (C1 and the bidirectional
+    overrides too: an error naming a hostile entry, or the lock in a diff, shows them as \\uXXXX)."""
     out = []
     for char in text:
         if char in _ESCAPES:
             out.append(_ESCAPES[char])
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
+        elif has_controls(char):
             out.append(f"\\u{ord(char):04x}")
         else:
             out.append(char)

@@ -134,7 +134,8 @@ def plain_relative(text: str) -> bool:
 
 def plain_name(name: str) -> bool:
     """Whether `name` may name a skill or a file in the library: one path component that a listing shows
-    (no dot-name, no build folder, valid UTF-8), at most MAX_NAME_BYTES bytes."""
+    (no dot-name, no build folder, valid UTF-8, no control character: folder.kept), at most MAX_NAME_BYTES
+    bytes."""
     return (
         bool(name)
         and "/" not in name
