@@ -89,6 +89,22 @@ async def wait_until_async(
         await anyio.sleep(poll_s)
 
 
+def isolated_variables(home: Path) -> dict[str, str]:
+    """The variables that put every per-user folder inside `home` (the tests' own home, never the real one)."""
+    variables = {"HOME": str(home), "USERPROFILE": str(home)}
+    variables.update({variable: str(home / folder) for variable, folder in USER_FOLDERS.items()})
+    variables["SKILLSHELF_CACHE_DIR"] = str(home / ".cache" / "skillshelf")
+    variables["SKILLSHELF_STATE_DIR"] = str(home / ".local" / "state" / "skillshelf")  # the call log
+    return variables
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    """os.environ as `isolated_environment` makes it, for a process a module- or session-scoped fixture
+    starts (those outlive one test's monkeypatch): no SKILLSHELF_* variable, every per-user folder in `home`."""
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("SKILLSHELF_")}
+    return {**kept, **isolated_variables(home)}
+
+
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path_factory.mktemp("home")
@@ -96,12 +112,8 @@ def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     # all (config file, tokens, library, limits, ...), and every per-user folder inside `home`.
     for name in [n for n in os.environ if n.startswith("SKILLSHELF_")]:
         monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("USERPROFILE", str(home))
-    for variable, folder in USER_FOLDERS.items():
-        monkeypatch.setenv(variable, str(home / folder))
-    monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(home / ".cache" / "skillshelf"))
-    monkeypatch.setenv("SKILLSHELF_STATE_DIR", str(home / ".local" / "state" / "skillshelf"))  # the call log
+    for name, value in isolated_variables(home).items():
+        monkeypatch.setenv(name, value)
     return home
 
 
@@ -153,7 +165,17 @@ def agent_skill(root: Path, category: str, name: str, frontmatter: str, body: st
 @pytest.fixture
 def sample_root(tmp_path: Path) -> Path:
     """A small library in both layouts with known answers."""
-    root = tmp_path / "library"
+    return write_sample_library(tmp_path / "library")
+
+
+@pytest.fixture(scope="module")
+def shared_sample_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`sample_root` once per module, for a module-scoped server that its tests only read from."""
+    return write_sample_library(tmp_path_factory.mktemp("shared") / "library")
+
+
+def write_sample_library(root: Path) -> Path:
+    """`sample_root`'s skills, written into `root`."""
     three_file(
         root,
         "database",
