@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.skill.checker import CheckReport, check_roots
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
@@ -263,6 +264,15 @@ def write_sample_library(root: Path) -> Path:
     )
     write(root / "git" / "release-notes" / "scripts" / "collect.sh", "#!/bin/sh\necho '{}'\n")
     return root
+
+
+@pytest.fixture(scope="session")
+def corpus_report() -> CheckReport:
+    """`check` over ../shared/corpora, once per session (per xdist worker): seconds of work that
+    tests/test_corpora.py and tests/library/test_duplicates.py only read."""
+    if not CORPORA.is_dir():
+        pytest.skip(f"corpora not found at {CORPORA} (read-only shared data)")
+    return check_roots([CORPORA])
 
 
 @contextmanager
