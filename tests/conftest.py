@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import tempfile
 import textwrap
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -106,9 +107,16 @@ def isolated_env(home: Path) -> dict[str, str]:
     return {**kept, **isolated_variables(home)}
 
 
+@pytest.fixture(scope="session")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of every test's home. `mktemp` lists the whole base folder to number a new one, so one per
+    test there cost a scan of thousands of entries each (quadratic: seconds of CPU per xdist worker)."""
+    return tmp_path_factory.mktemp("homes")
+
+
 @pytest.fixture(autouse=True)
-def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("home")
+def isolated_environment(homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = Path(tempfile.mkdtemp(prefix="home", dir=homes))
     # A developer's own configuration must not leak into the tests: no SKILLSHELF_* variable at
     # all (config file, tokens, library, limits, ...), and every per-user folder inside `home`.
     for name in [n for n in os.environ if n.startswith("SKILLSHELF_")]:
