@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import tempfile
 import textwrap
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -17,6 +18,7 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.skill.checker import CheckReport, check_roots
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
@@ -89,19 +91,38 @@ async def wait_until_async(
         await anyio.sleep(poll_s)
 
 
+def isolated_variables(home: Path) -> dict[str, str]:
+    """The variables that put every per-user folder inside `home` (the tests' own home, never the real one)."""
+    variables = {"HOME": str(home), "USERPROFILE": str(home)}
+    variables.update({variable: str(home / folder) for variable, folder in USER_FOLDERS.items()})
+    variables["SKILLSHELF_CACHE_DIR"] = str(home / ".cache" / "skillshelf")
+    variables["SKILLSHELF_STATE_DIR"] = str(home / ".local" / "state" / "skillshelf")  # the call log
+    return variables
+
+
+def isolated_env(home: Path) -> dict[str, str]:
+    """os.environ as `isolated_environment` makes it, for a process a module- or session-scoped fixture
+    starts (those outlive one test's monkeypatch): no SKILLSHELF_* variable, every per-user folder in `home`."""
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("SKILLSHELF_")}
+    return {**kept, **isolated_variables(home)}
+
+
+@pytest.fixture(scope="session")
+def homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of every test's home. `mktemp` lists the whole base folder to number a new one, so one per
+    test there cost a scan of thousands of entries each (quadratic: seconds of CPU per xdist worker)."""
+    return tmp_path_factory.mktemp("homes")
+
+
 @pytest.fixture(autouse=True)
-def isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("home")
+def isolated_environment(homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = Path(tempfile.mkdtemp(prefix="home", dir=homes))
     # A developer's own configuration must not leak into the tests: no SKILLSHELF_* variable at
     # all (config file, tokens, library, limits, ...), and every per-user folder inside `home`.
     for name in [n for n in os.environ if n.startswith("SKILLSHELF_")]:
         monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("USERPROFILE", str(home))
-    for variable, folder in USER_FOLDERS.items():
-        monkeypatch.setenv(variable, str(home / folder))
-    monkeypatch.setenv("SKILLSHELF_CACHE_DIR", str(home / ".cache" / "skillshelf"))
-    monkeypatch.setenv("SKILLSHELF_STATE_DIR", str(home / ".local" / "state" / "skillshelf"))  # the call log
+    for name, value in isolated_variables(home).items():
+        monkeypatch.setenv(name, value)
     return home
 
 
@@ -153,7 +174,17 @@ def agent_skill(root: Path, category: str, name: str, frontmatter: str, body: st
 @pytest.fixture
 def sample_root(tmp_path: Path) -> Path:
     """A small library in both layouts with known answers."""
-    root = tmp_path / "library"
+    return write_sample_library(tmp_path / "library")
+
+
+@pytest.fixture(scope="module")
+def shared_sample_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`sample_root` once per module, for a module-scoped server that its tests only read from."""
+    return write_sample_library(tmp_path_factory.mktemp("shared") / "library")
+
+
+def write_sample_library(root: Path) -> Path:
+    """`sample_root`'s skills, written into `root`."""
     three_file(
         root,
         "database",
@@ -241,6 +272,15 @@ def sample_root(tmp_path: Path) -> Path:
     )
     write(root / "git" / "release-notes" / "scripts" / "collect.sh", "#!/bin/sh\necho '{}'\n")
     return root
+
+
+@pytest.fixture(scope="session")
+def corpus_report() -> CheckReport:
+    """`check` over ../shared/corpora, once per session (per xdist worker): seconds of work that
+    tests/test_corpora.py and tests/library/test_duplicates.py only read."""
+    if not CORPORA.is_dir():
+        pytest.skip(f"corpora not found at {CORPORA} (read-only shared data)")
+    return check_roots([CORPORA])
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import pytest
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
-from skillshelf.library.skill.checker import CheckReport, check_roots
+from skillshelf.library.skill.checker import CheckReport
 from skillshelf.library.skill.scan import scan_risk
 from tests.conftest import CORPORA
 
@@ -22,11 +22,6 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def report() -> CheckReport:
-    return check_roots([CORPORA])
-
-
-@pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SkillLibrary]:
     shelf = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=tmp_path_factory.mktemp("corpus-index"), watch=False))
     shelf.sync()
@@ -34,29 +29,33 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SkillLibrary]:
     shelf.close()
 
 
-def test_every_corpus_skill_loads(report: CheckReport) -> None:
-    assert len(report.skills) == 972
-    assert not [f for f in report.findings if f.code in {"file-unreadable", "file-binary", "frontmatter-missing"}]
+def test_every_corpus_skill_loads(corpus_report: CheckReport) -> None:
+    assert len(corpus_report.skills) == 972
+    assert not [
+        f for f in corpus_report.findings if f.code in {"file-unreadable", "file-binary", "frontmatter-missing"}
+    ]
 
 
-def test_the_two_over_long_descriptions_are_the_only_errors(report: CheckReport) -> None:
-    errors = sorted((f.path, f.code) for f in report.findings if f.severity == "error" and scan_risk(f) is None)
+def test_the_two_over_long_descriptions_are_the_only_errors(corpus_report: CheckReport) -> None:
+    errors = sorted((f.path, f.code) for f in corpus_report.findings if f.severity == "error" and scan_risk(f) is None)
     assert errors == [
         ("K-Dense-AI__claude-scientific-skills/database-lookup/SKILL.md", "description-too-long"),
         ("anthropics__skills/claude-api/SKILL.md", "description-too-long"),
     ]
 
 
-def test_the_scans_high_findings_are_the_few_skills_that_quote_attacks_or_hide_actions(report: CheckReport) -> None:
+def test_the_scans_high_findings_are_the_few_skills_that_quote_attacks_or_hide_actions(
+    corpus_report: CheckReport,
+) -> None:
     """A filter, not a proof: two security skills quote the attacks they teach (injection phrases, base64 | sh,
     reading ~/.ssh), and three tell the agent to act without telling or asking the user."""
-    high = {f.path.split("/")[1] for f in report.findings if scan_risk(f) == "high"}
+    high = {f.path.split("/")[1] for f in corpus_report.findings if scan_risk(f) == "high"}
     assert high == {"ai-security", "skill-security-auditor", "azure-architecture-autopilot", "roundup", "setup-my-iq"}
 
 
-def test_findings_match_the_measured_facts(report: CheckReport) -> None:
+def test_findings_match_the_measured_facts(corpus_report: CheckReport) -> None:
     by_code: dict[str, set[str]] = {}
-    for finding in report.findings:
+    for finding in corpus_report.findings:
         by_code.setdefault(finding.code, set()).add(finding.path.split("/SKILL.md")[0])
     assert len(by_code["name-mismatch"]) == 27  # STATS.md: name != corpus folder name
     assert by_code["name-reserved-word"] == {"anthropics__skills/claude-api"}
@@ -66,14 +65,16 @@ def test_findings_match_the_measured_facts(report: CheckReport) -> None:
     assert len(by_code["body-long"]) >= 70  # 81 files are over 500 lines including frontmatter
 
 
-def test_crlf_skill_reads_like_any_other(report: CheckReport) -> None:
-    skill = next(s for s in report.skills if s.id == "K-Dense-AI__claude-scientific-skills/geomaster")
+def test_crlf_skill_reads_like_any_other(corpus_report: CheckReport) -> None:
+    skill = next(s for s in corpus_report.skills if s.id == "K-Dense-AI__claude-scientific-skills/geomaster")
     assert skill.description and "\r" not in skill.body
 
 
-def test_every_skill_is_in_the_top_3_when_searching_its_own_name(library: SkillLibrary, report: CheckReport) -> None:
+def test_every_skill_is_in_the_top_3_when_searching_its_own_name(
+    library: SkillLibrary, corpus_report: CheckReport
+) -> None:
     misses = []
-    for skill in report.skills:
+    for skill in corpus_report.skills:
         hits = [s.id for s in library.search(skill.declared_name, SearchFilters(), 3)]
         if skill.id not in hits:
             misses.append((skill.declared_name, skill.id, hits))

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skillshelf.library.skill import duplicates
-from skillshelf.library.skill.checker import check_roots
+from skillshelf.library.skill.checker import CheckReport, check_roots
 from skillshelf.library.skill.duplicates import Described, near_duplicates
 from skillshelf.library.skill.models import Finding
 from tests.conftest import CORPORA, agent_skill, three_file
@@ -158,9 +158,10 @@ def test_the_pairs_found_are_exactly_those_of_all_pairs(texts: list[list[str]]) 
 
 
 @pytest.mark.skipif(not CORPORA.is_dir(), reason="../shared/corpora is not present")
-def test_the_corpora_duplicates_are_found_and_their_template_families_are_not() -> None:
-    report = check_roots([CORPORA])
-    found = {(f.path.split("/")[1], f.message.split(" ")[0]) for f in report.findings if f.code == "near-duplicate"}
+def test_the_corpora_duplicates_are_found_and_their_template_families_are_not(corpus_report: CheckReport) -> None:
+    found = {
+        (f.path.split("/")[1], f.message.split(" ")[0]) for f in corpus_report.findings if f.code == "near-duplicate"
+    }
     paths = {path for path, _ in found}
     assert {"webapp-testing", "code-tour", "qdrant-scaling", "qdrant-search-quality"} <= paths
     assert not paths & {"convert-word-to-md", "convert-pdf-to-md", "azure-well-architected-review", "java-junit"}

@@ -21,7 +21,7 @@ from starlette.routing import Route
 
 from skillshelf.errors import SkillshelfError
 from skillshelf.server.hosts import HostGuard, reachable_name, transport_security
-from tests.conftest import deadline
+from tests.conftest import deadline, isolated_env
 from tests.live_server import skillshelf_http
 
 pytestmark = pytest.mark.anyio
@@ -35,10 +35,14 @@ def serving(sample_root: Path, home: Path, log_path: Path, *flags: str) -> Itera
         yield server.base
 
 
-@pytest.fixture
-def http_server(sample_root: Path, isolated_environment: Path, tmp_path: Path) -> Iterator[str]:
-    with serving(sample_root, isolated_environment, tmp_path / "server.log") as base:
-        yield base
+@pytest.fixture(scope="module")
+def http_server(shared_sample_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server for the module's tests that only read from it (a server start is seconds on a busy machine);
+    a test that needs other flags or changes what is served starts its own with `serving`."""
+    home = tmp_path_factory.mktemp("home")
+    env = {**isolated_env(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
+    with skillshelf_http(["serve", "--http", "-l", str(shared_sample_root)], home / "server.log", env=env) as server:
+        yield server.base
 
 
 async def test_http_serves_tools_and_health(http_server: str) -> None:

@@ -6,22 +6,27 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import httpx2
 import pytest
 
-from tests.conftest import deadline
+from tests.conftest import deadline, isolated_env
 from tests.live_server import LiveServer, skillshelf_http
 
 
 @contextmanager
 def serving(
-    sample_root: Path, home: Path, log: Path, launcher: list[str] | None = None, **http: str
+    sample_root: Path,
+    home: Path,
+    log: Path,
+    launcher: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    **http: str,
 ) -> Iterator[LiveServer]:
-    env = {**os.environ, "HOME": str(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
+    env = {**(os.environ if env is None else env), "HOME": str(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
     env.update({f"SKILLSHELF_HTTP__{key.upper()}": value for key, value in http.items()})
     with skillshelf_http(["serve", "--http", "-l", str(sample_root)], log, env=env, launcher=launcher or []) as server:
         yield server
@@ -41,18 +46,25 @@ def closed_by_server(sock: socket.socket) -> bool:
         return True
 
 
+@pytest.fixture(scope="module")
+def impatient(shared_sample_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server with a 0.3 s header timeout, shared by the tests that only open connections to it."""
+    home = tmp_path_factory.mktemp("home")
+    with serving(
+        shared_sample_root, home, home / "server.log", env=isolated_env(home), header_timeout_s="0.3"
+    ) as server:
+        yield server
+
+
 @pytest.mark.parametrize("sent", [b"", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"], ids=["nothing", "half a head"])
-def test_a_connection_that_does_not_send_its_request_head_in_time_is_closed(
-    sample_root: Path, isolated_environment: Path, tmp_path: Path, sent: bytes
-) -> None:
+def test_a_connection_that_does_not_send_its_request_head_in_time_is_closed(impatient: LiveServer, sent: bytes) -> None:
     """Before, a connection that never sent a byte (or never finished its headers) stayed open for good."""
-    with serving(sample_root, isolated_environment, tmp_path / "server.log", header_timeout_s="0.3") as server:
-        with connect(server) as idle:
-            idle.sendall(sent)
-            assert closed_by_server(idle)
-        with connect(server) as prompt:  # a request in time is answered on a connection kept alive
-            prompt.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            assert prompt.recv(1024).startswith(b"HTTP/1.1 200")
+    with connect(impatient) as idle:
+        idle.sendall(sent)
+        assert closed_by_server(idle)
+    with connect(impatient) as prompt:  # a request in time is answered on a connection kept alive
+        prompt.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert prompt.recv(1024).startswith(b"HTTP/1.1 200")
 
 
 def test_health_answers_while_idle_connections_outnumber_the_descriptors(

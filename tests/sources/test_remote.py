@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
@@ -18,7 +19,7 @@ from skillshelf.cli import cli
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import lock_path, parse_lock, read_lock
 from skillshelf.library.sources.parse import parse_source
-from tests.conftest import agent_skill, wait_until, write
+from tests.conftest import agent_skill, isolated_env, wait_until, write
 from tests.live_server import LiveServer, skillshelf_http
 
 SECRET = "publisher-0123456789abcdef"
@@ -41,31 +42,50 @@ def publisher_library(root: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def publisher(tmp_path: Path, isolated_environment: Path) -> Iterator[LiveServer]:
-    """A second skillshelf serving its library over HTTP behind a token."""
-    library = publisher_library(tmp_path / "published")
-    env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={SECRET}"}
-    arguments = ["serve", "--http", "-l", str(library), "--projects-root", str(tmp_path / "projects")]
-    with skillshelf_http(arguments, tmp_path / "publisher.log", env=env) as server:
+@contextmanager
+def publishing(folder: Path, env: dict[str, str]) -> Iterator[LiveServer]:
+    """A second skillshelf serving `folder / "published"` over HTTP behind a token."""
+    library = publisher_library(folder / "published")
+    arguments = ["serve", "--http", "-l", str(library), "--projects-root", str(folder / "projects")]
+    with skillshelf_http(
+        arguments, folder / "publisher.log", env={**env, "SKILLSHELF_TOKENS": f"ci={SECRET}"}
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def publisher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One publisher for the module's tests that only install from it (a server start is seconds on a busy
+    machine); a test that changes the published library starts its own (`own_publisher`)."""
+    folder = tmp_path_factory.mktemp("publisher")
+    with publishing(folder, isolated_env(folder / "home")) as server:
         yield server
 
 
 @pytest.fixture
-def tampering(tmp_path: Path, isolated_environment: Path) -> Iterator[LiveServer]:
-    """A server whose post_call hook changes a file's bytes after its digest was listed (a redaction)."""
-    library = publisher_library(tmp_path / "published")
+def own_publisher(tmp_path: Path, isolated_environment: Path) -> Iterator[LiveServer]:
+    """A publisher of this test alone, publishing `tmp_path / "published"`."""
+    with publishing(tmp_path, dict(os.environ)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def tampering(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server whose post_call hook changes a file's bytes after its digest was listed (a redaction); its
+    tests only read from it, so the module shares one."""
+    folder = tmp_path_factory.mktemp("tampering")
+    library = publisher_library(folder / "published")
     vault = agent_skill(library, "secret", "vault-notes", "name: vault-notes\ndescription: Vault keys.", "# Vault\n")
     write(vault.parent / "references" / "keys.md", f"the vault key is {KEY}\n")
     config = write(
-        tmp_path / "config.toml",
+        folder / "config.toml",
         '[views.default]\nextends = "agent"\n\n[views.default.hooks]\n'
         'post_call = "skillshelf.server.hooks:redact_secrets"\n',
     )
-    env = {**os.environ, "SKILLSHELF_TOKENS": f"ci={SECRET}"}
+    env = {**isolated_env(folder / "home"), "SKILLSHELF_TOKENS": f"ci={SECRET}"}
     arguments = ["--config", str(config), "serve", "--http", "-l", str(library)]
-    arguments += ["--projects-root", str(tmp_path / "projects")]
-    with skillshelf_http(arguments, tmp_path / "tampering.log", env=env) as server:
+    arguments += ["--projects-root", str(folder / "projects")]
+    with skillshelf_http(arguments, folder / "tampering.log", env=env) as server:
         yield server
 
 
@@ -146,12 +166,12 @@ def test_a_file_that_does_not_match_its_digest_is_refused_with_nothing_installed
 
 
 def test_an_update_on_the_publisher_is_reviewed_and_applied_like_a_git_sources(
-    publisher: LiveServer, tmp_path: Path
+    own_publisher: LiveServer, tmp_path: Path
 ) -> None:
     root = tmp_path / "mine"
-    url = publisher.base.replace("http://", "mcp+http://") + "/mcp"
+    url = own_publisher.base.replace("http://", "mcp+http://") + "/mcp"
     assert run("add", url, "--token-env", "PUBLISHER_TOKEN", "--name", "team", "-l", str(root))[0] == 0
-    index_url = f"{publisher.base}/.well-known/agent-skills/index.json"
+    index_url = f"{own_publisher.base}/.well-known/agent-skills/index.json"
     headers = {"Authorization": f"Bearer {SECRET}"}
     before = httpx2.get(index_url, headers=headers).json()
     write(tmp_path / "published" / "ops" / "deploy-tool" / "references" / "notes.md", "Deploy on Fridays.\n")

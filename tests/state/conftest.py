@@ -22,13 +22,27 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
 @pytest.fixture
 def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
     """A fresh, empty database of the session's cluster; dropped after the test."""
+    with fresh_database(postgres_cluster) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def shared_postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """`postgres_url` once per module, for module-scoped servers whose tests only read (or add
+    records no other test of the module counts)."""
+    with fresh_database(postgres_cluster) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def fresh_database(cluster: PostgresCluster) -> Iterator[str]:
     name = f"test_{next(_numbers)}"
-    url = postgres_cluster.create_database(name)
+    url = cluster.create_database(name)
     try:
         yield url
     finally:
         close_databases()
-        postgres_cluster.drop_database(name)
+        cluster.drop_database(name)
 
 
 @pytest.fixture

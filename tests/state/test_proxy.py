@@ -12,7 +12,7 @@ import socket
 import ssl
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import deadline, wait_until
+from tests.conftest import deadline, isolated_env, wait_until
 from tests.live_server import LiveServer, skillshelf_http
 from tests.postgres_support import PostgresCluster
 from tests.server.team_support import free_port
@@ -163,14 +163,28 @@ class Proxied:
 
 @pytest.fixture
 def proxied(postgres_url: str, sample_root: Path, tmp_path: Path) -> Iterator[Proxied]:
-    """deploy/haproxy.cfg in front of two replicas sharing `postgres_url`."""
+    """deploy/haproxy.cfg in front of two replicas sharing `postgres_url`, for a test that kills or stops them."""
     with proxy_over(postgres_url, sample_root, tmp_path) as found:
         yield found
 
 
+@pytest.fixture(scope="module")
+def shared_proxied(
+    shared_postgres_url: str, shared_sample_root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Proxied]:
+    """`proxied` once for the module's tests that only open sessions through it (two replicas and a proxy
+    take seconds to start on a busy machine); none of them counts what another left."""
+    folder = tmp_path_factory.mktemp("proxied")
+    with proxy_over(shared_postgres_url, shared_sample_root, folder, env=isolated_env(folder / "home")) as found:
+        yield found
+
+
 @contextmanager
-def proxy_over(postgres_url: str, sample_root: Path, tmp_path: Path, config: Path = CONFIG) -> Iterator[Proxied]:
-    """HAProxy on `config` in front of two replicas sharing `postgres_url`, once it answers /health."""
+def proxy_over(
+    postgres_url: str, sample_root: Path, tmp_path: Path, config: Path = CONFIG, env: Mapping[str, str] | None = None
+) -> Iterator[Proxied]:
+    """HAProxy on `config` in front of two replicas sharing `postgres_url`, once it answers /health; the
+    replicas get `env` (os.environ by default)."""
     missing = proxy_missing()
     if missing:
         pytest.skip(missing)
@@ -184,9 +198,12 @@ def proxy_over(postgres_url: str, sample_root: Path, tmp_path: Path, config: Pat
     with ExitStack() as stack:
 
         def start_replica(index: int) -> LiveServer:
-            env = {**os.environ, "SKILLSHELF_STATE_DIR": str(tmp_path / f"state-{index}")}
+            replica_env = {
+                **(os.environ if env is None else env),
+                "SKILLSHELF_STATE_DIR": str(tmp_path / f"state-{index}"),
+            }
             log = tmp_path / f"replica-{index}-start-{next(starts)}.log"
-            return stack.enter_context(skillshelf_http(arguments, log, env=env, port=ports[index]))
+            return stack.enter_context(skillshelf_http(arguments, log, env=replica_env, port=ports[index]))
 
         replicas = [start_replica(0), start_replica(1)]
         backends = [f"127.0.0.1:{port}" for port in ports]
@@ -226,12 +243,12 @@ async def test_a_replica_killed_under_load_loses_no_acknowledged_write_and_dupli
     assert len(writes.notes) >= 120
 
 
-async def test_a_legacy_session_sticks_to_the_replica_that_made_it(proxied: Proxied) -> None:
+async def test_a_legacy_session_sticks_to_the_replica_that_made_it(shared_proxied: Proxied) -> None:
     """A legacy client's session lives in one replica (the other answers 404 to its Mcp-Session-Id): the
     proxy keeps its requests there, by that header; a 2026-07-28 client needs nothing of the kind."""
-    async with httpx2.AsyncClient(verify=proxied.context, timeout=deadline(30)) as http:
+    async with httpx2.AsyncClient(verify=shared_proxied.context, timeout=deadline(30)) as http:
         for mode in ("legacy", "auto"):
-            transport = streamable_http_client(f"{proxied.base}/mcp", http_client=http)
+            transport = streamable_http_client(f"{shared_proxied.base}/mcp", http_client=http)
             async with Client(transport, mode=mode, raise_exceptions=True) as client:
                 for _ in range(6):  # round robin alone would send every other one to the other replica
                     result = await client.call_tool("searchPatterns", {"query": "slugify"})
@@ -268,20 +285,20 @@ HELLO = {
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
-async def test_the_proxy_stores_only_session_ids_a_replica_issued(proxied: Proxied) -> None:
+async def test_the_proxy_stores_only_session_ids_a_replica_issued(shared_proxied: Proxied) -> None:
     """Before, `stick on req.hdr(mcp-session-id)` stored every id a client sent: 106,000 made-up ones
     (each refused with 404) filled the table and evicted real sessions' entries."""
-    async with httpx2.AsyncClient(verify=proxied.context, timeout=deadline(30)) as http:
+    async with httpx2.AsyncClient(verify=shared_proxied.context, timeout=deadline(30)) as http:
         for number in range(20):
             made_up = {**MCP_HEADERS, "Mcp-Session-Id": f"madeup{number:04d}"}
-            assert (await http.post(f"{proxied.base}/mcp", json=PING, headers=made_up)).status_code == 404
-        hello = await http.post(f"{proxied.base}/mcp", json=HELLO, headers=MCP_HEADERS)
+            assert (await http.post(f"{shared_proxied.base}/mcp", json=PING, headers=made_up)).status_code == 404
+        hello = await http.post(f"{shared_proxied.base}/mcp", json=HELLO, headers=MCP_HEADERS)
         issued = hello.headers["mcp-session-id"]
-        table = stick_table(proxied.log)
+        table = stick_table(shared_proxied.log)
         assert issued in table and "madeup" not in table, table
         session = {**MCP_HEADERS, "Mcp-Session-Id": issued, "MCP-Protocol-Version": "2025-06-18"}
         for _ in range(4):  # round robin alone would send every other one to the other replica
-            assert (await http.post(f"{proxied.base}/mcp", json=PING, headers=session)).status_code == 200
+            assert (await http.post(f"{shared_proxied.base}/mcp", json=PING, headers=session)).status_code == 200
 
 
 async def test_the_stricter_check_takes_replicas_whose_database_is_down_out_and_back(
