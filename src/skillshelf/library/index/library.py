@@ -8,8 +8,8 @@ id or what was meant (suggestions.py), its usage events (usage/opened.py), and /
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -21,7 +21,7 @@ from skillshelf.library.index.ranking import Ranking
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters, SkillIndex
 from skillshelf.library.index.suggestions import Lookup
 from skillshelf.library.index.sync import LibrarySync, parse_sources
-from skillshelf.library.indexing.freshness import SyncReport
+from skillshelf.library.indexing.freshness import SyncReport, synced_for_block
 from skillshelf.library.semantic.vectors import SemanticIndex, skill_text
 from skillshelf.library.skill.discovery import discover
 from skillshelf.library.skill.models import Finding
@@ -99,15 +99,8 @@ class SkillLibrary:
     def generation(self) -> tuple[float, int]:
         return self.syncing.generation()
 
-    @contextmanager
-    def opened(self) -> Iterator[SkillLibrary]:
-        """Synced and watched for the block, closed after it (the CLI's one-shot use)."""
-        self.sync()
-        self.start_watching()
-        try:
-            yield self
-        finally:
-            self.close()
+    def opened(self) -> AbstractContextManager[SkillLibrary]:
+        return synced_for_block(self)
 
     def close(self) -> None:
         self.syncing.close()

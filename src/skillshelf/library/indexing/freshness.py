@@ -12,9 +12,9 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Generic, Self, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 from skillshelf.library.indexing.fts import FtsIndex, IndexDamaged
 
@@ -35,6 +35,26 @@ class SyncReport:
 
 R = TypeVar("R")  # what a sync reports
 IndexT = TypeVar("IndexT", bound=FtsIndex)
+
+
+class Syncable(Protocol):
+    def sync(self) -> object: ...
+    def start_watching(self) -> None: ...
+    def close(self) -> None: ...
+
+
+SyncableT = TypeVar("SyncableT", bound=Syncable)
+
+
+@contextmanager
+def synced_for_block(index: SyncableT) -> Iterator[SyncableT]:
+    """Synced and watched for the block, closed after it (the CLI's one-shot use of an index or a library)."""
+    index.sync()
+    index.start_watching()
+    try:
+        yield index
+    finally:
+        index.close()
 
 
 class BackgroundSync(Generic[R]):
@@ -208,15 +228,8 @@ class BackgroundSync(Generic[R]):
     def close(self) -> None:
         raise NotImplementedError
 
-    @contextmanager
-    def opened(self) -> Iterator[Self]:
-        """Synced and watched for the block, closed after it (the CLI's one-shot use)."""
-        self.sync()
-        self.start_watching()
-        try:
-            yield self
-        finally:
-            self.close()
+    def opened(self) -> AbstractContextManager[Self]:
+        return synced_for_block(self)
 
     def stop_watching(self) -> None:
         if self._starter is not None:
