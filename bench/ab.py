@@ -7,11 +7,11 @@
     python bench/ab.py --generator independent --seed 11 --n 10000 ...   # bench/gen_independent.py's library
 
 A variant is NAME=SOURCE[:SWITCH[,SWITCH]]:
-- SOURCE `tree`: the skillshelf this interpreter imports (this checkout); `git:REV`: REV's src/ (git
-  archive, under --work/snap/REV) first on PYTHONPATH; `noop`: bench/noop_server.py, the bare SDK with
-  no-op tools, the floor no server on the SDK can beat here; `replay`: bench/noop_server.py --replay, the
-  bare SDK answering skillshelf's own answers to these queries (computed before it serves: the same
-  payload, no work a call), driven like a skillshelf variant.
+- SOURCE `tree`: the skillshelf this interpreter imports (its src/ first on the server's PYTHONPATH);
+  `git:REV`: REV's src/ (git archive, under --work/snap/REV) first on PYTHONPATH;
+  `noop`: bench/noop_server.py, the bare SDK with no-op tools, the floor no server on the SDK can beat here;
+  `replay`: bench/noop_server.py --replay, the bare SDK answering skillshelf's own answers to these queries
+  (computed before it serves: the same payload, no work a call), driven like a skillshelf variant.
 - SWITCHes are bench/serve_variant.py's (--sdk-stdio, --no-gc-freeze); every skillshelf variant is
   started through it, so all of them start the same way.
 
@@ -51,6 +51,8 @@ from typing import Any, TextIO
 
 import anyio
 from mcp import StdioServerParameters
+
+import skillshelf
 
 try:  # imported as bench.ab (repo root on sys.path)
     from bench import gen_independent, generate, raw_stdio, run
@@ -153,6 +155,8 @@ def server_env(variant: Variant, work: Path) -> dict[str, str]:
     env["XDG_STATE_HOME"] = str(home / ".local/state")
     if variant.src is not None:
         env["PYTHONPATH"] = str(variant.src)
+    elif variant.source == "tree":  # the checkout this interpreter imports, not whatever the venv's install points at
+        env["PYTHONPATH"] = str(Path(skillshelf.__file__).resolve().parents[1])
     return env
 
 
