@@ -213,9 +213,10 @@ class App:
 
     @cached_property
     def _parts(self) -> Parts:
-        from skillshelf.server.assembly import Parts
+        from skillshelf.server.assembly import Parts, ReadAtStart
 
-        return Parts(self.settings, self.library, self.archive, self.stores, self.call_log)
+        settings = self.settings
+        return Parts(settings, self.library, self.archive, self.stores, self.call_log, ReadAtStart(settings))
 
 
 def _nothing() -> None:
