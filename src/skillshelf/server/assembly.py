@@ -39,7 +39,7 @@ from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
-from skillshelf.server.tools.patterns import patterns_tools
+from skillshelf.server.tools.skills import skills_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
@@ -61,7 +61,7 @@ def every_tool(
     (tests/test_second_contact.py checks the two agree)."""
     projects = settings.projects()
     return [
-        *patterns_tools(library, projects),
+        *skills_tools(library, projects),
         *execution_tools(library, settings.execution, view.execution if view else None),
         *artifacts_tools(sessions),
         *memory_tools(projects, notes),
