@@ -118,3 +118,17 @@ def test_explain_says_a_held_back_skill_is_hidden_and_why(
         answers[name] = json.loads(out[out.index("{") :])
     assert answers[served]["shown"] and not answers[held]["shown"]
     assert "not served (" in answers[held]["reason"]
+
+
+def test_install_copies_instead_of_linking_when_only_approved_bytes_are_served(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link would show the folder's later edits to the agent, approved or not."""
+    monkeypatch.setenv("SKILLSHELF_REQUIRE_VERIFIED", "1")
+    project = tmp_path / "project"
+    project.mkdir()
+    args = ["install", "-l", str(root), "--agent", "claude-code", "--project", str(project), "--link"]
+    code, out = run(*args)
+    assert code == 0 and "--link is not used" in out, out
+    (installed,) = (project / ".claude" / "skills").iterdir()
+    assert not installed.is_symlink() and (installed / "SKILL.md").is_file()

@@ -136,7 +136,7 @@ class App:
     def _approval_gate(self) -> ApprovalGate | None:
         """What require_verified and require_signed hold back (library/access/approved.py); None: neither is set."""
         settings = self.settings
-        if not (settings.require_verified or settings.require_signed):
+        if not settings.serves_only_approved():
             return None
         return ApprovalGate(self.library, verified=settings.require_verified, signed=settings.require_signed)
 
