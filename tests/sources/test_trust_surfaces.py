@@ -90,13 +90,14 @@ async def test_the_web_view_shows_no_held_back_skill(
     settings = Settings(roots=[root], watch=False, cache_dir=tmp_path / "cache", **{flag: True})
     with App(settings) as app:
         app.library.sync()
+        ids = {s.id.rsplit("/", 1)[-1]: s.id for s in app.curator.overview()}
         transport = httpx2.ASGITransport(app=app.web_app())
         async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             listing = (await http.get("/")).text
-            held_id = next(s.id for s in app.curator.overview() if s.id.endswith(held))
-            page = await http.get(f"/skill/{held_id}/")
+            held_page = await http.get(f"/skills/{ids[held]}/")
+            served_page = await http.get(f"/skills/{ids[served]}/")
     assert served in listing and held not in listing
-    assert page.status_code == 404
+    assert served_page.status_code == 200 and held_page.status_code == 404
 
 
 def test_the_curator_still_sees_a_held_back_skill_to_review_it(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
