@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.cli import cli
 from tests.conftest import write
 
@@ -155,3 +157,18 @@ def test_sessions_lists_a_projects_past_sessions(tmp_path: Path) -> None:
     assert lines[0].startswith("2025-11-05  2025-11-05-auth-flow  Auth flow") and "2025-10-01-setup" in output
     code, output = run("sessions", "--projects-root", str(tmp_path / "dev"), "shop", "-q", "login", "--json")
     assert code == 0 and json.loads(output)["hits"][0]["sessionId"] == "2025-11-05-auth-flow"
+
+
+def test_sessions_closes_the_session_archive_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[SessionArchive] = []
+    close = SessionArchive.close
+
+    def counted(archive: SessionArchive) -> None:
+        closed.append(archive)
+        close(archive)
+
+    monkeypatch.setattr(SessionArchive, "close", counted)
+    write(tmp_path / "dev" / "shop" / ".agent-artifacts" / "2025-10-01-setup.md", "# Setup\n\nProject set-up.\n")
+    code, output = run("sessions", "--projects-root", str(tmp_path / "dev"), "shop")
+    assert code == 0 and "2025-10-01-setup" in output, output
+    assert len(closed) == 1

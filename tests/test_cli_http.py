@@ -69,10 +69,10 @@ async def test_serve_http_with_env_tokens_logs_each_call_under_the_token_name(
     notes = (tmp_path / "projects" / "app" / ".agent-memory" / "session-notes.jsonl").read_text(encoding="utf-8")
     assert json.loads(notes.splitlines()[0])["author"] == "ci"
     with closing(sqlite3.connect(sample_root / ".skillshelf" / "usage.sqlite3")) as usage, usage:
-        assert usage.execute("SELECT pattern_id, author FROM events").fetchall() == [("python/slugify", "ci")]
+        assert usage.execute("SELECT skill_id, author FROM events").fetchall() == [("python/slugify", "ci")]
 
 
-def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp_path: Path) -> None:
+def test_a_version_1_usage_file_gains_the_author_column_and_skill_id_and_keeps_its_events(tmp_path: Path) -> None:
     path = tmp_path / "usage.sqlite3"
     with closing(sqlite3.connect(path)) as old, old:
         old.executescript(
@@ -90,9 +90,9 @@ def test_a_version_1_usage_file_gains_the_author_column_and_keeps_its_events(tmp
     store.record("e/f", None, None, source="tool")
     store.close()
     with closing(sqlite3.connect(path)) as conn, conn:
-        rows = conn.execute("SELECT pattern_id, author FROM events ORDER BY id").fetchall()
+        rows = conn.execute("SELECT skill_id, author FROM events ORDER BY id").fetchall()
         assert rows == [("a/b", None), ("c/d", "alice"), ("e/f", None)]
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_several_workers_serve_one_library_statelessly(sample_root: Path, tmp_path: Path) -> None:

@@ -249,6 +249,10 @@ class Settings(UserSettings):
     def projects(self) -> ProjectRoots:
         return ProjectRoots.of(self.project_roots)
 
+    def serves_only_approved(self) -> bool:
+        """require_verified or require_signed: what is served is held to approved bytes (library/access/approved.py)."""
+        return self.require_verified or self.require_signed
+
     def semantic_model_folder(self) -> Path | None:
         """The model that searches by meaning: the setting, else the one `skillshelf model fetch` installed
         in DATA_DIR (semantic search is on once the model is there); none with `semantic_model = "off"`."""

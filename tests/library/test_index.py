@@ -115,6 +115,29 @@ def test_an_index_from_an_older_schema_is_rebuilt(sample_root: Path, tmp_path: P
         library.close()
 
 
+def test_an_index_with_the_old_verified_column_is_rebuilt_with_meets_bar(sample_root: Path, tmp_path: Path) -> None:
+    """Version 7 named the quality bar's column `verified` (issue 32: one word per idea): such a file opens,
+    is parsed anew, and answers from `meets_bar`."""
+    config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
+    library = SkillLibrary(config)
+    library.sync()
+    library.close()
+    path = choose_index_path(config)
+    with closing(sqlite3.connect(path)) as conn, conn:  # the file as version 7 left it
+        conn.execute("ALTER TABLE skills RENAME COLUMN meets_bar TO verified")
+        conn.execute("PRAGMA user_version = 7")
+    library = SkillLibrary(config)
+    try:
+        assert library.sync().parsed == 4
+        assert ids(library, "slugify")[0] == "python/slugify"
+    finally:
+        library.close()
+    with closing(sqlite3.connect(path)) as conn:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(skills)")}
+        assert "meets_bar" in columns and "verified" not in columns
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
 def test_the_index_lives_in_the_first_writable_root_and_is_git_ignored(sample_root: Path) -> None:
     path = choose_index_path(LibraryConfig(roots=[sample_root]))
     assert path.parent == sample_root / ".skillshelf"

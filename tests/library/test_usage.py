@@ -159,7 +159,7 @@ def point_the_index_at_the_table(path: Path) -> None:
         table = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'events'").fetchone()[0]
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
         conn.execute("PRAGMA writable_schema = ON")
-        conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = 'events_pattern'", (table,))
+        conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = 'events_skill'", (table,))
         conn.execute(f"PRAGMA schema_version = {version + 1}")  # every open connection re-reads the schema
 
 
@@ -271,3 +271,56 @@ def test_a_closed_store_never_reopens(tmp_path: Path) -> None:
     with pytest.raises(UsageUnavailable, match="closed"):
         store.usage()
     assert store._conn is None
+
+
+def version_2_file(path: Path) -> None:
+    """A usage file as version 2 wrote it: the skill in `pattern_id` (before issue 32), four events."""
+    with closing(sqlite3.connect(path)) as old, old:
+        old.executescript(
+            """CREATE TABLE events (id INTEGER PRIMARY KEY, pattern_id TEXT NOT NULL, project TEXT, note TEXT,
+                                    source TEXT NOT NULL, at TEXT NOT NULL, author TEXT);
+               CREATE INDEX events_pattern ON events(pattern_id, at);
+               INSERT INTO events(pattern_id, project, note, source, at, author) VALUES
+                   ('a/b', 'p1', NULL, 'tool', '2026-01-01T00:00:00Z', 'ana'),
+                   ('a/b', 'p2', 'fixed it', 'tool', '2026-01-02T00:00:00Z', NULL),
+                   ('a/b', 'p3', NULL, 'cli', '2026-01-03T00:00:00Z', NULL),
+                   ('c/d', NULL, NULL, 'tool', '2026-01-03T00:00:00Z', NULL);
+               PRAGMA user_version = 2;"""
+        )
+
+
+def test_a_usage_file_naming_the_skill_pattern_id_keeps_every_event_and_new_ones_land(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    version_2_file(path)
+    store = UsageStore(path)
+    try:
+        assert {u.skill_id: u.uses for u in store.usage()} == {"a/b": 3, "c/d": 1}
+        assert store.verified_by_use() == frozenset({"a/b"})
+        store.record("c/d", "p1", None, "tool")
+        assert {u.skill_id: u.uses for u in store.usage()} == {"a/b": 3, "c/d": 2}
+    finally:
+        store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+        assert "skill_id" in columns and "pattern_id" not in columns
+        rows = conn.execute("SELECT skill_id, project, note, author FROM events ORDER BY id").fetchall()
+        assert rows == [
+            ("a/b", "p1", None, "ana"),
+            ("a/b", "p2", "fixed it", None),
+            ("a/b", "p3", None, None),
+            ("c/d", None, None, None),
+            ("c/d", "p1", None, None),
+        ]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+
+
+def test_a_read_only_usage_file_naming_the_skill_pattern_id_is_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "usage.sqlite3"
+    version_2_file(path)
+    with read_only(path, tmp_path):
+        store = UsageStore(path, busy_timeout=0.1)
+        try:
+            assert {u.skill_id: u.uses for u in store.usage()} == {"a/b": 3, "c/d": 1}
+            assert store.verified_by_use() == frozenset({"a/b"}) and store.daily_uses()[0] == ("2026-01-01", "a/b", 1)
+        finally:
+            store.close()

@@ -33,7 +33,7 @@ def test_every_view_server_shares_the_apps_one_library_and_call_log(sample_root:
         assert servers["default"] is servers["full"]  # `/mcp` serves the view the settings serve
         assert set(servers) == {*app.views(), "default"}
         assert app.library is app.library and app.call_log is app.call_log is not None
-        assert app.reader("agent") is app.reader("agent") and app.reader() is app.curator
+        assert app.reader("agent") is app.reader("agent") and app.reader() is app.reader() is not app.curator
 
 
 @pytest.mark.anyio

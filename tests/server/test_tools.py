@@ -1,4 +1,4 @@
-"""The patterns tools through a real in-process MCP client, in both protocol eras."""
+"""The skill tools (server/tools/skills.py) through a real in-process MCP client, in both protocol eras."""
 
 from __future__ import annotations
 

@@ -86,3 +86,37 @@ async def test_an_invalid_edit_keeps_the_last_good_config_and_says_why(
             assert not [h for h in hits if h.startswith("python/")]
     finally:
         library.close()
+
+
+async def test_an_edit_to_a_setting_read_at_start_says_a_restart_is_needed_and_notes_stay_put(
+    sample_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stores and the approval gate are made at start: a reload that changes `database_url` (or
+    require_verified) is not applied, and one log line says a restart is; notes still land where they did."""
+    project = tmp_path / "app"
+    project.mkdir()
+    config = write(tmp_path / "config.toml", f"projects = [{str(tmp_path)!r}]\n")
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+
+    def reload() -> Any:
+        return resolve_settings([sample_root], env={}, config_path=config)
+
+    server = build_server(reload(), library, view="full", reload=reload)
+    note = {"projectPath": "app", "type": "decision", "content": "{}"}
+    try:
+        async with Client(server, mode="legacy", raise_exceptions=True) as client:
+            assert not (await client.call_tool("addNote", {**note, "content": "before the edit"})).is_error
+            moved = 'database_url = "postgresql://skillshelf:secret@127.0.0.1:9/elsewhere"\nrequire_verified = true\n'
+            replace_file(config, config.read_text(encoding="utf-8") + moved)
+            await wait_until_async(lambda: "not applied" in caplog.text, "the restart was not asked for")
+            assert "database_url, require_verified" in caplog.text and "restart" in caplog.text
+            assert "secret" not in caplog.text
+            assert not (await client.call_tool("addNote", {**note, "content": "after the edit"})).is_error
+            got = await client.call_tool("getNotes", {"projectPath": "app"})
+            assert got.structured_content is not None
+            assert {"before the edit", "after the edit"} <= {
+                n["content"] for n in got.structured_content["data"]["notes"]
+            }
+    finally:
+        library.close()
+    assert "after the edit" in (project / ".agent-memory" / "session-notes.jsonl").read_text(encoding="utf-8")

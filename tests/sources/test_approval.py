@@ -182,6 +182,16 @@ def test_frozen_sync_installs_from_the_lock_on_a_fresh_checkout(root: Path, tmp_
     assert (fresh / LOCK_NAME).read_bytes() == (root / LOCK_NAME).read_bytes()
 
 
+def test_frozen_sync_reads_a_lock_checked_out_with_crlf_as_the_lf_lock_it_is(root: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "checkout"
+    fresh.mkdir()
+    (fresh / LOCK_NAME).write_bytes((root / LOCK_NAME).read_bytes().replace(b"\n", b"\r\n"))  # git's autocrlf
+    code, out, err = run("sync", "--frozen", "--library", str(fresh))
+    assert code == 0 and "installed" in out, err
+    code, out, err = run("sync", "--frozen", "--library", str(fresh))
+    assert code == 0 and "as locked" in out, err
+
+
 def test_frozen_sync_refuses_a_library_that_differs_from_the_lock_and_changes_nothing(root: Path) -> None:
     _edit(root / "team" / "release-notes" / "SKILL.md")
     (root / "team" / "extra.md").write_text(skill_md("extra", "By hand."), encoding="utf-8")

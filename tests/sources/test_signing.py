@@ -92,6 +92,31 @@ def test_a_lock_changed_after_signing_is_refused_and_nothing_changes(root: Path,
     assert tree_of(root) == before
 
 
+def as_crlf(path: Path) -> None:
+    """The file as a Windows checkout with git's autocrlf leaves it: every LF a CRLF."""
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+
+
+def test_a_signed_lock_checked_out_with_crlf_still_verifies_and_syncs_frozen(root: Path, ana: Path) -> None:
+    assert run("sign", "--key", str(ana), "--library", str(root))[0] == 0
+    as_crlf(root / LOCK_NAME)
+    code, out, err = run("verify", "--signed", "--library", str(root))
+    assert code == 0 and "signature: good, by ana@example.org" in out, err
+    assert verify_signed(root).lock.sources.keys() == {"team"}
+    code, out, err = run("sync", "--frozen", "--library", str(root))
+    assert code == 0 and "team: as locked" in out, err
+
+
+def test_a_crlf_lock_that_differs_in_anything_else_is_refused(root: Path, ana: Path) -> None:
+    """Line endings are the only thing normalised: a swapped digest in a CRLF checkout is still a change."""
+    assert run("sign", "--key", str(ana), "--library", str(root))[0] == 0
+    lock = root / LOCK_NAME
+    lock.write_bytes(lock.read_bytes().replace(b'digest = "sha256:', b'digest = "sha256:0', 1))
+    as_crlf(lock)
+    code, _, err = run("verify", "--signed", "--library", str(root))
+    assert code == 1 and "changed after it was signed" in err
+
+
 def test_a_signature_by_a_key_nobody_listed_is_refused(root: Path, ana: Path, tmp_path: Path) -> None:
     mallory, _ = make_key(tmp_path / "other", "mallory", "ana@example.org")  # the same name, another key
     code, _, err = run("sign", "--key", str(mallory), "--library", str(root))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
@@ -138,6 +140,30 @@ def test_import_moves_the_embedded_state_and_a_second_run_adds_nothing(postgres_
     embedded.close()
     for project in ("app", "web"):
         assert get_notes(roots, project, notes=PostgresNotes(postgres_url)) == get_notes(roots, project)
+
+
+def test_import_reads_a_usage_file_an_older_version_wrote_and_leaves_it_as_it_is(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    usage_file = tmp_path / "usage.sqlite3"
+    with closing(sqlite3.connect(usage_file)) as old, old:  # version 2: the skill in `pattern_id`
+        old.executescript(
+            """CREATE TABLE events (id INTEGER PRIMARY KEY, pattern_id TEXT NOT NULL, project TEXT, note TEXT,
+                                    source TEXT NOT NULL, at TEXT NOT NULL, author TEXT);
+               INSERT INTO events(pattern_id, project, note, source, at, author) VALUES
+                   ('a/b', 'p1', NULL, 'tool', '2026-01-01T00:00:00Z', 'ana'),
+                   ('c/d', NULL, NULL, 'cli', '2026-01-02T00:00:00Z', NULL);
+               PRAGMA user_version = 2;"""
+        )
+    before = usage_file.read_bytes()
+    args = ["db", "import", "--json", "--database-url", postgres_url, "--usage-file", str(usage_file), "--no-notes"]
+    code, output = run(*args)
+    assert code == 0, output
+    assert json.loads(output)["usage"] == {"file": str(usage_file), "read": 2, "added": 2}
+    assert usage_file.read_bytes() == before
+    shared = PostgresUsage(postgres_url)
+    assert {u.skill_id: u.projects for u in shared.usage()} == {"a/b": ["p1"], "c/d": []}
+    shared.close()
 
 
 def test_import_after_more_embedded_use_adds_only_what_is_new(postgres_url: str, tmp_path: Path) -> None:

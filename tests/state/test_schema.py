@@ -12,6 +12,7 @@ import pytest
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.state.postgres.database import database
 from skillshelf.state.postgres.schema import LATEST, MIGRATIONS, VERSION_TABLE, migrate, schema_version
+from skillshelf.state.postgres.usage import PostgresUsage
 from tests.conftest import deadline
 
 
@@ -74,3 +75,34 @@ def test_a_schema_newer_than_this_skillshelf_is_refused_saying_to_upgrade(postgr
         with pytest.raises(SkillshelfError, match="upgrade skillshelf") as refused:
             migrate(conn)
     assert refused.value.code is ErrorCode.STATE_UNAVAILABLE
+
+
+def test_a_version_1_database_naming_the_skill_pattern_id_keeps_every_event_and_new_ones_land(
+    postgres_url: str,
+) -> None:
+    """Migration 2 renames usage_events.pattern_id to skill_id (issue 32) in place: no event is lost."""
+    (version, description, sql) = MIGRATIONS[0]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # the database as version 1 left it
+        conn.execute(sql.encode())
+        conn.execute(f"CREATE TABLE {VERSION_TABLE} (version integer PRIMARY KEY, description text NOT NULL, "
+                     "applied_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip
+        conn.execute(f"INSERT INTO {VERSION_TABLE} (version, description) VALUES (%s, %s)", (version, description))
+        for skill, project in [("a/b", "p1"), ("a/b", "p2"), ("a/b", "p3"), ("c/d", None)]:
+            conn.execute(
+                "INSERT INTO usage_events (pattern_id, project, source, at) VALUES (%s, %s, 'tool', '2026-01-01')",
+                (skill, project),
+            )
+    usage = PostgresUsage(postgres_url)
+    try:
+        assert {u.skill_id: u.uses for u in usage.usage()} == {"a/b": 3, "c/d": 1}
+        assert usage.verified_by_use() == frozenset({"a/b"})
+        usage.record("c/d", "p1", None, "tool")
+        assert {u.skill_id: u.uses for u in usage.usage()} == {"a/b": 3, "c/d": 2}
+    finally:
+        usage.close()
+    assert versions(postgres_url) == [version for version, _, _ in MIGRATIONS]
+    with psycopg.connect(postgres_url) as conn:
+        columns = {row[0] for row in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'usage_events'"
+        )}  # fmt: skip
+        assert "skill_id" in columns and "pattern_id" not in columns

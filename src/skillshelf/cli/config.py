@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from skillshelf.cli.common import command_settings, config_flag, json_option, library_option, opened_library
+from skillshelf.cli.common import command_settings, config_flag, json_option, library_option, opened_app
 from skillshelf.cli.output import print_json
 from skillshelf.cli.setting_flags import flag_name, given_flags, setting_flags
 from skillshelf.config.variables import KeyPath, leaves
@@ -223,18 +223,20 @@ def explain(name: str, view_name: str | None, libraries: tuple[Path, ...], as_js
             "reason": decision.reason(rules),
         }
     else:
-        with opened_library(settings) as library:
-            skill = library.get(name)
+        with opened_app(settings) as app:
+            skill = app.curator.get(name)
             if skill is None:
                 import difflib
 
-                close = difflib.get_close_matches(name, sorted(own), n=3, cutoff=0.6) or library.suggest(name)
+                close = difflib.get_close_matches(name, sorted(own), n=3, cutoff=0.6) or app.curator.suggest(name)
                 hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
                 raise click.ClickException(f"no tool or skill {name!r}.{hint} Tools: {', '.join(sorted(own))}")
             rules = view.skill_rules()
             decision = decide_skill(rules, facts_of(skill))
-        answer = {"kind": "skill", "name": name, "view": chosen, "shown": decision.kept}
-        answer["reason"] = decision.reason(rules)
+            # the view's rules show it, but require_verified or require_signed may still hold it back
+            held = app.served_reader(view).visibility.held_back(skill.id) if decision.kept else None
+        answer = {"kind": "skill", "name": name, "view": chosen, "shown": decision.kept and held is None}
+        answer["reason"] = held.message if held is not None else decision.reason(rules)
     if as_json:
         print_json(answer)
         return

@@ -115,11 +115,21 @@ def _install(
         cost = _cost(record, target, [c.listed for c in chosen])
         outcomes: list[Outcome] = list(refused)
         if not dry_run:
-            request = Request(target, view=view, link=link, force=force)
+            request = Request(target, view=view, link=_may_link(settings, link), force=force)
             outcomes = _domain(lambda: install_skills(record, reader, chosen, request)) + outcomes
     serve_tokens = _agent_view_tokens(settings) if cost.over else None
     _report(target, cost, serve_tokens, outcomes, dry_run=dry_run, as_json=as_json, planned=[c.name for c in chosen])
     _exit_if_left(outcomes)
+
+
+def _may_link(settings: Settings, link: bool) -> bool:
+    """`--link`, unless only approved bytes are served: a link shows the folder's later edits, approved or not."""
+    if link and settings.serves_only_approved():
+        click.echo(
+            "note: --link is not used with require_verified or require_signed: copies of the approved bytes", err=True
+        )
+        return False
+    return link
 
 
 def _exit_if_left(outcomes: list[Outcome]) -> None:

@@ -399,8 +399,9 @@ def sessions(as_json: bool, project: str, query: str, limit: int) -> None:
     from skillshelf.server.app import App
 
     settings = command_settings(watch=False)
-    with App(settings) as app, app.archive.opened() as archive:
-        result = artifacts.search_artifacts(archive, query, project=project, limit=limit)
+    with App(settings) as app:  # the App made the archive, so only its close closes it
+        app.archive.sync()
+        result = artifacts.search_artifacts(app.archive, query, project=project, limit=limit)
 
     def render(r: ArtifactSearchResult) -> None:
         if not r.hits:

@@ -61,7 +61,7 @@ class App:
         self._given_library, self._library_config = library, library_config
         self._given_archive, self._given_call_log = archive, call_log
         self._made: list[SkillLibrary | SessionArchive] = []
-        self._readers: dict[str, SkillReader] = {}
+        self._readers: dict[str | None, SkillReader] = {}
 
     def __enter__(self) -> Self:
         return self
@@ -119,23 +119,24 @@ class App:
         return LibraryReader(self.library)
 
     def reader(self, view: str | None = None) -> SkillReader:
-        """The curator's reader (None) or the library as the view `view` shows it (made once per view). The
-        CLI's readers: what require_verified and require_signed hold back is held back from what is served."""
-        if view is None:
-            return self.curator
+        """What the settings serve, as the view `view` shows it (None: every skill), made once per view: the
+        CLI's `export`, `eval` and `install` read through it, so they never take a skill a server refuses."""
         if view not in self._readers:
-            self._readers[view] = ViewReader(self.library, self.view(view).skill_rules())
+            self._readers[view] = self.served_reader(self.view(view) if view is not None else None)
         return self._readers[view]
 
-    def served_reader(self, view: ViewSettings) -> ViewReader:
-        """A new reader of what a served view shows, with what require_verified and require_signed hold back;
-        a server's config reload changes its rules, so each server has its own."""
-        return ViewReader(self.library, view.skill_rules(), self._approval_gate())
+    def served_reader(self, view: ViewSettings | None = None) -> ViewReader:
+        """A new reader of what the settings serve: the view's skills (None: every skill), less what
+        require_verified and require_signed hold back. Every surface that serves or hands out skills (a
+        server, the web view, `export`, `eval`, `install`) reads through one made here; only the curator's
+        reader (`curator`) sees every skill. A server's config reload changes its rules, so each has its own."""
+        rules = view.skill_rules() if view is not None else ()
+        return ViewReader(self.library, rules, self._approval_gate())
 
     def _approval_gate(self) -> ApprovalGate | None:
         """What require_verified and require_signed hold back (library/access/approved.py); None: neither is set."""
         settings = self.settings
-        if not (settings.require_verified or settings.require_signed):
+        if not settings.serves_only_approved():
             return None
         return ApprovalGate(self.library, verified=settings.require_verified, signed=settings.require_signed)
 
@@ -204,17 +205,18 @@ class App:
         )
 
     def web_app(self, access: WebAccess | None = None) -> Starlette:
-        """The web view on its own (`skillshelf web`): every skill (the curator's: nothing held back), /health,
-        the library's freshness."""
+        """The web view on its own (`skillshelf web`): every skill the settings serve (what require_verified and
+        require_signed hold back is not shown), /health, the library's freshness."""
         from skillshelf.server.web import web_app
 
-        return web_app(ViewReader(self.library), access)
+        return web_app(self.served_reader(), access)
 
     @cached_property
     def _parts(self) -> Parts:
-        from skillshelf.server.assembly import Parts
+        from skillshelf.server.assembly import Parts, ReadAtStart
 
-        return Parts(self.settings, self.library, self.archive, self.stores, self.call_log)
+        settings = self.settings
+        return Parts(settings, self.library, self.archive, self.stores, self.call_log, ReadAtStart(settings))
 
 
 def _nothing() -> None:

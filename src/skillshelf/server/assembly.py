@@ -39,7 +39,7 @@ from skillshelf.server.tools.artifacts import artifacts_tools
 from skillshelf.server.tools.execution import execution_tools
 from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
-from skillshelf.server.tools.patterns import patterns_tools
+from skillshelf.server.tools.skills import skills_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
@@ -61,7 +61,7 @@ def every_tool(
     (tests/test_second_contact.py checks the two agree)."""
     projects = settings.projects()
     return [
-        *patterns_tools(library, projects),
+        *skills_tools(library, projects),
         *execution_tools(library, settings.execution, view.execution if view else None),
         *artifacts_tools(sessions),
         *memory_tools(projects, notes),
@@ -78,6 +78,36 @@ class Parts:
     archive: SessionArchive
     stores: Stores
     call_log: CallLog | None
+    read_at_start: ReadAtStart
+
+
+# What a running server reads once: the stores (where notes, usage events and the call log go) and the
+# approval gate every view's reader holds. A reload cannot swap them under live sessions; it says so.
+READ_AT_START = ("database_url", "require_verified", "require_signed")
+
+
+class ReadAtStart:
+    """Says once per edit, for every view that reloads it, that a setting read at start changed and takes
+    a restart: the stores and the approval gate stay as they started (docs/views.md, Reload)."""
+
+    def __init__(self, started: Settings) -> None:
+        self.started = started
+        self._lock = threading.Lock()
+        self._said: tuple[tuple[str, object], ...] = ()
+
+    def check(self, fresh: Settings) -> None:
+        changed = tuple((name, getattr(fresh, name)) for name in READ_AT_START if _differs(self.started, fresh, name))
+        with self._lock:
+            if changed == self._said:
+                return
+            self._said = changed
+        if changed:
+            names = ", ".join(name for name, _ in changed)
+            logger.warning(
+                "config change to %s not applied: read at start only, so notes, usage events and the call log "
+                "stay where they were and the approval gate as it was; restart the server to apply it",
+                names,
+            )
 
 
 @dataclass(frozen=True)
@@ -107,7 +137,7 @@ def assemble(parts: Parts, serving: Serving) -> MCPServer[Any]:
     tools = every_tool(settings, reader, sessions, notes, chosen)
     selection = ToolSelection.of(view_name, chosen, tools, pipeline.call)
     live = LiveView(selection, skills.bus)
-    view = _View(view_name, chosen, reader, skills, pipeline, live, notes)
+    view = _View(view_name, chosen, reader, skills, pipeline, live, notes, parts.read_at_start)
     watcher = None
     if reload is not None and settings.config_path is not None:
         watcher = ConfigWatcher(settings.config_path, lambda: view.reload(reload, sessions))
@@ -143,6 +173,7 @@ class _View:
     pipeline: CallPipeline
     live: LiveView
     notes: NotesStore
+    read_at_start: ReadAtStart
     server: MCPServer[Any] | None = None
 
     def reload(self, read: Callable[[], Settings], sessions: SessionArchive) -> None:
@@ -159,6 +190,7 @@ class _View:
         except SkillshelfError as exc:
             logger.warning("config change ignored, still serving the last good config: %s", exc.message)
             return
+        self.read_at_start.check(fresh)
         if new_view.composites != self.settings.composites:
             logger.warning("composite tools changed in the config: they apply when the server restarts")
         skills_changed = self.reader.set_rules(new_view.skill_rules())
@@ -168,6 +200,10 @@ class _View:
         self.live.announce_from_thread()
         if skills_changed:
             self.skills.library_changed()  # resources/list_changed: skills appeared or vanished
+
+
+def _differs(before: Settings, after: Settings, name: str) -> bool:
+    return bool(getattr(before, name) != getattr(after, name))
 
 
 def _lifespan(

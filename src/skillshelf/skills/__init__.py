@@ -1,1 +1,1 @@
-"""The patterns module: search, load and list skills. Plain services; the MCP tools are server/tools/patterns.py."""
+"""The skill service: search, load and list skills. Plain services; the MCP tools are server/tools/skills.py."""

@@ -199,6 +199,10 @@ class Visibility:
             raise PatternNotFoundError(skill.id, [])
         return skill
 
+    def held_back(self, skill_id: str) -> Finding | None:
+        """Why the gate holds `skill_id` back (None: it does not; the rules are not asked)."""
+        return self._gate.hidden().get(skill_id) if self._gate is not None else None
+
     def held_findings(self) -> list[Finding]:
         """A finding per skill the gate holds back (and the rules show), saying why and how to serve it."""
         gate = self._gate.hidden() if self._gate is not None else {}

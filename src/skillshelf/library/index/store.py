@@ -31,7 +31,9 @@ from skillshelf.library.skill.models import Finding, Skill, SkillSource
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7  # 7: skills carry the scanner's findings (issue 31), so an older index is parsed anew
+# 7: skills carry the scanner's findings (issue 31); 8: the column `verified` is `meets_bar` (issue 32: one word
+# per idea). An index of another version is parsed anew.
+SCHEMA_VERSION = 8
 # bm25 weights in column order: name, description, tags, headings, body
 FIELD_WEIGHTS = (10.0, 5.0, 4.0, 2.0, 1.0)
 _WEIGHTS = ", ".join(str(w) for w in FIELD_WEIGHTS)  # as bm25() takes them
@@ -53,7 +55,7 @@ CREATE TABLE IF NOT EXISTS skills (
     summary TEXT NOT NULL,
     quality REAL NOT NULL,
     quality_source TEXT NOT NULL,
-    verified INTEGER NOT NULL, -- the score meets QUALITY_BAR (IndexedSkill.meets_bar: its name predates issue 32)
+    meets_bar INTEGER NOT NULL, -- the score meets QUALITY_BAR (IndexedSkill.meets_bar), not use's `verified`
     executable INTEGER NOT NULL,
     tokens INTEGER NOT NULL,
     payload TEXT NOT NULL
@@ -133,7 +135,7 @@ SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past w
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 # the columns of `skills` an IndexedSkill is built from, in its fields' order (`IndexedSkill.from_row`)
-ROW_COLUMNS = "id, name, category, layout, summary, quality, quality_source, verified, executable, tokens, payload"
+ROW_COLUMNS = "id, name, category, layout, summary, quality, quality_source, meets_bar, executable, tokens, payload"
 
 
 def name_key(text: str) -> str:
@@ -344,7 +346,7 @@ class SkillIndex(FtsIndex):
         )
         cursor = conn.execute(
             """INSERT INTO skills(id, source_key, name, name_key, category, layout, summary, quality,
-                   quality_source, verified, executable, tokens, payload)
+                   quality_source, meets_bar, executable, tokens, payload)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 skill.id,

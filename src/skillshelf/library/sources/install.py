@@ -54,6 +54,7 @@ from skillshelf.library.sources.lock import (
     LockedSkill,
     LockedSource,
     lock_path,
+    lock_text,
     read_lock,
     render_lock,
     spec_of,
@@ -423,7 +424,7 @@ class Shelf:
         for difference in approval.verify(self.root, lock):
             if not (difference.how == approval.MISSING and difference.what in restorable):
                 lines += difference.lines()
-        if render_lock(lock) != lock_path(self.root).read_text(encoding="utf-8"):
+        if render_lock(lock) != lock_text(lock_path(self.root).read_bytes()):
             lines.append(f"{LOCK_NAME}: not as skillshelf writes it (a sync would rewrite it)")
         if lines:
             shown = "\n".join(f"  {line}" for line in lines)

@@ -181,12 +181,26 @@ def read_lock(path: Path) -> Lock:
     """The lock at `path`; an empty lock when there is none. A lock that is not what skillshelf writes
     is an error naming the file and what is wrong in it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return parse_lock(lock_text(path.read_bytes(), str(path)), str(path))
     except FileNotFoundError:
         return Lock()
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise SourceError(f"cannot read {path}: {exc}") from exc
-    return parse_lock(text, str(path))
+
+
+def lock_bytes(data: bytes) -> bytes:
+    """A lock's bytes as read, signed and verified: CRLF line endings become LF, and nothing else changes.
+    A lock checked out with CRLF (git's autocrlf on Windows) is then the LF lock skillshelf wrote and a
+    reviewer signed; a lock that differs in anything else still differs (docs/curating.md)."""
+    return data.replace(b"\r\n", b"\n")
+
+
+def lock_text(data: bytes, where: str = LOCK_NAME) -> str:
+    """The text of a lock's bytes (`lock_bytes`), or a SourceError naming the file when it is not UTF-8."""
+    try:
+        return lock_bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"cannot read {where}: {exc}") from exc
 
 
 def parse_lock(text: str, where: str = LOCK_NAME) -> Lock:

@@ -24,7 +24,15 @@ from typing import IO
 
 from skillshelf.library import children
 from skillshelf.library.sources.errors import SourceError
-from skillshelf.library.sources.lock import LOCK_NAME, Lock, lock_path, parse_lock, write_atomically
+from skillshelf.library.sources.lock import (
+    LOCK_NAME,
+    Lock,
+    lock_bytes,
+    lock_path,
+    lock_text,
+    parse_lock,
+    write_atomically,
+)
 from skillshelf.library.sources.signers import allowed_signers
 
 NAMESPACE = "skillshelf-lock"
@@ -82,7 +90,8 @@ def verify_signed(root: Path, allowed: Path | None = None) -> Signed:
             message.seek(0)
             command = ["-Y", "verify", "-f", str(signers_file), "-I", principal, "-n", NAMESPACE, "-s", str(signature)]
             if _ssh_keygen(command, stdin=message).returncode == 0:
-                return Signed(parse_lock(data.decode("utf-8"), str(lock_path(root))), tuple(signers), signers_file)
+                where = str(lock_path(root))
+                return Signed(parse_lock(lock_text(data, where), where), tuple(signers), signers_file)
     raise SourceError(
         f"the signature {SIGNATURE_NAME} does not match {LOCK_NAME} in {root}: the lock changed after it was signed "
         "(or the signature is for something else). Review the lock's changes (`git diff`), then sign it again"
@@ -101,8 +110,10 @@ def _principals(signature: Path, signers_file: Path) -> list[str]:
 
 
 def _lock_bytes(root: Path) -> bytes:
+    """What a signature covers: the lock's bytes with CRLF as LF (lock.py `lock_bytes`), so a signed lock
+    still verifies after a checkout that changed its line endings, and only then."""
     try:
-        return lock_path(root).read_bytes()
+        return lock_bytes(lock_path(root).read_bytes())
     except FileNotFoundError:
         raise SourceError(f"no {LOCK_NAME} in {root}: nothing to sign or verify") from None
     except OSError as exc:

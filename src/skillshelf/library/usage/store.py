@@ -46,21 +46,54 @@ logger = logging.getLogger(__name__)
 
 USAGE_FILE = "usage.sqlite3"
 VERIFIED_PROJECTS = 3  # the seed's rule: used from three distinct projects
-SCHEMA_VERSION = 2  # 2: events.author
+SCHEMA_VERSION = 3  # 2: events.author; 3: events.skill_id, named pattern_id before (issue 32)
 BUSY_TIMEOUT_S = 15.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY,
-    pattern_id TEXT NOT NULL,
+    skill_id TEXT NOT NULL,
     project TEXT,
     note TEXT,
     source TEXT NOT NULL,
     at TEXT NOT NULL,
     author TEXT
 );
-CREATE INDEX IF NOT EXISTS events_pattern ON events(pattern_id, at);
+DROP INDEX IF EXISTS events_pattern;
+CREATE INDEX IF NOT EXISTS events_skill ON events(skill_id, at);
 """
+OLD_SKILL_COLUMN = "pattern_id"  # the skill's column before version 3
 T = TypeVar("T")
+
+
+def _rename_skill_column(conn: sqlite3.Connection) -> None:
+    """Files before version 3 name the skill `pattern_id` (issue 32: one word per idea): the column is renamed
+    in place, every event kept (its index follows the column). Run before the schema, which indexes skill_id."""
+    if OLD_SKILL_COLUMN not in _columns(conn):
+        return
+    try:
+        conn.execute(f"ALTER TABLE events RENAME COLUMN {OLD_SKILL_COLUMN} TO skill_id")
+    except sqlite3.OperationalError as exc:  # another process renamed it first
+        if "no such column" not in str(exc):
+            raise
+
+
+def read_as_current(conn: sqlite3.Connection) -> None:
+    """On a read-only connection to a file an older version wrote, `events` reads as the current table: a
+    temporary view (the file is not written) gives it `skill_id` and a version 1 file's events a NULL author.
+    The embedded store's reader and the PostgreSQL import read through it."""
+    columns = _columns(conn)
+    if not columns or {"skill_id", "author"} <= columns:
+        return
+    skill = "skill_id" if "skill_id" in columns else OLD_SKILL_COLUMN
+    author = "author" if "author" in columns else "NULL"
+    conn.execute(
+        f"CREATE TEMP VIEW events AS SELECT id, {skill} AS skill_id, project, note, source, at, {author} AS author "
+        "FROM main.events"
+    )
+
+
+def _columns(conn: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in conn.execute("PRAGMA main.table_info(events)")}
 
 
 def _add_author_column(conn: sqlite3.Connection) -> None:
@@ -191,6 +224,7 @@ class UsageStore:
             use_wal(conn, deadline=time.monotonic() + self.busy_timeout)
             conn.execute("PRAGMA synchronous=FULL")
             if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                _rename_skill_column(conn)
                 conn.executescript(_SCHEMA)
                 _add_author_column(conn)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -227,6 +261,7 @@ class UsageStore:
             conn = sqlite3.connect(self._uri(mode), uri=True, check_same_thread=False, timeout=self.busy_timeout)
             try:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                read_as_current(conn)
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 if mode == "mode=ro" and _unwritable(exc):
@@ -332,7 +367,7 @@ class UsageStore:
         def insert(conn: sqlite3.Connection) -> None:
             with immediate_transaction(conn):
                 conn.execute(
-                    "INSERT INTO events(pattern_id, project, note, source, at, author) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO events(skill_id, project, note, source, at, author) VALUES (?, ?, ?, ?, ?, ?)",
                     (skill_id, project, note, source, at, author),
                 )
 
@@ -341,14 +376,14 @@ class UsageStore:
         return at
 
     def usage(self, skill_id: str | None = None) -> list[SkillUsage]:
-        where, params = ("WHERE pattern_id = ?", [skill_id]) if skill_id else ("", [])
+        where, params = ("WHERE skill_id = ?", [skill_id]) if skill_id else ("", [])
 
         def read(conn: sqlite3.Connection) -> tuple[list[sqlite3.Row], list[sqlite3.Row]]:
             totals = conn.execute(
-                f"SELECT pattern_id, count(*), min(at), max(at) FROM events {where} GROUP BY pattern_id", params
+                f"SELECT skill_id, count(*), min(at), max(at) FROM events {where} GROUP BY skill_id", params
             ).fetchall()
             pairs = conn.execute(
-                f"""SELECT DISTINCT pattern_id, project FROM events {where}
+                f"""SELECT DISTINCT skill_id, project FROM events {where}
                     {"AND" if where else "WHERE"} project IS NOT NULL ORDER BY project""",
                 params,
             ).fetchall()
@@ -357,20 +392,20 @@ class UsageStore:
         nothing: tuple[list[sqlite3.Row], list[sqlite3.Row]] = ([], [])
         totals, pairs = self._run(read, nothing)
         projects: dict[str, list[str]] = {}
-        for pattern, project in pairs:
-            projects.setdefault(pattern, []).append(project)
+        for used, project in pairs:
+            projects.setdefault(used, []).append(project)
         return [SkillUsage(row[0], row[1], projects.get(row[0], []), row[2], row[3]) for row in totals]
 
     def daily_uses(self) -> list[tuple[str, str, int]]:
         """(UTC day 'YYYY-MM-DD', skill id, uses that day) for every recorded use, oldest day first."""
 
         def read(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
-            sql = "SELECT substr(at, 1, 10), pattern_id, count(*) FROM events GROUP BY 1, 2 ORDER BY 1, 2"
+            sql = "SELECT substr(at, 1, 10), skill_id, count(*) FROM events GROUP BY 1, 2 ORDER BY 1, 2"
             return conn.execute(sql).fetchall()
 
         none: list[tuple[str, str, int]] = []
         rows = self._run(read, none)
-        return [(str(day), str(pattern), int(count)) for day, pattern, count in rows]
+        return [(str(day), str(skill_id), int(count)) for day, skill_id, count in rows]
 
     def verified_by_use(self) -> frozenset[str]:
         """Skills used from at least three distinct projects, cached until anyone records an event.
@@ -383,8 +418,8 @@ class UsageStore:
             version = int(conn.execute("PRAGMA data_version").fetchone()[0])
             if self._verified is None or self._verified[0] != version:
                 rows = conn.execute(
-                    """SELECT pattern_id FROM events WHERE project IS NOT NULL
-                       GROUP BY pattern_id HAVING count(DISTINCT project) >= ?""",
+                    """SELECT skill_id FROM events WHERE project IS NOT NULL
+                       GROUP BY skill_id HAVING count(DISTINCT project) >= ?""",
                     (VERIFIED_PROJECTS,),
                 ).fetchall()
                 self._verified = (version, frozenset(row[0] for row in rows))

@@ -49,8 +49,17 @@ CREATE TABLE call_log (
 );
 """
 
+# One word per idea (issue 32): a usage event's skill is `skill_id`, as everywhere else in the code.
+_V2 = """
+ALTER TABLE usage_events RENAME COLUMN pattern_id TO skill_id;
+ALTER INDEX usage_events_pattern RENAME TO usage_events_skill;
+"""
+
 # (version, what it does, SQL). Only ever appended to: a released migration never changes.
-MIGRATIONS: tuple[tuple[int, str, str], ...] = ((1, "usage events, memory notes, call log", _V1),)
+MIGRATIONS: tuple[tuple[int, str, str], ...] = (
+    (1, "usage events, memory notes, call log", _V1),
+    (2, "usage_events.pattern_id renamed skill_id", _V2),
+)
 LATEST = MIGRATIONS[-1][0]
 
 

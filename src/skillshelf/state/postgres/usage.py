@@ -23,7 +23,7 @@ from skillshelf.caller import current_caller
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.db import describe_sqlite_error
 from skillshelf.library.skill.paths import display_path
-from skillshelf.library.usage.store import VERIFIED_PROJECTS, SkillUsage, UsageUnavailable, utc_now
+from skillshelf.library.usage.store import VERIFIED_PROJECTS, SkillUsage, UsageUnavailable, read_as_current, utc_now
 from skillshelf.state.postgres.database import StateUnavailable, database
 from skillshelf.state.postgres.url import redacted
 
@@ -66,7 +66,7 @@ class PostgresUsage:
 
         def insert(conn: Connection) -> None:
             conn.execute(
-                """INSERT INTO usage_events (pattern_id, project, note, source, at, author)
+                """INSERT INTO usage_events (skill_id, project, note, source, at, author)
                    VALUES (%s, %s, %s, %s, %s, %s)""",
                 (skill_id, project, note, source, at, author),
             )
@@ -75,15 +75,15 @@ class PostgresUsage:
         return at
 
     def usage(self, skill_id: str | None = None) -> list[SkillUsage]:
-        where, params = ("WHERE pattern_id = %s", [skill_id]) if skill_id else ("", [])
+        where, params = ("WHERE skill_id = %s", [skill_id]) if skill_id else ("", [])
 
         def read(conn: Connection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
             totals = conn.execute(
-                f"SELECT pattern_id, count(*), min(at), max(at) FROM usage_events {where} GROUP BY pattern_id",
+                f"SELECT skill_id, count(*), min(at), max(at) FROM usage_events {where} GROUP BY skill_id",
                 params,
             ).fetchall()
             pairs = conn.execute(
-                f"""SELECT DISTINCT pattern_id, project COLLATE "C" FROM usage_events {where}
+                f"""SELECT DISTINCT skill_id, project COLLATE "C" FROM usage_events {where}
                     {"AND" if where else "WHERE"} project IS NOT NULL ORDER BY 2""",
                 params,
             ).fetchall()
@@ -91,18 +91,18 @@ class PostgresUsage:
 
         totals, pairs = self._run("reading usage", read)
         projects: dict[str, list[str]] = {}
-        for pattern, project in pairs:
-            projects.setdefault(pattern, []).append(project)
+        for used, project in pairs:
+            projects.setdefault(used, []).append(project)
         return [SkillUsage(row[0], int(row[1]), projects.get(row[0], []), row[2], row[3]) for row in totals]
 
     def daily_uses(self) -> list[tuple[str, str, int]]:
         def read(conn: Connection) -> list[tuple[Any, ...]]:
-            sql = """SELECT substr(at, 1, 10) COLLATE "C", pattern_id COLLATE "C", count(*) FROM usage_events
+            sql = """SELECT substr(at, 1, 10) COLLATE "C", skill_id COLLATE "C", count(*) FROM usage_events
                      GROUP BY 1, 2 ORDER BY 1, 2"""
             return conn.execute(sql).fetchall()
 
         rows = self._run("reading usage", read)
-        return [(str(day), str(pattern), int(count)) for day, pattern, count in rows]
+        return [(str(day), str(skill_id), int(count)) for day, skill_id, count in rows]
 
     def verified_by_use(self) -> frozenset[str]:
         """Cached until anyone (any replica) records an event: the newest event's id says so."""
@@ -114,8 +114,8 @@ class PostgresUsage:
                 if self._verified is not None and self._verified[0] == newest:
                     return self._verified[1]
             rows = conn.execute(
-                """SELECT pattern_id FROM usage_events WHERE project IS NOT NULL AND id <= %s
-                   GROUP BY pattern_id HAVING count(DISTINCT project) >= %s""",
+                """SELECT skill_id FROM usage_events WHERE project IS NOT NULL AND id <= %s
+                   GROUP BY skill_id HAVING count(DISTINCT project) >= %s""",
                 (newest, VERIFIED_PROJECTS),
             ).fetchall()
             verified = frozenset(str(r[0]) for r in rows)
@@ -145,7 +145,7 @@ def import_events(url: str, embedded: Path) -> Imported:
     with database(url).connection(f"importing {len(rows)} usage events") as conn, conn.transaction():
         before = _imported_count(conn)
         conn.cursor().executemany(
-            """INSERT INTO usage_events (pattern_id, project, note, source, at, author, import_key)
+            """INSERT INTO usage_events (skill_id, project, note, source, at, author, import_key)
                VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (import_key) DO NOTHING""",
             keyed,
         )
@@ -154,19 +154,16 @@ def import_events(url: str, embedded: Path) -> Imported:
 
 
 def _embedded_events(path: Path) -> list[tuple[Any, ...]]:
-    """(id, pattern_id, project, note, source, at, author) of every event, read-only (the file is
-    left exactly as it is); a version 1 file has no author column."""
+    """(id, skill_id, project, note, source, at, author) of every event, read-only (the file is left exactly
+    as it is), whichever version of the embedded store wrote it."""
     if not path.is_file():
         raise SkillshelfError(
             ErrorCode.VALIDATION_ERROR, f"No usage history at {display_path(path)}: nothing to import."
         )
     conn = sqlite3.connect(f"file:{quote(os.fsencode(path))}?mode=ro", uri=True)
     try:
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
-        author = "author" if "author" in columns else "NULL"
-        return conn.execute(
-            f"SELECT id, pattern_id, project, note, source, at, {author} FROM events ORDER BY id"
-        ).fetchall()
+        read_as_current(conn)  # a file an older version wrote: its skill_id as skill_id, no author as NULL
+        return conn.execute("SELECT id, skill_id, project, note, source, at, author FROM events ORDER BY id").fetchall()
     except sqlite3.DatabaseError as exc:
         raise SkillshelfError(
             ErrorCode.FILESYSTEM_ERROR,

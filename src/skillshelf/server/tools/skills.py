@@ -1,4 +1,4 @@
-"""MCP tools of the patterns module: thin wrappers (validate, call the service, wrap)."""
+"""MCP tools of the skill service (skills/): thin wrappers (validate, call the service, wrap)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def one_query(query: str | None, keyword: str | None) -> str:
     return query or keyword or ""
 
 
-def patterns_tools(library: SkillReader, projects: ProjectRoots | None = None) -> list[Tool]:
+def skills_tools(library: SkillReader, projects: ProjectRoots | None = None) -> list[Tool]:
     """The patterns module's tools over a view's reader (one factory per tool)."""
     return [
         untitled(make_tool(_search_patterns(library), "searchPatterns", "Search skills")),
