@@ -2,13 +2,14 @@
 
     python bench/first_search.py --n 10000 [--rounds 5] [--work DIR] [--index-dir DIR]
 
-Each round is a new process on the same (warm) index: it opens the library, then searches for a generated query's
-answer by its name's words (words the library knows: the search starts the vocabulary's build in the background)
-and, at once, for that query with a typo in its longest word (which needs the vocabulary). It prints the wall-clock time of each search and of the
-two together, and the process's CPU time from the first search until every vocabulary build has ended (the library
-closed); the median over rounds is the figure. The index is built once in `--index-dir` (kept between runs,
-so a second run, or the parent's run on the same index, starts warm). For the parent, run the same script with the
-parent's `src/` first on PYTHONPATH (`git archive main src | tar -x -C /tmp/parent`). Nothing asserts on time.
+Each round is a new process on the same (warm) index: it opens the library, then searches for a generated
+query's answer by its name's words (words the library knows: the search starts the vocabulary's build in the
+background) and, at once, for that query with a typo in its longest word (which needs the vocabulary). It prints
+the wall-clock time of each search and of the two together, and the process's CPU time from the first search
+until every vocabulary build has ended (the library closed); the median over rounds is the figure. The index is
+built once in `--index-dir` (kept between runs, so a second run, or the parent's on the same index, starts warm).
+For the parent, run the same script with the parent's `src/` first on PYTHONPATH
+(`git archive main src | tar -x -C /tmp/parent`). Nothing asserts on time.
 """
 
 from __future__ import annotations
