@@ -100,6 +100,32 @@ def test_the_first_search_starts_the_vocabulary_in_the_background_for_a_later_ty
     assert builders == ["skillshelf-vocabulary"]  # built once, off the searching thread
 
 
+def test_a_search_needing_the_vocabulary_while_it_is_built_waits_for_that_one_instead_of_building_another(
+    library: SkillLibrary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builders: list[str] = []
+    release = threading.Event()
+    build = Vocabulary.from_texts.__func__  # type: ignore[attr-defined]
+
+    def held_back(cls: type[Vocabulary], texts: object) -> Vocabulary:
+        builders.append(threading.current_thread().name)
+        if threading.current_thread().name == "skillshelf-vocabulary":
+            release.wait(deadline(10))  # the background build is still under way when the typo comes
+        return build(cls, texts)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Vocabulary, "from_texts", classmethod(held_back))
+    assert ids(library, "kubernetes")[0] == "ops/kubernetes-deployment"  # starts the background build
+    wait_until(lambda: builders == ["skillshelf-vocabulary"], "the background build never started", poll_s=0.01)
+    found: list[list[str]] = []
+    typo = threading.Thread(target=lambda: found.append(ids(library, "deploymnet")), name="typo-search")
+    typo.start()
+    typo.join(timeout=0.5)  # a search building its own would be done by now (it is not held back)
+    release.set()
+    typo.join(timeout=deadline(10))
+    assert found and found[0][0] == "ops/kubernetes-deployment"  # corrected, with the background's vocabulary
+    assert builders == ["skillshelf-vocabulary"]  # built once
+
+
 def test_abbreviations_and_synonyms_find_the_skill(library: SkillLibrary) -> None:
     assert ids(library, "k8s")[0] == "ops/kubernetes-deployment"
     assert ids(library, "troubleshoot crashes")[0] == "ops/debug-crashes"

@@ -561,7 +561,12 @@ class SkillIndex(FtsIndex):
             return self._current_vocabulary()
 
     def _current_vocabulary(self) -> Vocabulary:
-        """`vocabulary` for a caller holding the guard (a search correcting a word)."""
+        """`vocabulary` for a caller holding the guard (a search correcting a word). With none yet, it waits
+        for the one the background thread is building rather than build a second beside it (both at once
+        took twice as long, the background one then thrown away); it builds one only if none is under way
+        or that one failed."""
+        if self._vocabulary is None:
+            self._join_helpers()  # the builder never takes the lock, so waiting for it here cannot deadlock
         if self._vocabulary is None:
             self._vocabulary_writes = self._writes
             self._vocabulary = _vocabulary_of(self._conn.execute(VOCABULARY_SQL))
@@ -573,7 +578,7 @@ class SkillIndex(FtsIndex):
         """Build the vocabulary on a background thread unless one is at it already (under the lock)."""
         if self._refreshing is None:
             self._refreshing = threading.Thread(
-                target=self._refresh_vocabulary, name="skillshelf-vocabulary", daemon=True
+                target=self._refresh_vocabulary, args=(self._writes,), name="skillshelf-vocabulary", daemon=True
             )
             self._refreshing.start()
 
@@ -582,15 +587,15 @@ class SkillIndex(FtsIndex):
         if refreshing is not None:
             refreshing.join(timeout=BUSY_TIMEOUT_S)
 
-    def _refresh_vocabulary(self) -> None:
-        """Read the texts on a connection of their own and build outside the lock; a write meanwhile
-        leaves the result stale, so the next search that needs it refreshes again."""
+    def _refresh_vocabulary(self, writes: int) -> None:
+        """Read the texts on a connection of their own and build without the lock (a search holding it may be
+        waiting for this one: `_current_vocabulary`); `writes` is the write count when it was asked for, so a
+        write meanwhile leaves the result stale and the next search that needs it refreshes again."""
         try:
-            with self._lock:
-                writes = self._writes
             vocabulary = _vocabulary_of(self._read_apart(VOCABULARY_SQL))
-            with self._lock:
-                self._vocabulary, self._vocabulary_writes = vocabulary, writes
+            # the count first: a search between the two sees the old vocabulary as current, never the new stale
+            self._vocabulary_writes = writes
+            self._vocabulary = vocabulary
         except (sqlite3.Error, IndexDamaged):  # closed, busy or damaged: keep the one we have; a later search retries
             logger.debug("could not refresh the spelling vocabulary", exc_info=True)
         finally:
