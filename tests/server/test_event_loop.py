@@ -26,7 +26,9 @@ from mcp import Client
 
 from bench.generate import generate
 from skillshelf.config.views import ViewSettings
+from skillshelf.library.db import file_identity
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.indexing import fts
 from skillshelf.server.app import build_server
 from skillshelf.server.assembly import YOUNG_GENERATION
 from skillshelf.server.http import KEEP_ALIVE_S, team_app
@@ -169,3 +171,32 @@ async def test_a_served_server_collects_garbage_only_when_the_heap_grows(sample_
     async with Client(build_server(settings, sample_library, view="full")) as client:
         await client.call_tool("searchPatterns", {"query": "retry"})
         assert gc.get_threshold() == (YOUNG_GENERATION, 10, 10)
+
+
+async def test_a_tool_call_stats_the_index_file_only_on_its_work_thread(
+    sample_library: SkillLibrary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a call must wait for a sync includes a stat of the index file (another process may have
+    replaced it); asked on the event loop, that stat held every other request for it (issue 36)."""
+    where: list[bool] = []  # per stat: on the event loop's thread
+
+    def watched(path: Path) -> tuple[int, int] | None:
+        where.append(_on_event_loop())
+        return file_identity(path)
+
+    monkeypatch.setattr(fts, "file_identity", watched)
+    server = build_server(Settings(roots=sample_library.config.roots), sample_library, view="full")
+    async with Client(server) as client:
+        where.clear()  # the calls' own, not the server's start's
+        calls = (("searchPatterns", {"query": "retry"}), ("loadSkill", {"skillId": "python/retry-backoff"}))
+        for tool, arguments in calls:
+            assert not (await client.call_tool(tool, arguments)).is_error
+    assert where and not any(where)
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
