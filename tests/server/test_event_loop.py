@@ -28,6 +28,7 @@ from bench.generate import generate
 from skillshelf.config.views import ViewSettings
 from skillshelf.library.db import file_identity
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.store import SkillIndex
 from skillshelf.library.indexing import fts
 from skillshelf.server.app import build_server
 from skillshelf.server.assembly import YOUNG_GENERATION
@@ -200,3 +201,25 @@ def _on_event_loop() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+async def test_a_served_server_builds_the_spelling_vocabulary_before_the_first_search(
+    sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built by the first searches instead, it held every request of a 10,000-skill server's first second 1-2 s
+    (issue 36): the server builds it once its first index is, before anyone asks."""
+    built: list[str] = []
+    real = SkillIndex.vocabulary
+
+    def watched(index: SkillIndex) -> Any:
+        built.append(threading.current_thread().name)
+        return real(index)
+
+    monkeypatch.setattr(SkillIndex, "vocabulary", watched)
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        async with Client(build_server(Settings(roots=[sample_root]), library, view="full")):
+            await wait_until_async(lambda: built, "the vocabulary built with no search made")
+    finally:
+        library.close()
+    assert built == ["skillshelf-freeze"]

@@ -221,8 +221,11 @@ def freeze_heap() -> None:
 
 
 def _freeze_when_indexed(library: SkillLibrary) -> None:
+    """Once the first index is built: its spelling vocabulary (else the first searches build it: at 10,000 skills
+    every request of the first second waited 1-2 s for it, issue 36), then the heap frozen, the vocabulary with it."""
     with suppress(Exception):  # a failed first sync is reported where it is met; the heap stays as it is
         library.ensure_fresh()
+        library.index.vocabulary()
         freeze_heap()
 
 
