@@ -8,7 +8,8 @@ client, the rate limit out of the way), run through this script so that a `gc.ca
 every collection (its generation, CPU and wall time); the run starts once /health says the server has settled
 (`load_http.settled`). Prints the p50/p99, the server's CPU per request, the collections during the run by
 generation (count, CPU ms, longest wall ms), and for the slowest 1 %: how many overlapped a collection of
-generation 1 or 2 (against the share of all requests that did) and in which second they started.
+generation 1 or 2 (against the share of all requests that did) and in which second they started; and the server's
+peak RSS.
 Nothing here asserts on time: it only measures.
 """
 
@@ -162,12 +163,23 @@ def main() -> None:
             cpu = load_http.tree_cpu_s(process.pid)
             spans = load_http.run_async(drive, base, tokens, args.seconds, queries)
             cpu = load_http.tree_cpu_s(process.pid) - cpu
+            peak = peak_rss_mb(process.pid)
             time.sleep(1.5)  # the log's next write
             collections: list[Collection] = [tuple(c) for c in json.loads(log.read_text(encoding="utf-8"))]
         finally:
             process.terminate()
             process.wait(timeout=30)
     report(spans, collections, cpu)
+    print(f"  the server's peak RSS: {peak:.1f} MB")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM in /proc; 0 where there is none)."""
+    status = Path(f"/proc/{pid}/status")
+    for line in status.read_text(encoding="utf-8").splitlines() if status.exists() else []:
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 if __name__ == "__main__":
