@@ -361,8 +361,21 @@ def affinities(pid: int, descendants: bool = True) -> list[str]:
     return [f"cores {cores}: {count} thread(s)" for cores, count in sorted(seen.items())]
 
 
-async def wait_healthy(base: str, process: subprocess.Popen[bytes], floor: bool = False) -> None:
-    async with httpx2.AsyncClient() as http:
+def settled(health: dict[str, Any]) -> bool:
+    """Healthy, with its start-up work done: the index's first sync and the library's digest (the first /health
+    starts it). Measured before they finish, skillshelf's window held them and the work floor's, which syncs
+    before it serves and has no digest, did not."""
+    index, library = health.get("index") or {}, health.get("library") or {}
+    return health.get("status") == "healthy" and bool(index.get("syncedAt")) and bool(library.get("digest"))
+
+
+async def wait_healthy(
+    base: str, process: subprocess.Popen[bytes], floor: bool = False, token: str | None = None
+) -> None:
+    """Until the server answers (the floors) or its /health says it has `settled`; `token`: one it accepts (an
+    unauthenticated /health leaves the index out)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers) as http:
         with anyio.fail_after(180):
             while True:
                 if process.poll() is not None:
@@ -371,7 +384,7 @@ async def wait_healthy(base: str, process: subprocess.Popen[bytes], floor: bool 
                     if floor:  # the bare SDK has no /health: any answer on /mcp means it is up
                         await http.get(f"{base}/mcp")
                         return
-                    if (await http.get(f"{base}/health")).json().get("status") == "healthy":
+                    if settled((await http.get(f"{base}/health")).json()):
                         return
                 except (httpx2.TransportError, ValueError):
                     pass
@@ -428,7 +441,7 @@ def one_run(
                 os.sched_setaffinity(process.pid, server_cpus)
             try:
                 base = f"http://127.0.0.1:{port}"
-                anyio.run(wait_healthy, base, process, floor or work_floor or ceiling)
+                anyio.run(wait_healthy, base, process, floor or work_floor or ceiling, tokens[0])
                 server_cpu = tree_cpu_s(process.pid)
                 run = run_async(drive, base, tokens, seconds, queries, workers > 1, client)
                 server_cpu = tree_cpu_s(process.pid) - server_cpu
@@ -503,7 +516,7 @@ def replicas_run(
                 with (scratch / f"replica-{number}.log").open("wb") as server_log:
                     processes.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=server_log))
             for process, port in zip(processes, ports, strict=True):
-                anyio.run(wait_healthy, f"http://127.0.0.1:{port}", process)
+                anyio.run(wait_healthy, f"http://127.0.0.1:{port}", process, False, tokens[0])
             proxy_port = free_port()
             (scratch / "haproxy.cfg").write_text(proxy_config([f"127.0.0.1:{p}" for p in ports]), encoding="utf-8")
             proxy_env = {
@@ -517,7 +530,7 @@ def replicas_run(
             processes.append(proxy)
             log(f"{replicas} replica(s) behind HAProxy, {clients} clients, {seconds:g} s on :{proxy_port}")
             base = f"http://127.0.0.1:{proxy_port}"
-            anyio.run(wait_healthy, base, proxy)
+            anyio.run(wait_healthy, base, proxy, False, tokens[0])
             run = run_async(drive, base, tokens, seconds, queries, False, client)
         finally:
             for process in processes:

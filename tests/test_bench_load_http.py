@@ -71,3 +71,15 @@ def test_the_raw_client_keeps_sessions_and_calls_tools_without_errors(server: li
         process.wait(timeout=deadline(30))
     assert run.requests > 0
     assert (run.errors, run.error_kinds) == (0, {})
+
+
+def test_a_run_starts_after_the_servers_start_up_work() -> None:
+    """/health says healthy before the index's first sync and the library's digest are done; measured from then
+    on, skillshelf's window held that work and the work floor's (which syncs before it serves) did not."""
+    from bench.load_http import settled
+
+    starting = {"status": "healthy", "index": {"syncedAt": None}, "library": {"digest": None, "state": "computing"}}
+    synced = {**starting, "index": {"syncedAt": "2026-11-29T10:48:47+00:00"}}
+    done = {**synced, "library": {"digest": "sha256:ec12", "skills": 1000}}
+    assert [settled(h) for h in (starting, synced, done)] == [False, False, True]
+    assert not settled({**done, "status": "degraded"})

@@ -235,19 +235,33 @@ def _lifespan(
     return lifespan
 
 
+# Tracked objects allocated beyond those freed before the collector's youngest generation runs (CPython's
+# default: 700). 50 requests in flight hold more than 700 between them, so at the default it ran about 50 times
+# a second under load, each run promoting the requests' live objects towards the older generations, whose
+# collections then stalled every request 5-100 ms (issue 36, docs/performance.md). Memory is freed by reference
+# counting either way: only cyclic garbage waits for the collector, and at most this many objects of it.
+YOUNG_GENERATION = 50_000
+
+
 def freeze_heap() -> None:
-    """Move every object alive now out of the garbage collector's sight (`gc.freeze`).
+    """Move every object alive now out of the garbage collector's sight (`gc.freeze`), and let the collector
+    run only when the heap really grows (YOUNG_GENERATION), not at every burst of requests in flight.
 
     A full collection walks every tracked object while holding the GIL: with a library indexed it stalled
     the event loop for tens of milliseconds, whichever thread triggered it (docs/performance.md). What is alive
     once the server is up and its index is built (modules, the SDK, caches) lives as long as the process.
     """
     gc.freeze()
+    young, older, oldest = gc.get_threshold()
+    gc.set_threshold(max(YOUNG_GENERATION, young), older, oldest)
 
 
 def _freeze_when_indexed(library: SkillLibrary) -> None:
+    """Once the first index is built: its spelling vocabulary (else the first searches build it: at 10,000 skills
+    every request of the first second waited 1-2 s for it, issue 36), then the heap frozen, the vocabulary with it."""
     with suppress(Exception):  # a failed first sync is reported where it is met; the heap stays as it is
         library.ensure_fresh()
+        library.index.vocabulary()
         freeze_heap()
 
 

@@ -24,6 +24,7 @@ inside a request can be charged to the same caller.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import logging
@@ -277,6 +278,7 @@ def _peer(scope: Scope) -> tuple[str, int]:
     return str(client[0]), int(client[1] or 0)
 
 
+@functools.lru_cache(maxsize=1024)  # asked of every request's peer (an ipaddress parse)
 def _address_key(host: str) -> str:
     """An IPv4 address as it is; an IPv6 address by its /64 (one host may hold a whole /64)."""
     try:

@@ -11,6 +11,7 @@ kept relative to the library root when it is beside it (a team's repository), el
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import re
@@ -95,6 +96,7 @@ def _loopback_remote(text: str, scheme: str) -> bool:
     return is_loopback_host(host) and (scheme == "mcp+http" or well_known(parts.path) is not None)
 
 
+@functools.lru_cache(maxsize=1024)  # the HTTP server asks it of every request's Host and peer (an ipaddress parse)
 def is_loopback_host(host: str) -> bool:
     """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without brackets."""
     bare = host.strip("[]").lower().rstrip(".")
