@@ -50,8 +50,8 @@ from typing import Any
 
 import yaml
 
-from skillshelf.library.index import parallel
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.indexing import parallel
 from skillshelf.library.skill.discovery import discover
 from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
