@@ -162,3 +162,17 @@ def test_parsing_a_skill_walks_its_folder_once(tmp_path: Path, monkeypatch: pyte
     assert skill is not None and skill.resources == ["scripts/install.sh"]
     assert any(f.path.endswith("deploy/scripts/install.sh") for f in findings), "the script was not scanned"
     assert walked == [doc.parent]
+
+
+def test_hidden_characters_and_blobs_are_found_at_their_own_lines_among_lookalikes() -> None:
+    """Only the lines holding a hidden character are judged one by one, and a blob is looked for only where a
+    line is long enough: what they report, line for line, is what judging every line reported."""
+    emoji = "family \U0001f468\u200d\U0001f469\u200d\U0001f467 here\n"  # joiners between emoji: fine
+    text = "plain\n" + emoji * 3 + "ok\u200b then\n" + emoji + "x \u202e y\nlast\n"
+    hidden = RULES_BY_ID["hidden-chars"]
+    assert list(hidden.hits("SKILL.md", text)) == [(5, ": zero-width U+200B"), (7, ": bidi control U+202E")]
+    assert list(hidden.hits("SKILL.md", "ascii only\n" * 3)) == []
+    run = "a" * 150  # a shorter run of the blob's characters just before it, on the same line
+    obfuscated = RULES_BY_ID["obfuscated"]
+    assert list(obfuscated.hits("x.py", f"short\n{run} '{BLOB}'\n")) == [(2, ": an encoded blob of 360 characters")]
+    assert list(obfuscated.hits("x.py", "short line\n" * 50)) == []
