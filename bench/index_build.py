@@ -51,9 +51,9 @@ from typing import Any
 import yaml
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.sync import parse_sources
 from skillshelf.library.indexing import parallel
 from skillshelf.library.skill.discovery import discover
-from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 
 try:  # imported as bench.index_build (repo root on sys.path)
@@ -167,11 +167,12 @@ def cpu_seconds() -> float:
 def parse_cpu(lib: Path, passes: int) -> float:
     """The least CPU seconds, over `passes`, of parsing every skill of `lib` in this process (no workers, no writes)."""
     sources = discover([lib]).sources
+    parallel.PARALLEL_THRESHOLD = sys.maxsize  # as a sync parses, but in this process
     best = math.inf
     for _ in range(passes):
         started = time.process_time()
-        for source in sources:
-            load_source(source, DEFAULT_MAX_FILE_BYTES)
+        for _parsed in parse_sources(sources, DEFAULT_MAX_FILE_BYTES):
+            pass
         best = min(best, time.process_time() - started)
     return best
 

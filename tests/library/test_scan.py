@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from skillshelf.library.index.sync import parse_sources
 from skillshelf.library.skill import layouts, scan
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.discovery import discover
 from skillshelf.library.skill.folder import FolderFile, walk_folder
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.library.skill.scan import scan_folder
 from skillshelf.library.skill.scan_rules import RULES, RULES_BY_ID
 from tests.conftest import agent_skill
@@ -176,3 +178,21 @@ def test_hidden_characters_and_blobs_are_found_at_their_own_lines_among_lookalik
     obfuscated = RULES_BY_ID["obfuscated"]
     assert list(obfuscated.hits("x.py", f"short\n{run} '{BLOB}'\n")) == [(2, ": an encoded blob of 360 characters")]
     assert list(obfuscated.hits("x.py", "short line\n" * 50)) == []
+
+
+def test_a_sync_works_out_each_roots_facts_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving the root and finding the home folder, once per skill, were 7 % of parsing a generated skill."""
+    root = tmp_path / "library"
+    for name in ("deploy", "rollback", "status"):
+        agent_skill(root, "ops", name, f"name: {name}\ndescription: The {name} steps.")
+    worked_out: list[Path] = []
+    real_of = layouts.RootFacts.of
+
+    def counted(root: Path) -> layouts.RootFacts:
+        worked_out.append(root)
+        return real_of(root)
+
+    monkeypatch.setattr(layouts.RootFacts, "of", counted)
+    parsed = list(parse_sources(discover([root]).sources, DEFAULT_MAX_FILE_BYTES))
+    assert [skill.name for _source, skill, _findings in parsed if skill] == ["deploy", "rollback", "status"]
+    assert worked_out == [root]
