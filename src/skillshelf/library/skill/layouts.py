@@ -67,7 +67,7 @@ ParsedSource = tuple[SkillSource, Skill | None, list[Finding]]
 class RootFacts:
     """What every skill of one root shares: the root with its links followed, and its name in findings (the
     home folder as '~'). Worked out once per root for a sync, not once per skill: resolving the root and
-    finding the home folder were 7 % of parsing a generated skill."""
+    finding the home folder were about 7 % of parsing a generated skill."""
 
     real: Path
     label: str

@@ -222,8 +222,8 @@ def _archives(path: str, text: str) -> Iterator[Hit]:
 
 MINIFIED_LINE = 1000  # characters; hand-written code stays far below
 BLOB_CHARS = 200  # a run of base64 or hex this long with high entropy is packed data or code
-# A run starts only where the one before it ended (the look-behind): without it the expression was tried again at
-# every character of every shorter run, so a script's identifiers cost their length squared.
+# A match starts only where a run of these characters starts (the look-behind): without it a run too short to
+# match was tried again from each of its characters, so every identifier in a script cost its length squared.
 _BLOB = re.compile(rf"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{{{BLOB_CHARS},}}")
 # Bits per character: base64 of packed bytes has ~6, hex ~4; a protein or DNA sequence (one case of
 # letters) stays under 4.4, so only a blob that mixes cases and digits, or is all hex, counts.
