@@ -5,6 +5,7 @@
     python bench/index_build.py --n 10000 --once             # one skillshelf build, its seconds (for an A/B)
     python bench/index_build.py --n 1000 --baseline parent=/tmp/parent/src   # and another tree's build, same rounds
     python bench/index_build.py --n 1000 --parse 3           # parse CPU alone, in one process, min of 3 passes
+    python bench/index_build.py --parse 3 --library DIR [--library DIR2]   # the same over real roots
 
 For each size: generate (or reuse) the synthetic library (bench/generate.py), then, every round, in an order
 that alternates round by round:
@@ -50,10 +51,10 @@ from typing import Any
 
 import yaml
 
-from skillshelf.library.index import parallel
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.index.sync import parse_sources
+from skillshelf.library.indexing import parallel
 from skillshelf.library.skill.discovery import discover
-from skillshelf.library.skill.layouts import load_source
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 
 try:  # imported as bench.index_build (repo root on sys.path)
@@ -164,14 +165,15 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def parse_cpu(lib: Path, passes: int) -> float:
-    """The least CPU seconds, over `passes`, of parsing every skill of `lib` in this process (no workers, no writes)."""
-    sources = discover([lib]).sources
+def parse_cpu(libs: list[Path], passes: int) -> float:
+    """The least CPU seconds, over `passes`, of parsing every skill of `libs` here (no workers, no writes)."""
+    sources = discover(libs).sources
+    parallel.PARALLEL_THRESHOLD = sys.maxsize  # as a sync parses, but in this process
     best = math.inf
     for _ in range(passes):
         started = time.process_time()
-        for source in sources:
-            load_source(source, DEFAULT_MAX_FILE_BYTES)
+        for _parsed in parse_sources(sources, DEFAULT_MAX_FILE_BYTES):
+            pass
         best = min(best, time.process_time() - started)
     return best
 
@@ -203,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--once", action="store_true", help="one skillshelf build only, its seconds printed (A/B)")
     parser.add_argument("--parse", type=int, metavar="PASSES", help="parse CPU only, in this process: min of PASSES")
     parser.add_argument(
+        "--library", type=Path, action="append", help="with --parse: these roots (repeatable), not a generated one"
+    )
+    parser.add_argument(
         "--baseline",
         action="append",
         default=[],
@@ -211,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes = args.n or [1000, 10000]
+    if args.parse and args.library:
+        print(f"parse_cpu={parse_cpu(args.library, args.parse):.3f}")
+        return 0
     results = []
     for n in sizes:
         lib = args.work / f"lib-{n}"
@@ -219,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             profile(lib, args.top)
             continue
         if args.parse:
-            print(f"parse_cpu={parse_cpu(lib, args.parse):.3f}")
+            print(f"parse_cpu={parse_cpu([lib], args.parse):.3f}")
             continue
         if args.once:
             seconds, cpu = skillshelf_build(lib)

@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from skillshelf.library.index.sync import parse_sources
 from skillshelf.library.skill import layouts, scan
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.discovery import discover
 from skillshelf.library.skill.folder import FolderFile, walk_folder
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
 from skillshelf.library.skill.scan import scan_folder
 from skillshelf.library.skill.scan_rules import RULES, RULES_BY_ID
 from tests.conftest import agent_skill
@@ -162,3 +164,35 @@ def test_parsing_a_skill_walks_its_folder_once(tmp_path: Path, monkeypatch: pyte
     assert skill is not None and skill.resources == ["scripts/install.sh"]
     assert any(f.path.endswith("deploy/scripts/install.sh") for f in findings), "the script was not scanned"
     assert walked == [doc.parent]
+
+
+def test_hidden_characters_and_blobs_are_found_at_their_own_lines_among_lookalikes() -> None:
+    """Only the lines holding a hidden character are judged one by one, and a blob is looked for only where a
+    line is long enough: what they report, line for line, is what judging every line reported."""
+    emoji = "family \U0001f468\u200d\U0001f469\u200d\U0001f467 here\n"  # joiners between emoji: fine
+    text = "plain\n" + emoji * 3 + "ok\u200b then\n" + emoji + "x \u202e y\nlast\n"
+    hidden = RULES_BY_ID["hidden-chars"]
+    assert list(hidden.hits("SKILL.md", text)) == [(5, ": zero-width U+200B"), (7, ": bidi control U+202E")]
+    assert list(hidden.hits("SKILL.md", "ascii only\n" * 3)) == []
+    run = "a" * 150  # a shorter run of the blob's characters just before it, on the same line
+    obfuscated = RULES_BY_ID["obfuscated"]
+    assert list(obfuscated.hits("x.py", f"short\n{run} '{BLOB}'\n")) == [(2, ": an encoded blob of 360 characters")]
+    assert list(obfuscated.hits("x.py", "short line\n" * 50)) == []
+
+
+def test_a_sync_works_out_each_roots_facts_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving the root and finding the home folder, once per skill, were 7 % of parsing a generated skill."""
+    root = tmp_path / "library"
+    for name in ("deploy", "rollback", "status"):
+        agent_skill(root, "ops", name, f"name: {name}\ndescription: The {name} steps.")
+    worked_out: list[Path] = []
+    real_of = layouts.RootFacts.of
+
+    def counted(root: Path) -> layouts.RootFacts:
+        worked_out.append(root)
+        return real_of(root)
+
+    monkeypatch.setattr(layouts.RootFacts, "of", counted)
+    parsed = list(parse_sources(discover([root]).sources, DEFAULT_MAX_FILE_BYTES))
+    assert [skill.name for _source, skill, _findings in parsed if skill] == ["deploy", "rollback", "status"]
+    assert worked_out == [root]

@@ -11,7 +11,7 @@ import pytest
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
-from skillshelf.library.index.store import SearchFilters
+from skillshelf.library.index.store import SearchFilters, camel_parts, camel_words
 from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.skills.service import load_skill, search_patterns
 from tests.conftest import deadline, synced_library, three_file, wait_until
@@ -227,3 +227,10 @@ def test_concurrent_identical_loads_run_once(tmp_path: Path, monkeypatch: pytest
     first.join(deadline())
     second.join(deadline())
     assert results == ["text", "text"] and calls == [1]
+
+
+def test_a_camel_case_word_is_a_whole_word_of_its_shape() -> None:
+    """The words found around each lower-then-upper pair are the ones the shape's own boundaries gave."""
+    text = "useState and getHTTPResponse, éfooBar fooBar_x x9Y loadSkill.loadSkill ÑuseX a1B2c3 aB"
+    assert list(camel_words(text)) == ["useState", "getHTTPResponse", "x9Y", "loadSkill", "loadSkill", "a1B2c3"]
+    assert camel_parts("useState", "a useState hook", "no camel here") == "use state"

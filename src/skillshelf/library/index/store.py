@@ -13,7 +13,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -70,7 +70,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS skills_fts USING fts5(
 );
 """
 _WORD = re.compile(r"\w+", re.UNICODE)
-_CAMEL_WORD = re.compile(r"\b[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*\b")
+# A camelCase word is a whole word (a run of \w: the boundaries say so) of this shape. Looking for the pair every
+# such word holds, then reading the word around it, is several times cheaper than trying the shape at every word.
+_CAMEL_WORD = re.compile(r"[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*")
+_CAMEL_PAIR = re.compile(r"[a-z0-9][A-Z]")
+_WORD_CHARS = re.compile(r"\w*")
 VOCABULARY_SQL = "SELECT name, description, tags, headings FROM skills_fts"
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
 COVERAGE_WEIGHT = 1.5  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
@@ -176,8 +180,29 @@ def coverage_factor(coverage: float) -> float:
 def camel_parts(*texts: str) -> str:
     """The parts of every camelCase word in the texts ('useTransition' -> 'use transition'), one per line,
     so a query for the separate words finds them (the tokenizer keeps a camelCase word whole)."""
-    found = dict.fromkeys(m.group(0) for text in texts for m in _CAMEL_WORD.finditer(text))
+    found = dict.fromkeys(word for text in texts for word in camel_words(text))
     return "\n".join(" ".join(parts) for word in found if (parts := split_word(word)))
+
+
+def camel_words(text: str) -> Iterator[str]:
+    """Every camelCase word of `text`, in order: each whole word around a lower-then-upper pair, if its shape is."""
+    backwards: str | None = None
+    after = 0  # where the last word looked at ended: a later pair inside it is the same word
+    for pair in _CAMEL_PAIR.finditer(text):
+        at = pair.start()
+        if at < after:
+            continue
+        backwards = text[::-1] if backwards is None else backwards
+        start = at + 1 - _word_chars(backwards, len(text) - 1 - at)
+        after = at + _word_chars(text, at)
+        if _CAMEL_WORD.fullmatch(text, start, after):
+            yield text[start:after]
+
+
+def _word_chars(text: str, at: int) -> int:
+    """How many word characters (\\w) run from `at` on."""
+    match = _WORD_CHARS.match(text, at)
+    return match.end() - at if match else 0
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from skillshelf.library.indexing.parallel import batches, parse_all
 from skillshelf.library.indexing.watcher import DirectoryWatcher
 from skillshelf.library.semantic.vectors import SemanticIndex
 from skillshelf.library.skill.discovery import Discovery, discover, printable
-from skillshelf.library.skill.layouts import ParsedSource, parse_source
+from skillshelf.library.skill.layouts import ParsedSource, RootFacts, parse_source
 from skillshelf.library.skill.models import Finding, SkillSource
 from skillshelf.library.skill.paths import display_path
 
@@ -36,7 +36,8 @@ LOGGED_CODES = frozenset({"name-collision", "name-not-utf8", "root-missing", "sy
 
 
 def parse_sources(sources: list[SkillSource], max_bytes: int) -> Iterator[ParsedSource]:
-    return parse_all(parse_source, sources, max_bytes)
+    roots = {root: RootFacts.of(root) for root in {source.root for source in sources}}  # once per root, not skill
+    return parse_all(parse_source, [(source, roots[source.root]) for source in sources], max_bytes)
 
 
 class LibrarySync(IndexSync[SyncReport, SkillIndex]):

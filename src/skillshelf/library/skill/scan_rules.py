@@ -135,10 +135,18 @@ _ANY_HIDDEN = re.compile("[" + "".join(sorted(_ZERO_WIDTH | _BIDI)) + "\U000e000
 
 
 def _hidden_characters(path: str, text: str) -> Iterator[Hit]:
-    if not _ANY_HIDDEN.search(text):  # the common case, found in C
+    if text.isascii():  # every character looked for is outside ASCII; this is known without reading the text
         return
-    for number, line in enumerate(text.split("\n"), 1):
-        found = _hidden_in(line)
+    # Only the lines holding one are looked at character by character: an emoji's joiner in a long
+    # document made every line of it go through the loop in Python.
+    line_end, number, counted = -1, 1, 0
+    for match in _ANY_HIDDEN.finditer(text):
+        if match.start() < line_end:
+            continue  # this line was judged already
+        start = text.rfind("\n", 0, match.start()) + 1
+        line_end = _line_end(text, match.start())
+        number, counted = number + text.count("\n", counted, start), start
+        found = _hidden_in(text[start:line_end])
         if found:
             yield number, f": {found}"
 
@@ -214,7 +222,9 @@ def _archives(path: str, text: str) -> Iterator[Hit]:
 
 MINIFIED_LINE = 1000  # characters; hand-written code stays far below
 BLOB_CHARS = 200  # a run of base64 or hex this long with high entropy is packed data or code
-_BLOB = re.compile(rf"[A-Za-z0-9+/=_-]{{{BLOB_CHARS},}}")
+# A match starts only where a run of these characters starts (the look-behind): without it a run too short to
+# match was tried again from each of its characters, so every identifier in a script cost its length squared.
+_BLOB = re.compile(rf"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{{{BLOB_CHARS},}}")
 # Bits per character: base64 of packed bytes has ~6, hex ~4; a protein or DNA sequence (one case of
 # letters) stays under 4.4, so only a blob that mixes cases and digits, or is all hex, counts.
 BLOB_ENTROPY = 4.5
@@ -226,6 +236,8 @@ _LONG_LINE = re.compile(rf"^[^\n]{{{MINIFIED_LINE + 1},}}", re.MULTILINE)
 
 def _obfuscation(path: str, text: str) -> Iterator[Hit]:
     """The first very long line or high-entropy blob (one is enough to say so)."""
+    if max(map(len, text.split("\n"))) < BLOB_CHARS:
+        return  # neither fits on a line this short: both expressions would try every character for nothing
     long_line = _LONG_LINE.search(text)
     blob = next((m for m in _BLOB.finditer(text) if _packed(m.group(0))), None)
     if long_line is not None and (blob is None or long_line.start() <= blob.start()):
