@@ -381,7 +381,9 @@ class SemanticIndex:
                 self._queries.move_to_end(query)
                 return cached
             pending = self._pending.get(query)
-        if pending is not None and not pending.cancelled():
+        # a worker that has not begun (every core busy, or the GIL held by the word search) is not waited for:
+        # the vector is computed here instead, saving the hand-off to the worker and back (issue 36)
+        if pending is not None and not pending.cancel():
             return pending.result()  # an encoder error raises here, as it would computed in this thread
         vector = self._encode(query)
         with self._query_lock:
