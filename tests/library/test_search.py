@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -131,27 +131,6 @@ def test_hits_carry_a_relative_score_and_a_weak_tail_is_cut(library: SkillLibrar
     assert all(s >= 0.2 for s in scores)
     assert "misc/note-1" not in [h.id for h in result.hits]
     assert all(h.score == 0.0 for h in search_patterns(LibraryReader(library), "").hits)
-
-
-def test_the_ranking_alone_gives_the_search_hits_without_their_rows(library: SkillLibrary) -> None:
-    """What the fusion with meaning ranks (`SkillIndex.ranking`) is the word search's hits, the same ones in the
-    same order with the same scores, coverage and body share; `ranking_rows` reads the same fields by id."""
-    fields = ("id", "name", "category", "quality", "executable", "score", "body_share", "coverage")
-
-    def seen(hits: Sequence[object]) -> list[list[object]]:
-        return [[getattr(h, f) for f in fields] for h in hits]
-
-    filtered = [SearchFilters(), SearchFilters(category="web"), SearchFilters(visible=lambda i: i != "web/token-cache")]
-    for query in ("token cache refresh session", "token", "kubernets", "Token Refresh", "web/token-cache", ""):
-        for filters in filtered:
-            for limit in (1, 3, 50):
-                hits = library.index.search(query, filters, limit)
-                assert seen(library.index.ranking(query, filters, limit)) == seen(hits)
-    every = [s.id for s in library.index.overview()]
-    by_id = {s.id: s for s in library.index.get_many([*every, "gone/skill"])}
-    rows = library.index.ranking_rows([*every, "gone/skill"])
-    assert sorted(s.id for s in rows) == sorted(every)
-    assert seen(rows) == seen([by_id[s.id] for s in rows])
 
 
 def test_edit_distance_and_vocabulary_corrections() -> None:

@@ -312,21 +312,6 @@ def test_an_exact_name_stays_first_and_scores_stay_relative(root: Path, model: P
     library.close()
 
 
-def test_a_search_by_meaning_reads_full_rows_for_its_page_alone(root: Path, model: Path, tmp_path: Path) -> None:
-    """The fusion ranks the word search's pool and the skills meaning finds by what ranking needs of them; the
-    full rows (the stored details) are read for the hits it returns, not for the 50 it ranks (issue 36)."""
-    library = open_library(root, tmp_path / "index", model)
-    asked: list[str] = []
-    library.index._conn.set_trace_callback(asked.append)
-    hits = library.search("flaky calls retry kubernetes", SearchFilters(), 1)
-    library.index._conn.set_trace_callback(None)
-    full = [sql for sql in asked if "payload" in sql]
-    assert len(hits) == 1 and hits[0].payload_json.startswith("{")
-    every = [skill_id for skill_id, _ in library.index.ids_and_names()]
-    assert len(full) == 1 and [i for i in every if i in full[0]] == [hits[0].id], full  # the page's skill alone
-    library.close()
-
-
 def skill_row(skill_id: str, quality: float = 5.0, score: float = 0.0) -> IndexedSkill:
     category, name = skill_id.split("/")
     return IndexedSkill(skill_id, name, category, "agent-skill", "", quality, "heuristic", False, False, 1, "{}", score)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from skillshelf.library.index.store import Hit, IndexedSkill, RankedSkill, SearchFilters, SkillIndex, name_key
+from skillshelf.library.index.store import IndexedSkill, SearchFilters, SkillIndex, name_key
 from skillshelf.library.indexing.terms import query_terms
 from skillshelf.library.semantic.vectors import Closeness, SemanticIndex
 
@@ -53,30 +53,18 @@ class Ranking:
         if semantic is None or not semantic.ready or not query_terms(query):
             return self.index.search(query, filters, limit)
         semantic.start_query(query)  # the query's vector is computed while words rank
-        # the word ranking's pool and the skills meaning finds without their full rows: those are read for the
-        # page alone (building 50 full hits to show 5 was most of what fusion cost beyond the encode; issue 36)
-        by_words = self.index.ranking(query, filters, max(FUSION_POOL, limit))
+        by_words = self.index.search(query, filters, max(FUSION_POOL, limit))
         rows = {skill.id: skill for skill in by_words}
 
         def admits(ids: list[str]) -> set[str]:
-            rows.update({s.id: s for s in self.index.ranking_rows([i for i in ids if i not in rows])})
+            rows.update({s.id: s for s in self.index.get_many([i for i in ids if i not in rows])})
             return {i for i in ids if i in rows and filters.admits(rows[i])}
 
         closeness = semantic.nearest(query, admits, max(FUSION_POOL, limit), MIN_SIMILARITY, also=list(rows))
-        return self._full(fused(query, by_words, closeness, rows, limit))
-
-    def _full(self, page: list[RankedSkill]) -> list[IndexedSkill]:
-        """The page's full rows, with the ranking's score, body share and coverage (a skill removed since it was
-        ranked is left out)."""
-        found = {s.id: s for s in self.index.get_many([hit.id for hit in page])}
-        return [
-            replace(found[hit.id], score=hit.score, body_share=hit.body_share, coverage=hit.coverage)
-            for hit in page
-            if hit.id in found
-        ]
+        return fused(query, by_words, closeness, rows, limit)
 
 
-def _keep_confident_word_hit(by_words: list[Hit], order: list[str], closest: float) -> list[str]:
+def _keep_confident_word_hit(by_words: list[IndexedSkill], order: list[str], closest: float) -> list[str]:
     """The word ranking's top hit, when words are sure of it (it leads the runner-up by `CONFIDENT_LEAD`) and
     meaning is not (even the closest skill is under `UNSURE_MEANING`), takes the place of the lowest skill in
     the top `KEPT_RANK` that shares no word with the query, instead of being pushed below it (issue 25, H19)."""
@@ -94,7 +82,9 @@ def _keep_confident_word_hit(by_words: list[Hit], order: list[str], closest: flo
     return [*rest[: unshared[-1]], top, *rest[unshared[-1] :]]
 
 
-def fused(query: str, by_words: list[Hit], closeness: Closeness, rows: dict[str, Hit], limit: int) -> list[Hit]:
+def fused(
+    query: str, by_words: list[IndexedSkill], closeness: Closeness, rows: dict[str, IndexedSkill], limit: int
+) -> list[IndexedSkill]:
     """One ranking from two: a convex combination of each candidate's two scores, each scaled to 0-1
     (Bruch et al. 2023 found it beats reciprocal rank fusion; on our labelled queries it did too, see
     docs/search.md). The word score is already relative to the best word hit; the meaning score is the

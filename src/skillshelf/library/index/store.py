@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -134,7 +134,6 @@ LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 # the columns of `skills` an IndexedSkill is built from, in its fields' order (`IndexedSkill.from_row`)
 ROW_COLUMNS = "id, name, category, layout, summary, quality, quality_source, verified, executable, tokens, payload"
-RANKING_COLUMNS = "id, name, category, quality, executable"  # what ranking needs of a row (`RankedSkill`)
 
 
 def name_key(text: str) -> str:
@@ -181,9 +180,6 @@ def camel_parts(*texts: str) -> str:
 
 @dataclass(frozen=True)
 class IndexedSkill:
-    COLUMNS: ClassVar[str] = ROW_COLUMNS  # what `from_row` reads, and where its quality is (`SkillIndex._fetch`)
-    QUALITY_AT: ClassVar[int] = 5
-
     id: str
     name: str
     category: str
@@ -230,66 +226,6 @@ class IndexedSkill:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class RankedSkill:
-    """What ranking needs of a hit, without the rest of its row (`SkillIndex.ranking`): the fusion ranks the word
-    search's 50 best and shows 5, so it reads the full rows of those 5 alone. The fields mean what they mean in
-    `IndexedSkill`."""
-
-    COLUMNS: ClassVar[str] = RANKING_COLUMNS
-    QUALITY_AT: ClassVar[int] = 3
-
-    id: str
-    name: str
-    category: str
-    quality: float
-    executable: bool
-    score: float = 0.0
-    body_share: float = 0.0
-    coverage: float = 0.0
-
-    @classmethod
-    def from_row(
-        cls, row: Sequence[Any], score: float = 0.0, body_share: float = 0.0, coverage: float = 0.0
-    ) -> RankedSkill:
-        """A skill from a row of `RANKING_COLUMNS`, as `IndexedSkill.from_row`."""
-        skill_id, name, category, quality, executable = row
-        return cls(skill_id, name, category, quality, bool(executable), score, body_share, coverage)
-
-
-class Ranked(Protocol):
-    """A hit as ranking reads it: an `IndexedSkill`, or a `RankedSkill` where the rest of the row is not needed."""
-
-    COLUMNS: ClassVar[str]  # the columns of `skills` that `from_row` reads
-    QUALITY_AT: ClassVar[int]  # where among them the quality is
-    __dataclass_fields__: ClassVar[dict[str, Any]]  # a dataclass: `dataclasses.replace` gives it its fused score
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def category(self) -> str: ...
-    @property
-    def quality(self) -> float: ...
-    @property
-    def executable(self) -> bool: ...
-    @property
-    def score(self) -> float: ...
-    @property
-    def body_share(self) -> float: ...
-    @property
-    def coverage(self) -> float: ...
-
-    @classmethod
-    def from_row(
-        cls, row: Sequence[Any], score: float = ..., body_share: float = ..., coverage: float = ...
-    ) -> Self: ...
-
-
-Hit = TypeVar("Hit", bound=Ranked)
-
-
 @dataclass(frozen=True)
 class SearchFilters:
     category: str | None = None
@@ -299,7 +235,7 @@ class SearchFilters:
     # neither take a place in the page nor set the relative score of the visible hits.
     visible: Callable[[str], bool] | None = None
 
-    def admits(self, skill: Ranked) -> bool:
+    def admits(self, skill: IndexedSkill) -> bool:
         """The filters of `_filter_sql`, for a skill already in hand (semantic hits are found apart)."""
         return (
             (self.category is None or skill.category == self.category)
@@ -450,15 +386,6 @@ class SkillIndex(FtsIndex):
         BM25 candidates and every skill holding all concepts are re-ranked; hits scoring under
         `RELATIVE_CUT` of the best are dropped. Full rows are fetched for the winners alone.
         """
-        return self._search(query, filters, limit, IndexedSkill)
-
-    @recovering
-    def ranking(self, query: str, filters: SearchFilters, limit: int) -> list[RankedSkill]:
-        """`search`'s hits (the same ones, in the same order, with the same scores) without their full rows:
-        what the fusion with meaning ranks (it takes 50 and shows 5; issue 36)."""
-        return self._search(query, filters, limit, RankedSkill)
-
-    def _search(self, query: str, filters: SearchFilters, limit: int, hit: type[Hit]) -> list[Hit]:
         conditions, params = _filter_sql(filters)
         with self._guard():
             self._current_caches()
@@ -468,7 +395,7 @@ class SkillIndex(FtsIndex):
             if not query_terms(query):
                 sql = f"SELECT s.rowid FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
                 ranked = {row[0]: 0.0 for row in self._conn.execute(sql, [*params, limit])}
-                return self._fetch(ranked, set(), limit, hit=hit)
+                return self._fetch(ranked, set(), limit)
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
             body_share: dict[int, float] = {}
@@ -477,7 +404,7 @@ class SkillIndex(FtsIndex):
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             if self._vocabulary is None:
                 self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
-            return self._fetch(ranked, exact, limit, body_share, coverage, hit=hit)
+            return self._fetch(ranked, exact, limit, body_share, coverage)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
         """The concepts worth matching: abbreviations the library spells out and spelling corrections of
@@ -674,11 +601,9 @@ class SkillIndex(FtsIndex):
         limit: int,
         body_share: dict[int, float] | None = None,
         coverage: dict[int, float] | None = None,
-        *,
-        hit: type[Hit],
-    ) -> list[Hit]:
+    ) -> list[IndexedSkill]:
         """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
-        (under `RELATIVE_CUT` of the best), and load the winners' rows (`hit.COLUMNS`)."""
+        (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
         if not ranked:
             return []
         best = max(ranked.values()) or 1.0
@@ -694,24 +619,24 @@ class SkillIndex(FtsIndex):
         # (reading every candidate's keys was a tenth of a search's time at 10,000 skills).
         last = coarse[eligible[limit - 1]] if len(eligible) >= limit else None
         contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse[r] == last]
-        rows = self._rows(contenders, hit.COLUMNS)
+        rows = self._rows(contenders)
         if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
             contenders = eligible
-            rows = self._rows(contenders, hit.COLUMNS)
-        # then quality, best first, and id (the row's first column)
-        at = hit.QUALITY_AT
-        winners = sorted((r for r in contenders if r in rows), key=lambda r: (*coarse[r], -rows[r][at], rows[r][0]))
+            rows = self._rows(contenders)
+        # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
+        winners = sorted((r for r in contenders if r in rows), key=lambda r: (*coarse[r], -rows[r][5], rows[r][0]))
         shares, held = body_share or {}, coverage or {}
         return [
-            hit.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0)) for r in winners[:limit]
+            IndexedSkill.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0))
+            for r in winners[:limit]
         ]
 
-    def _rows(self, rowids: list[int], columns: str) -> dict[int, tuple[Any, ...]]:
-        """The hit rows (`columns`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid."""
+    def _rows(self, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
+        """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid."""
         if not rowids:
             return {}
         marks = ",".join("?" * len(rowids))
-        sql = f"SELECT rowid, {columns} FROM skills WHERE rowid IN ({marks})"
+        sql = f"SELECT rowid, {ROW_COLUMNS} FROM skills WHERE rowid IN ({marks})"
         return {row[0]: row[1:] for row in self._tuples(sql, rowids)}
 
     def _tuples(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
@@ -730,20 +655,12 @@ class SkillIndex(FtsIndex):
     @recovering
     def get_many(self, skill_ids: list[str]) -> list[IndexedSkill]:
         """The skills with these ids that exist, in no particular order."""
-        return self._many(skill_ids, IndexedSkill)
-
-    @recovering
-    def ranking_rows(self, skill_ids: list[str]) -> list[RankedSkill]:
-        """What ranking needs of the skills with these ids that exist (`RankedSkill`), in no particular order."""
-        return self._many(skill_ids, RankedSkill)
-
-    def _many(self, skill_ids: list[str], hit: type[Hit]) -> list[Hit]:
-        found: list[Hit] = []
+        found: list[IndexedSkill] = []
         with self._guard():
             for start in range(0, len(skill_ids), 500):
                 chunk = skill_ids[start : start + 500]
-                sql = f"SELECT {hit.COLUMNS} FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
-                found += [hit.from_row(row) for row in self._tuples(sql, chunk)]
+                sql = f"SELECT {ROW_COLUMNS} FROM skills WHERE id IN ({','.join('?' * len(chunk))})"
+                found += [IndexedSkill.from_row(row) for row in self._conn.execute(sql, chunk)]
         return found
 
     @recovering
