@@ -27,7 +27,9 @@ with its vector cached (`cached`: words at the fusion's pool, scoring and fusion
 the word search alone (`words`). What a new query adds beyond its encode is `new - encode - words` (the words
 worker's time), per query; p50/p95 of each, and each worker's peak RSS and RSS at the end.
 
-    python bench/semantic.py --breakdown [--queries 300] [--before SRC] [--int8] [--out FILE.json]
+    python bench/semantic.py --breakdown [--queries 300] [--before SRC] [--also SRC]... [--int8] [--out FILE.json]
+
+--also adds a meaning worker per other src/ folder (named after the folder holding it), beside --before's.
 
 --int8 adds a worker whose encoder runs its layers in ONNX Runtime with 8-bit weights (the graph
 bench/semantic_runtimes.py writes, made by this parent; the worker imports onnxruntime alone). Needs
@@ -386,6 +388,7 @@ def breakdown(args: argparse.Namespace) -> dict[str, Any]:
     queries = query_texts(args.queries + 20)
     timed, warm = queries[: args.queries], queries[args.queries :]
     sources = {"words": None, "meaning": None} | ({"meaning-before": args.before} if args.before else {})
+    sources |= {f"meaning-{src.resolve().parent.name}": src for src in args.also}
     with tempfile.TemporaryDirectory(prefix="skillshelf-breakdown-") as scratch:
         workers = [Worker(name, Path(scratch), args.model, src) for name, src in sources.items()]
         if args.int8:
@@ -477,6 +480,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="write the figures here as JSON")
     parser.add_argument(
         "--before", type=Path, help="also a meaning server running this src/ folder (another commit's), for A/B"
+    )
+    parser.add_argument(
+        "--also", type=Path, action="append", default=[], help="with --breakdown: another meaning worker on this src/"
     )
     parser.add_argument("--breakdown", action="store_true", help="in process: where a new query's time goes")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

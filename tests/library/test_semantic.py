@@ -33,7 +33,7 @@ from skillshelf.library.semantic.encoder import (
     read_safetensors,
 )
 from skillshelf.library.semantic.install import MINILM, default_model_dir
-from skillshelf.library.semantic.vectors import Closeness, skill_text
+from skillshelf.library.semantic.vectors import QUERY_WORKERS, Closeness, skill_text
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings, resolve_settings
 from tests.conftest import agent_skill, call, deadline, wait_until
@@ -459,6 +459,34 @@ def test_a_query_vector_started_ahead_is_the_one_a_search_takes_and_is_kept(
     assert semantic._pending == {}
     semantic.nearest("never asked", set, 5, -1.0)
     assert computed == ["flaky calls", "never asked"]
+    library.close()
+
+
+def test_a_search_whose_query_worker_has_not_begun_encodes_in_its_own_thread(
+    root: Path, model: Path, tmp_path: Path
+) -> None:
+    """Every core busy, the query's worker may not have begun when the word search ends: the search then
+    computes the vector itself instead of waiting for the worker (issue 36); the result is the same."""
+    import threading
+
+    library = open_library(root, tmp_path / "index", model)
+    semantic = library.semantic
+    assert semantic is not None
+    release = threading.Event()
+    semantic.start_query("warm up the workers")
+    assert semantic._query_workers is not None
+    busy = [semantic._query_workers.submit(release.wait) for _ in range(QUERY_WORKERS)]  # no worker free
+    answers: list[list[IndexedSkill]] = []
+    search = threading.Thread(target=lambda: answers.append(library.search("calls flaky", SearchFilters(), 3)))
+    try:
+        search.start()
+        search.join(deadline(60))
+        assert answers, "the search waited for a query worker that had not begun"
+    finally:
+        release.set()
+        search.join()
+    assert all(f.result() for f in busy)
+    assert answers[0] == library.search("calls flaky", SearchFilters(), 3)  # its vector cached now
     library.close()
 
 

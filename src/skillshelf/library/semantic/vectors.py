@@ -347,9 +347,10 @@ class SemanticIndex:
 
     def start_query(self, query: str) -> None:
         """Begin computing `query`'s vector on a worker thread, so the caller can rank by words meanwhile:
-        `nearest` for the same query then takes it (or waits for it). A vector takes longer than a word
-        search (docs/search.md), and the encoder's matrix products let the caller's thread run beside them.
-        Nothing happens for a query whose vector is cached or under way, or before semantic search is ready."""
+        `nearest` for the same query then takes it (waits for it, or computes it itself if no worker has begun).
+        A vector takes longer than a word search (docs/search.md), and the encoder's matrix products let the
+        caller's thread run beside them. Nothing happens for a query whose vector is cached or under way, or
+        before semantic search is ready."""
         if not self.ready or self._encoder is None or self._stopping.is_set():
             return
         with self._query_lock:
@@ -381,7 +382,9 @@ class SemanticIndex:
                 self._queries.move_to_end(query)
                 return cached
             pending = self._pending.get(query)
-        if pending is not None and not pending.cancelled():
+        # a worker that has not begun (every core busy, or the GIL held by the word search) is not waited for:
+        # the vector is computed here instead, saving the hand-off to the worker and back (issue 36)
+        if pending is not None and not pending.cancel():
             return pending.result()  # an encoder error raises here, as it would computed in this thread
         vector = self._encode(query)
         with self._query_lock:
