@@ -71,3 +71,40 @@ def test_a_server_on_port_0_is_reached_at_the_port_it_announced(sample_root: Pat
         assert not server.base.endswith(":0")
     assert server.process.returncode is not None  # stopped on leaving
     assert "serving" in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+def auto_workers(cores: int) -> int:
+    """What `-n auto` starts on a machine where xdist counts `cores` (the conftest hook wraps xdist's)."""
+    from tests import conftest
+
+    hook = conftest.pytest_xdist_auto_num_workers(None)  # type: ignore[arg-type]  # (the config is unused)
+    next(hook)
+    with pytest.raises(StopIteration) as done:
+        hook.send(cores)
+    return int(done.value.value)
+
+
+def test_n_auto_starts_half_a_worker_per_core_more_than_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    assert [auto_workers(cores) for cores in (1, 2, 4, 8)] == [2, 3, 6, 12]
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")  # xdist's own setting: taken as it is
+    assert auto_workers(5) == 5
+
+
+def test_built_once_builds_on_the_first_ask_and_hands_the_same_folder_to_every_later_one(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.conftest import built_once
+
+    builds: list[Path] = []
+
+    def build(path: Path) -> None:
+        builds.append(path)
+        path.mkdir()
+        (path / "made").write_text("once", encoding="utf-8")
+
+    first = built_once(tmp_path_factory, "suite-support-once", build)
+    assert built_once(tmp_path_factory, "suite-support-once", build) == first
+    assert len(builds) == 1 and (first / "made").read_text(encoding="utf-8") == "once"
+    base = tmp_path_factory.getbasetemp()
+    assert first.parent == (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)  # every worker's
