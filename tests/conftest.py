@@ -9,7 +9,7 @@ import pickle
 import tempfile
 import textwrap
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -59,22 +59,6 @@ except ValueError as problem:
 def pytest_configure(config: pytest.Config) -> None:
     if _SCALE_PROBLEM:
         raise pytest.UsageError(_SCALE_PROBLEM)
-
-
-EXTRA_WORKERS_PER_CORE = 0.5  # `-n auto`: see pytest_xdist_auto_num_workers
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> Generator[None, int, int]:
-    """`-n auto` starts half a worker per core more than xdist would (one per core): 3 on 2 cores. The suite
-    waits on child processes (servers starting, CLI runs, skills) and I/O for about a fifth of its time,
-    and the extra worker runs tests meanwhile; each worker also collects and sets up its own module
-    fixtures, so a whole second worker per core costs more CPU than the waits leave idle.
-    PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is taken as it is."""
-    cores = yield
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return cores
-    return cores + math.ceil(cores * EXTRA_WORKERS_PER_CORE)
 
 
 def deadline(seconds: float = LIVENESS_S) -> float:

@@ -73,24 +73,6 @@ def test_a_server_on_port_0_is_reached_at_the_port_it_announced(sample_root: Pat
     assert "serving" in (tmp_path / "server.log").read_text(encoding="utf-8")
 
 
-def auto_workers(cores: int) -> int:
-    """What `-n auto` starts on a machine where xdist counts `cores` (the conftest hook wraps xdist's)."""
-    from tests import conftest
-
-    hook = conftest.pytest_xdist_auto_num_workers(None)  # type: ignore[arg-type]  # (the config is unused)
-    next(hook)
-    with pytest.raises(StopIteration) as done:
-        hook.send(cores)
-    return int(done.value.value)
-
-
-def test_n_auto_starts_half_a_worker_per_core_more_than_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
-    assert [auto_workers(cores) for cores in (1, 2, 4, 8)] == [2, 3, 6, 12]
-    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")  # xdist's own setting: taken as it is
-    assert auto_workers(5) == 5
-
-
 def test_built_once_builds_on_the_first_ask_and_hands_the_same_folder_to_every_later_one(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
