@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import pickle
 import tempfile
 import textwrap
 import time
@@ -18,6 +19,7 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.locks import file_lock
 from skillshelf.library.skill.checker import CheckReport, check_roots
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
@@ -275,12 +277,41 @@ def write_sample_library(root: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def corpus_report() -> CheckReport:
-    """`check` over ../shared/corpora, once per session (per xdist worker): seconds of work that
-    tests/test_corpora.py and tests/library/test_duplicates.py only read."""
+def corpus_report(tmp_path_factory: pytest.TempPathFactory) -> CheckReport:
+    """`check` over ../shared/corpora, once per run (4 s): tests/test_corpora.py and
+    tests/library/test_duplicates.py only read it. Pickled by the first worker, loaded by the others."""
     if not CORPORA.is_dir():
         pytest.skip(f"corpora not found at {CORPORA} (read-only shared data)")
-    return check_roots([CORPORA])
+
+    def save(path: Path) -> None:
+        path.write_bytes(pickle.dumps(check_roots([CORPORA])))
+
+    report: CheckReport = pickle.loads(built_once(tmp_path_factory, "corpus-report.pickle", save).read_bytes())
+    return report
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """`name` in the run's own temporary folder, made by `build(path)` in the first xdist worker that asks
+    for it and only read after that, by every worker (a test that writes copies it first): seconds of
+    generation paid once per run instead of once per worker. The folder is new each run, so nothing
+    built by an older version of the code is ever reused."""
+    base = factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' basetemps' parent
+    target = shared / name
+    with file_lock(shared / f"{name}.lock"):
+        if not target.exists():
+            staging = Path(tempfile.mkdtemp(prefix=f"{name}.", dir=shared))
+            build(staging / name)
+            (staging / name).rename(target)  # complete or absent: a worker never sees half of it
+    return target
+
+
+def generated_library(factory: pytest.TempPathFactory, count: int) -> Path:
+    """`count` skills of bench/generate.py (seed 3), built once per run (`built_once`): the same library
+    for every test that asks for that size, which only reads it."""
+    from bench.generate import generate
+
+    return built_once(factory, f"generated-{count}", lambda out: generate(out, count, seed=3, n_queries=10))
 
 
 @contextmanager

@@ -9,6 +9,7 @@ class of the project that derives from an SDK class, through the project's own c
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +71,16 @@ def _absolute(node: ast.ImportFrom, module: str) -> str:
     return ".".join([*package, *([node.module] if node.module else [])])
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """`path`'s syntax tree, parsed once per worker and shared: the boundary and architecture checks each
+    walk every module of src/ (0.8 s of parsing a time), and none changes a tree."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def source_modules() -> Iterator[tuple[str, Path, ast.Module]]:
     for path in sorted(SRC.rglob("*.py")):
-        yield module_name(path), path, ast.parse(path.read_text(encoding="utf-8"))
+        yield module_name(path), path, parsed(path)
 
 
 @dataclass(frozen=True)

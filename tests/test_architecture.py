@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.source_analysis import parsed
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 # The edges of the system: they may import anything. Everything else is core.
 # remote: the network clients of the non-git sources (the MCP client among them), given to library/sources.
@@ -30,7 +32,7 @@ def imports_of(path: Path, module: str) -> set[str]:
     """Every module this file imports, relative imports resolved."""
     found: set[str] = set()
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -183,7 +185,7 @@ BUILT_ELSEWHERE: dict[str, set[str]] = {
 
 def constructed(path: Path) -> set[str]:
     """The root's names this file calls, however it names them (`Name(...)`, an alias, `module.Name(...)`)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     local = {name: name for name in BUILT_BY_THE_ROOT}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

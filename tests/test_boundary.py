@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.source_analysis import Imports
+from tests.source_analysis import Imports, parsed
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 
@@ -189,7 +189,7 @@ def modules() -> list[str]:
 def test_no_module_outside_the_reader_layer_opens_or_parses_files_on_its_own(module: str) -> None:
     if module in READER_LAYER or module in OTHER_FILES:
         return
-    found = raw_access(ast.parse((SRC / module).read_text(encoding="utf-8")))
+    found = raw_access(parsed(SRC / module))
     assert not found, (
         f"{module} reads files directly ({', '.join(found)}): read a skill's files through SkillReader "
         "(library/access/reader.py); a file that is not a skill's goes in OTHER_FILES with what it is"
@@ -199,7 +199,7 @@ def test_no_module_outside_the_reader_layer_opens_or_parses_files_on_its_own(mod
 def test_every_listed_module_exists_and_still_needs_its_exception() -> None:
     for module in {**READER_LAYER, **OTHER_FILES}:
         assert (SRC / module).is_file(), f"{module} is gone: drop it from the list"
-        found = raw_access(ast.parse((SRC / module).read_text(encoding="utf-8")))
+        found = raw_access(parsed(SRC / module))
         assert found, f"{module} no longer reads files directly: drop it from the list"
 
 
@@ -307,7 +307,7 @@ def folder_walks(tree: ast.AST) -> list[str]:
 def test_every_folder_listing_is_the_one_walk_or_says_what_it_lists(module: str) -> None:
     if module == ONE_WALK or module in OTHER_WALKS:
         return
-    found = folder_walks(ast.parse((SRC / module).read_text(encoding="utf-8")))
+    found = folder_walks(parsed(SRC / module))
     assert not found, (
         f"{module} lists a folder itself ({', '.join(found)}): list a skill's files with library/skill/folder.py "
         "(walk_folder, or listed for one folder); a folder that is not a skill's goes in OTHER_WALKS"
@@ -317,7 +317,7 @@ def test_every_folder_listing_is_the_one_walk_or_says_what_it_lists(module: str)
 def test_every_listed_walker_exists_and_still_walks() -> None:
     for module in {ONE_WALK, *OTHER_WALKS}:
         assert (SRC / module).is_file(), f"{module} is gone: drop it from the list"
-        assert folder_walks(ast.parse((SRC / module).read_text(encoding="utf-8"))), f"{module} walks no more"
+        assert folder_walks(parsed(SRC / module)), f"{module} walks no more"
 
 
 def test_the_walk_check_sees_every_way_to_list_a_folder() -> None:

@@ -19,6 +19,7 @@ from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
 from tests.conftest import agent_skill, deadline, three_file, write
+from tests.source_analysis import parsed
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 CHILDREN = "skillshelf.library.children"
@@ -86,7 +87,7 @@ def spawn_sites() -> Iterator[tuple[str, str, int, str]]:
     """(module, enclosing function, line, what is called) for every call that starts a process."""
     for path in sorted(SRC.rglob("*.py")):
         module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts).removesuffix(".__init__")
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         imported = _imports(tree)
         for function in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]:
             for node in ast.walk(function):
@@ -138,7 +139,7 @@ def test_the_search_for_spawn_sites_finds_them_in_any_spelling(tmp_path: Path, m
 
 def _function(module: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
     path = SRC.parent / (module.replace(".", "/") + ".py")
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
             return node
     raise AssertionError(f"{module}.{name} not found")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
 from skillshelf.library.skill.checker import CheckReport
 from skillshelf.library.skill.scan import scan_risk
-from tests.conftest import CORPORA
+from tests.conftest import CORPORA, built_once, synced_library
 
 pytestmark = [
     pytest.mark.corpus,
@@ -23,7 +24,14 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SkillLibrary]:
-    shelf = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=tmp_path_factory.mktemp("corpus-index"), watch=False))
+    """The corpora's index, built once per run (`built_once`: seconds of parsing) and opened by each worker."""
+
+    def build(index_dir: Path) -> None:
+        with synced_library(CORPORA, index_dir):
+            pass
+
+    index_dir = built_once(tmp_path_factory, "corpus-index", build)
+    shelf = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=index_dir, watch=False))
     shelf.sync()
     yield shelf
     shelf.close()

@@ -71,3 +71,22 @@ def test_a_server_on_port_0_is_reached_at_the_port_it_announced(sample_root: Pat
         assert not server.base.endswith(":0")
     assert server.process.returncode is not None  # stopped on leaving
     assert "serving" in (tmp_path / "server.log").read_text(encoding="utf-8")
+
+
+def test_built_once_builds_on_the_first_ask_and_hands_the_same_folder_to_every_later_one(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from tests.conftest import built_once
+
+    builds: list[Path] = []
+
+    def build(path: Path) -> None:
+        builds.append(path)
+        path.mkdir()
+        (path / "made").write_text("once", encoding="utf-8")
+
+    first = built_once(tmp_path_factory, "suite-support-once", build)
+    assert built_once(tmp_path_factory, "suite-support-once", build) == first
+    assert len(builds) == 1 and (first / "made").read_text(encoding="utf-8") == "once"
+    base = tmp_path_factory.getbasetemp()
+    assert first.parent == (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)  # every worker's

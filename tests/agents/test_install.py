@@ -7,8 +7,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import sys
-from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from click.testing import CliRunner
 from skillshelf.cli import cli
 from skillshelf.library.agents.table import AGENTS
 from skillshelf.library.skill.checker import check_roots
+from tests.agents.install_child import WAIT_S, install_for
 from tests.conftest import agent_skill, write
 
 STATE = (".cache", ".local")  # skillshelf's own index and state, inside the test's home
@@ -283,15 +282,6 @@ def test_a_damaged_record_is_a_clear_error_naming_it(sample_root: Path) -> None:
     assert code == 1 and f"cannot read {record}" in out and "fix or remove it" in out
 
 
-WAIT_S = 60.0
-
-
-def _install_for(agent: str, library: str, go: Event) -> None:
-    """A real `skillshelf install` in a process of its own, started when `go` is set."""
-    go.wait(WAIT_S)
-    sys.exit(CliRunner().invoke(cli, ["install", "--agent", agent, "-l", library]).exit_code)
-
-
 def test_two_installs_at_once_both_stay_in_the_record(tmp_path: Path) -> None:
     root = tmp_path / "library"
     names = {f"skill-{n:03d}" for n in range(200)}  # enough files that the two installs overlap
@@ -302,7 +292,7 @@ def test_two_installs_at_once_both_stay_in_the_record(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
     go = context.Event()
     agents = ("claude-code", "cursor")
-    processes = [context.Process(target=_install_for, args=(agent, library, go)) for agent in agents]
+    processes = [context.Process(target=install_for, args=(agent, library, go)) for agent in agents]
     for process in processes:
         process.start()
     go.set()

@@ -10,7 +10,7 @@ import pytest
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.settings import ExecutionSettings
-from tests.conftest import agent_skill, three_file, wait_until_async, write
+from tests.conftest import agent_skill, generated_library, three_file, wait_until_async, write
 
 PY_SKILLS = {
     "echo": (
@@ -155,8 +155,4 @@ def enabled() -> ExecutionSettings:
 @pytest.fixture(scope="session")
 def large_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """3,000 generated skills (bench/generate.py): a first index that takes seconds."""
-    from bench.generate import generate
-
-    out = tmp_path_factory.mktemp("bench") / "lib-3000"
-    generate(out, 3000, n_queries=10)
-    return out
+    return generated_library(tmp_path_factory, 3000)

@@ -121,9 +121,13 @@ def test_identical_descriptions_cost_no_comparisons(monkeypatch: pytest.MonkeyPa
     assert len(report.pairs) == 2999 and {p.first for p in report.pairs} == {"c0000/copy-0"}
 
 
-def test_a_large_templated_library_is_searched_in_bounded_time() -> None:
-    # Every description shares most of its words with every other: all pairs would be 50 million
-    # comparisons. The per-word bucket and the step budget keep it linear.
+def test_a_large_templated_library_is_searched_in_bounded_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every description shares most of its words with every other: all pairs would be 2 million
+    # comparisons. The per-word bucket keeps the search linear: each skill reads at most MAX_BUCKET
+    # entries for each of its 12 words, a budget all pairs exceeds twofold at this size (the size is
+    # what the test is about: 10,000 skills proved no more and took 10 s).
+    skill_count, words_each = 2000, 12
+    monkeypatch.setattr(duplicates, "MAX_LOOKED_AT", skill_count * words_each * duplicates.MAX_BUCKET)
     rng = random.Random(5)
     extra = [f"detail{i}" for i in range(500)]
     skills = [
@@ -132,11 +136,12 @@ def test_a_large_templated_library_is_searched_in_bounded_time() -> None:
             f"gen-{i}",
             f"Generate a complete server project in lang{i} with tools, resources, prompts and {rng.choice(extra)}",
         )
-        for i in range(10_000)
+        for i in range(skill_count)
     ]
     started = time.monotonic()
     report = near_duplicates(skills)
     assert time.monotonic() - started < 60  # "it did not hang": all pairs would take many minutes
+    assert report.note is None  # within the linear budget: no step past it
     assert len(report.pairs) > 1000  # the family is still reported
 
 

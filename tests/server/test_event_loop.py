@@ -24,7 +24,6 @@ import uvicorn
 from anyio.from_thread import start_blocking_portal
 from mcp import Client
 
-from bench.generate import generate
 from skillshelf.config.views import ViewSettings
 from skillshelf.library.db import file_identity
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
@@ -34,7 +33,7 @@ from skillshelf.server.app import build_server
 from skillshelf.server.assembly import YOUNG_GENERATION
 from skillshelf.server.http import KEEP_ALIVE_S, team_app
 from skillshelf.settings import ExecutionSettings, Settings
-from tests.conftest import deadline, wait_until_async, write
+from tests.conftest import deadline, generated_library, wait_until_async, write
 from tests.execution.test_event_loop import assert_the_loop_stayed_free
 from tests.server.team_support import listening_socket
 
@@ -49,9 +48,7 @@ TICK_S = 0.005
     params=[pytest.param(1000, id="1000-skills"), pytest.param(3000, id="3000-skills", marks=pytest.mark.slow)],
 )
 def big_library(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("loop") / "library"
-    generate(root, request.param, seed=3, n_queries=10)
-    return root
+    return generated_library(tmp_path_factory, request.param)
 
 
 def every_tool_call(skill_id: str) -> list[tuple[str, dict[str, Any]]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from skillshelf.server import sdk
-from tests.source_analysis import SRC, Imports, ProjectClass, chain_names, module_name, sdk_classes
+from tests.source_analysis import SRC, Imports, ProjectClass, chain_names, sdk_classes, source_modules
 
 SEAM = SRC / "server" / "sdk.py"
 # Private names of the standard library that are its documented API.
@@ -84,7 +84,7 @@ def _inherited_private(cls: ast.ClassDef, own: set[str]) -> set[tuple[str, str]]
 
 
 def project() -> list[tuple[str, Path, ast.Module]]:
-    return [(module_name(p), p, ast.parse(p.read_text(encoding="utf-8"))) for p in sorted(SRC.rglob("*.py"))]
+    return list(source_modules())
 
 
 def test_the_seam_touches_exactly_the_private_names_it_declares() -> None:
