@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextlib import suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -287,5 +288,41 @@ def make_tool(
     annotations: ToolAnnotations = READ_ONLY,
     description: str | None = None,
 ) -> Tool:
-    """A tool as the SDK builds it from a function (its schemas from the signature); `run_tool` runs it."""
-    return Tool.from_function(fn, name=name, title=title, annotations=annotations, description=description)
+    """A tool as the SDK builds it from a function (its schemas from the signature); `run_tool` runs it.
+
+    The SDK derives a pydantic argument model and a JSON schema from the signature: about 5 ms a tool, 80 ms a
+    server, paid again for every server a process builds (each view, each reload, each test). A function made
+    again for another server has the same code, defaults and words, so the derived parts are reused; each tool
+    still gets its own `fn` and its own copy of the schema, which callers edit (`untitled`)."""
+    key = _tool_key(fn, name, title, annotations, description)
+    template = _TOOL_TEMPLATES.get(key) if key is not None else None
+    if template is None:
+        template = Tool.from_function(fn, name=name, title=title, annotations=annotations, description=description)
+        if key is not None:
+            _TOOL_TEMPLATES[key] = template
+    return template.model_copy(update={"fn": fn, "parameters": copy.deepcopy(template.parameters)})
+
+
+# Built tools by what the SDK derives them from; bounded by the tool functions in the source.
+_TOOL_TEMPLATES: dict[Hashable, Tool] = {}
+
+
+def _tool_key(
+    fn: Callable[..., Any], name: str, title: str, annotations: ToolAnnotations, description: str | None
+) -> Hashable | None:
+    """What `Tool.from_function` reads of a function: its code (the signature; annotations are strings under
+    `from __future__ import annotations`, read against its module), its annotations and defaults, and the
+    tool's words. None (build afresh) for a callable without code, such as a partial, one whose signature was
+    set by hand (a composite tool's: server/composite.py), or a default that cannot be a key."""
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__wrapped__") or "__signature__" in getattr(fn, "__dict__", {}):
+        return None
+    kwdefaults = tuple(sorted((getattr(fn, "__kwdefaults__", None) or {}).items()))
+    hints = tuple(sorted(fn.__annotations__.items()))
+    words = (name, title, annotations.model_dump_json(), description)
+    key = (code, fn.__module__, hints, fn.__defaults__, kwdefaults, words)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
