@@ -96,7 +96,8 @@ class ReadAtStart:
         self._said: tuple[tuple[str, object], ...] = ()
 
     def check(self, fresh: Settings) -> None:
-        changed = tuple((name, getattr(fresh, name)) for name in READ_AT_START if _differs(self.started, fresh, name))
+        started = self.started
+        changed = tuple((n, getattr(fresh, n)) for n in READ_AT_START if getattr(fresh, n) != getattr(started, n))
         with self._lock:
             if changed == self._said:
                 return
@@ -200,10 +201,6 @@ class _View:
         self.live.announce_from_thread()
         if skills_changed:
             self.skills.library_changed()  # resources/list_changed: skills appeared or vanished
-
-
-def _differs(before: Settings, after: Settings, name: str) -> bool:
-    return bool(getattr(before, name) != getattr(after, name))
 
 
 def _lifespan(

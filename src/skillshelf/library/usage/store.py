@@ -98,8 +98,7 @@ def _columns(conn: sqlite3.Connection) -> set[str]:
 
 def _add_author_column(conn: sqlite3.Connection) -> None:
     """Version 1 files gain `events.author` (who recorded the use; NULL for earlier events)."""
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(events)")}
-    if "author" in columns:
+    if "author" in _columns(conn):
         return
     try:
         conn.execute("ALTER TABLE events ADD COLUMN author TEXT")
