@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError, types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
+from mcp.server.subscriptions import ListenHandler
 from pydantic import TypeAdapter
 
 from skillshelf.library.access.reader import ViewReader
@@ -66,12 +67,10 @@ async def client(request: pytest.FixtureRequest, sample_root: Path, library: Ski
         yield connected
 
 
-def surface_server(library: SkillLibrary, hidden: set[str]) -> MCPServer[Any]:
+def surface_server(library: SkillLibrary, hidden: set[str]) -> Server[Any]:
     """A server with only the skills surface, reading through a view that hides `hidden`."""
     surface = SkillsSurface(ViewReader(library, [("exclude", skill_id) for skill_id in sorted(hidden)]))
-    server: MCPServer[Any] = MCPServer(
-        "t", log_level="WARNING", extensions=[surface.extension], subscriptions=surface.bus
-    )
+    server: Server[Any] = Server("t", on_subscriptions_listen=ListenHandler(surface.bus))
     surface.install(server)
     return server
 
