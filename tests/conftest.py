@@ -334,7 +334,7 @@ def sample_library(sample_root: Path, tmp_path: Path) -> Iterator[SkillLibrary]:
 def serving(tools: list[Any], name: str = "test") -> Any:
     """An MCP server answering `tools` the way skillshelf serves a view's tools (server/views.py `LiveView`:
     argument errors are VALIDATION_ERROR envelopes), without the rest of a view: for one module's tools."""
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.lowlevel.server import Server
     from mcp.server.subscriptions import InMemorySubscriptionBus
 
     from skillshelf.config.views import ViewSettings
@@ -342,6 +342,7 @@ def serving(tools: list[Any], name: str = "test") -> Any:
 
     view = ViewSettings(output_schemas=True)  # as the full view: every tool with its output schema
     live = LiveView(ToolSelection.of(name, view, tools), InMemorySubscriptionBus())
-    server: MCPServer[Any] = MCPServer(name, middleware=[live.middleware])
+    server: Server[Any] = Server(name)
+    server.middleware.append(live.middleware)
     live.serve(server)
     return server

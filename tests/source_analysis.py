@@ -97,7 +97,7 @@ def sdk_classes(modules: list[tuple[str, ast.Module]], sdk_prefix: str = "mcp.")
         imports = Imports(tree, module)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
-                bases = tuple(name for base in node.bases if (name := imports.qualified(base)) is not None)
+                bases = tuple(name for base in node.bases if (name := imports.qualified(_generic(base))) is not None)
                 classes[f"{module}.{node.name}"] = ProjectClass(node, bases)
     derived: dict[str, ProjectClass] = {}
     changed = True
@@ -108,6 +108,11 @@ def sdk_classes(modules: list[tuple[str, ast.Module]], sdk_prefix: str = "mcp.")
                 derived[name] = found
                 changed = True
     return derived
+
+
+def _generic(base: ast.expr) -> ast.expr:
+    """The class a base names: `Server` for `Server[Any]` (a generic class's parametrised form)."""
+    return base.value if isinstance(base, ast.Subscript) else base
 
 
 def chain_names(name: str, derived: dict[str, ProjectClass]) -> set[str]:

@@ -172,11 +172,20 @@ def test_generic_indexing_sits_below_the_skill_index_and_the_session_archive() -
 # What only the root (server/app.py `App`) constructs: the application's parts and its servers.
 ROOT = "skillshelf.server.app"
 BUILT_BY_THE_ROOT = frozenset(
-    {"SkillLibrary", "SessionArchive", "LibraryReader", "ViewReader", "MCPServer", "assemble", "open_stores"}
+    {
+        "SkillLibrary",
+        "SessionArchive",
+        "LibraryReader",
+        "ViewReader",
+        "ViewServer",
+        "MCPServer",
+        "assemble",
+        "open_stores",
+    }
 )
 # Modules outside the root that may construct one, and why.
 BUILT_ELSEWHERE: dict[str, set[str]] = {
-    "skillshelf.server.assembly": {"MCPServer"},  # one view's server, assembled for the root (its only caller)
+    "skillshelf.server.assembly": {"ViewServer"},  # one view's server, assembled for the root (its only caller)
     "skillshelf.skills.review_evals": {"LibraryReader"},  # reads the words-only library its caller's App opened
     "skillshelf.settings": {"open_stores"},  # LibraryConfig.open_usage: the library is given the opener
     "skillshelf.server.calllog": {"open_stores"},  # the call log `skillshelf log` reads, without an App

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.library.access.reader import LibraryReader
@@ -25,7 +25,7 @@ async def client(archive: SessionArchive, tmp_path: Path) -> AsyncIterator[Clien
     """The artifacts tools, and getCompressionRatio from the metrics tools (it reads the same sessions)."""
     library = SkillLibrary(LibraryConfig(roots=[tmp_path / "no-skills"], index_dir=tmp_path / "index", watch=False))
     tools = [*artifacts_tools(archive), *metrics_tools(LibraryReader(library), archive)]
-    server: MCPServer[Any] = serving(tools)
+    server: Server[Any] = serving(tools)
     try:
         async with Client(server, raise_exceptions=True) as connected:
             yield connected

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
 
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.tools.memory import memory_tools
@@ -37,7 +37,7 @@ def enum_of(schema: dict[str, Any]) -> list[str]:
 
 
 async def test_tools_parameters_and_annotations_are_pinned(roots: ProjectRoots) -> None:
-    server: MCPServer[Any] = serving(memory_tools(roots))
+    server: Server[Any] = serving(memory_tools(roots))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == set(CONTRACT)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
 
 from skillshelf.projects import ProjectRoots
 from skillshelf.server.tools.memory import memory_tools
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 async def client(roots: ProjectRoots) -> AsyncIterator[Client]:
-    server: MCPServer[Any] = serving(memory_tools(roots))
+    server: Server[Any] = serving(memory_tools(roots))
     async with Client(server, raise_exceptions=True) as connected:
         yield connected
 

@@ -7,17 +7,16 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp
 
 from skillshelf.config.views import ViewSettings
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.app import build_server
 from skillshelf.server.calllog import CallLog
+from skillshelf.server.sdk import ViewServer
 from skillshelf.server.web import WebAccess
 from skillshelf.settings import Settings
 from tests.conftest import deadline, wait_until, wait_until_async
@@ -35,7 +34,7 @@ def make_server(
     web: WebAccess | None = None,
     view: ViewSettings | None = None,
     call_log: CallLog | None = None,
-) -> MCPServer[Any]:
+) -> ViewServer:
     """A server over an already synced library (so searches never meet a first index build); with `view`,
     its `default` view is that one (every tool unless it filters them), hooks and composites included."""
     settings = Settings(

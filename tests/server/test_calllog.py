@@ -370,7 +370,7 @@ async def test_health_shows_a_call_log_writer_that_fails_or_died_and_a_new_one_s
     library = SkillLibrary(settings.library_config())
 
     async def call_log_health() -> dict[str, Any]:
-        app = build_server(settings, library, call_log=log).streamable_http_app()
+        app = build_server(settings, library, call_log=log).http_app()
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
             found: dict[str, Any] = (await http.get("/health")).json()["callLog"]
         return found

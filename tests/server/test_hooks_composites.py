@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
 
 from skillshelf.config.composites import CompositeTool
 from skillshelf.config.hooks import HookSettings
@@ -20,6 +19,7 @@ from skillshelf.errors import SkillshelfError
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.server.calllog import CallLog, read_records, summarise
 from skillshelf.server.hooks import check_views, load_hook
+from skillshelf.server.sdk import ViewServer
 from tests.conftest import call, three_file
 from tests.server.team_support import make_server
 
@@ -105,7 +105,7 @@ def hook_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return importlib.import_module(name)
 
 
-Build = Callable[..., MCPServer[Any]]
+Build = Callable[..., ViewServer]
 
 
 @pytest.fixture
@@ -114,7 +114,7 @@ def build(sample_library: SkillLibrary, tmp_path: Path) -> Build:
         hooks: HookSettings | None = None,
         composites: dict[str, CompositeTool] | None = None,
         log: CallLog | None = None,
-    ) -> MCPServer[Any]:
+    ) -> ViewServer:
         view = ViewSettings(hooks=hooks or HookSettings(), composites=composites or {}, output_schemas=True)
         return make_server(sample_library, tmp_path / "projects", view=view, call_log=log)
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx2
 import pytest
 from mcp import Client, MCPError, types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
 
 from skillshelf.config.auth import AuthSettings
 from skillshelf.config.composites import ChainStep, CompositeTool
@@ -78,7 +78,7 @@ async def serve(library: SkillLibrary, view: ViewSettings, log: CallLog | None =
         yield client
 
 
-def pipeline_of(server: MCPServer[Any]) -> CallPipeline:
+def pipeline_of(server: Server[Any]) -> CallPipeline:
     owners = [getattr(m, "__self__", None) for m in server.middleware]
     (found,) = [owner for owner in owners if isinstance(owner, CallPipeline)]
     return found
@@ -125,7 +125,7 @@ async def test_a_method_the_pipeline_does_not_know_is_refused_even_with_a_handle
         async def sneaky(_ctx: Any, _params: Any) -> dict[str, Any]:
             return {"leaked": True}
 
-        sdk.lowlevel(server).add_request_handler("sneaky/read", types.RequestParams, sneaky)
+        server.add_request_handler("sneaky/read", types.RequestParams, sneaky)
         with pytest.raises(MCPError) as refused:
             await request(client, "sneaky/read", {})
         assert refused.value.error.code == types.METHOD_NOT_FOUND

@@ -171,7 +171,7 @@ async def serve(library: SkillLibrary, tmp_path: Path, hooks: HookSettings) -> A
     )
     log = CallLog(tmp_path / "calls.jsonl", 1 << 20)
     server = build_server(settings, library, view="v", call_log=log, web=WebAccess())
-    transport = httpx2.ASGITransport(app=server.streamable_http_app())
+    transport = httpx2.ASGITransport(app=server.http_app())
     async with (
         Client(server, raise_exceptions=True) as client,
         httpx2.AsyncClient(transport=transport, base_url="http://t") as web,

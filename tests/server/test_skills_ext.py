@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, MCPError, types
-from mcp.server.mcpserver import MCPServer
+from mcp.server.extension import Extension, MethodBinding, ToolBinding
+from mcp.server.lowlevel.server import Server
+from mcp.server.subscriptions import ListenHandler
 from pydantic import TypeAdapter
 
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import skills_ext
+from skillshelf.server import sdk, skills_ext
 from skillshelf.server.app import build_server
 from skillshelf.server.skills_ext import EXTENSION_ID, SkillsSurface
 from skillshelf.settings import Settings
@@ -66,12 +68,10 @@ async def client(request: pytest.FixtureRequest, sample_root: Path, library: Ski
         yield connected
 
 
-def surface_server(library: SkillLibrary, hidden: set[str]) -> MCPServer[Any]:
+def surface_server(library: SkillLibrary, hidden: set[str]) -> Server[Any]:
     """A server with only the skills surface, reading through a view that hides `hidden`."""
     surface = SkillsSurface(ViewReader(library, [("exclude", skill_id) for skill_id in sorted(hidden)]))
-    server: MCPServer[Any] = MCPServer(
-        "t", log_level="WARNING", extensions=[surface.extension], subscriptions=surface.bus
-    )
+    server: Server[Any] = Server("t", on_subscriptions_listen=ListenHandler(surface.bus))
     surface.install(server)
     return server
 
@@ -291,3 +291,26 @@ async def test_the_prompts_start_the_find_and_record_workflows(client: Client) -
     assert isinstance(found_text, types.TextContent) and isinstance(recorded_text, types.TextContent)
     assert "retry a flaky HTTP call" in found_text.text and "searchPatterns" in found_text.text
     assert "addNote" in recorded_text.text and "'my-app'" in recorded_text.text
+
+
+class _WithATool(Extension):
+    identifier = "example.com/with-a-tool"
+
+    def tools(self) -> Sequence[ToolBinding]:
+        return (ToolBinding(lambda: "hi"),)
+
+    def methods(self) -> Sequence[MethodBinding]:
+        return (MethodBinding("example/ping", types.RequestParams, _answer),)
+
+
+async def _answer(_ctx: Any, _params: Any) -> dict[str, Any]:
+    return {}
+
+
+def test_an_extension_needing_mcpservers_tables_is_refused_not_half_served() -> None:
+    """A view's server is the SDK's low-level one (server/sdk.py): an extension's methods and settings are
+    served as MCPServer would, but a tool it contributes has no table to go in, so it is refused by name."""
+    server: Server[Any] = Server("t")
+    with pytest.raises(ValueError, match="with-a-tool' offers tools"):
+        sdk.add_extension(server, _WithATool())
+    assert server.get_request_handler("example/ping") is None and not server.extensions

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, MCPError
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(params=["auto", "legacy"])
 async def client(request: pytest.FixtureRequest, sample_root: Path, tmp_path: Path) -> AsyncIterator[Client]:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
-    server: MCPServer[Any] = build_server(Settings(roots=[sample_root]), library, view="full")
+    server: Server[Any] = build_server(Settings(roots=[sample_root]), library, view="full")
     try:
         async with Client(server, mode=request.param, raise_exceptions=True) as connected:
             yield connected

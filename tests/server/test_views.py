@@ -13,7 +13,6 @@ from mcp import Client, MCPError, types
 
 from skillshelf.config.views import AGENT_TOOLS, CURATOR_TOOLS, MEMORY_TOOLS, FilterRule, ToolOverride, ViewSettings
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.server import sdk
 from skillshelf.server.app import build_server
 from skillshelf.server.views import served_tools
 from skillshelf.server.web import WebAccess
@@ -316,14 +315,13 @@ async def test_the_web_view_of_a_served_view_hides_its_hidden_skills(library: Sk
 
 async def test_the_sdk_sees_the_views_table_for_headers_and_the_http_listing(library: SkillLibrary) -> None:
     """The SDK checks `Mcp-Param-*` headers against the schema the view serves (renamed, pins removed), and
-    `served_tools` (what /views/NAME lists) is what tools/list carries; MCPServer's own table is empty."""
+    `served_tools` (what /views/NAME lists) is what tools/list carries."""
     view = ViewSettings(overrides={"searchPatterns": ToolOverride(name="findSkill", pinned={"limit": 3})})
     server = build_server(Settings(roots=library.roots, views={"v": view}), library, view="v")
-    schema_of = sdk.lowlevel(server).get_tool_input_schema
+    schema_of = server.get_tool_input_schema
     assert schema_of is not None
     found = schema_of("findSkill")
     assert found is not None and "query" in found["properties"] and "limit" not in found["properties"]
     assert schema_of("searchPatterns") is None
     async with Client(server, raise_exceptions=True) as client:
         assert await tool_names(client) == sorted(t.name for t in served_tools(server))
-    assert await server.list_tools() == []

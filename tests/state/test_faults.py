@@ -152,7 +152,7 @@ async def test_health_says_whether_postgresql_answers_and_which_schema_it_holds(
     library = SkillLibrary(settings.library_config())
 
     async def health() -> dict[str, Any]:
-        app = build_server(settings, library).streamable_http_app()
+        app = build_server(settings, library).http_app()
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
             found: dict[str, Any] = (await http.get("/health")).json()
         assert PASSWORD not in str(found)
@@ -168,7 +168,7 @@ async def test_health_says_whether_postgresql_answers_and_which_schema_it_holds(
         own_cluster.start()
         assert (await health())["database"]["state"] == "ok"
         embedded = resolve_settings([sample_root], env={})
-        app = build_server(embedded, library).streamable_http_app()
+        app = build_server(embedded, library).http_app()
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
             assert "database" not in (await http.get("/health")).json()  # the embedded files: nothing to report
     finally:

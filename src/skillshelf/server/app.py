@@ -30,13 +30,13 @@ from skillshelf.settings import Settings
 from skillshelf.state import Stores, open_stores
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools.base import Tool
     from starlette.applications import Starlette
     from starlette.types import ASGIApp
 
     from skillshelf.server.assembly import Parts
     from skillshelf.server.auth import BearerTokens
+    from skillshelf.server.sdk import ViewServer
     from skillshelf.server.web import WebAccess
 
 _FROM_SETTINGS: Any = object()  # the call log the settings choose (None is a choice: no log)
@@ -153,7 +153,7 @@ class App:
         reload: Callable[[], Settings] | None = None,
         *,
         closes_app: bool = False,
-    ) -> MCPServer[Any]:
+    ) -> ViewServer:
         """The MCP server of `view` (None: the settings' view; docs/views.md). `web`: who sees the web view
         beside /mcp; `reload`: the settings read afresh, so config edits change the view while it runs.
         `closes_app`: the server's lifespan closes this App when it ends (a server built alone)."""
@@ -166,7 +166,7 @@ class App:
 
     def view_servers(
         self, web: WebAccess | None = None, reload: Callable[[], Settings] | None = None
-    ) -> dict[str, MCPServer[Any]]:
+    ) -> dict[str, ViewServer]:
         """One server per view (built-in and configured), for HTTP: each passes its view's call pipeline and
         all write the one call log. `default` (what `/mcp` serves) is the view the settings serve, so a
         plain `/mcp` gives what stdio would."""
@@ -231,7 +231,7 @@ def build_server(
     view: str | None = None,
     reload: Callable[[], Settings] | None = None,
     call_log: CallLog | None = None,
-) -> MCPServer[Any]:
+) -> ViewServer:
     """A server over a skill library and a session archive (new ones from `settings` when not given), for
     code and tests; an entry point asks its `App` (`App.server`).
 
@@ -263,6 +263,6 @@ def build_view_servers(
     archive: SessionArchive,
     web: WebAccess | None = None,
     reload: Callable[[], Settings] | None = None,
-) -> dict[str, MCPServer[Any]]:
+) -> dict[str, ViewServer]:
     """One server per view over a library and archive the caller owns (`App.view_servers`)."""
     return App(settings, library=library, archive=archive).view_servers(web, reload)

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.subscriptions import ListenHandler
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from skillshelf import __version__
 from skillshelf.artifacts.archive import SessionArchive
@@ -33,6 +35,7 @@ from skillshelf.server.hosts import transport_security
 from skillshelf.server.http import ReloadRefused
 from skillshelf.server.pipeline import CallPipeline
 from skillshelf.server.prompts import register_prompts
+from skillshelf.server.sdk import ViewServer
 from skillshelf.server.skills_ext import SkillsSurface
 from skillshelf.server.tooling import argument_places
 from skillshelf.server.tools.artifacts import artifacts_tools
@@ -43,7 +46,6 @@ from skillshelf.server.tools.skills import skills_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
 from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
-from skillshelf.skills import service
 from skillshelf.state import Stores
 
 logger = logging.getLogger(__name__)
@@ -124,7 +126,10 @@ class Serving:
     on_exit: Callable[[], None] = lambda: None
 
 
-def assemble(parts: Parts, serving: Serving) -> MCPServer[Any]:
+NAME = "skillshelf"
+
+
+def assemble(parts: Parts, serving: Serving) -> ViewServer:
     """The MCP server of one view over the application's parts (server/app.py `App.server`)."""
     settings, shelf, sessions = parts.settings, parts.library, parts.archive
     chosen, view_name, reload, call_log = serving.view, serving.name, serving.reload, parts.call_log
@@ -142,16 +147,19 @@ def assemble(parts: Parts, serving: Serving) -> MCPServer[Any]:
     watcher = None
     if reload is not None and settings.config_path is not None:
         watcher = ConfigWatcher(settings.config_path, lambda: view.reload(reload, sessions))
-    server: MCPServer[Any] = MCPServer(
-        "skillshelf",
+    server = ViewServer(
+        NAME,
         version=__version__,
         instructions=instructions_for(selection),
         lifespan=_lifespan(shelf, sessions, serving.on_exit, watcher),
-        log_level="WARNING",
-        extensions=[skills.extension],
-        subscriptions=skills.bus,
-        middleware=[live.middleware],
+        on_subscriptions_listen=ListenHandler(skills.bus),
     )
+    # What MCPServer puts first among a server's middleware (after the SDK's tracing): `requestState` sealed
+    # and checked at the wire, under a key of this process, the server's name as its audience.
+    server.middleware += [
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=NAME),
+        live.middleware,
+    ]
     view.server = server
     live.serve(server)
     pipeline.attach(server, live)
@@ -159,7 +167,7 @@ def assemble(parts: Parts, serving: Serving) -> MCPServer[Any]:
     pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
     skills.install(server)
     register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
-    _add_routes(server, parts, reader, serving.web, pipeline)
+    server.routes = _routes(parts, reader, serving.web, pipeline)
     return server
 
 
@@ -175,7 +183,7 @@ class _View:
     live: LiveView
     notes: NotesStore
     read_at_start: ReadAtStart
-    server: MCPServer[Any] | None = None
+    server: Server[Any] | None = None
 
     def reload(self, read: Callable[[], Settings], sessions: SessionArchive) -> None:
         """Serve the view as the config read afresh defines it (called on the config watcher's thread); an
@@ -208,12 +216,12 @@ def _lifespan(
     sessions: SessionArchive,
     on_exit: Callable[[], None],
     watcher: ConfigWatcher | None,
-) -> Callable[[MCPServer[Any]], AbstractAsyncContextManager[SkillLibrary]]:
+) -> Callable[[Server[Any]], AbstractAsyncContextManager[SkillLibrary]]:
     """Start the library's and the archive's background sync (and the config watcher); stop them after, and
     run `on_exit` (a server the root built alone closes the root's parts: server/app.py `build_server`)."""
 
     @asynccontextmanager
-    async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[SkillLibrary]:
+    async def lifespan(_server: Server[Any]) -> AsyncIterator[SkillLibrary]:
         freeze_heap()
         shelf.start()
         threading.Thread(target=_freeze_when_indexed, args=(shelf,), name="skillshelf-freeze", daemon=True).start()
@@ -262,29 +270,12 @@ def _freeze_when_indexed(library: SkillLibrary) -> None:
         freeze_heap()
 
 
-def _add_routes(
-    server: MCPServer[Any], parts: Parts, reader: ViewReader, web: WebAccess | None, pipeline: CallPipeline
-) -> None:
-    """The skill:// documentation template, /health and the web view, all over the view's reader; the web
-    view's pages read through the view's pipeline (its hooks and call log), as resources/read does."""
-
-    @server.resource(
-        "skill://{category}/{name}",
-        name="skill",
-        title="Skill documentation",
-        description="A skill's documentation as markdown; the id is category/name.",
-        mime_type="text/markdown",
-    )
-    def skill_resource(category: str, name: str) -> str:
-        try:
-            return service.read_documentation(reader, f"{category}/{name}")
-        except SkillshelfError as exc:
-            raise ResourceNotFoundError(exc.message) from exc
-
+def _routes(parts: Parts, reader: ViewReader, web: WebAccess | None, pipeline: CallPipeline) -> tuple[Route, ...]:
+    """/health and the web view beside /mcp, over the view's reader; the web view's pages read through the
+    view's pipeline (its hooks and call log), as resources/read does."""
     access = web or WebAccess(security=transport_security(parts.settings.http_host))
     stores, sessions, call_log = parts.stores, parts.archive, parts.call_log
 
-    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(request: Request) -> JSONResponse:
         counts = await anyio.to_thread.run_sync(lambda: {"skills": reader.count(), "sessions": sessions.index.count()})
         parts: dict[str, dict[str, Any]] = {}  # what writes need: one not "ok" makes the status "degraded"
@@ -295,5 +286,4 @@ def _add_routes(
         detailed = sees_details(request, access.authorize)
         return JSONResponse(health_report(reader.status(), counts, parts, detailed=detailed))
 
-    for route in web_routes(reader, access, reads=pipeline.read):
-        server.custom_route(route.path, methods=sorted(route.methods or ["GET"]), name=route.name)(route.endpoint)
+    return (Route("/health", health, methods=["GET"]), *web_routes(reader, access, reads=pipeline.read))

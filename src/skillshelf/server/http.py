@@ -20,7 +20,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -43,6 +42,7 @@ from skillshelf.server.auth import (
 from skillshelf.server.connections import ConnectionLimits, descriptor_room, guarded_protocol
 from skillshelf.server.hosts import HostGuard, transport_security
 from skillshelf.server.mcp_sessions import SessionCap
+from skillshelf.server.sdk import ViewServer
 from skillshelf.server.views import served_tools
 from skillshelf.settings import HttpSettings
 
@@ -136,7 +136,7 @@ def _signature(path: Path | None) -> object:
 
 
 def team_app(
-    servers: Mapping[str, MCPServer[Any]],
+    servers: Mapping[str, ViewServer],
     *,
     host: str = "127.0.0.1",
     extra_hosts: tuple[str, ...] = (),
@@ -171,7 +171,7 @@ def team_app(
     by_server: dict[int, Starlette] = {}
     for name, server in servers.items():
         if id(server) not in by_server:  # one server under several names: one app, one lifespan
-            by_server[id(server)] = server.streamable_http_app(
+            by_server[id(server)] = server.http_app(
                 streamable_http_path="/mcp",
                 transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # HostGuard
                 host=host,

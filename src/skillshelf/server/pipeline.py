@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.lowlevel.server import Server
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, TypeAdapter
 
@@ -107,24 +108,18 @@ class CallPipeline:
     places: Mapping[str, Places] = field(default_factory=dict)  # by a tool's own name
     passthrough: set[str] = field(default_factory=set)  # composites and meta-tools: their inner calls are hooked
     seen: Counter[str] = field(default_factory=Counter)  # requests and notifications by method, as they pass
-    _server: MCPServer[Any] | None = None
     _live: LiveView | None = None
 
-    def attach(self, server: MCPServer[Any], live: LiveView) -> CallPipeline:
+    def attach(self, server: Server[Any], live: LiveView) -> CallPipeline:
         """Serve `server`'s requests: first of its middleware after the SDK's own, so every rule applies
         before anything skillshelf adds runs."""
-        self._server, self._live = server, live
+        self._live = live
         server.middleware.insert(_first_own(server), self.middleware)
         return self
 
     def set_hooks(self, hooks: Hooks | None) -> None:
         """New hooks from a reloaded config (called on the event loop, between requests)."""
         self.hooks = hooks
-
-    @property
-    def server(self) -> MCPServer[Any]:
-        assert self._server is not None, "attach the pipeline to its server first"
-        return self._server
 
     @property
     def live(self) -> LiveView:
@@ -197,7 +192,7 @@ class CallPipeline:
 
         async def run(_exposed: str, final: dict[str, Any]) -> HandlerResult:
             try:
-                ran = await tool.run(final, context or Context(mcp_server=self.server))
+                ran = await tool.run(final, context or Context())
             except SkillshelfError as exc:
                 return to_call_result(failure(exc.code, exc.message, started, exc.suggestions, exc.details))
             except Exception as exc:  # arguments the tool's schema refuses: the SDK's ToolError
@@ -387,7 +382,7 @@ class CallPipeline:
         )
 
 
-def _first_own(server: MCPServer[Any]) -> int:
+def _first_own(server: Server[Any]) -> int:
     """The position after the SDK's own middleware (tracing, request state), where skillshelf's begin."""
     from skillshelf.server.views import LiveView  # the views module imports this one's callers
 

@@ -1,59 +1,79 @@
-"""The one seam to the MCP SDK's private state: every use of a name the SDK does not make public is here.
+"""The one seam to the MCP SDK's server layer: what skillshelf builds its servers from, all of it public.
 
-skillshelf reaches one private name of `MCPServer` (mcp 2.3.x): `_lowlevel_server`, the low-level server
-under it, because MCPServer offers no public handle on it (the SDK's own in-memory client reaches it the
-same way, marked "TODO: make lowlevel_server public"). Everything done with it is the low-level server's
-public API:
+A view's server is the SDK's low-level `Server` (mcp.server.lowlevel.server), which skillshelf builds and
+owns (`ViewServer`), not `MCPServer`: every spec method skillshelf answers it answers from tables of its
+own, which MCPServer could not hold or change while it runs, and MCPServer offers no public handle on
+its low-level server (until issue 32 skillshelf reached it through the private `_lowlevel_server`):
 
-- `run` over streams skillshelf wraps (server/stdio.py: the bound on unanswered requests);
-  `MCPServer.run_stdio_async` opens its own stdio streams and takes none;
-- `add_request_handler` for spec methods MCPServer serves from tables it cannot change while it runs or
-  hold skillshelf's objects in: `tools/list` and `tools/call` (a view's tools, replaced on a config
-  reload: server/views.py `LiveView`), `resources/list` and `resources/read` (the skills' files:
-  server/skills_ext.py). An `Extension` may bind only new methods, and `Server.middleware` that answers
-  a request itself skips the SDK's shaping of the result for the client's protocol version;
-- `instructions`, which a config reload changes (MCPServer's property is read-only);
-- `get_tool_input_schema`, so the SDK checks `Mcp-Param-*` headers against the tool the view serves.
+- `tools/list` and `tools/call`: a view's tools, replaced whole on a config reload (server/views.py
+  `LiveView`), and `get_tool_input_schema`, so the SDK checks `Mcp-Param-*` headers against them;
+- `resources/list`, `resources/templates/list` and `resources/read`: the skills' files, listed from a
+  library that changes, each with its own MIME type (server/skills_ext.py);
+- `prompts/list` and `prompts/get` (server/prompts.py), over the SDK's `Prompt`;
+- `instructions`, which a config reload changes;
+- `run` over streams skillshelf wraps (server/stdio.py: the bound on unanswered requests).
+
+What MCPServer added around its low-level server and skillshelf keeps is added from the same public
+parts: the request-state boundary (server/assembly.py), `subscriptions/listen` (`ListenHandler`), an
+`Extension`'s methods and settings (`add_extension`), and the routes served beside `/mcp`
+(`ViewServer.routes`).
 
 An SDK upgrade is this file to read: tests/server/test_sdk_seam.py checks that it touches exactly
-`PRIVATE_NAMES`, that no other module touches any private name, and that no class of the project
+`PRIVATE_NAMES` (none), that no other module touches any private name, and that no class of the project
 overrides a method of an SDK class other than an extension point it offers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
-from mcp.server.extension import RequestHandler
+from mcp.server.extension import Extension
 from mcp.server.lowlevel.server import Server
-from mcp.server.mcpserver import MCPServer
+from mcp.shared.extension import validate_extension_identifier
 from mcp_types.methods import SPEC_CLIENT_METHODS
-from pydantic import BaseModel
+from starlette.applications import Starlette
+from starlette.routing import Route
 
-PRIVATE_NAMES = frozenset({"_lowlevel_server"})
-
-
-def lowlevel(server: MCPServer[Any]) -> Server[Any]:
-    """The low-level server under an MCPServer: its public `run`, handlers and attributes."""
-    return server._lowlevel_server
+PRIVATE_NAMES: frozenset[str] = frozenset()
 
 
-def serve_request(server: MCPServer[Any], method: str, params: type[BaseModel], handler: RequestHandler) -> None:
-    """Answer `method` with `handler` (a spec method's handler replaced: see the module docstring)."""
-    lowlevel(server).add_request_handler(method, params, handler)
+class ViewServer(Server[Any]):
+    """A view's MCP server: the SDK's low-level server, and the HTTP routes served beside its `/mcp`
+    (/health, the web view), which MCPServer kept for its `streamable_http_app` (`custom_route`)."""
+
+    routes: tuple[Route, ...] = ()
+
+    def http_app(self, **options: Any) -> Starlette:
+        """The SDK's Streamable HTTP app of this server (`options`: its transport's), with `routes`."""
+        return self.streamable_http_app(custom_starlette_routes=list(self.routes), **options)
 
 
-def set_instructions(server: MCPServer[Any], text: str) -> None:
-    lowlevel(server).instructions = text
+def add_extension(server: Server[Any], extension: Extension) -> None:
+    """Serve `extension`'s request methods and advertise it with its settings, as `MCPServer(extensions=...)`
+    does. What MCPServer does with the rest of an extension (tools, resources, a tools/call interceptor,
+    methods of some protocol versions only) needs its tables: refused here, not silently dropped."""
+    identifier = getattr(extension, "identifier", None)
+    validate_extension_identifier(identifier, owner=type(extension).__name__)
+    refused = [
+        what
+        for what, offered in (
+            ("tools", extension.tools()),
+            ("resources", extension.resources()),
+            ("a tools/call interceptor", type(extension).intercept_tool_call is not Extension.intercept_tool_call),
+            ("methods of some protocol versions", any(m.protocol_versions for m in extension.methods())),
+        )
+        if offered
+    ]
+    if refused:
+        raise ValueError(f"extension {identifier!r} offers {', '.join(refused)}, which a view's server does not serve")
+    for method in extension.methods():
+        if server.get_request_handler(method.method) is not None:
+            raise ValueError(f"extension {identifier!r} binds {method.method!r}, which is already served")
+        server.add_request_handler(method.method, method.params_type, method.handler)
+    server.extensions[extension.identifier] = extension.settings()
 
 
-def set_tool_schemas(server: MCPServer[Any], schema_of: Callable[[str], Mapping[str, Any] | None]) -> None:
-    lowlevel(server).get_tool_input_schema = schema_of
-
-
-def request_methods(server: MCPServer[Any], also: tuple[str, ...] = ()) -> list[str]:
+def request_methods(server: Server[Any], also: tuple[str, ...] = ()) -> list[str]:
     """Every request method of the protocol, and of `also` (extension methods), the server has a handler
     for (the call pipeline must classify each)."""
-    server_side = lowlevel(server)
-    return sorted(m for m in {*SPEC_CLIENT_METHODS, *also} if server_side.get_request_handler(m) is not None)
+    return sorted(m for m in {*SPEC_CLIENT_METHODS, *also} if server.get_request_handler(m) is not None)

@@ -12,9 +12,10 @@ URIs are `skill://<category>/<name>/<file>`; the skill name is the last director
 Everything is read through the view's `SkillReader`: a hidden skill is absent from every listing and
 unreadable, exactly like one that does not exist, and files obey the same path rules and size caps as
 every other read (one read returns at most the extension's 16 MiB per skill).
-MCPServer serves `resources/list` and `resources/read` from its resource table, which holds no per-file
-MIME type and no listing of a library that changes, so `install` answers those two itself, on the
-low-level server's public handler API (reached through server/sdk.py).
+- `resources/templates/list` lists `skill://{category}/{name}`, a skill's documentation as markdown.
+
+`install` answers these on the low-level server skillshelf builds (server/sdk.py): MCPServer's resource
+table holds no per-file MIME type and no listing of a library that changes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import base64
 import binascii
 import logging
 import mimetypes
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import quote, unquote
 
@@ -33,12 +34,12 @@ import anyio.lowlevel
 from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from skillshelf.errors import ErrorCode
+from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.files import SkillFileError
 from skillshelf.library.access.manifest import (
     MAX_TOTAL_BYTES,
@@ -52,6 +53,7 @@ from skillshelf.library.access.reader import SkillReader
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.server import sdk
 from skillshelf.server.list_changed import ListChanged
+from skillshelf.skills import service
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +63,13 @@ SKILLS_PAGE = 50  # entries carry whole manifests
 RESOURCES_PAGE = 200
 LIST_TTL_MS = 30_000  # a hint only: files change under a watcher, and resources/list_changed says so
 SOURCE_META_KEY = "skillshelf/source"  # a skill's provenance in its entry's _meta
+DOCUMENTATION = types.ResourceTemplate(
+    uri_template="skill://{category}/{name}",
+    name="skill",
+    title="Skill documentation",
+    description="A skill's documentation as markdown; the id is category/name.",
+    mime_type="text/markdown",
+)
 
 
 def skill_uri(category: str, name: str, path: str = SKILL_DOC) -> str:
@@ -135,14 +144,13 @@ class SkillsSurface:
         self.extension = SkillsExtension(self)
         self.changes = ListChanged(self.bus, "resources")  # told when the resource list changes
         self._reported: set[tuple[str, str]] = set()
-        self._read_fallback: Callable[..., Any] | None = None
 
-    def install(self, server: MCPServer[Any]) -> None:
-        """Serve resources/list and resources/read for skills, and announce library changes."""
-        original = sdk.lowlevel(server).get_request_handler("resources/read")  # MCPServer's: the skill:// template
-        self._read_fallback = original.handler if original is not None else None
-        sdk.serve_request(server, "resources/list", types.PaginatedRequestParams, self.list_resources)
-        sdk.serve_request(server, "resources/read", types.ReadResourceRequestParams, self.read_resource)
+    def install(self, server: Server[Any]) -> None:
+        """Serve the Skills extension and skills as resources, and announce library changes."""
+        sdk.add_extension(server, self.extension)
+        server.add_request_handler("resources/list", types.PaginatedRequestParams, self.list_resources)
+        server.add_request_handler("resources/templates/list", types.PaginatedRequestParams, self.list_templates)
+        server.add_request_handler("resources/read", types.ReadResourceRequestParams, self.read_resource)
         server.middleware.append(self.middleware)
 
     # -- skills/list and skills/get ------------------------------------------------------------
@@ -222,22 +230,35 @@ class SkillsSurface:
         more = start + RESOURCES_PAGE < len(skills)
         return types.ListResourcesResult(resources=resources, next_cursor=_cursor(page[-1].id) if more else None)
 
+    async def list_templates(
+        self, _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[DOCUMENTATION])
+
     async def read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> HandlerResult:
+        self, _ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        """A skill's file (`skill://<category>/<name>/<path>`) or its documentation (`skill://<category>/<name>`):
+        the skill the hooks were told of (tooling.Places.uris: this parser) is the one read."""
         parsed = parse_skill_uri(params.uri)
-        if parsed is None and params.uri.startswith(SCHEME):
-            # Only a URI this parser reads reaches the skill:// template: the skill the hooks were told of
-            # (tooling.Places.uris) is the one read.
-            raise _not_found(params.uri, f"{params.uri} is not a skill URI; skills are skill://<category>/<name>")
-        if parsed is not None and parsed[2] is not None:
+        if parsed is None:
+            if params.uri.startswith(SCHEME):
+                raise _not_found(params.uri, f"{params.uri} is not a skill URI; skills are skill://<category>/<name>")
+            raise _not_found(params.uri, f"Unknown resource: {params.uri}")
+        if parsed[2] is not None:
             return await anyio.to_thread.run_sync(self._read_file, params.uri, *parsed)
-        if parsed is not None and self._find(parsed[0], parsed[1]) is None:
-            raise _not_found(params.uri, f"No skill {parsed[0]}/{parsed[1]}; call searchPatterns to find skill ids.")
-        if self._read_fallback is None:
-            raise _not_found(params.uri, f"Unknown resource {params.uri}")
-        result: HandlerResult = await self._read_fallback(ctx, params)
-        return result
+        return await anyio.to_thread.run_sync(self._read_documentation, params.uri, parsed[0], parsed[1])
+
+    def _read_documentation(self, uri: str, category: str, name: str) -> types.ReadResourceResult:
+        if self._find(category, name) is None:
+            raise _not_found(uri, f"No skill {category}/{name}; call searchPatterns to find skill ids.")
+        try:
+            text = service.read_documentation(self.reader, f"{category}/{name}")
+        except SkillshelfError as exc:
+            raise _not_found(uri, exc.message) from exc
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type=DOCUMENTATION.mime_type)]
+        )
 
     def _read_file(self, uri: str, category: str, name: str, path: str | None) -> types.ReadResourceResult:
         skill = self._find(category, name)

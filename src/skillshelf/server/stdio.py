@@ -29,14 +29,12 @@ from contextlib import contextmanager
 from typing import Any, Self
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse, RequestId
-
-from skillshelf.server import sdk
 
 logger = logging.getLogger(__name__)
 MAX_UNANSWERED = 32  # requests handed to the server and not yet answered before reading pauses
@@ -52,16 +50,15 @@ def loop_options() -> dict[str, Any]:
     return {"use_uvloop": True}
 
 
-async def serve_stdio(server: MCPServer[Any]) -> None:
+async def serve_stdio(server: Server[Any]) -> None:
     """What `MCPServer.run_stdio_async` does, with the bound on unanswered requests and the quiet end."""
-    lowlevel = sdk.lowlevel(server)  # the SDK's run_stdio_async uses it the same way
     unanswered = _Unanswered(MAX_UNANSWERED)
     with _quiet_when_the_answers_cannot_be_written():
         async with stdio_server() as (read_stream, write_stream):
-            await lowlevel.run(
+            await server.run(
                 _Admitting(read_stream, unanswered),
                 _Answering(write_stream, unanswered),
-                lowlevel.create_initialization_options(),
+                server.create_initialization_options(),
             )
 
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, cast
 
@@ -33,7 +33,8 @@ import anyio.from_thread
 import anyio.lowlevel
 from mcp import MCPError, types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.lowlevel.server import Server
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.subscriptions import SubscriptionBus
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -48,7 +49,6 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access.rules import decide_tool
 from skillshelf.library.indexing.terms import STOPWORDS, word_parts
 from skillshelf.library.skill.duplicates import porter_stems
-from skillshelf.server import sdk
 from skillshelf.server.list_changed import ListChanged
 from skillshelf.server.tooling import CallTool, make_tool, respond, run_tool, to_call_result, unknown_arguments
 
@@ -475,10 +475,11 @@ class LiveView:
     """The tools a server serves now: the view's selection, and the tools added beside it (its composites).
     A reload swaps the selection whole and tells clients to re-list.
 
-    It answers tools/list and tools/call from its own table (`serve`): MCPServer's tool table holds the
-    SDK's `Tool` objects it built itself and has no public way to hold a view's presentation of a tool or to
-    be replaced while the server runs. Its middleware marks `tools.listChanged` in the capabilities and
-    remembers sessions (legacy connections) to notify.
+    It answers tools/list and tools/call from its own table (`serve`), on the low-level server skillshelf
+    builds (server/sdk.py): MCPServer's tool table holds the SDK's `Tool` objects it built itself and has
+    no public way to hold a view's presentation of a tool or to be replaced while the server runs. Its
+    middleware marks `tools.listChanged` in the capabilities and remembers sessions (legacy connections)
+    to notify.
     """
 
     def __init__(self, selection: ToolSelection, bus: SubscriptionBus) -> None:
@@ -501,11 +502,11 @@ class LiveView:
         """What tools/list carries."""
         return list(self._table.values())
 
-    def serve(self, server: MCPServer[Any]) -> None:
+    def serve(self, server: Server[Any]) -> None:
         """Answer `server`'s tools/list and tools/call from this table (see the class docstring)."""
-        sdk.serve_request(server, "tools/list", types.PaginatedRequestParams, self.list_tools)
-        sdk.serve_request(server, "tools/call", types.CallToolRequestParams, partial(self.call_tool, server))
-        sdk.set_tool_schemas(server, self.input_schema)
+        server.add_request_handler("tools/list", types.PaginatedRequestParams, self.list_tools)
+        server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
+        server.get_tool_input_schema = self.input_schema
 
     async def list_tools(
         self, _ctx: ServerRequestContext[Any, Any], _params: types.PaginatedRequestParams
@@ -518,7 +519,7 @@ class LiveView:
         return tool.parameters if tool is not None else None
 
     async def call_tool(
-        self, server: MCPServer[Any], ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> HandlerResult:
         """Run a served tool, as MCPServer's own tools/call does (the call pipeline's rules ran before it)."""
         tool = self.get(params.name)
@@ -526,9 +527,7 @@ class LiveView:
             return CallToolResult(
                 content=[TextContent(type="text", text=f"Unknown tool: {params.name}")], is_error=True
             )
-        context: Context[Any, Any] = Context(
-            request_context=ctx, mcp_server=server, input_params=params, subscriptions=self.bus
-        )
+        context: Context[Any, Any] = Context(request_context=ctx, input_params=params, subscriptions=self.bus)
         try:
             return cast(HandlerResult, await tool.run(params.arguments or {}, context))
         except MCPError:
@@ -540,15 +539,15 @@ class LiveView:
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         return await self.changes.middleware(ctx, call_next)
 
-    def install(self, server: MCPServer[Any], selection: ToolSelection) -> None:
+    def install(self, server: Server[Any], selection: ToolSelection) -> None:
         """Serve `selection` from now on: one assignment of the table (a request sees the old one or the new
         one), and the instructions naming what it offers."""
         self._table = {**{t.name: t for t in selection.listed()}, **self._added}
         self.selection = selection
-        sdk.set_instructions(server, instructions_for(selection))
+        server.instructions = instructions_for(selection)
 
     def install_from_thread(
-        self, server: MCPServer[Any], selection: ToolSelection, also: Callable[[], None] | None = None
+        self, server: Server[Any], selection: ToolSelection, also: Callable[[], None] | None = None
     ) -> None:
         """`install`, from the config watcher's thread: on the event loop when a client has reached it (no
         request sees a half-swapped view), else at once (nothing is being served yet)."""
@@ -575,9 +574,8 @@ class LiveView:
         await self.changes.announce()
 
 
-def served_tools(server: MCPServer[Any]) -> list[ViewTool]:
-    """What `server`'s tools/list carries now (its view's table: MCPServer's own `list_tools` lists the SDK's
-    table, which a view's server leaves empty)."""
+def served_tools(server: Server[Any]) -> list[ViewTool]:
+    """What `server`'s tools/list carries now: its view's table."""
     for middleware in server.middleware:
         if isinstance(live := getattr(middleware, "__self__", None), LiveView):
             return live.tools()

@@ -80,6 +80,8 @@ def worker_app(setup: WorkerSetup) -> ASGIApp:
     """The app of one worker process (uvicorn's factory, called in the worker)."""
     import os
 
+    from mcp.server.mcpserver.utilities.logging import configure_logging
+
     from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
@@ -92,8 +94,9 @@ def worker_app(setup: WorkerSetup) -> ASGIApp:
     finish_calls_on_shutdown()
     extra, origins = setup.extra_hosts, setup.extra_origins
     access = web_access(settings.http_host, extra, origins, tokens_required=bool(settings.auth.tokens))
+    # A worker's warnings on stderr, as the SDK's MCPServer set them up when it built the servers (a view's
+    # server is the SDK's low-level one now: server/sdk.py).
+    configure_logging("WARNING")
     # One App per worker process: its library and archive, shared by its view servers, live as long as
     # the process does (each server's lifespan starts and stops their watchers).
-    # One App per worker process: its library and archive, shared by its view servers, live as long as the
-    # process does (each server's lifespan starts and stops their watchers).
     return App(settings).http_app(access, extra_hosts=extra, extra_origins=origins, stateless=True)
