@@ -19,8 +19,9 @@ from pathlib import Path
 
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
-from skillshelf.library.skill.digest import skill_digest
+from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_entries
 from skillshelf.library.skill.discovery import printable
+from skillshelf.library.skill.folder import kept
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.sources.approval import approval_of, library_path
@@ -91,12 +92,38 @@ class ApprovalGate:
                 f"not served (require_verified): {LOCK_NAME} has no approval of {skill.id}; review it, then "
                 f"`skillshelf approve {skill.id}`"
             )
-        if skill_digest(root, _skill_path(skill)) != approved:
+        entries = skill_entries(root, _skill_path(skill))
+        if not entries or digest_entries(entries) != approved:
             return (
                 f"not served ({setting}): its files differ from the bytes approved in {LOCK_NAME}; "
                 f"`skillshelf verify` names them. Review them, then `skillshelf approve {skill.id}`"
             )
+        outward = _link_out(root, skill, entries)
+        if outward is not None:
+            return (
+                f"not served ({setting}): {outward} is a link out of its files; the approval pins where a link "
+                "points, not the bytes it shows. Put the file itself in the skill, then "
+                f"`skillshelf approve {skill.id}`"
+            )
         return None
+
+
+def _link_out(root: Path, skill: IndexedSkill, entries: list[TreeEntry]) -> str | None:
+    """The first link of the skill whose target the digest does not cover (it lies outside the skill's own
+    folder, or under a name the digest leaves out); a three-file skill's folder is shared, so any link."""
+    folder = None if skill.layout == "three-file" else root.joinpath(*_skill_path(skill).split("/")).resolve()
+    for entry in entries:
+        if entry.kind != "link":
+            continue
+        try:
+            target = entry.on_disk.resolve()
+        except (OSError, RuntimeError):  # a loop: it shows nothing the approval covers either
+            return entry.path
+        if folder is None or not target.is_relative_to(folder):
+            return entry.path
+        if not all(kept(part) for part in target.relative_to(folder).parts):
+            return entry.path
+    return None
 
 
 def _skill_path(skill: IndexedSkill) -> str:
