@@ -15,6 +15,7 @@ why and what a curator runs to serve it again. Worked out once per index sync an
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillshelf.library.index.library import SkillLibrary
@@ -26,12 +27,22 @@ from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.sources.approval import approval_of, library_path
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.local import INSTALLED, read_installed
 from skillshelf.library.sources.lock import LOCK_NAME, Lock, lock_path, read_lock
 from skillshelf.library.sources.signers import ALLOWED_SIGNERS
 from skillshelf.library.sources.signing import SIGNATURE_NAME, verify_signed
 from skillshelf.library.sources.spec import STATE_DIR
 
 CODE = "not-approved"
+
+
+@dataclass(frozen=True)
+class RootState:
+    lock: Lock  # the root's lock (the verified one under require_signed)
+    problem: str | None  # why the lock cannot be trusted (None: it can)
+    sources: frozenset[str]  # the names of its sources: the lock's and those this machine installed
+
+
 _Stamp = tuple[int, int, int] | None
 
 
@@ -60,27 +71,32 @@ class ApprovalGate:
         found: dict[str, Finding] = {}
         for skill in self.library.overview():
             root = self.library.root_of(skill)
-            lock, problem = roots[skill.details.root_index]
-            why = self._why(root, skill, lock, problem)
+            why = self._why(root, skill, roots[skill.details.root_index])
             if why is not None:
                 found[skill.id] = Finding(_skill_path(skill), None, "warning", CODE, why, printable(display_path(root)))
         return found
 
-    def _root_state(self, root: Path) -> tuple[Lock, str | None]:
-        """The root's lock (the signed one under require_signed), and why it cannot be trusted, if so."""
+    def _root_state(self, root: Path) -> RootState:
+        """The root's lock (the signed one under require_signed), its sources, and why it cannot be trusted."""
+        # The sources this machine installed count too (`.skillshelf/`, never committed): a lock whose
+        # source, or one of its skills, was deleted after signing must not turn them into skills "written here".
+        sources = frozenset(read_installed(root).sources)
         try:
             lock = read_lock(lock_path(root))
         except SourceError as exc:
-            return Lock(), f"{LOCK_NAME} cannot be read ({exc.message})"
-        if self.signed and lock.sources:
+            return RootState(Lock(), f"{LOCK_NAME} cannot be read ({exc.message})", sources)
+        sources |= frozenset(lock.sources)
+        if self.signed and (sources or (root / SIGNATURE_NAME).exists()):
             try:
-                return verify_signed(root).lock, None
+                return RootState(verify_signed(root).lock, None, sources)
             except SourceError as exc:
-                return lock, exc.message
-        return lock, None
+                return RootState(lock, exc.message, sources)
+        return RootState(lock, None, sources)
 
-    def _why(self, root: Path, skill: IndexedSkill, lock: Lock, problem: str | None) -> str | None:
-        from_source = lock.owner_of(skill.id) is not None
+    def _why(self, root: Path, skill: IndexedSkill, state: RootState) -> str | None:
+        lock, problem = state.lock, state.problem
+        # in a source's folder (its id's first part names one) it is the source's, listed in the lock or not
+        from_source = lock.owner_of(skill.id) is not None or skill.id.split("/", 1)[0] in state.sources
         setting = "require_signed" if self.signed and (from_source or not self.verified) else "require_verified"
         if problem is not None and (from_source or self.verified):
             return f"not served ({setting}): {problem}"
@@ -89,7 +105,7 @@ class ApprovalGate:
         approved = approval_of(lock, skill.id)
         if approved is None:
             return (
-                f"not served (require_verified): {LOCK_NAME} has no approval of {skill.id}; review it, then "
+                f"not served ({setting}): {LOCK_NAME} has no approval of {skill.id}; review it, then "
                 f"`skillshelf approve {skill.id}`"
             )
         entries = skill_entries(root, _skill_path(skill))
@@ -131,7 +147,7 @@ def _skill_path(skill: IndexedSkill) -> str:
 
 
 def _stamps(root: Path) -> tuple[_Stamp, ...]:
-    paths = (lock_path(root), root / SIGNATURE_NAME, root / STATE_DIR / ALLOWED_SIGNERS)
+    paths = (lock_path(root), root / SIGNATURE_NAME, root / STATE_DIR / ALLOWED_SIGNERS, root / STATE_DIR / INSTALLED)
     return tuple(_stamp(path) for path in paths)
 
 
