@@ -335,13 +335,19 @@ def plant_bytecode(module: Path, planted: str, tmp_path: Path) -> None:
     cached.write_bytes(bytes(data))
 
 
-async def test_a_planted_pycache_file_never_runs_in_place_of_the_skills_source(tmp_path: Path) -> None:
-    """No approval covers `__pycache__` (the digest leaves it out): the skill's modules run from their source."""
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["sandbox-if-any", "unsandboxed"])
+async def test_a_planted_pycache_file_or_module_never_runs_in_place_of_the_skills_source(
+    tmp_path: Path, bubblewrap: bool
+) -> None:
+    """No approval covers `__pycache__` (the digest leaves it out) nor a file beside a three-file skill that
+    no skill owns: the skill's modules run from their source, and a three-file skill's folder is not on
+    its import path (a planted `colorsys.py` there would shadow the standard library's)."""
     from tests.conftest import agent_skill, write
 
     root = tmp_path / "library"
-    code = "def answer() -> str:\n    return 'source'\n"
+    code = "import colorsys\n\ndef answer() -> str:\n    return 'source' + getattr(colorsys, 'PLANTED', '')\n"
     three_file(root, "run", "answer", "# Answer\n\nSays the answer.\n", code=code)
+    write(root / "run" / "colorsys.py", "PLANTED = ' and planted'\n")
     agent_skill(root, "run", "tools", "name: tools\ndescription: A script that imports a helper module.")
     scripts = root / "run" / "tools" / "scripts"
     write(scripts / "main.py", "import helper\nprint(helper.VALUE)\n")
@@ -351,7 +357,8 @@ async def test_a_planted_pycache_file_never_runs_in_place_of_the_skills_source(t
     library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
     library.sync()
     try:
-        reader, settings = LibraryReader(library), ExecutionSettings(enabled=True, timeout_s=20)
+        reader = LibraryReader(library)
+        settings = ExecutionSettings(enabled=True, timeout_s=20, bubblewrap=bubblewrap)
         called = await service.execute_skill(reader, settings, "run/answer", {})
         ran = await service.execute_skill(reader, settings, "run/tools", {}, script="scripts/main.py")
     finally:

@@ -99,7 +99,9 @@ def call_function(config: dict[str, Any]) -> int:
     real_stdout = sys.stdout
     payload = json.loads(sys.stdin.read() or "{}")
     skill_path = config["skill_path"]
-    sys.path.insert(0, os.path.dirname(skill_path))
+    # Its folder is not put on the import path: it is a category's, shared with files no approval of this
+    # skill covers (a planted `json.py` there would shadow the standard library's); the sandbox shows the
+    # skill's own files only, and this keeps a run without it the same.
     sys.stdout = sys.stderr  # the skill's own prints must not corrupt the JSON result
     try:
         loader = SourceOnlyLoader("skill", skill_path)
