@@ -435,7 +435,8 @@ def sync(
             if entry.mode == "link":  # the link shows the unapproved files themselves
                 gone.append((entry, f"{result.held}; a link would show its unapproved files"))
             else:
-                outcomes.append(Outcome(entry.name, "held", f"{entry.path} left as it was installed; {result.held}"))
+                left = "missing, not put back" if result.edits else "left as it was installed"
+                outcomes.append(Outcome(entry.name, "held", f"{entry.path} {left}; {result.held}"))
             continue
         reader = reader_for(entry.view)
         skill = reader.get(entry.skill)
