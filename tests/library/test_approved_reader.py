@@ -5,6 +5,7 @@ only the findings name it, to say why and how to approve it."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -97,3 +98,25 @@ def test_a_link_out_of_an_approved_skill_is_held_back_its_target_is_not_approved
         return
     (why,) = [f.message for f in gated.findings() if f.code == CODE and "docs/tool" in f.message]
     assert "references/shared.md is a link out of its files" in why and "`skillshelf approve docs/tool`" in why
+
+
+@pytest.mark.parametrize("where", ["node_modules", "scripts/node_modules"])
+def test_a_javascript_skill_with_node_modules_is_held_back_no_approval_covers_them(
+    root: Path, library: SkillLibrary, where: str
+) -> None:
+    """The digest leaves `node_modules/` out (as the listing does), yet Node loads from it when a script runs."""
+    tool = root / "docs" / "tool"
+    write(tool / "scripts" / "main.js", "const pad = require('left-pad');\nconsole.log(pad('x', 3));\n")
+    library.mark_dirty()
+    approve(root, Lock(), ("docs/tool",), "ana@example.org", "2026-11-26T09:15:02Z")
+    gated = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+    assert gated.get("docs/tool") is not None
+    write(tool / where / "left-pad" / "index.js", "module.exports = () => 'whatever it wants to run';\n")
+    library.mark_dirty()
+    assert gated.get("docs/tool") is None
+    (why,) = [f.message for f in gated.findings() if f.code == CODE and "docs/tool" in f.message]
+    assert f"{where}/ is in its folder" in why and "`skillshelf approve docs/tool`" in why
+    (tool / where).rename(tmp := tool.parent / "moved-away")
+    shutil.rmtree(tmp)
+    library.mark_dirty()
+    assert gated.get("docs/tool") is not None  # a JavaScript skill without them is served

@@ -14,6 +14,7 @@ why and what a curator runs to serve it again. Worked out once per index sync an
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +122,30 @@ class ApprovalGate:
                 "points, not the bytes it shows. Put the file itself in the skill, then "
                 f"`skillshelf approve {skill.id}`"
             )
+        modules = _node_modules(root, skill, entries)
+        if modules is not None:
+            return (
+                f"not served ({setting}): {modules} is in its folder; no approval covers it (the digest leaves it "
+                "out) and Node loads from it when a script runs. Remove it, or put what the scripts need among "
+                f"the skill's own files, then `skillshelf approve {skill.id}`"
+            )
         return None
+
+
+JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts")
+
+
+def _node_modules(root: Path, skill: IndexedSkill, entries: list[TreeEntry]) -> str | None:
+    """A `node_modules` folder in a folder skill with JavaScript (its first, relative to the skill): code
+    a run would load that no approval covers."""
+    if skill.layout == "three-file" or not any(e.path.endswith(JS_SUFFIXES) for e in entries):
+        return None
+    folder = root.joinpath(*_skill_path(skill).split("/"))
+    for here, folders, _files in os.walk(folder):
+        if "node_modules" in folders:
+            return (Path(here) / "node_modules").relative_to(folder).as_posix() + "/"
+        folders[:] = [name for name in folders if kept(name)]
+    return None
 
 
 def _link_out(root: Path, skill: IndexedSkill, entries: list[TreeEntry]) -> str | None:
