@@ -323,9 +323,12 @@ def readers_of(app: App) -> ReaderFor:
 def held_back_of(app: App) -> HeldBack | None:
     """Why require_verified or require_signed hold a skill back (None: served); None when neither is set,
     so `install --check`/`--sync` tell a held-back skill from one gone from the library."""
+    from skillshelf.library.access.reader import ViewReader
+
     if not app.settings.serves_only_approved():
         return None
-    visibility = app.served_reader().visibility
+    served = app.reader(None)  # the reader `readers_of` gives: its gate is worked out once for both
+    visibility = served.visibility if isinstance(served, ViewReader) else app.served_reader().visibility
 
     def held_back(skill_id: str) -> str | None:
         finding = visibility.held_back(skill_id)
