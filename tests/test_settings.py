@@ -322,3 +322,12 @@ def test_a_server_with_a_misspelt_variable_refuses_to_start_and_says_why(sample_
         "SKILLSHELF_REQUIRE_ISOLATION is not a skillshelf setting; "
         "did you mean SKILLSHELF_EXECUTION__REQUIRE_ISOLATION?" in done.stderr
     )
+
+
+@pytest.mark.parametrize("value", ["1000000000000", "99999999999999999999999999"])
+def test_a_huge_max_file_bytes_is_refused_naming_the_most_it_may_be(value: str) -> None:
+    """Each read sets aside `max_file_bytes` at once: a trillion made every read of every skill fail."""
+    with pytest.raises(SettingsError) as raised:
+        resolve_settings(env={"SKILLSHELF_MAX_FILE_BYTES": value})
+    (problem,) = raised.value.problems
+    assert problem.startswith("SKILLSHELF_MAX_FILE_BYTES: max_file_bytes:") and "268435456" in problem, problem

@@ -58,7 +58,7 @@ from skillshelf.library.semantic.install import (
     user_data_dir,
 )
 from skillshelf.library.skill.paths import display_path
-from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_CEILING
 from skillshelf.projects import DEFAULT_PROJECTS_ROOT, ProjectRoots
 from skillshelf.state import check_url, open_stores
 
@@ -149,7 +149,9 @@ class UserSettings(BaseModel):
         alias="projects",
         description="Project roots, for artifacts and memory",
     )
-    max_file_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024, description="Largest file read, in bytes")
+    max_file_bytes: int = Field(  # bounded: a read sets aside this much at once (a trillion failed every read)
+        default=DEFAULT_MAX_FILE_BYTES, ge=1024, le=MAX_FILE_BYTES_CEILING, description="Largest file read, in bytes"
+    )
     eval_threshold: float = Field(
         default=0.8,
         ge=0,

@@ -316,3 +316,51 @@ async def test_without_the_sandbox_the_servers_proc_files_are_closed_to_the_skil
     if os.geteuid() == 0:
         pytest.skip("root may read any process's /proc files (CAP_SYS_PTRACE); non-dumpable checked above")
     assert seen.output[str(os.getpid())] == "PermissionError"
+
+
+def plant_bytecode(module: Path, planted: str, tmp_path: Path) -> None:
+    """A `__pycache__` file for `module` that Python's timestamp check accepts, compiled from other source."""
+    import importlib.util
+    import py_compile
+    import struct
+
+    other = tmp_path / f"planted_{module.stem}.py"
+    other.write_text(planted, encoding="utf-8")
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    cached.parent.mkdir(exist_ok=True)
+    py_compile.compile(str(other), cfile=str(cached), doraise=True)
+    info = module.stat()
+    data = bytearray(cached.read_bytes())
+    data[8:16] = struct.pack("<II", int(info.st_mtime) & 0xFFFFFFFF, info.st_size & 0xFFFFFFFF)
+    cached.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["sandbox-if-any", "unsandboxed"])
+async def test_a_planted_pycache_file_or_module_never_runs_in_place_of_the_skills_source(
+    tmp_path: Path, bubblewrap: bool
+) -> None:
+    """No approval covers `__pycache__` (the digest leaves it out) nor a file beside a three-file skill that
+    no skill owns: the skill's modules run from their source, and a three-file skill's folder is not on
+    its import path (a planted `colorsys.py` there would shadow the standard library's)."""
+    from tests.conftest import agent_skill, write
+
+    root = tmp_path / "library"
+    code = "import colorsys\n\ndef answer() -> str:\n    return 'source' + getattr(colorsys, 'PLANTED', '')\n"
+    three_file(root, "run", "answer", "# Answer\n\nSays the answer.\n", code=code)
+    write(root / "run" / "colorsys.py", "PLANTED = ' and planted'\n")
+    agent_skill(root, "run", "tools", "name: tools\ndescription: A script that imports a helper module.")
+    scripts = root / "run" / "tools" / "scripts"
+    write(scripts / "main.py", "import helper\nprint(helper.VALUE)\n")
+    write(scripts / "helper.py", "VALUE = 'source'\n")
+    plant_bytecode(root / "run" / "answer.py", "def answer() -> str:\n    return 'planted'\n", tmp_path)
+    plant_bytecode(scripts / "helper.py", "VALUE = 'planted'\n", tmp_path)
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    library.sync()
+    try:
+        reader = LibraryReader(library)
+        settings = ExecutionSettings(enabled=True, timeout_s=20, bubblewrap=bubblewrap)
+        called = await service.execute_skill(reader, settings, "run/answer", {})
+        ran = await service.execute_skill(reader, settings, "run/tools", {}, script="scripts/main.py")
+    finally:
+        library.close()
+    assert (called.output, ran.output.strip()) == ("source", "source")

@@ -4,6 +4,9 @@ only the findings name it, to say why and how to approve it."""
 
 from __future__ import annotations
 
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,8 +14,10 @@ import pytest
 from skillshelf.library.access.approved import CODE, ApprovalGate
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
+from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.sources.approval import approve
 from skillshelf.library.sources.lock import Lock
+from tests.conftest import write
 from tests.library.test_reader import CHECKS, EVERY_MEMBER, HIDDEN, hidden_row, library, root, walk_hides
 
 __all__ = ["library", "root"]  # the fixtures, shared with test_reader.py
@@ -42,3 +47,76 @@ def test_the_findings_name_the_held_back_skill_only_to_say_how_to_approve_it(gat
     named = [f for f in gated.findings() if HIDDEN in repr(f)]
     assert [f.code for f in named] == [CODE]
     assert f"`skillshelf approve {HIDDEN}`" in named[0].message
+
+
+def tool_row(gated: ViewReader) -> IndexedSkill:
+    tool = gated.get("docs/tool")
+    assert tool is not None
+    return tool
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda folder: (folder / "scripts" / "run.py").chmod(0o755), id="exec-bit"),
+        pytest.param(lambda folder: write(folder / "scripts" / "later.py", "import os\n"), id="file-added"),
+        pytest.param(lambda folder: (folder / "references" / "guide.md").unlink(), id="file-removed"),
+        pytest.param(lambda folder: (folder / "references" / "more.md").symlink_to("guide.md"), id="link-added-inside"),
+    ],
+)
+def test_any_change_to_an_approved_skills_files_holds_it_back(
+    gated: ViewReader, library: SkillLibrary, root: Path, change: Callable[[Path], object]
+) -> None:
+    tool_row(gated)
+    change(root / "docs" / "tool")
+    library.mark_dirty()
+    assert gated.get("docs/tool") is None
+
+
+@pytest.mark.parametrize(
+    ("target", "served"),
+    [
+        ("shared/notes.txt", False),
+        ("docs/tool/node_modules/notes.txt", False),
+        ("secret/vault-notes/references/keys.md", False),
+        ("docs/tool/references/guide.md", True),  # inside the skill: the digest covers what it shows
+    ],
+)
+def test_a_link_out_of_an_approved_skill_is_held_back_its_target_is_not_approved(
+    root: Path, library: SkillLibrary, target: str, served: bool
+) -> None:
+    """The digest pins a link's text, not the bytes it shows: an edit there would be served unapproved."""
+    if not (root / target).exists():
+        write(root / target, "Rotate with care.\n")
+    link = root / "docs" / "tool" / "references" / "shared.md"
+    link.symlink_to(os.path.relpath(root / target, link.parent))
+    library.mark_dirty()
+    approve(root, Lock(), ("docs/tool", "secret/vault-notes"), "ana@example.org", "2026-11-26T09:15:02Z")
+    gated = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+    assert (gated.get("docs/tool") is not None) == served
+    if served:
+        return
+    (why,) = [f.message for f in gated.findings() if f.code == CODE and "docs/tool" in f.message]
+    assert "references/shared.md is a link out of its files" in why and "`skillshelf approve docs/tool`" in why
+
+
+@pytest.mark.parametrize("where", ["node_modules", "scripts/node_modules"])
+def test_a_javascript_skill_with_node_modules_is_held_back_no_approval_covers_them(
+    root: Path, library: SkillLibrary, where: str
+) -> None:
+    """The digest leaves `node_modules/` out (as the listing does), yet Node loads from it when a script runs."""
+    tool = root / "docs" / "tool"
+    write(tool / "scripts" / "main.js", "const pad = require('left-pad');\nconsole.log(pad('x', 3));\n")
+    library.mark_dirty()
+    approve(root, Lock(), ("docs/tool",), "ana@example.org", "2026-11-26T09:15:02Z")
+    gated = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+    assert gated.get("docs/tool") is not None
+    write(tool / where / "left-pad" / "index.js", "module.exports = () => 'whatever it wants to run';\n")
+    library.mark_dirty()
+    assert gated.get("docs/tool") is None
+    (why,) = [f.message for f in gated.findings() if f.code == CODE and "docs/tool" in f.message]
+    assert f"{where}/ is in its folder" in why and "`skillshelf approve docs/tool`" in why
+    (tool / where).rename(tmp := tool.parent / "moved-away")
+    shutil.rmtree(tmp)
+    library.mark_dirty()
+    assert gated.get("docs/tool") is not None  # a JavaScript skill without them is served

@@ -19,6 +19,7 @@ from skillshelf.library.sources.install import open_shelf
 from skillshelf.library.sources.lock import (
     Lock,
     LockedSource,
+    lock_path,
     parse_lock,
     read_lock,
     render_lock,
@@ -269,3 +270,24 @@ def test_a_source_folder_replaced_by_a_link_is_never_followed(tmp_path: Path) ->
         copied = [folder for folder, _, names in os.walk(root) if "id_key" in names]  # links not followed
         assert copied == []  # not carried over into the library as "added here"
         assert code != 0 and "team" in output and "link" in output
+
+
+MAX_LOCK_BYTES = 64 * 1024 * 1024  # lock.py's
+
+
+@pytest.mark.parametrize("kind", ["device", "oversized"])
+def test_a_lock_that_is_a_device_or_oversized_is_refused_naming_it_never_read_whole(tmp_path: Path, kind: str) -> None:
+    """A lock pushed as a link to a device (`/dev/zero` is read forever) or a huge file: refused before any
+    surface that reads the lock (sync, verify, the approval gate) holds it all in memory."""
+    root = tmp_path / "library"
+    root.mkdir()
+    lock = lock_path(root)
+    if kind == "device":
+        lock.symlink_to(os.devnull)  # /dev/zero would be the attack; /dev/null ends, so the old code survives
+    else:
+        lock.write_bytes(b"version = 1\n# " + b"x" * MAX_LOCK_BYTES + b"\n")  # valid TOML, and over the cap
+    with pytest.raises(SourceError) as refused:
+        read_lock(lock)
+    assert str(lock) in refused.value.message and "restore it from version control" in refused.value.message
+    code, out = sync(root)
+    assert code != 0 and str(lock) in out, out

@@ -18,7 +18,7 @@ from skillshelf.library.skill.paths import display_path
 if TYPE_CHECKING:
     from skillshelf.library.access.reader import SkillReader
     from skillshelf.library.agents.cost import CatalogueCost
-    from skillshelf.library.agents.installer import Outcome, ReaderFor, Target
+    from skillshelf.library.agents.installer import HeldBack, Outcome, ReaderFor, Target
     from skillshelf.library.agents.record import Record
     from skillshelf.server.app import App
     from skillshelf.settings import Settings
@@ -133,9 +133,9 @@ def _may_link(settings: Settings, link: bool) -> bool:
 
 
 def _exit_if_left(outcomes: list[Outcome]) -> None:
-    """Exit 1 when a skill was left as it was (a name not ours, an edited copy): as `update` does, so a
-    script sees it."""
-    if any(o.action in ("refused", "kept") for o in outcomes):
+    """Exit 1 when a skill was left as it was (a name not ours, an edited copy, one held back): as `update`
+    does, so a script sees it."""
+    if any(o.action in ("refused", "kept", "held") for o in outcomes):
         sys.exit(1)
 
 
@@ -250,18 +250,25 @@ def _check_or_sync(libraries: tuple[Path, ...], agent: str | None, *, sync: bool
     if not record.of(agent):
         click.echo("nothing installed" + (f" for {agent}" if agent else "") + "; `skillshelf install --agent NAME`")
         return
-    with _readers(settings) as reader_for:
+    with opened_app(settings) as app:
+        reader_for, held = readers_of(app), held_back_of(app)
         if sync:
             with _updating(settings) as current:  # read again under the lock: an install may have run since
-                outcomes = _domain(lambda: sync_installs(current, reader_for, agent, force=force))
+                outcomes = _domain(lambda: sync_installs(current, reader_for, agent, force=force, held_back=held))
             _print_outcomes(outcomes, as_json, "every install is up to date")
             _exit_if_left(outcomes)
             return
-        found = [d for d in drift(record, reader_for, agent) if not d.current]
+        found = [d for d in drift(record, reader_for, agent, held_back=held) if not d.current]
     if as_json:
         print_json(
             [
-                {"agents": d.install.agents, "path": str(d.install.path), "library": d.library, "edits": d.edits}
+                {
+                    "agents": d.install.agents,
+                    "path": str(d.install.path),
+                    "library": d.library,
+                    "edits": d.edits,
+                    "heldBack": d.held,
+                }
                 for d in found
             ]
         )
@@ -313,6 +320,23 @@ def readers_of(app: App) -> ReaderFor:
     return reader_for
 
 
+def held_back_of(app: App) -> HeldBack | None:
+    """Why require_verified or require_signed hold a skill back (None: served); None when neither is set,
+    so `install --check`/`--sync` tell a held-back skill from one gone from the library."""
+    from skillshelf.library.access.reader import ViewReader
+
+    if not app.settings.serves_only_approved():
+        return None
+    served = app.reader(None)  # the reader `readers_of` gives: its gate is worked out once for both
+    visibility = served.visibility if isinstance(served, ViewReader) else app.served_reader().visibility
+
+    def held_back(skill_id: str) -> str | None:
+        finding = visibility.held_back(skill_id)
+        return finding.message if finding is not None else None
+
+    return held_back
+
+
 def keep_installed(app: App) -> None:
     """`serve --keep-installed`: after each change the watcher finds, the installs of the app's library's
     skills are brought up to date (library/agents/installer.py `keeper`)."""
@@ -324,7 +348,8 @@ def keep_installed(app: App) -> None:
     if not settings.watch:
         start_log.warning("--keep-installed needs the library watched; with --no-watch installs stay as they are")
         return
-    app.library.add_change_listener(keeper(settings.state_dir, readers_of(app), list(app.library.roots)))
+    roots = list(app.library.roots)
+    app.library.add_change_listener(keeper(settings.state_dir, readers_of(app), roots, held_back_of(app)))
     start_log.info("keeping the skills installed in agents' folders current (`skillshelf install --check`)")
 
 

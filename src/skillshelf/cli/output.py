@@ -42,10 +42,11 @@ CLI_WORDS: dict[str, str] = {
 }
 # Plain words that are also parameter names: rewritten only when quoted as code (`script`).
 QUOTED_WORDS: dict[str, str] = {"script": "--script", "args": "--arg", "input": "--input"}
-# C0 and C1 controls, DEL, and the bidirectional marks and overrides (the set a name may not hold: folder.py):
+# C0 and C1 controls, DEL, the bidirectional marks and overrides, zero-width characters (the set a name may
+# not hold: folder.py):
 # text holding them could move the cursor, erase a line ("\x1b[2K\r") or reorder what a curator reads.
 _CONTROLS = re.compile(f"[{CONTROL_CHARACTERS}]")
-_BEYOND_C0 = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BEYOND_C0 = re.compile(f"[{CONTROL_CHARACTERS.removeprefix(chr(0) + '-' + chr(0x1F))}]")  # json escapes C0
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _WORD_RE = re.compile(r"(?<![\w`-])(" + "|".join(map(re.escape, CLI_WORDS)) + r")\b")
 

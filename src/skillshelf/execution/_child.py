@@ -10,6 +10,7 @@ safe while the server runs threads.
 """
 
 import contextlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -65,15 +66,46 @@ def join_cgroups(procs_files: list[str]) -> None:
             handle.write(str(os.getpid()))
 
 
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a module from its source, never from a `__pycache__` file beside it: no approval covers
+    those (the skill's digest leaves `__pycache__` out), so a planted one would run unreviewed bytes."""
+
+    def path_stats(self, path: str) -> Any:
+        raise OSError("a skill's modules are compiled from their source")  # SourceLoader then skips the cache
+
+
+def source_only_under(folder: str) -> None:
+    """Modules imported from `folder` (the skill's) and below load through SourceOnlyLoader; others (the
+    standard library, installed packages) keep their caches."""
+    folder = os.path.realpath(folder)
+    loaders = (
+        (SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES),
+        (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+        (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
+    )
+
+    def hook(path: str) -> importlib.machinery.FileFinder:
+        real = os.path.realpath(path or os.getcwd())
+        if not os.path.isdir(real) or (real != folder and not real.startswith(folder + os.sep)):
+            raise ImportError("not a folder of the skill's")  # the next hook (the default) takes it
+        return importlib.machinery.FileFinder(path, *loaders)
+
+    sys.path_hooks.insert(0, hook)
+    sys.path_importer_cache.clear()
+
+
 def call_function(config: dict[str, Any]) -> int:
     """Import the skill file, call its function with the input, print {"result": ...} as JSON."""
     real_stdout = sys.stdout
     payload = json.loads(sys.stdin.read() or "{}")
     skill_path = config["skill_path"]
-    sys.path.insert(0, os.path.dirname(skill_path))
+    # Its folder is not put on the import path: it is a category's, shared with files no approval of this
+    # skill covers (a planted `json.py` there would shadow the standard library's); the sandbox shows the
+    # skill's own files only, and this keeps a run without it the same.
     sys.stdout = sys.stderr  # the skill's own prints must not corrupt the JSON result
     try:
-        spec = importlib.util.spec_from_file_location("skill", skill_path)
+        loader = SourceOnlyLoader("skill", skill_path)
+        spec = importlib.util.spec_from_file_location("skill", skill_path, loader=loader)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load {config.get('display_name', 'the skill')}")
         module = importlib.util.module_from_spec(spec)
@@ -115,6 +147,8 @@ def main() -> int:
         sys.stderr.write(f"skillshelf: could not apply the execution limits: {exc}\n")
         return EXIT_SETUP_FAILED
     mode = config["mode"]
+    if config.get("skill_dir"):
+        source_only_under(config["skill_dir"])
     if mode == "call":
         return call_function(config)
     if mode == "script":

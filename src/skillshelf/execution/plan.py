@@ -58,6 +58,7 @@ class RunPlan:
     ) -> dict[str, Any]:
         """The `_child.py` configuration: how to run `target` once limits are in place."""
         config: dict[str, Any] = {"mode": self.mode, "limits": limits, "cgroup_procs": cgroup_procs}
+        config["skill_dir"] = str(self.skill_dir)  # its modules run from their source (_child.py)
         if self.mode == "call":
             config |= {"skill_path": str(self.target), "function": self.function, "call_style": self.call_style}
             config["display_name"] = self.target.name

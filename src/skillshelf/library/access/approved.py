@@ -14,23 +14,36 @@ why and what a curator runs to serve it again. Worked out once per index sync an
 
 from __future__ import annotations
 
+import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
-from skillshelf.library.skill.digest import skill_digest
+from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_entries
 from skillshelf.library.skill.discovery import printable
+from skillshelf.library.skill.folder import kept
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.sources.approval import approval_of, library_path
 from skillshelf.library.sources.errors import SourceError
+from skillshelf.library.sources.local import INSTALLED, read_installed
 from skillshelf.library.sources.lock import LOCK_NAME, Lock, lock_path, read_lock
 from skillshelf.library.sources.signers import ALLOWED_SIGNERS
 from skillshelf.library.sources.signing import SIGNATURE_NAME, verify_signed
 from skillshelf.library.sources.spec import STATE_DIR
 
 CODE = "not-approved"
+
+
+@dataclass(frozen=True)
+class RootState:
+    lock: Lock  # the root's lock (the verified one under require_signed)
+    problem: str | None  # why the lock cannot be trusted (None: it can)
+    sources: frozenset[str]  # the names of its sources: the lock's and those this machine installed
+
+
 _Stamp = tuple[int, int, int] | None
 
 
@@ -59,27 +72,32 @@ class ApprovalGate:
         found: dict[str, Finding] = {}
         for skill in self.library.overview():
             root = self.library.root_of(skill)
-            lock, problem = roots[skill.details.root_index]
-            why = self._why(root, skill, lock, problem)
+            why = self._why(root, skill, roots[skill.details.root_index])
             if why is not None:
                 found[skill.id] = Finding(_skill_path(skill), None, "warning", CODE, why, printable(display_path(root)))
         return found
 
-    def _root_state(self, root: Path) -> tuple[Lock, str | None]:
-        """The root's lock (the signed one under require_signed), and why it cannot be trusted, if so."""
+    def _root_state(self, root: Path) -> RootState:
+        """The root's lock (the signed one under require_signed), its sources, and why it cannot be trusted."""
+        # The sources this machine installed count too (`.skillshelf/`, never committed): a lock whose
+        # source, or one of its skills, was deleted after signing must not turn them into skills "written here".
+        sources = frozenset(read_installed(root).sources)
         try:
             lock = read_lock(lock_path(root))
         except SourceError as exc:
-            return Lock(), f"{LOCK_NAME} cannot be read ({exc.message})"
-        if self.signed and lock.sources:
+            return RootState(Lock(), f"{LOCK_NAME} cannot be read ({exc.message})", sources)
+        sources |= frozenset(lock.sources)
+        if self.signed and (sources or (root / SIGNATURE_NAME).exists()):
             try:
-                return verify_signed(root).lock, None
+                return RootState(verify_signed(root).lock, None, sources)
             except SourceError as exc:
-                return lock, exc.message
-        return lock, None
+                return RootState(lock, exc.message, sources)
+        return RootState(lock, None, sources)
 
-    def _why(self, root: Path, skill: IndexedSkill, lock: Lock, problem: str | None) -> str | None:
-        from_source = lock.owner_of(skill.id) is not None
+    def _why(self, root: Path, skill: IndexedSkill, state: RootState) -> str | None:
+        lock, problem = state.lock, state.problem
+        # in a source's folder (its id's first part names one) it is the source's, listed in the lock or not
+        from_source = lock.owner_of(skill.id) is not None or skill.id.split("/", 1)[0] in state.sources
         setting = "require_signed" if self.signed and (from_source or not self.verified) else "require_verified"
         if problem is not None and (from_source or self.verified):
             return f"not served ({setting}): {problem}"
@@ -88,15 +106,64 @@ class ApprovalGate:
         approved = approval_of(lock, skill.id)
         if approved is None:
             return (
-                f"not served (require_verified): {LOCK_NAME} has no approval of {skill.id}; review it, then "
+                f"not served ({setting}): {LOCK_NAME} has no approval of {skill.id}; review it, then "
                 f"`skillshelf approve {skill.id}`"
             )
-        if skill_digest(root, _skill_path(skill)) != approved:
+        entries = skill_entries(root, _skill_path(skill))
+        if not entries or digest_entries(entries) != approved:
             return (
                 f"not served ({setting}): its files differ from the bytes approved in {LOCK_NAME}; "
                 f"`skillshelf verify` names them. Review them, then `skillshelf approve {skill.id}`"
             )
+        outward = _link_out(root, skill, entries)
+        if outward is not None:
+            return (
+                f"not served ({setting}): {outward} is a link out of its files; the approval pins where a link "
+                "points, not the bytes it shows. Put the file itself in the skill, then "
+                f"`skillshelf approve {skill.id}`"
+            )
+        modules = _node_modules(root, skill, entries)
+        if modules is not None:
+            return (
+                f"not served ({setting}): {modules} is in its folder; no approval covers it (the digest leaves it "
+                "out) and Node loads from it when a script runs. Remove it, or put what the scripts need among "
+                f"the skill's own files, then `skillshelf approve {skill.id}`"
+            )
         return None
+
+
+JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts")
+
+
+def _node_modules(root: Path, skill: IndexedSkill, entries: list[TreeEntry]) -> str | None:
+    """A `node_modules` folder in a folder skill with JavaScript (its first, relative to the skill): code
+    a run would load that no approval covers."""
+    if skill.layout == "three-file" or not any(e.path.endswith(JS_SUFFIXES) for e in entries):
+        return None
+    folder = root.joinpath(*_skill_path(skill).split("/"))
+    for here, folders, _files in os.walk(folder):
+        if "node_modules" in folders:
+            return (Path(here) / "node_modules").relative_to(folder).as_posix() + "/"
+        folders[:] = [name for name in folders if kept(name)]
+    return None
+
+
+def _link_out(root: Path, skill: IndexedSkill, entries: list[TreeEntry]) -> str | None:
+    """The first link of the skill whose target the digest does not cover (it lies outside the skill's own
+    folder, or under a name the digest leaves out); a three-file skill's folder is shared, so any link."""
+    folder = None if skill.layout == "three-file" else root.joinpath(*_skill_path(skill).split("/")).resolve()
+    for entry in entries:
+        if entry.kind != "link":
+            continue
+        try:
+            target = entry.on_disk.resolve()
+        except (OSError, RuntimeError):  # a loop: it shows nothing the approval covers either
+            return entry.path
+        if folder is None or not target.is_relative_to(folder):
+            return entry.path
+        if not all(kept(part) for part in target.relative_to(folder).parts):
+            return entry.path
+    return None
 
 
 def _skill_path(skill: IndexedSkill) -> str:
@@ -104,7 +171,7 @@ def _skill_path(skill: IndexedSkill) -> str:
 
 
 def _stamps(root: Path) -> tuple[_Stamp, ...]:
-    paths = (lock_path(root), root / SIGNATURE_NAME, root / STATE_DIR / ALLOWED_SIGNERS)
+    paths = (lock_path(root), root / SIGNATURE_NAME, root / STATE_DIR / ALLOWED_SIGNERS, root / STATE_DIR / INSTALLED)
     return tuple(_stamp(path) for path in paths)
 
 

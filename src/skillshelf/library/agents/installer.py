@@ -37,6 +37,9 @@ from skillshelf.library.skill.digest import walk_tree
 
 logger = logging.getLogger(__name__)
 ReaderFor = Callable[[str | None], SkillReader]  # the reader of a view (None: the whole library)
+# Why require_verified or require_signed hold a skill back (None: they serve it). Given only when one is
+# set: then the agent's folders get copies of approved bytes, never links (a link shows later edits).
+HeldBack = Callable[[str], str | None]
 
 
 class InstallError(Exception):
@@ -80,7 +83,7 @@ class Chosen:
 @dataclass
 class Outcome:
     name: str
-    action: str  # installed, updated, unchanged, skipped, removed, kept, refused
+    action: str  # installed, updated, unchanged, skipped, removed, kept, refused, held (held back: left)
     detail: str = ""
 
     def __str__(self) -> str:
@@ -92,6 +95,7 @@ class Drift:
     install: Install
     library: str | None = None  # how the library's skill differs (None: it does not)
     edits: list[str] = field(default_factory=list)  # how the installed copy differs from what was written
+    held: str | None = None  # why the approval gate holds the skill back (it is not "gone": see `sync`)
 
     @property
     def current(self) -> bool:
@@ -360,17 +364,33 @@ def installed_edits(entry: Install) -> list[str]:
 
 
 def drift(
-    record: Record, reader_for: ReaderFor, agent: str | None = None, within: list[Path] | None = None
+    record: Record,
+    reader_for: ReaderFor,
+    agent: str | None = None,
+    within: list[Path] | None = None,
+    held_back: HeldBack | None = None,
 ) -> list[Drift]:
-    """Each install (of `agent`; of a skill under one of `within`, the library's roots) and how it drifted."""
+    """Each install (of `agent`; of a skill under one of `within`, the library's roots) and how it drifted.
+    With `held_back` (only approved bytes are served), a skill the gate holds back says so, and a link
+    has drifted: it shows the library's folder as it is now, approved or not."""
     found = []
     for entry in record.of(agent):
         if within is not None and not any(under(entry.origin, root) for root in within):
             continue
         result = Drift(entry, edits=installed_edits(entry))
-        result.library = library_change(entry, reader_for(entry.view))
+        link = entry.mode == "link"
+        result.held = held_back(entry.skill) if held_back is not None else None
+        if result.held is not None:
+            result.library = f"held back: {result.held}" + ("; `install --sync` removes the link" * link)
+        elif held_back is not None and link:
+            result.library = f"a link while only approved bytes are served: {LINK_SHOWS_EDITS}"
+        else:
+            result.library = library_change(entry, reader_for(entry.view))
         found.append(result)
     return found
+
+
+LINK_SHOWS_EDITS = "it shows the library's later edits, approved or not; `install --sync` makes it a copy"
 
 
 def library_change(entry: Install, reader: SkillReader) -> str | None:
@@ -393,13 +413,16 @@ def sync(
     agent: str | None = None,
     force: bool = False,
     within: list[Path] | None = None,
+    held_back: HeldBack | None = None,
 ) -> list[Outcome]:
     """Bring every install (of `agent`) up to the library: changed skills re-rendered, skills gone from
-    the library removed, edited copies kept (reported) unless `force`. All staged, then swapped in."""
+    the library removed, edited copies kept (reported) unless `force`. All staged, then swapped in.
+    With `held_back` (only approved bytes are served): a link becomes a copy of the approved files; a skill
+    the gate holds back is not gone: its copy is left as it was installed ("held"), its link removed."""
     outcomes: list[Outcome] = []
     changes: list[Change] = []
     gone: list[tuple[Install, str]] = []
-    for result in drift(record, reader_for, agent, within):
+    for result in drift(record, reader_for, agent, within, held_back):
         entry = result.install
         if result.current:
             continue
@@ -408,20 +431,19 @@ def sync(
                 Outcome(entry.name, "kept", f"{entry.path} edited ({', '.join(result.edits)}); --force replaces it")
             )
             continue
+        if result.held is not None:
+            if entry.mode == "link":  # the link shows the unapproved files themselves
+                gone.append((entry, f"{result.held}; a link would show its unapproved files"))
+            else:
+                left = "missing, not put back" if result.edits else "left as it was installed"
+                outcomes.append(Outcome(entry.name, "held", f"{entry.path} {left}; {result.held}"))
+            continue
         reader = reader_for(entry.view)
         skill = reader.get(entry.skill)
         if skill is None or (result.library or "").startswith("no longer publishable"):
             gone.append((entry, result.library or ""))
             continue
-        chosen = Chosen(skill, reader.manifest(skill))
-        fresh = replace(
-            entry, digest=set_digest(chosen.manifest), files={f.path: f.digest for f in chosen.manifest.files}
-        )
-        fresh.description_chars = chosen.listed.description_chars
-        fresh.origin = str(reader.folder_of(skill))
-        if fresh.mode == "link":
-            fresh.link = str(reader.folder_of(skill))
-        changes.append(Change(fresh, chosen, reader))
+        changes.append(_refreshed(entry, Chosen(skill, reader.manifest(skill)), reader, links=held_back is None))
         outcomes.append(Outcome(entry.name, "updated", f"{entry.path} ({result.library or ', '.join(result.edits)})"))
     apply(changes)
     for change in changes:
@@ -430,6 +452,18 @@ def sync(
         outcomes.append(_remove_entry(record, entry, force=force, reason=reason))
         _remove_made_folders(record, Path(entry.folder))
     return outcomes
+
+
+def _refreshed(entry: Install, chosen: Chosen, reader: SkillReader, *, links: bool) -> Change:
+    """`entry` brought up to the skill as the reader serves it now; a link stays one only where `links`."""
+    fresh = replace(entry, digest=set_digest(chosen.manifest), files={f.path: f.digest for f in chosen.manifest.files})
+    fresh.description_chars = chosen.listed.description_chars
+    fresh.origin = str(reader.folder_of(chosen.skill))
+    if fresh.mode == "link" and not links:
+        fresh.mode, fresh.link = "copy", None
+    if fresh.mode == "link":
+        fresh.link = str(reader.folder_of(chosen.skill))
+    return Change(fresh, chosen, reader)
 
 
 def uninstall(record: Record, target: Target, only: tuple[str, ...] = (), force: bool = False) -> list[Outcome]:
@@ -500,7 +534,9 @@ def _remove_made_folders(record: Record, folder: Path) -> None:
             break
 
 
-def keeper(state_dir: Path, reader_for: ReaderFor, roots: list[Path]) -> Callable[[], None]:
+def keeper(
+    state_dir: Path, reader_for: ReaderFor, roots: list[Path], held_back: HeldBack | None = None
+) -> Callable[[], None]:
     """A library change listener (`serve --keep-installed`): every install of a skill under `roots` brought
     up to date as `install --sync` would, edited copies kept; what it did is logged, and a failure is a
     warning (the next change tries again), never an error of the server."""
@@ -508,9 +544,9 @@ def keeper(state_dir: Path, reader_for: ReaderFor, roots: list[Path]) -> Callabl
     def on_change() -> None:
         try:
             with updating(state_dir) as record:  # an `install` meanwhile waits, and is not undone
-                if all(found.current for found in drift(record, reader_for, within=roots)):
+                if all(found.current for found in drift(record, reader_for, within=roots, held_back=held_back)):
                     return
-                outcomes = sync(record, reader_for, within=roots)
+                outcomes = sync(record, reader_for, within=roots, held_back=held_back)
         except (InstallError, RecordError, OSError) as exc:
             logger.warning("could not keep agents' installed skills current: %s", exc)
             return

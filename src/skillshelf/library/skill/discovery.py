@@ -58,8 +58,9 @@ def name_refused(name: str, *, folder: bool) -> tuple[str, str]:
     skipped = "this folder and everything in it were skipped" if folder else "this file was skipped"
     return (
         "name-control-characters",
-        f"name holds a control character (ESC, CR, a C1 control or a bidirectional override, which could rewrite "
-        f"what a terminal or a listing shows), so {skipped}. Rename it without them",
+        f"name holds a control character (ESC, CR, a C1 control, a bidirectional override or a zero-width "
+        f"character, which could rewrite what a terminal or a listing shows, or pass for another name), so "
+        f"{skipped}. Rename it without them",
     )
 
 

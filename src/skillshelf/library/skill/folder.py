@@ -22,10 +22,11 @@ from skillshelf.library.skill.paths import is_servable
 
 # Build and dependency folders: never part of a skill, never listed, never served.
 IGNORED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
-# C0 and C1 controls, DEL, and the bidirectional marks and overrides: in a name they could move a terminal's
-# cursor, erase a line ("\x1b[2K\r") or reorder what a curator reads. A name holding one is refused here
-# (never listed, served or installed); cli/output.py escapes the same characters in any text it prints.
-CONTROL_CHARACTERS = "\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# C0 and C1 controls, DEL, the bidirectional marks and overrides, and the zero-width characters: in a name
+# they could move a terminal's cursor, erase a line ("\x1b[2K\r"), reorder what a curator reads or make
+# `pdf-fi\u200cll` look like `pdf-fill`. A name holding one is refused here (never listed, served or
+# installed); cli/output.py escapes the same characters in any text it prints.
+CONTROL_CHARACTERS = "\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
 _CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 
 MAX_DEPTH = 16  # folders below the skill's own; far deeper than any real skill

@@ -11,6 +11,7 @@ from pathlib import Path
 from skillshelf.library.skill.models import Finding, Severity
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+MAX_FILE_BYTES_CEILING = 256 * 1024 * 1024  # the most `max_file_bytes` may be: one read sets aside that much
 BINARY_SNIFF_BYTES = 8192
 
 

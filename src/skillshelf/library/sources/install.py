@@ -56,6 +56,7 @@ from skillshelf.library.sources.lock import (
     lock_path,
     lock_text,
     read_lock,
+    read_lock_bytes,
     render_lock,
     spec_of,
     write_lock,
@@ -424,7 +425,7 @@ class Shelf:
         for difference in approval.verify(self.root, lock):
             if not (difference.how == approval.MISSING and difference.what in restorable):
                 lines += difference.lines()
-        if render_lock(lock) != lock_text(lock_path(self.root).read_bytes()):
+        if render_lock(lock) != lock_text(read_lock_bytes(lock_path(self.root))):
             lines.append(f"{LOCK_NAME}: not as skillshelf writes it (a sync would rewrite it)")
         if lines:
             shown = "\n".join(f"  {line}" for line in lines)

@@ -49,6 +49,7 @@ from typing import Any
 
 from skillshelf.library import atomic
 from skillshelf.library.skill.folder import has_controls
+from skillshelf.library.skill.reading import read_regular_file
 from skillshelf.library.sources import git
 from skillshelf.library.sources.errors import LOCK_FIX, SourceError
 from skillshelf.library.sources.kinds import SignatureFields, kind_of, locked_kind
@@ -66,6 +67,7 @@ from skillshelf.library.sources.spec import (
 
 LOCK_NAME = "skillshelf.lock"
 LOCK_VERSION = 1
+MAX_LOCK_BYTES = 64 * 1024 * 1024  # some 200,000 skills' entries; past it a lock is not one skillshelf wrote
 HEADER = (
     "# skillshelf.lock: the sources of this library, pinned. Written by `skillshelf add`, `update` and\n"
     "# `remove`; `skillshelf sync` makes a library hold exactly this. Commit it beside the library.\n"
@@ -181,11 +183,27 @@ def read_lock(path: Path) -> Lock:
     """The lock at `path`; an empty lock when there is none. A lock that is not what skillshelf writes
     is an error naming the file and what is wrong in it."""
     try:
-        return parse_lock(lock_text(path.read_bytes(), str(path)), str(path))
+        data = read_lock_bytes(path)
     except FileNotFoundError:
         return Lock()
-    except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc}") from exc
+    return parse_lock(lock_text(data, str(path)), str(path))
+
+
+def read_lock_bytes(path: Path) -> bytes:
+    """A lock's bytes as they are on disk (FileNotFoundError when there is none). The lock is input: a
+    link to a device (`/dev/zero` never ends), a FIFO or a file over MAX_LOCK_BYTES is refused, naming it."""
+    try:
+        data = read_regular_file(path, MAX_LOCK_BYTES + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # NotRegularFile among them
+        raise SourceError(f"cannot read {path}: {exc.strerror or exc}; restore it from version control") from exc
+    if len(data) > MAX_LOCK_BYTES:
+        raise SourceError(
+            f"{path} is over {MAX_LOCK_BYTES // (1024 * 1024)} MiB, not a lock skillshelf wrote; "
+            "restore it from version control"
+        )
+    return data
 
 
 def lock_bytes(data: bytes) -> bytes:

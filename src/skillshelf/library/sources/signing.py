@@ -31,6 +31,7 @@ from skillshelf.library.sources.lock import (
     lock_path,
     lock_text,
     parse_lock,
+    read_lock_bytes,
     write_atomically,
 )
 from skillshelf.library.sources.signers import allowed_signers
@@ -113,11 +114,9 @@ def _lock_bytes(root: Path) -> bytes:
     """What a signature covers: the lock's bytes with CRLF as LF (lock.py `lock_bytes`), so a signed lock
     still verifies after a checkout that changed its line endings, and only then."""
     try:
-        return lock_bytes(lock_path(root).read_bytes())
+        return lock_bytes(read_lock_bytes(lock_path(root)))
     except FileNotFoundError:
         raise SourceError(f"no {LOCK_NAME} in {root}: nothing to sign or verify") from None
-    except OSError as exc:
-        raise SourceError(f"cannot read {lock_path(root)}: {exc.strerror}") from exc
 
 
 def _ssh_keygen(args: list[str], stdin: IO[bytes] | None = None) -> subprocess.CompletedProcess[str]:
