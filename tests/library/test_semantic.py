@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import tracemalloc
 from contextlib import ExitStack, closing
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,8 @@ from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.locks import file_lock
 from skillshelf.library.semantic import encoder as encoder_module
 from skillshelf.library.semantic.encoder import (
+    WORDS,
+    Int8Rows,
     ModelError,
     SentenceEncoder,
     StoredRows,
@@ -126,7 +129,39 @@ def test_a_table_left_on_disk_reads_the_rows_asked_for_in_their_order(tmp_path: 
         rows[np.array([10], dtype=np.int64)]
 
 
+def test_a_matrix_held_in_8_bits_widens_to_within_half_a_step_of_each_row(tmp_path: Path) -> None:
+    matrix = np.array([[0.5, -1.27, 0.01], [0.0, 0.0, 0.0], [3.0, 2.0, -300.0]], dtype=np.float32)
+    write_safetensors(tmp_path / "t.safetensors", {"m": matrix, "v": np.ones(3, np.float32)})
+    tensors = read_safetensors(tmp_path / "t.safetensors", narrow=lambda name: True)
+    held, vector = tensors["m"], tensors["v"]
+    assert isinstance(held, Int8Rows) and held.values.nbytes == matrix.size  # a byte a weight
+    assert isinstance(vector, np.ndarray)  # a vector (a bias, a norm's scale) stays float32
+    scratch = np.full(20, np.nan, dtype=np.float32)  # larger than the matrix: only its front is used
+    widened = held.widened(scratch) * held.scale[:, None]
+    assert np.all(np.abs(widened - matrix) <= held.scale[:, None] / 2 + 1e-6)  # the zero row too (scale 1)
+    assert widened[0, 1] == pytest.approx(-1.27) and widened[2, 2] == pytest.approx(-300.0)  # each row's extreme
+
+
 # -- the encoder ------------------------------------------------------------------------------
+
+
+@real_model
+def test_loading_the_encoder_holds_its_layer_matrices_in_a_quarter_of_their_float32_size() -> None:
+    """The layers' matrices are most of a model's memory (42 MB of all-MiniLM-L6-v2's as float32, 0.42x a words
+    server: issue 36); each is narrowed as it is read, so loading never holds them all as float32 either."""
+    floats = sum(
+        t.nbytes
+        for name, t in read_safetensors(REAL_MODEL / "model.safetensors", on_disk=frozenset({WORDS})).items()
+        if isinstance(t, np.ndarray) and name.startswith("encoder.layer.") and t.ndim == 2
+    )
+    tracemalloc.start()
+    try:
+        encoder = SentenceEncoder(REAL_MODEL)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 0.5 * floats and peak < 0.65 * floats  # float32 layers: about 1.1 and 1.15
+    assert encoder.encode(["retry flaky http calls"]).shape == (1, 384)
 
 
 def test_encoder_gives_unit_vectors_that_do_not_depend_on_the_batch(model: Path) -> None:
