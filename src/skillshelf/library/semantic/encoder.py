@@ -14,8 +14,9 @@ Only NumPy is needed (`pip install 'skillshelf[semantic]'`, which adds threadpoo
 one thread); this module imports it, so nothing imports this module unless semantic search is on.
 
 Speed and memory (docs/search.md, issue 25): one BLAS thread, texts batched by length, the word-embedding
-table read by row from the file, the layers' matrices in 8 bits (issue 36). ONNX Runtime was measured against this (bench/semantic_runtimes.py): twice as
-fast a query, 200 MB more memory; NumPy stays.
+table read by row from the file, the layers' matrices in 8 bits (issue 36). ONNX Runtime was measured against
+this (bench/semantic_runtimes.py, bench/meaning_onnx_options.py): a faster query, but its own machinery takes
+more memory than this whole encoder; NumPy stays.
 """
 
 from __future__ import annotations
