@@ -7,6 +7,7 @@ storage, invalidation, filters, views). The tests marked `real_model` use all-Mi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -290,6 +291,27 @@ def test_another_model_replaces_every_vector(root: Path, tmp_path: Path) -> None
     new = stored_vectors(second)
     assert set(new) == set(old) and all(new[i][1] != old[i][1] for i in new)
     second.close()
+
+
+def test_vectors_stored_before_the_layers_were_held_in_8_bits_are_recomputed(
+    root: Path, model: Path, tmp_path: Path
+) -> None:
+    """The float32 layers' vectors differ slightly from the 8-bit ones: an index made by an earlier version (its
+    model tagged with the files' digest alone) is embedded again, not mixed with today's query vectors."""
+    first = open_library(root, tmp_path / "index", model)
+    assert first.semantic is not None
+    path = first.semantic.path
+    first.close()
+    digest = hashlib.sha256()
+    for name in ("config.json", "vocab.txt", "model.safetensors"):
+        digest.update((model / name).read_bytes())
+    with closing(sqlite3.connect(path)) as conn:  # as an earlier version left it: its tag, a stale vector
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'model'", (digest.hexdigest()[:16],))
+        conn.execute("UPDATE vectors SET vector = zeroblob(length(vector))")
+        conn.commit()
+    again = open_library(root, tmp_path / "index", model)
+    assert all(vector.strip(b"\0") for _, vector in stored_vectors(again).values())
+    again.close()
 
 
 def test_a_damaged_vector_file_is_kept_aside_and_rebuilt(root: Path, model: Path, tmp_path: Path) -> None:
