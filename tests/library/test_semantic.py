@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import replace
 from pathlib import Path
@@ -184,6 +185,19 @@ def test_batches_group_texts_by_length_within_the_token_budget() -> None:
         assert widths == sorted(widths)  # shortest first: a batch is padded to its last, longest text
         assert len(batch) == 1 or len(batch) * widths[-1] <= 64  # only a text over the budget stands alone
     assert [lengths[row] for row in batches[0]] == [5, 6, 7]
+
+
+@real_model
+def test_encodes_on_several_threads_at_once_each_widen_the_weights_in_their_own_scratch() -> None:
+    """The query workers and the embedding pass encode at once: each pass takes a scratch matrix of its own to
+    widen the 8-bit weights into (a shared one would mix two passes' weights), and gives it back for the next."""
+    encoder = SentenceEncoder(REAL_MODEL)
+    texts = ["retry flaky http calls", "deploy a kubernetes cluster", "row level security", "write tests", "a"]
+    alone = {text: encoder.encode([text]) for text in texts}
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda text: (text, encoder.encode([text])), texts * 4))
+    assert all(np.array_equal(vector, alone[text]) for text, vector in found)
+    assert 1 <= len(encoder._spare) <= 4  # one scratch matrix per pass at once, kept for the next
 
 
 def test_encoding_in_batches_keeps_each_texts_vector_and_the_order(model: Path) -> None:
