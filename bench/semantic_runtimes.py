@@ -11,7 +11,7 @@ to 8 bits per output channel by onnxruntime.quantization (`onnxruntime-int8`: ot
 in a process of its own, in turn, `--rounds` times: it loads the model, embeds the 966 skill texts of
 ../shared/corpora (name and description, as the server does), then encodes `--queries` new queries one by one;
 it reports skills/s, query p50/p95, its RSS at each stage and its peak. The NumPy process also times one read of
-every layer weight (a sum over each matrix): the memory traffic a query cannot avoid with these weights.
+every layer weight (a sum over each 8-bit matrix): the memory traffic a query cannot avoid with these weights.
 The parent compares every runtime's vectors with NumPy's. Needs `pip install onnxruntime onnx` (not skillshelf
 dependencies); figures and the decision in docs/search.md.
 
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from skillshelf.library.semantic.encoder import Matrix, SentenceEncoder
+from skillshelf.library.semantic.encoder import Matrix, SentenceEncoder, read_safetensors
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE.parent / ".cache" / "test-model" / "all-MiniLM-L6-v2"
@@ -63,12 +63,13 @@ def onnx_session(encoder: SentenceEncoder, graph_file: Path | None = None) -> An
     `graph_file`; the NumPy copies of those weights are dropped, as a server using it would."""
     import onnxruntime as ort
 
-    weights = encoder._weights
     if graph_file is None:
+        weights = float_weights(encoder.folder)
         graph: Any = _graph(weights, encoder.layers, encoder.heads, encoder.dimensions, encoder.eps).SerializeToString()
+        del weights
     else:
         graph = str(graph_file)
-    encoder._weights = {k: v for k, v in weights.items() if not k.startswith("encoder.")}
+    encoder._layers = {}
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
@@ -82,14 +83,20 @@ def write_graphs(model: Path, work: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     encoder = SentenceEncoder(model)
-    graph = _graph(encoder._weights, encoder.layers, encoder.heads, encoder.dimensions, encoder.eps)
+    graph = _graph(float_weights(model), encoder.layers, encoder.heads, encoder.dimensions, encoder.eps)
     onnx.save(graph, work / "encoder.onnx")
     quantize_dynamic(work / "encoder.onnx", work / "encoder-int8.onnx", per_channel=True, weight_type=QuantType.QInt8)
 
 
+def float_weights(model: Path) -> dict[str, Matrix]:
+    """The model's float32 tensors, without a `bert.` prefix (the encoder holds its layers in 8 bits)."""
+    tensors = read_safetensors(model / "model.safetensors")
+    return {name.removeprefix("bert."): t for name, t in tensors.items() if isinstance(t, np.ndarray)}
+
+
 def weight_stream_ms(encoder: SentenceEncoder, rounds: int = 50) -> float:
     """Median time to read every layer weight matrix once (a sum over each): a query's unavoidable traffic."""
-    layers = [w for name, w in encoder._weights.items() if name.startswith("encoder.") and w.ndim == 2]
+    layers = [m.values for m in encoder._layers.values()]
     times = []
     for _ in range(rounds):
         started = time.perf_counter()
@@ -104,7 +111,7 @@ def run_in_onnx(encoder: SentenceEncoder, session: Any) -> None:
     w, words = encoder._weights, encoder._words
     assert words is not None
 
-    def forward(ids: Any, mask: Matrix) -> Matrix:
+    def forward(ids: Any, mask: Matrix, scratch: Matrix) -> Matrix:
         length = ids.shape[1]
         x = (
             words[ids]

@@ -7,9 +7,12 @@ storage, invalidation, filters, views). The tests marked `real_model` use all-Mi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +28,8 @@ from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.locks import file_lock
 from skillshelf.library.semantic import encoder as encoder_module
 from skillshelf.library.semantic.encoder import (
+    WORDS,
+    Int8Rows,
     ModelError,
     SentenceEncoder,
     StoredRows,
@@ -126,7 +131,39 @@ def test_a_table_left_on_disk_reads_the_rows_asked_for_in_their_order(tmp_path: 
         rows[np.array([10], dtype=np.int64)]
 
 
+def test_a_matrix_held_in_8_bits_widens_to_within_half_a_step_of_each_row(tmp_path: Path) -> None:
+    matrix = np.array([[0.5, -1.27, 0.01], [0.0, 0.0, 0.0], [3.0, 2.0, -300.0]], dtype=np.float32)
+    write_safetensors(tmp_path / "t.safetensors", {"m": matrix, "v": np.ones(3, np.float32)})
+    tensors = read_safetensors(tmp_path / "t.safetensors", narrow=lambda name: True)
+    held, vector = tensors["m"], tensors["v"]
+    assert isinstance(held, Int8Rows) and held.values.nbytes == matrix.size  # a byte a weight
+    assert isinstance(vector, np.ndarray)  # a vector (a bias, a norm's scale) stays float32
+    scratch = np.full(20, np.nan, dtype=np.float32)  # larger than the matrix: only its front is used
+    widened = held.widened(scratch) * held.scale[:, None]
+    assert np.all(np.abs(widened - matrix) <= held.scale[:, None] / 2 + 1e-6)  # the zero row too (scale 1)
+    assert widened[0, 1] == pytest.approx(-1.27) and widened[2, 2] == pytest.approx(-300.0)  # each row's extreme
+
+
 # -- the encoder ------------------------------------------------------------------------------
+
+
+@real_model
+def test_loading_the_encoder_holds_its_layer_matrices_in_a_quarter_of_their_float32_size() -> None:
+    """The layers' matrices are most of a model's memory (42 MB of all-MiniLM-L6-v2's as float32, 0.42x a words
+    server: issue 36); each is narrowed as it is read, so loading never holds them all as float32 either."""
+    floats = sum(
+        t.nbytes
+        for name, t in read_safetensors(REAL_MODEL / "model.safetensors", on_disk=frozenset({WORDS})).items()
+        if isinstance(t, np.ndarray) and name.startswith("encoder.layer.") and t.ndim == 2
+    )
+    tracemalloc.start()
+    try:
+        encoder = SentenceEncoder(REAL_MODEL)
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 0.5 * floats and peak < 0.65 * floats  # float32 layers: about 1.1 and 1.15
+    assert encoder.encode(["retry flaky http calls"]).shape == (1, 384)
 
 
 def test_encoder_gives_unit_vectors_that_do_not_depend_on_the_batch(model: Path) -> None:
@@ -148,6 +185,19 @@ def test_batches_group_texts_by_length_within_the_token_budget() -> None:
         assert widths == sorted(widths)  # shortest first: a batch is padded to its last, longest text
         assert len(batch) == 1 or len(batch) * widths[-1] <= 64  # only a text over the budget stands alone
     assert [lengths[row] for row in batches[0]] == [5, 6, 7]
+
+
+@real_model
+def test_encodes_on_several_threads_at_once_each_widen_the_weights_in_their_own_scratch() -> None:
+    """The query workers and the embedding pass encode at once: each pass takes a scratch matrix of its own to
+    widen the 8-bit weights into (a shared one would mix two passes' weights), and gives it back for the next."""
+    encoder = SentenceEncoder(REAL_MODEL)
+    texts = ["retry flaky http calls", "deploy a kubernetes cluster", "row level security", "write tests", "a"]
+    alone = {text: encoder.encode([text]) for text in texts}
+    with ThreadPoolExecutor(4) as pool:
+        found = list(pool.map(lambda text: (text, encoder.encode([text])), texts * 4))
+    assert all(np.array_equal(vector, alone[text]) for text, vector in found)
+    assert 1 <= len(encoder._spare) <= 4  # one scratch matrix per pass at once, kept for the next
 
 
 def test_encoding_in_batches_keeps_each_texts_vector_and_the_order(model: Path) -> None:
@@ -255,6 +305,27 @@ def test_another_model_replaces_every_vector(root: Path, tmp_path: Path) -> None
     new = stored_vectors(second)
     assert set(new) == set(old) and all(new[i][1] != old[i][1] for i in new)
     second.close()
+
+
+def test_vectors_stored_before_the_layers_were_held_in_8_bits_are_recomputed(
+    root: Path, model: Path, tmp_path: Path
+) -> None:
+    """The float32 layers' vectors differ slightly from the 8-bit ones: an index made by an earlier version (its
+    model tagged with the files' digest alone) is embedded again, not mixed with today's query vectors."""
+    first = open_library(root, tmp_path / "index", model)
+    assert first.semantic is not None
+    path = first.semantic.path
+    first.close()
+    digest = hashlib.sha256()
+    for name in ("config.json", "vocab.txt", "model.safetensors"):
+        digest.update((model / name).read_bytes())
+    with closing(sqlite3.connect(path)) as conn:  # as an earlier version left it: its tag, a stale vector
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'model'", (digest.hexdigest()[:16],))
+        conn.execute("UPDATE vectors SET vector = zeroblob(length(vector))")
+        conn.commit()
+    again = open_library(root, tmp_path / "index", model)
+    assert all(vector.strip(b"\0") for _, vector in stored_vectors(again).values())
+    again.close()
 
 
 def test_a_damaged_vector_file_is_kept_aside_and_rebuilt(root: Path, model: Path, tmp_path: Path) -> None:

@@ -7,14 +7,16 @@ forward pass is the standard BERT encoder followed by the mean pooling and norma
 model's `modules.json` declares; the tokenizer is BERT's uncased WordPiece.
 
 Checked once against sentence-transformers 6.2.0 on PyTorch 2.13 (CPU) with all-MiniLM-L6-v2: on 181
-corpus descriptions within 128 word pieces the vectors differ by at most 1.2e-7.
+corpus descriptions within 128 word pieces the vectors differ by at most 1.2e-7. The layers' matrices are now
+held in 8 bits (Int8Rows, a quarter of the memory): each vector's cosine with that float32 one is at least 0.999.
 
 Only NumPy is needed (`pip install 'skillshelf[semantic]'`, which adds threadpoolctl to keep NumPy's BLAS to
 one thread); this module imports it, so nothing imports this module unless semantic search is on.
 
 Speed and memory (docs/search.md, issue 25): one BLAS thread, texts batched by length, the word-embedding
-table read by row from the file. ONNX Runtime was measured against this (bench/semantic_runtimes.py): twice as
-fast a query, 200 MB more memory; NumPy stays.
+table read by row from the file, the layers' matrices in 8 bits (issue 36). ONNX Runtime was measured against
+this (bench/semantic_runtimes.py, bench/meaning_onnx_options.py): a faster query, but its own machinery takes
+more memory than this whole encoder; NumPy stays.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import struct
 import threading
 import unicodedata
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -49,6 +52,7 @@ _INV_SQRT2 = 1.0 / math.sqrt(2.0)  # a Python float: a NumPy float64 scalar woul
 # 36 MB higher in an embedding pass than 256, and 256 embed as fast as 512 within the noise of the 2-core machine.
 BATCH_TOKENS = 256
 BLAS_THREADS = 1  # see limit_blas_threads
+LAYER_WEIGHTS = "int8 rows"  # how the layers' matrices are held (Int8Rows); part of the fingerprint
 FEW_ROWS = 64  # see SentenceEncoder._linear
 GELU_ROWS = 128  # 128 x 1536 float32: 768 KB, within a core's cache
 
@@ -77,13 +81,16 @@ def _safetensors_header(handle: BinaryIO, size: int) -> tuple[dict[str, Any], in
     return header, 8 + header_size
 
 
-def read_safetensors(path: Path, on_disk: frozenset[str] = frozenset()) -> dict[str, Matrix | StoredRows]:
+def read_safetensors(
+    path: Path, on_disk: frozenset[str] = frozenset(), narrow: Callable[[str], bool] = lambda name: False
+) -> dict[str, Matrix | StoredRows | Int8Rows]:
     """The floating-point tensors of a .safetensors file as float32 arrays; a float32 matrix with a name in
-    `on_disk` stays in the file, its rows read when asked (StoredRows)."""
+    `on_disk` stays in the file, its rows read when asked (StoredRows); a matrix whose name `narrow` accepts is
+    held in 8 bits (Int8Rows), made as it is read, so the float32 copies are never all in memory at once."""
     size = path.stat().st_size
     with path.open("rb") as handle:
         header, base = _safetensors_header(handle, size)
-        tensors: dict[str, Matrix | StoredRows] = {}
+        tensors: dict[str, Matrix | StoredRows | Int8Rows] = {}
         for name, info in header.items():
             if name == "__metadata__" or info["dtype"] not in _DTYPES:
                 continue  # e.g. int64 position ids, which the forward pass does not need
@@ -98,8 +105,30 @@ def read_safetensors(path: Path, on_disk: frozenset[str] = frozenset()) -> dict[
             # copy an unaligned matrix on every multiplication (4x slower per query)
             handle.seek(base + first)
             raw = np.fromfile(handle, dtype=dtype, count=(end - first) // dtype.itemsize)
-            tensors[name] = raw.astype(np.float32, copy=False).reshape(info["shape"])
+            tensor = raw.astype(np.float32, copy=False).reshape(info["shape"])
+            tensors[name] = Int8Rows(tensor) if tensor.ndim == 2 and narrow(name) else tensor
     return tensors
+
+
+class Int8Rows:
+    """A float32 matrix held as 8-bit integers with a scale per row (the row's largest magnitude / 127): a
+    quarter of the memory. The encoder's layer weights are 42 MB as float32, 0.42x a whole words server, and
+    every query reads all of them (issue 36). A product widens the integers into a float32 scratch matrix (no
+    allocation: the caller's) and scales the product's columns, not the weights: 1-2 ms a query for the six
+    layers, and the widened matrix stays in the CPU's cache where the float32 weights came from memory. On
+    all-MiniLM-L6-v2 a vector's cosine with the float32 weights' is at least 0.999 (docs/performance.md)."""
+
+    def __init__(self, matrix: Matrix) -> None:
+        top = np.abs(matrix).max(axis=1)
+        self.scale: Matrix = np.where(top > 0, top / np.float32(127), np.float32(1)).astype(np.float32)
+        self.values = np.rint(matrix / self.scale[:, None]).astype(np.int8)
+        self.shape: tuple[int, int] = (int(matrix.shape[0]), int(matrix.shape[1]))
+
+    def widened(self, scratch: Matrix) -> Matrix:
+        """The integers as float32 (not yet scaled), in the front of `scratch` (at least as many elements)."""
+        wide = scratch[: self.values.size].reshape(self.shape)
+        np.copyto(wide, self.values, casting="unsafe")
+        return wide
 
 
 class StoredRows:
@@ -236,16 +265,20 @@ class SentenceEncoder:
             tensors = _read_bert(folder / "model.safetensors")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ModelError(folder, f"model.safetensors is missing or unreadable ({exc})") from exc
-        self._words = tensors.pop(WORDS, None)
+        words = tensors.pop(WORDS, None)  # never narrowed (_layer_matrix): left on disk, read by row
+        self._words = None if isinstance(words, Int8Rows) else words
         self._weights: dict[str, Matrix] = {k: v for k, v in tensors.items() if isinstance(v, np.ndarray)}
+        self._layers = {k: v for k, v in tensors.items() if isinstance(v, Int8Rows)}  # the layers' matrices
         self._check_weights()
+        self._scratch = max((m.values.size for m in self._layers.values()), default=0)  # elements: the largest
+        self._spare: list[Matrix] = []  # scratch matrices no forward pass is using (one per pass at once)
         self.fingerprint = _fingerprint(folder)
         limit_blas_threads()
 
     def _check_weights(self) -> None:
         needed = ["embeddings.position_embeddings.weight"]
         needed += [f"encoder.layer.{n}.output.dense.weight" for n in range(self.layers)]
-        missing = [name for name in needed if name not in self._weights]
+        missing = [name for name in needed if name not in self._weights and name not in self._layers]
         if self._words is None or missing:
             raise ModelError(self.folder, f"model.safetensors lacks BERT weights such as {(missing or [WORDS])[0]!r}")
         width = self._words.shape[1]
@@ -273,13 +306,20 @@ class SentenceEncoder:
         for row, token_ids in enumerate(encoded):
             ids[row, : len(token_ids)] = token_ids
             mask[row, : len(token_ids)] = 1.0
-        hidden = self._forward(ids, mask)
+        try:  # list.pop and append are atomic: the query workers and the embedding pass each take their own
+            scratch = self._spare.pop()
+        except IndexError:
+            scratch = np.empty(self._scratch, dtype=np.float32)
+        try:
+            hidden = self._forward(ids, mask, scratch)
+        finally:
+            self._spare.append(scratch)
         pooled = (hidden * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Matrix = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
 
-    def _forward(self, ids: npt.NDArray[np.int64], mask: Matrix) -> Matrix:
+    def _forward(self, ids: npt.NDArray[np.int64], mask: Matrix, scratch: Matrix) -> Matrix:
         w = self._weights
         batch, length = ids.shape
         assert self._words is not None  # _check_weights
@@ -298,25 +338,27 @@ class SentenceEncoder:
             def split(t: Matrix) -> Matrix:
                 return t.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
 
-            query = split(self._linear(x, layer + "attention.self.query"))
-            key = split(self._linear(x, layer + "attention.self.key"))
-            value = split(self._linear(x, layer + "attention.self.value"))
+            query = split(self._linear(x, layer + "attention.self.query", scratch))
+            key = split(self._linear(x, layer + "attention.self.key", scratch))
+            value = split(self._linear(x, layer + "attention.self.value", scratch))
             scores = query @ key.transpose(0, 1, 3, 2) * scale + padding
             scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ value).transpose(0, 2, 1, 3).reshape(batch, length, self.dimensions)
-            attended = self._linear(context, layer + "attention.output.dense") + x
+            attended = self._linear(context, layer + "attention.output.dense", scratch) + x
             x = self._norm(attended, layer + "attention.output.LayerNorm")
-            inner = _gelu(self._linear(x, layer + "intermediate.dense"))  # a new array, changed in place
-            x = self._norm(self._linear(inner, layer + "output.dense") + x, layer + "output.LayerNorm")
+            inner = _gelu(self._linear(x, layer + "intermediate.dense", scratch))  # a new array, changed in place
+            x = self._norm(self._linear(inner, layer + "output.dense", scratch) + x, layer + "output.LayerNorm")
         return x
 
-    def _linear(self, x: Matrix, name: str) -> Matrix:
+    def _linear(self, x: Matrix, name: str, scratch: Matrix) -> Matrix:
         # 2-D operands so NumPy calls BLAS (a batched 3-D matmul with a transposed operand does not)
-        weight, bias = self._weights[name + ".weight"], self._weights[name + ".bias"]
+        stored, bias = self._layers[name + ".weight"], self._weights[name + ".bias"]
+        weight = stored.widened(scratch)
         rows = x.reshape(-1, x.shape[-1])
         # a query's few rows: OpenBLAS takes about a fifth less time with the weights as the left operand
         flat = (weight @ rows.T).T if len(rows) <= FEW_ROWS else rows @ weight.T
+        flat *= stored.scale  # each output column's row scale (Int8Rows)
         return (flat + bias).reshape(*x.shape[:-1], weight.shape[0])
 
     def _norm(self, x: Matrix, name: str) -> Matrix:
@@ -376,11 +418,16 @@ def limit_blas_threads() -> None:
     threadpool_limits(limits=BLAS_THREADS, user_api="blas")
 
 
-def _read_bert(path: Path) -> dict[str, Matrix | StoredRows]:
-    """A BERT checkpoint's tensors without the `bert.` prefix some carry; the word embeddings stay on disk."""
-    tensors = read_safetensors(path, on_disk=frozenset({WORDS, "bert." + WORDS}))
+def _read_bert(path: Path) -> dict[str, Matrix | StoredRows | Int8Rows]:
+    """A BERT checkpoint's tensors without the `bert.` prefix some carry; the word embeddings stay on disk, the
+    layers' matrices are held in 8 bits."""
+    tensors = read_safetensors(path, on_disk=frozenset({WORDS, "bert." + WORDS}), narrow=_layer_matrix)
     prefix = "bert." if "bert." + WORDS in tensors else ""
     return {name.removeprefix(prefix): tensor for name, tensor in tensors.items()}
+
+
+def _layer_matrix(name: str) -> bool:
+    return name.removeprefix("bert.").startswith("encoder.layer.")
 
 
 def _read_config(folder: Path) -> dict[str, Any]:
@@ -409,8 +456,9 @@ def _read_config(folder: Path) -> dict[str, Any]:
 
 
 def _fingerprint(folder: Path) -> str:
-    """Which model made a vector: stored vectors from another model are recomputed, never mixed."""
-    digest = hashlib.sha256()
+    """Which model made a vector: stored vectors from another model are recomputed, never mixed. The way the
+    weights are held is part of it: vectors made with the float32 layers differ slightly from the 8-bit ones."""
+    digest = hashlib.sha256(LAYER_WEIGHTS.encode())
     for name in ("config.json", "vocab.txt", "model.safetensors"):
         with (folder / name).open("rb") as handle:
             while chunk := handle.read(1 << 20):
