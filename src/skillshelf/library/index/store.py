@@ -91,6 +91,11 @@ COMMON_SHARE = 0.1  # a word in this share of the skills or more is an everyday 
 SPECIFIC_SHARE = 0.01  # ... and in this share or fewer, a specific one
 
 
+def everyday(frequency: int, total: int) -> bool:
+    """Whether a concept held by `frequency` of `total` skills is an everyday one (`COMMON_SHARE` or more)."""
+    return frequency >= COMMON_SHARE * total
+
+
 def body_credit(share: float) -> float:
     """How much a word held only in the body counts, by the share of skills holding it: an everyday word (in
     `COMMON_SHARE` of the skills or more) little, a specific one (in `SPECIFIC_SHARE` or fewer) nearly fully,
@@ -556,16 +561,30 @@ class SkillIndex(FtsIndex):
         thousand skills, 6-7 ms at 100,000, where a typical query's words are held by 8,500 skills, most
         of them only in their long bodies. Past `SCORED_MATCHES` the candidates are the best matches in
         names, descriptions, tags and headings (the pool is full of those at that size), and only they are
-        scored on every field: a body match of a few words would rarely rank above them anyway."""
+        scored on every field: a body match of a few words would rarely rank above them anyway. There an
+        everyday concept (`everyday`) brings candidates by the name alone while the query holds a more
+        specific one (`_head_candidates`): its descriptions, tags and headings were most of that read's rows
+        (3,576 of 10,000 generated skills hold "pipeline"), and a skill holding only an everyday word, and not
+        in its name, rarely reaches a page. Every candidate is still scored on every concept and field."""
         alternatives = " OR ".join(expressions)
         ranked_sql = _ranked_sql(conditions)
         if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
-            in_head = f"{HEAD_COLUMNS} : ({alternatives})"
+            in_head = self._head_candidates(expressions)
             head = [row[0] for row in self._tuples(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
             if len(head) + len(taken) >= pool:
                 return {}, head
         ranked = self._tuples(ranked_sql, [alternatives, *params, pool])
         return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
+
+    def _head_candidates(self, expressions: list[str]) -> str:
+        """The FTS expression of the head-column candidates: the concepts in the head columns, but an everyday
+        one (`everyday`) in the name alone while the query holds a more specific concept."""
+        total = self._count_documents()
+        common = [e for e in expressions if everyday(self._expression_frequency(e), total)]
+        specific = [e for e in expressions if e not in common]
+        if not common or not specific:
+            return f"{HEAD_COLUMNS} : ({' OR '.join(expressions)})"
+        return f"{HEAD_COLUMNS} : ({' OR '.join(specific)}) OR {{name}} : ({' OR '.join(common)})"
 
     def _expression_frequency(self, expression: str) -> int:
         """How many skills match an FTS expression (cached until the next write)."""
