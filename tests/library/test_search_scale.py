@@ -104,13 +104,13 @@ def test_the_independent_generators_decoys_keep_their_answer_in_the_top_five(tmp
     assert len(queries) == 200 and not missed, missed[:5]
 
 
-def test_past_the_threshold_an_everyday_word_brings_candidates_by_the_name_alone(
+def test_past_the_threshold_a_word_matching_that_many_alone_brings_candidates_by_the_name_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """'release' is an everyday word here (in 32 of 83 skills), 'changelog' a specific one. The head-column
-    read takes the specific word in every head column but the everyday one in names alone: skills saying
-    'release' only in their descriptions (most of that read's rows in a large library) bring no candidate, and
-    every candidate is still scored on both words."""
+    """'release' matches more skills than SCORED_MATCHES (here 10) on its own, 'changelog' fewer. The head-column
+    read takes the rarer word in every head column but the frequent one in names alone: skills saying 'release'
+    only in their descriptions (most of that read's rows in a large library) bring no candidate, and every
+    candidate is still scored on both words."""
     root = tmp_path / "lib"
     agent_skill(root, "docs", "changelog-writer", "name: changelog-writer\ndescription: Write the changelog.")
     for n in range(POOL):
@@ -123,7 +123,7 @@ def test_past_the_threshold_an_everyday_word_brings_candidates_by_the_name_alone
     shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
     try:
         shelf.sync()
-        scores = ranked(shelf, "release changelog", monkeypatch, scored=0)
+        scores = ranked(shelf, "release changelog", monkeypatch, scored=10)
     finally:
         shelf.close()
     assert len(scores) == POOL and "docs/changelog-writer" in scores

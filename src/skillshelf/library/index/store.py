@@ -91,11 +91,6 @@ COMMON_SHARE = 0.1  # a word in this share of the skills or more is an everyday 
 SPECIFIC_SHARE = 0.01  # ... and in this share or fewer, a specific one
 
 
-def everyday(frequency: int, total: int) -> bool:
-    """Whether a concept held by `frequency` of `total` skills is an everyday one (`COMMON_SHARE` or more)."""
-    return frequency >= COMMON_SHARE * total
-
-
 def body_credit(share: float) -> float:
     """How much a word held only in the body counts, by the share of skills holding it: an everyday word (in
     `COMMON_SHARE` of the skills or more) little, a specific one (in `SPECIFIC_SHARE` or fewer) nearly fully,
@@ -561,11 +556,11 @@ class SkillIndex(FtsIndex):
         thousand skills, 6-7 ms at 100,000, where a typical query's words are held by 8,500 skills, most
         of them only in their long bodies. Past `SCORED_MATCHES` the candidates are the best matches in
         names, descriptions, tags and headings (the pool is full of those at that size), and only they are
-        scored on every field: a body match of a few words would rarely rank above them anyway. There an
-        everyday concept (`everyday`) brings candidates by the name alone while the query holds a more
-        specific one (`_head_candidates`): its descriptions, tags and headings were most of that read's rows
-        (3,576 of 10,000 generated skills hold "pipeline"), and a skill holding only an everyday word, and not
-        in its name, rarely reaches a page. Every candidate is still scored on every concept and field."""
+        scored on every field: a body match of a few words would rarely rank above them anyway. A concept
+        matching more than `SCORED_MATCHES` skills on its own brings candidates there by the name alone while
+        the query holds a rarer one (`_head_candidates`): its descriptions, tags and headings were most of that
+        read's rows (3,576 of 10,000 generated skills hold "pipeline"), and a skill holding only such a word,
+        and not in its name, rarely reaches a page. Every candidate is still scored on every concept and field."""
         alternatives = " OR ".join(expressions)
         ranked_sql = _ranked_sql(conditions)
         if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
@@ -577,10 +572,11 @@ class SkillIndex(FtsIndex):
         return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
 
     def _head_candidates(self, expressions: list[str]) -> str:
-        """The FTS expression of the head-column candidates: the concepts in the head columns, but an everyday
-        one (`everyday`) in the name alone while the query holds a more specific concept."""
-        total = self._count_documents()
-        common = [e for e in expressions if everyday(self._expression_frequency(e), total)]
+        """The FTS expression of the head-column candidates: the concepts in the head columns, but one matching
+        more than `SCORED_MATCHES` skills on its own in the name alone while the query holds a rarer concept.
+        The bound is the one that chose these candidates, so a library of a few thousand skills, where no
+        concept reaches it, ranks as before; the real corpora's (972 skills) answers are unchanged."""
+        common = [e for e in expressions if self._expression_frequency(e) > SCORED_MATCHES]
         specific = [e for e in expressions if e not in common]
         if not common or not specific:
             return f"{HEAD_COLUMNS} : ({' OR '.join(expressions)})"
