@@ -124,7 +124,11 @@ def test_past_the_threshold_a_word_matching_that_many_alone_brings_candidates_by
     try:
         shelf.sync()
         scores = ranked(shelf, "release changelog", monkeypatch, scored=10)
+        everything = ranked(shelf, "release changelog", monkeypatch, scored=10**9, pool=100)
     finally:
         shelf.close()
     assert len(scores) == POOL and "docs/changelog-writer" in scores
     assert all(skill_id.startswith("ship/release-tooling-") for skill_id in scores.keys() - {"docs/changelog-writer"})
+    assert set(everything) > set(scores)  # the trains are partial matches when every one is scored
+    for skill_id, score in scores.items():
+        assert score == pytest.approx(everything[skill_id], rel=1e-12)
