@@ -1,6 +1,6 @@
 """searchPatterns' service of this tree against an earlier commit's, and the bare FTS5 AND query, in one process.
 
-    python bench/search_ab.py --parent main [--n 1000 --n 10000] [--rounds 5] [--wall]
+    python bench/search_ab.py --parent main [--n 1000 --n 10000] [--rounds 5] [--wall] [--indexes DIR]
 
 A cut to search is kept only with its gain shown against its parent in the same run (issue 36). Run one after
 the other, two processes on a loaded machine differ by more than a cut gains; here both trees run in one process,
@@ -9,7 +9,9 @@ with `git archive` and imported as the package `skillshelf_parent`, and it opens
 (a warm start; the schema must be the same). Each round gives every engine's median per query, by default in the
 thread's CPU time (what another process's load changes least; `--wall` for wall-clock time); the report is the
 median over rounds of each, and of the ratios per round. It also says how many answers are identical, byte for
-byte: a mechanical cut must leave every one as it was. Nothing here asserts on time: it only measures.
+byte: a mechanical cut must leave every one as it was. `--indexes DIR` keeps each index (DIR/idx-N, the layout
+bench/search_same.py uses) for the next run: 100,000 skills take minutes to index. Nothing here asserts on time:
+it only measures.
 """
 
 from __future__ import annotations
@@ -69,12 +71,13 @@ def parent_service() -> Any:
         return importlib.import_module(f"{PARENT}.patterns.service")
 
 
-def measure(lib: Path, n: int, rounds: int, clock: Callable[[], float]) -> dict[str, Any]:
+def measure(lib: Path, n: int, rounds: int, clock: Callable[[], float], indexes: Path | None = None) -> dict[str, Any]:
     reader_module = importlib.import_module(f"{PARENT}.library.access.reader")
     library_module = importlib.import_module(f"{PARENT}.library.index.library")
     parent_search = parent_service().search_patterns
     queries = [q["query"] for q in generate.load_queries(lib) if q.get("answer")]
-    with tempfile.TemporaryDirectory(prefix="skillshelf-search-ab-") as index_dir:
+    with tempfile.TemporaryDirectory(prefix="skillshelf-search-ab-") as scratch:
+        index_dir = str(indexes / f"idx-{n}") if indexes else scratch
         ours = Engines(lib, Path(index_dir))
         config = library_module.LibraryConfig(roots=[lib], index_dir=Path(index_dir), watch=False)
         parent_library = library_module.SkillLibrary(config)
@@ -128,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--wall", action="store_true", help="wall-clock time instead of the thread's CPU time")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
+    parser.add_argument("--indexes", type=Path, help="keep the indexes here, DIR/idx-N (default: temporary ones)")
     args = parser.parse_args(argv)
     clock = time.perf_counter if args.wall else time.thread_time
     columns = "parent ms | this ms | fts-and ms | parent / fts-and | this / fts-and | this / parent"
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.n or [1000, 10000]:
             lib = args.work / f"lib-{n}"
             generate.ensure_library(lib, n)
-            r = measure(lib, n, args.rounds, clock)
+            r = measure(lib, n, args.rounds, clock, args.indexes)
             log(f"n={n}: {r}")
             ms = r["ms"]
             print(

@@ -102,3 +102,33 @@ def test_the_independent_generators_decoys_keep_their_answer_in_the_top_five(tmp
     finally:
         shelf.close()
     assert len(queries) == 200 and not missed, missed[:5]
+
+
+def test_past_the_threshold_a_word_matching_that_many_alone_brings_candidates_by_the_name_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'release' matches more skills than SCORED_MATCHES (here 10) on its own, 'changelog' fewer. The head-column
+    read takes the rarer word in every head column but the frequent one in names alone: skills saying 'release'
+    only in their descriptions (most of that read's rows in a large library) bring no candidate, and every
+    candidate is still scored on both words."""
+    root = tmp_path / "lib"
+    agent_skill(root, "docs", "changelog-writer", "name: changelog-writer\ndescription: Write the changelog.")
+    for n in range(POOL):
+        name = f"release-tooling-for-a-very-large-monorepo-{n}"
+        agent_skill(root, "ship", name, f"name: {name}\ndescription: Tag versions of package {n}.")
+    for n in range(12):
+        agent_skill(root, "ship", f"train-{n}", f"name: train-{n}\ndescription: Release, release, release {n}.")
+    for n in range(50):
+        agent_skill(root, "garden", f"plant-{n}", f"name: plant-{n}\ndescription: Grow tomatoes, bed {n}.")
+    shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
+    try:
+        shelf.sync()
+        scores = ranked(shelf, "release changelog", monkeypatch, scored=10)
+        everything = ranked(shelf, "release changelog", monkeypatch, scored=10**9, pool=100)
+    finally:
+        shelf.close()
+    assert len(scores) == POOL and "docs/changelog-writer" in scores
+    assert all(skill_id.startswith("ship/release-tooling-") for skill_id in scores.keys() - {"docs/changelog-writer"})
+    assert set(everything) > set(scores)  # the trains are partial matches when every one is scored
+    for skill_id, score in scores.items():
+        assert score == pytest.approx(everything[skill_id], rel=1e-12)

@@ -556,16 +556,31 @@ class SkillIndex(FtsIndex):
         thousand skills, 6-7 ms at 100,000, where a typical query's words are held by 8,500 skills, most
         of them only in their long bodies. Past `SCORED_MATCHES` the candidates are the best matches in
         names, descriptions, tags and headings (the pool is full of those at that size), and only they are
-        scored on every field: a body match of a few words would rarely rank above them anyway."""
+        scored on every field: a body match of a few words would rarely rank above them anyway. A concept
+        matching more than `SCORED_MATCHES` skills on its own brings candidates there by the name alone while
+        the query holds a rarer one (`_head_candidates`): its descriptions, tags and headings were most of that
+        read's rows (3,576 of 10,000 generated skills hold "pipeline"), and a skill holding only such a word,
+        and not in its name, rarely reaches a page. Every candidate is still scored on every concept and field."""
         alternatives = " OR ".join(expressions)
         ranked_sql = _ranked_sql(conditions)
         if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
-            in_head = f"{HEAD_COLUMNS} : ({alternatives})"
+            in_head = self._head_candidates(expressions)
             head = [row[0] for row in self._tuples(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
             if len(head) + len(taken) >= pool:
                 return {}, head
         ranked = self._tuples(ranked_sql, [alternatives, *params, pool])
         return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
+
+    def _head_candidates(self, expressions: list[str]) -> str:
+        """The FTS expression of the head-column candidates: the concepts in the head columns, but one matching
+        more than `SCORED_MATCHES` skills on its own in the name alone while the query holds a rarer concept.
+        The bound is the one that chose these candidates, so a library of a few thousand skills, where no
+        concept reaches it, ranks as before; the real corpora's (972 skills) answers are unchanged."""
+        common = [e for e in expressions if self._expression_frequency(e) > SCORED_MATCHES]
+        specific = [e for e in expressions if e not in common]
+        if not common or not specific:
+            return f"{HEAD_COLUMNS} : ({' OR '.join(expressions)})"
+        return f"{HEAD_COLUMNS} : ({' OR '.join(specific)}) OR {{name}} : ({' OR '.join(common)})"
 
     def _expression_frequency(self, expression: str) -> int:
         """How many skills match an FTS expression (cached until the next write)."""
