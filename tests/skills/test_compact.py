@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.server.app import build_server
@@ -219,6 +220,24 @@ async def test_a_repeated_load_looks_its_document_up_once(client: Client, monkey
     is_error, body = await call(client, "loadSkill", args)
     assert not is_error and "description" in body["data"]
     assert kinds == ["served:min"]
+
+
+async def test_a_first_load_reads_its_document_where_it_found_it(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Locating a file resolves its path (a realpath) and stats it: the documentation's parse reads the file
+    # its lookup found instead of locating it again, about a fifth of a first load's work (issue 36).
+    located: list[str] = []
+    locate = SkillFiles.locate
+
+    def counted(self: SkillFiles, skill: Any, served: str) -> Any:
+        located.append(served)
+        return locate(self, skill, served)
+
+    monkeypatch.setattr(SkillFiles, "locate", counted)
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
+    assert located == ["SKILL.md", "SKILL.md"]  # the served text's lookup, then the documentation's
 
 
 async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:

@@ -236,15 +236,21 @@ class SkillFiles:
     def documentation(self, skill: IndexedSkill) -> str | None:
         """The document's body without frontmatter, parsed once per version of the file; None when unreadable."""
         served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
-
-        def parse() -> str | None:
-            text = self.read_text(skill, served)
-            return None if text is None else parse_document(text, Reporter(served)).body
-
         try:
-            return self.cached(skill, served, "documentation", parse, lambda body: len(body or ""))
+            path = self.locate(skill, served)  # never None: the document itself, not a generated SKILL.md
         except SkillFileError:
             return None
+        if path is None:
+            return None
+        limit = self.library.config.max_file_bytes
+
+        def parse() -> str | None:
+            # The file found above, read as `read_text` reads it: locating it again (a realpath and a stat)
+            # was about a tenth of a first load (issue 36).
+            text = read_text(path, Reporter(served), limit)
+            return None if text is None else parse_document(text, Reporter(served)).body
+
+        return self.library.files.get(path, "documentation", parse, lambda body: len(body or ""))
 
     def generated_skill_md(self, skill: IndexedSkill) -> bytes:
         """SKILL.md of a three-file skill: frontmatter generated from the index, then the documentation."""
