@@ -19,7 +19,7 @@ from skillshelf.skills import minify
 from skillshelf.skills.models import SkillHit
 from skillshelf.skills.service import compact_hit, one_line
 from skillshelf.tokens import estimate_json_tokens
-from tests.conftest import agent_skill, call
+from tests.conftest import agent_skill, call, three_file
 
 pytestmark = pytest.mark.anyio
 
@@ -238,6 +238,35 @@ async def test_a_first_load_reads_its_document_where_it_found_it(
     is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
     assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
     assert located == ["SKILL.md", "SKILL.md"]  # the served text's lookup, then the documentation's
+
+
+async def test_a_first_load_reads_the_implementation_where_it_found_it(
+    sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The derived input schema and the code of a three-file skill parse the file their lookup found too.
+    three_file(sample_root, "python", "slugify", "# Slugify\n\nTurn a title into a URL slug.\n", code=SLUGIFY)
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    server = build_server(Settings(roots=[sample_root]), library, view="full")
+    located: list[str] = []
+    locate = SkillFiles.locate
+
+    def counted(self: SkillFiles, skill: Any, served: str) -> Any:
+        located.append(served)
+        return locate(self, skill, served)
+
+    try:
+        async with Client(server, raise_exceptions=True) as client:
+            monkeypatch.setattr(SkillFiles, "locate", counted)
+            is_error, body = await call(client, "loadSkill", {"skillId": "python/slugify", "includeCode": True})
+    finally:
+        library.close()
+    assert not is_error and body["data"]["metadata"]["inputSchema"]["required"] == ["title"]
+    assert body["data"]["code"][0]["content"] == SLUGIFY
+    assert sorted(located) == ["slugify.md", "slugify.md", "slugify.py", "slugify.py"]  # each file's lookups
+    # (the served text's and the documentation's; the code's and the schema's), none to read what was found
+
+
+SLUGIFY = "def slugify(title: str) -> str:\n    return title.lower().replace(' ', '-')\n"
 
 
 async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:

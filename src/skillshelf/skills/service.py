@@ -7,7 +7,6 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -173,9 +172,7 @@ def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
     for served in paths:
         limit = max(budget, 1)
         try:
-            text = reader.cached(
-                skill, served, f"code:{limit}", partial(reader.read_text, skill, served, limit), lambda t: len(t or "")
-            )
+            text = reader.parsed_text(skill, served, f"code:{limit}", _as_read, lambda t: len(t or ""), limit)
         except SkillFileError:
             continue  # gone or refused since the index was written: the next sync drops it
         if text is None:
@@ -195,6 +192,10 @@ def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
     return files
 
 
+def _as_read(text: str | None) -> str | None:
+    return text
+
+
 def input_schema(skill: IndexedSkill, reader: FileReader) -> tuple[dict[str, Any] | None, str | None]:
     """The declared input schema, else one derived from a Python implementation's signature (not run)."""
     declared = skill.details.input_schema
@@ -205,12 +206,12 @@ def input_schema(skill: IndexedSkill, reader: FileReader) -> tuple[dict[str, Any
         return None, None
     served = Path(code_file).name
 
-    def derive() -> dict[str, Any] | None:
-        derived, _entry = derive_python_schema(reader.read_text(skill, served) or "", skill.id.split("/", 1)[1])
+    def derive(text: str | None) -> dict[str, Any] | None:
+        derived, _entry = derive_python_schema(text or "", skill.id.split("/", 1)[1])
         return derived
 
     try:
-        derived = reader.cached(skill, served, f"schema:{skill.id}", derive, lambda _schema: 1024)
+        derived = reader.parsed_text(skill, served, f"schema:{skill.id}", derive, lambda _schema: 1024)
     except SkillFileError:
         return None, None
     return derived, ("derived" if derived else None)

@@ -233,24 +233,35 @@ class SkillFiles:
             lambda _digest: 80,
         )
 
+    def parsed_text(
+        self,
+        skill: IndexedSkill,
+        served: str,
+        kind: str,
+        parse: Callable[[str | None], T],
+        size: Callable[[T], int],
+        max_bytes: int | None = None,
+    ) -> T:
+        """`parse` of the file's text as `read_text` reads it (None: binary or unreadable), reused while the
+        file is unchanged. The file is located once: locating it again to read it (a realpath and a stat)
+        was about a fifth of a first load (issue 36)."""
+        path = self.locate(skill, served)
+        if path is None:  # the generated SKILL.md follows its document
+            return self.cached(skill, served, kind, lambda: parse(self.read_text(skill, served, max_bytes)), size)
+        limit = max_bytes or self.library.config.max_file_bytes
+        return self.library.files.get(path, kind, lambda: parse(read_text(path, Reporter(served), limit)), size)
+
     def documentation(self, skill: IndexedSkill) -> str | None:
         """The document's body without frontmatter, parsed once per version of the file; None when unreadable."""
         served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
-        try:
-            path = self.locate(skill, served)  # never None: the document itself, not a generated SKILL.md
-        except SkillFileError:
-            return None
-        if path is None:
-            return None
-        limit = self.library.config.max_file_bytes
 
-        def parse() -> str | None:
-            # The file found above, read as `read_text` reads it: locating it again (a realpath and a stat)
-            # was about a tenth of a first load (issue 36).
-            text = read_text(path, Reporter(served), limit)
+        def parse(text: str | None) -> str | None:
             return None if text is None else parse_document(text, Reporter(served)).body
 
-        return self.library.files.get(path, "documentation", parse, lambda body: len(body or ""))
+        try:
+            return self.parsed_text(skill, served, "documentation", parse, lambda body: len(body or ""))
+        except SkillFileError:
+            return None
 
     def generated_skill_md(self, skill: IndexedSkill) -> bytes:
         """SKILL.md of a three-file skill: frontmatter generated from the index, then the documentation."""
