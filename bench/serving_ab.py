@@ -2,11 +2,11 @@
 
     python bench/serving_ab.py --parent 42d25ad          # issue 36's serving cuts (H42) against their parent
 
-Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `skills/service.py` and
-`server/tooling.py` are read from git and loaded beside this checkout's; the rest of the code is this
-checkout's. Each variant keeps its own file cache. Figures are CPU time of the process (time.process_time,
-less disturbed than wall time by the other work of a shared machine), the median of the rounds, the
-variants alternating in ABBA order:
+Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `skills/service.py`,
+`server/tooling.py` and the methods of `library/access/files.py`'s `SkillFiles` are read from git and
+loaded beside this checkout's; the rest of the code is this checkout's. Each variant keeps its own file
+cache. Figures are CPU time of the process (time.process_time, less disturbed than wall time by the other
+work of a shared machine), the median of the rounds, the variants alternating in ABBA order:
 
 - first load: `load_for_agent` of every skill with an emptied file cache;
 - repeat load: `load_for_agent` of one skill, `--calls` times;
@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
@@ -80,18 +81,31 @@ def service_at(rev: str, into: Path) -> ModuleType:
 class Variants:
     """Switches the process between this checkout's serving path and the parent's."""
 
-    def __init__(self, library: SkillLibrary, parent_service: ModuleType, parent_tooling: ModuleType) -> None:
+    def __init__(
+        self, library: SkillLibrary, parent_service: ModuleType, parent_tooling: ModuleType, parent_files: ModuleType
+    ) -> None:
         self.library = library
         self.loads = {"this": service.load_for_agent, "parent": parent_service.load_for_agent}
         self.runs = {"this": tooling.run_tool, "parent": parent_tooling.run_tool}
         self.caches = {"this": FileCache(), "parent": FileCache()}
+        self.files = {"this": methods(SkillFiles), "parent": methods(parent_files.SkillFiles)}
 
     def use(self, name: str) -> Callable[..., Any]:
         self.library.files = self.caches[name]
+        for member in self.files["this"].keys() | self.files["parent"].keys():  # the readers' SkillFiles
+            if member in self.files[name]:
+                setattr(SkillFiles, member, self.files[name][member])
+            elif hasattr(SkillFiles, member):
+                delattr(SkillFiles, member)
         setattr(service, "load_for_agent", self.loads[name])  # noqa: B010 (what the tools call)
         setattr(views, "run_tool", self.runs[name])  # noqa: B010
         load: Callable[..., Any] = self.loads[name]
         return load
+
+
+def methods(cls: type) -> dict[str, Any]:
+    """The functions a class defines itself, by name."""
+    return {name: value for name, value in vars(cls).items() if callable(value) and not name.startswith("__")}
 
 
 def timed(work: Callable[[], object]) -> float:
@@ -152,10 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["HOME"] = str(home / "home")  # no user config or cache is read
         parent_service = service_at(args.parent, home)
         parent_tooling = module_at(args.parent, "src/skillshelf/server/tooling.py", "parent_tooling", home)
+        parent_files = module_at(args.parent, "src/skillshelf/library/access/files.py", "parent_files", home)
         library = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=home / "index", watch=False))
         try:
             library.sync()
-            variants = Variants(library, parent_service, parent_tooling)
+            variants = Variants(library, parent_service, parent_tooling, parent_files)
             figures = in_process(variants, library, args.rounds, args.calls)
             called = anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home)
         finally:
