@@ -1,6 +1,7 @@
 """The serving path around a call at this checkout against an older commit's, interleaved in one process.
 
     python bench/serving_ab.py --parent 42d25ad          # issue 36's serving cuts (H42) against their parent
+    python bench/serving_ab.py --parent feaf0c6 --library /tmp/ab/lib-10000 --first 2000   # bench/ab.py's library
 
 Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `skills/service.py`,
 `server/tooling.py` and the methods of `library/access/files.py`'s `SkillFiles` are read from git and
@@ -48,11 +49,11 @@ except ImportError:  # run as a script: bench/ is on sys.path
     from eval_corpora import CORPORA  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 ROOT = Path(__file__).resolve().parents[1]
-ONE = "wshobson__agents/nodejs-backend-patterns"
-CALLS: dict[str, dict[str, Any]] = {
-    "loadSkill": {"skillId": ONE},
-    "searchPatterns": {"query": "node backend express api", "limit": 5},
-}
+ONE = "wshobson__agents/nodejs-backend-patterns"  # the corpora's skill a repeat load loads
+
+
+def calls_for(one: str) -> dict[str, dict[str, Any]]:
+    return {"loadSkill": {"skillId": one}, "searchPatterns": {"query": "node backend express api", "limit": 5}}
 
 
 def module_at(rev: str, path: str, name: str, into: Path) -> ModuleType:
@@ -119,32 +120,37 @@ def each(load: Callable[..., Any], reader: LibraryReader, ids: list[str]) -> Non
         load(reader, skill_id)
 
 
-def in_process(variants: Variants, library: SkillLibrary, rounds: int, calls: int) -> dict[str, dict[str, float]]:
+def in_process(
+    variants: Variants, library: SkillLibrary, rounds: int, calls: int, one: str, first: int | None
+) -> dict[str, dict[str, float]]:
     reader = LibraryReader(library)
-    ids = [skill.id for skill in library.overview()]
+    ids = [skill.id for skill in library.overview()][:first]
     spent: dict[str, dict[str, list[float]]] = {v: {"first load": [], "repeat load": []} for v in ("this", "parent")}
     for r in range(rounds):
         for name in ("this", "parent") if r % 2 == 0 else ("parent", "this"):
             load = variants.use(name)
             library.files.clear()
             spent[name]["first load"].append(timed(partial(each, load, reader, ids)) / len(ids))
-            spent[name]["repeat load"].append(timed(partial(each, load, reader, [ONE] * calls)) / calls)
+            spent[name]["repeat load"].append(timed(partial(each, load, reader, [one] * calls)) / calls)
     return {v: {k: statistics.median(t) * 1000 for k, t in kinds.items()} for v, kinds in spent.items()}
 
 
-async def through_client(variants: Variants, library: SkillLibrary, rounds: int, calls: int, home: Path) -> Any:
-    server = build_server(Settings(roots=[CORPORA], cache_dir=home / "cache"), library)
-    spent: dict[str, dict[str, list[float]]] = {v: {t: [] for t in CALLS} for v in ("this", "parent")}
+async def through_client(
+    variants: Variants, library: SkillLibrary, rounds: int, calls: int, home: Path, one: str
+) -> Any:
+    server = build_server(Settings(roots=library.roots, cache_dir=home / "cache"), library)
+    wanted = calls_for(one)
+    spent: dict[str, dict[str, list[float]]] = {v: {t: [] for t in wanted} for v in ("this", "parent")}
     async with Client(server, raise_exceptions=True) as client:
         for name in ("this", "parent"):
             variants.use(name)
-            for tool, args in CALLS.items():
+            for tool, args in wanted.items():
                 for _ in range(20):
                     await client.call_tool(tool, args)
         for r in range(rounds):
             for name in ("this", "parent") if r % 2 == 0 else ("parent", "this"):
                 variants.use(name)
-                for tool, args in CALLS.items():
+                for tool, args in wanted.items():
                     started = time.process_time()
                     for _ in range(calls):
                         await client.call_tool(tool, args)
@@ -157,9 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parent", required=True, help="the commit to compare against")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--library", type=Path, default=CORPORA, help="another library (e.g. bench/ab.py's lib-10000)")
+    ap.add_argument("--first", type=int, help="first loads of this many skills a round (default: every skill)")
     args = ap.parse_args(argv)
-    if not CORPORA.is_dir():
-        print(f"corpora not found at {CORPORA}", file=sys.stderr)
+    if not args.library.is_dir():
+        print(f"library not found at {args.library}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -167,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
         parent_service = service_at(args.parent, home)
         parent_tooling = module_at(args.parent, "src/skillshelf/server/tooling.py", "parent_tooling", home)
         parent_files = module_at(args.parent, "src/skillshelf/library/access/files.py", "parent_files", home)
-        library = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=home / "index", watch=False))
+        library = SkillLibrary(LibraryConfig(roots=[args.library], index_dir=home / "index", watch=False))
         try:
             library.sync()
+            one = ONE if args.library == CORPORA else library.overview()[0].id
             variants = Variants(library, parent_service, parent_tooling, parent_files)
-            figures = in_process(variants, library, args.rounds, args.calls)
-            called = anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home)
+            figures = in_process(variants, library, args.rounds, args.calls, one, args.first)
+            called = anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home, one)
         finally:
             library.close()
     print(f"CPU ms, median of {args.rounds} rounds; parent {args.parent}")
