@@ -225,8 +225,8 @@ async def test_a_repeated_load_looks_its_document_up_once(client: Client, monkey
 async def test_a_first_load_reads_its_document_where_it_found_it(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Locating a file resolves its path (a realpath) and stats it: the documentation's parse reads the file
-    # its lookup found instead of locating it again, about a fifth of a first load's work (issue 36).
+    # Locating a file resolves its path (a realpath) and stats it: what a load serves is derived from the
+    # document in its one lookup, not located again to parse it and again to read it (issue 36).
     located: list[str] = []
     locate = SkillFiles.locate
 
@@ -237,7 +237,7 @@ async def test_a_first_load_reads_its_document_where_it_found_it(
     monkeypatch.setattr(SkillFiles, "locate", counted)
     is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
     assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
-    assert located == ["SKILL.md", "SKILL.md"]  # the served text's lookup, then the documentation's
+    assert located == ["SKILL.md"]
 
 
 async def test_a_first_load_reads_the_implementation_where_it_found_it(
@@ -262,8 +262,7 @@ async def test_a_first_load_reads_the_implementation_where_it_found_it(
         library.close()
     assert not is_error and body["data"]["metadata"]["inputSchema"]["required"] == ["title"]
     assert body["data"]["code"][0]["content"] == SLUGIFY
-    assert sorted(located) == ["slugify.md", "slugify.md", "slugify.py", "slugify.py"]  # each file's lookups
-    # (the served text's and the documentation's; the code's and the schema's), none to read what was found
+    assert sorted(located) == ["slugify.md", "slugify.py", "slugify.py"]  # the document's, the code's, the schema's
 
 
 SLUGIFY = "def slugify(title: str) -> str:\n    return title.lower().replace(' ', '-')\n"

@@ -135,12 +135,16 @@ def _documentation(reader: SkillReader, skill: IndexedSkill) -> str:
     """The document's body without frontmatter (parsed once per version of the file)."""
     body = reader.documentation(skill)
     if body is None:
-        reader.mark_changed()
-        raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR,
-            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
-        )
+        raise _vanished(reader, skill)
     return body
+
+
+def _vanished(reader: SkillReader, skill: IndexedSkill) -> SkillshelfError:
+    """A skill whose document is gone or unreadable since the index was written: the index re-checks it."""
+    reader.mark_changed()
+    return SkillshelfError(
+        ErrorCode.FILESYSTEM_ERROR, f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again."
+    )
 
 
 def read_skill_file(reader: SkillReader, skill_id: str, path: str) -> SkillFile:
@@ -482,13 +486,17 @@ def _pages(reader: SkillReader, skill: IndexedSkill, *, minified: bool) -> tuple
     """The documentation to serve, a digest of it (cursors name the version they page) and, filled by
     `_holds`, whether it says a description (one lookup of the file a load, not one for each)."""
 
-    def prepare() -> tuple[str, str, dict[str, bool]]:
-        body = _documentation(reader, skill)
+    def prepare(body: str | None) -> tuple[str, str, dict[str, bool]]:
+        if body is None:
+            raise _vanished(reader, skill)
         doc = minify.minify_markdown(body) if minified else body
         return doc, hashlib.blake2b(doc.encode(), digest_size=4).hexdigest(), {}
 
     kind = "served:min" if minified else "served:raw"
-    return _cached_doc(reader, skill, kind, prepare, lambda p: len(p[0]))
+    try:  # derived from the document in its one lookup (a realpath and a stat), not in a second (issue 36)
+        return reader.from_documentation(skill, kind, prepare, lambda p: len(p[0]))
+    except SkillFileError:
+        raise _vanished(reader, skill) from None
 
 
 def _blocks(reader: SkillReader, skill: IndexedSkill, doc: str, digest: str) -> list[minify.Block]:
@@ -505,11 +513,7 @@ def _cached_doc(
     try:
         return reader.cached(skill, _doc_path(skill), kind, compute, size)
     except SkillFileError:
-        reader.mark_changed()
-        raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR,
-            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
-        ) from None
+        raise _vanished(reader, skill) from None
 
 
 def _doc_path(skill: IndexedSkill) -> str:

@@ -253,15 +253,22 @@ class SkillFiles:
 
     def documentation(self, skill: IndexedSkill) -> str | None:
         """The document's body without frontmatter, parsed once per version of the file; None when unreadable."""
-        served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
-
-        def parse(text: str | None) -> str | None:
-            return None if text is None else parse_document(text, Reporter(served)).body
-
         try:
-            return self.parsed_text(skill, served, "documentation", parse, lambda body: len(body or ""))
+            return self.from_documentation(skill, "documentation", lambda body: body, lambda body: len(body or ""))
         except SkillFileError:
             return None
+
+    def from_documentation(
+        self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
+    ) -> T:
+        """`derive` of the document's body without frontmatter (None: unreadable), kept per version of the file
+        as `kind`: what a load serves is derived in the one lookup of the file (issue 36)."""
+        served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
+
+        def parse(text: str | None) -> T:
+            return derive(None if text is None else parse_document(text, Reporter(served)).body)
+
+        return self.parsed_text(skill, served, kind, parse, size)
 
     def generated_skill_md(self, skill: IndexedSkill) -> bytes:
         """SKILL.md of a three-file skill: frontmatter generated from the index, then the documentation."""

@@ -78,6 +78,9 @@ class FileReader(Protocol):
         max_bytes: int | None = None,
     ) -> T: ...
     def documentation(self, skill: IndexedSkill) -> str | None: ...
+    def from_documentation(
+        self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
+    ) -> T: ...
     def manifest(self, skill: IndexedSkill) -> SkillManifest: ...
     def provenance(self, skill: IndexedSkill) -> Provenance | None: ...
     def versions(self, skill: IndexedSkill) -> list[VersionLine]: ...
@@ -397,6 +400,11 @@ class ViewReader:
 
     def documentation(self, skill: IndexedSkill) -> str | None:
         return self._files.documentation(self.visibility.shown(skill))
+
+    def from_documentation(
+        self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
+    ) -> T:
+        return self._files.from_documentation(self.visibility.shown(skill), kind, derive, size)
 
     def manifest(self, skill: IndexedSkill) -> SkillManifest:
         """The skill's frontmatter and complete file list with digests; NotPublishableError says why not."""
