@@ -197,6 +197,7 @@ def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
 
 
 def _as_read(text: str | None) -> str | None:
+    """A code file is served as read (None: binary or unreadable)."""
     return text
 
 

@@ -244,7 +244,7 @@ class SkillFiles:
     ) -> T:
         """`parse` of the file's text as `read_text` reads it (None: binary or unreadable), reused while the
         file is unchanged. The file is located once: locating it again to read it (a realpath and a stat)
-        was about a fifth of a first load (issue 36)."""
+        was a tenth to a fifth of a first load (issue 36)."""
         path = self.locate(skill, served)
         if path is None:  # the generated SKILL.md follows its document
             return self.cached(skill, served, kind, lambda: parse(self.read_text(skill, served, max_bytes)), size)
