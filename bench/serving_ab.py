@@ -1,12 +1,13 @@
 """The serving path around a call at this checkout against an older commit's, interleaved in one process.
 
     python bench/serving_ab.py --parent 42d25ad          # issue 36's serving cuts (H42) against their parent
+    python bench/serving_ab.py --parent feaf0c6 --library /tmp/ab/lib-10000 --first 2000   # bench/ab.py's library
 
-Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `skills/service.py` and
-`server/tooling.py` are read from git and loaded beside this checkout's; the rest of the code is this
-checkout's. Each variant keeps its own file cache. Figures are CPU time of the process (time.process_time,
-less disturbed than wall time by the other work of a shared machine), the median of the rounds, the
-variants alternating in ABBA order:
+Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `skills/service.py`,
+`server/tooling.py` and the methods of `library/access/files.py`'s `SkillFiles` are read from git and
+loaded beside this checkout's; the rest of the code is this checkout's. Each variant keeps its own file
+cache. Figures are CPU time of the process (time.process_time, less disturbed than wall time by the other
+work of a shared machine), the median of the rounds, the variants alternating in ABBA order:
 
 - first load: `load_for_agent` of every skill with an emptied file cache;
 - repeat load: `load_for_agent` of one skill, `--calls` times;
@@ -33,6 +34,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
@@ -47,11 +49,11 @@ except ImportError:  # run as a script: bench/ is on sys.path
     from eval_corpora import CORPORA  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 ROOT = Path(__file__).resolve().parents[1]
-ONE = "wshobson__agents/nodejs-backend-patterns"
-CALLS: dict[str, dict[str, Any]] = {
-    "loadSkill": {"skillId": ONE},
-    "searchPatterns": {"query": "node backend express api", "limit": 5},
-}
+ONE = "wshobson__agents/nodejs-backend-patterns"  # the corpora's skill a repeat load loads
+
+
+def calls_for(one: str) -> dict[str, dict[str, Any]]:
+    return {"loadSkill": {"skillId": one}, "searchPatterns": {"query": "node backend express api", "limit": 5}}
 
 
 def module_at(rev: str, path: str, name: str, into: Path) -> ModuleType:
@@ -80,18 +82,31 @@ def service_at(rev: str, into: Path) -> ModuleType:
 class Variants:
     """Switches the process between this checkout's serving path and the parent's."""
 
-    def __init__(self, library: SkillLibrary, parent_service: ModuleType, parent_tooling: ModuleType) -> None:
+    def __init__(
+        self, library: SkillLibrary, parent_service: ModuleType, parent_tooling: ModuleType, parent_files: ModuleType
+    ) -> None:
         self.library = library
         self.loads = {"this": service.load_for_agent, "parent": parent_service.load_for_agent}
         self.runs = {"this": tooling.run_tool, "parent": parent_tooling.run_tool}
         self.caches = {"this": FileCache(), "parent": FileCache()}
+        self.files = {"this": methods(SkillFiles), "parent": methods(parent_files.SkillFiles)}
 
     def use(self, name: str) -> Callable[..., Any]:
         self.library.files = self.caches[name]
+        for member in self.files["this"].keys() | self.files["parent"].keys():  # the readers' SkillFiles
+            if member in self.files[name]:
+                setattr(SkillFiles, member, self.files[name][member])
+            elif hasattr(SkillFiles, member):
+                delattr(SkillFiles, member)
         setattr(service, "load_for_agent", self.loads[name])  # noqa: B010 (what the tools call)
         setattr(views, "run_tool", self.runs[name])  # noqa: B010
         load: Callable[..., Any] = self.loads[name]
         return load
+
+
+def methods(cls: type) -> dict[str, Any]:
+    """The functions a class defines itself, by name."""
+    return {name: value for name, value in vars(cls).items() if callable(value) and not name.startswith("__")}
 
 
 def timed(work: Callable[[], object]) -> float:
@@ -105,32 +120,37 @@ def each(load: Callable[..., Any], reader: LibraryReader, ids: list[str]) -> Non
         load(reader, skill_id)
 
 
-def in_process(variants: Variants, library: SkillLibrary, rounds: int, calls: int) -> dict[str, dict[str, float]]:
+def in_process(
+    variants: Variants, library: SkillLibrary, rounds: int, calls: int, one: str, first: int | None
+) -> dict[str, dict[str, float]]:
     reader = LibraryReader(library)
-    ids = [skill.id for skill in library.overview()]
+    ids = [skill.id for skill in library.overview()][:first]
     spent: dict[str, dict[str, list[float]]] = {v: {"first load": [], "repeat load": []} for v in ("this", "parent")}
     for r in range(rounds):
         for name in ("this", "parent") if r % 2 == 0 else ("parent", "this"):
             load = variants.use(name)
             library.files.clear()
             spent[name]["first load"].append(timed(partial(each, load, reader, ids)) / len(ids))
-            spent[name]["repeat load"].append(timed(partial(each, load, reader, [ONE] * calls)) / calls)
+            spent[name]["repeat load"].append(timed(partial(each, load, reader, [one] * calls)) / calls)
     return {v: {k: statistics.median(t) * 1000 for k, t in kinds.items()} for v, kinds in spent.items()}
 
 
-async def through_client(variants: Variants, library: SkillLibrary, rounds: int, calls: int, home: Path) -> Any:
-    server = build_server(Settings(roots=[CORPORA], cache_dir=home / "cache"), library)
-    spent: dict[str, dict[str, list[float]]] = {v: {t: [] for t in CALLS} for v in ("this", "parent")}
+async def through_client(
+    variants: Variants, library: SkillLibrary, rounds: int, calls: int, home: Path, one: str
+) -> Any:
+    server = build_server(Settings(roots=library.roots, cache_dir=home / "cache"), library)
+    wanted = calls_for(one)
+    spent: dict[str, dict[str, list[float]]] = {v: {t: [] for t in wanted} for v in ("this", "parent")}
     async with Client(server, raise_exceptions=True) as client:
         for name in ("this", "parent"):
             variants.use(name)
-            for tool, args in CALLS.items():
+            for tool, args in wanted.items():
                 for _ in range(20):
                     await client.call_tool(tool, args)
         for r in range(rounds):
             for name in ("this", "parent") if r % 2 == 0 else ("parent", "this"):
                 variants.use(name)
-                for tool, args in CALLS.items():
+                for tool, args in wanted.items():
                     started = time.process_time()
                     for _ in range(calls):
                         await client.call_tool(tool, args)
@@ -143,21 +163,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parent", required=True, help="the commit to compare against")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--library", type=Path, default=CORPORA, help="another library (e.g. bench/ab.py's lib-10000)")
+    ap.add_argument("--first", type=int, help="first loads of this many skills a round (default: every skill)")
     args = ap.parse_args(argv)
-    if not CORPORA.is_dir():
-        print(f"corpora not found at {CORPORA}", file=sys.stderr)
+    if not args.library.is_dir():
+        print(f"library not found at {args.library}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         os.environ["HOME"] = str(home / "home")  # no user config or cache is read
         parent_service = service_at(args.parent, home)
         parent_tooling = module_at(args.parent, "src/skillshelf/server/tooling.py", "parent_tooling", home)
-        library = SkillLibrary(LibraryConfig(roots=[CORPORA], index_dir=home / "index", watch=False))
+        parent_files = module_at(args.parent, "src/skillshelf/library/access/files.py", "parent_files", home)
+        library = SkillLibrary(LibraryConfig(roots=[args.library], index_dir=home / "index", watch=False))
         try:
             library.sync()
-            variants = Variants(library, parent_service, parent_tooling)
-            figures = in_process(variants, library, args.rounds, args.calls)
-            called = anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home)
+            one = ONE if args.library == CORPORA else library.overview()[0].id
+            variants = Variants(library, parent_service, parent_tooling, parent_files)
+            figures = in_process(variants, library, args.rounds, args.calls, one, args.first)
+            called = anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home, one)
         finally:
             library.close()
     print(f"CPU ms, median of {args.rounds} rounds; parent {args.parent}")

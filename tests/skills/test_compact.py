@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.server.app import build_server
@@ -18,7 +19,7 @@ from skillshelf.skills import minify
 from skillshelf.skills.models import SkillHit
 from skillshelf.skills.service import compact_hit, one_line
 from skillshelf.tokens import estimate_json_tokens
-from tests.conftest import agent_skill, call
+from tests.conftest import agent_skill, call, three_file
 
 pytestmark = pytest.mark.anyio
 
@@ -219,6 +220,52 @@ async def test_a_repeated_load_looks_its_document_up_once(client: Client, monkey
     is_error, body = await call(client, "loadSkill", args)
     assert not is_error and "description" in body["data"]
     assert kinds == ["served:min"]
+
+
+async def test_a_first_load_reads_its_document_where_it_found_it(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Locating a file resolves its path (a realpath) and stats it: what a load serves is derived from the
+    # document in its one lookup, not located again to parse it and again to read it (issue 36).
+    located: list[str] = []
+    locate = SkillFiles.locate
+
+    def counted(self: SkillFiles, skill: Any, served: str) -> Any:
+        located.append(served)
+        return locate(self, skill, served)
+
+    monkeypatch.setattr(SkillFiles, "locate", counted)
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
+    assert located == ["SKILL.md"]
+
+
+async def test_a_first_load_reads_the_implementation_where_it_found_it(
+    sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The derived input schema and the code of a three-file skill parse the file their lookup found too.
+    three_file(sample_root, "python", "slugify", "# Slugify\n\nTurn a title into a URL slug.\n", code=SLUGIFY)
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    server = build_server(Settings(roots=[sample_root]), library, view="full")
+    located: list[str] = []
+    locate = SkillFiles.locate
+
+    def counted(self: SkillFiles, skill: Any, served: str) -> Any:
+        located.append(served)
+        return locate(self, skill, served)
+
+    try:
+        async with Client(server, raise_exceptions=True) as client:
+            monkeypatch.setattr(SkillFiles, "locate", counted)
+            is_error, body = await call(client, "loadSkill", {"skillId": "python/slugify", "includeCode": True})
+    finally:
+        library.close()
+    assert not is_error and body["data"]["metadata"]["inputSchema"]["required"] == ["title"]
+    assert body["data"]["code"][0]["content"] == SLUGIFY
+    assert sorted(located) == ["slugify.md", "slugify.py", "slugify.py"]  # the document's, the code's, the schema's
+
+
+SLUGIFY = "def slugify(title: str) -> str:\n    return title.lower().replace(' ', '-')\n"
 
 
 async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:

@@ -7,7 +7,6 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -136,12 +135,16 @@ def _documentation(reader: SkillReader, skill: IndexedSkill) -> str:
     """The document's body without frontmatter (parsed once per version of the file)."""
     body = reader.documentation(skill)
     if body is None:
-        reader.mark_changed()
-        raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR,
-            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
-        )
+        raise _vanished(reader, skill)
     return body
+
+
+def _vanished(reader: SkillReader, skill: IndexedSkill) -> SkillshelfError:
+    """A skill whose document is gone or unreadable since the index was written: the index re-checks it."""
+    reader.mark_changed()
+    return SkillshelfError(
+        ErrorCode.FILESYSTEM_ERROR, f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again."
+    )
 
 
 def read_skill_file(reader: SkillReader, skill_id: str, path: str) -> SkillFile:
@@ -173,9 +176,7 @@ def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
     for served in paths:
         limit = max(budget, 1)
         try:
-            text = reader.cached(
-                skill, served, f"code:{limit}", partial(reader.read_text, skill, served, limit), lambda t: len(t or "")
-            )
+            text = reader.parsed_text(skill, served, f"code:{limit}", _as_read, lambda t: len(t or ""), limit)
         except SkillFileError:
             continue  # gone or refused since the index was written: the next sync drops it
         if text is None:
@@ -195,6 +196,11 @@ def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
     return files
 
 
+def _as_read(text: str | None) -> str | None:
+    """A code file is served as read (None: binary or unreadable)."""
+    return text
+
+
 def input_schema(skill: IndexedSkill, reader: FileReader) -> tuple[dict[str, Any] | None, str | None]:
     """The declared input schema, else one derived from a Python implementation's signature (not run)."""
     declared = skill.details.input_schema
@@ -205,12 +211,12 @@ def input_schema(skill: IndexedSkill, reader: FileReader) -> tuple[dict[str, Any
         return None, None
     served = Path(code_file).name
 
-    def derive() -> dict[str, Any] | None:
-        derived, _entry = derive_python_schema(reader.read_text(skill, served) or "", skill.id.split("/", 1)[1])
+    def derive(text: str | None) -> dict[str, Any] | None:
+        derived, _entry = derive_python_schema(text or "", skill.id.split("/", 1)[1])
         return derived
 
     try:
-        derived = reader.cached(skill, served, f"schema:{skill.id}", derive, lambda _schema: 1024)
+        derived = reader.parsed_text(skill, served, f"schema:{skill.id}", derive, lambda _schema: 1024)
     except SkillFileError:
         return None, None
     return derived, ("derived" if derived else None)
@@ -481,13 +487,17 @@ def _pages(reader: SkillReader, skill: IndexedSkill, *, minified: bool) -> tuple
     """The documentation to serve, a digest of it (cursors name the version they page) and, filled by
     `_holds`, whether it says a description (one lookup of the file a load, not one for each)."""
 
-    def prepare() -> tuple[str, str, dict[str, bool]]:
-        body = _documentation(reader, skill)
+    def prepare(body: str | None) -> tuple[str, str, dict[str, bool]]:
+        if body is None:
+            raise _vanished(reader, skill)
         doc = minify.minify_markdown(body) if minified else body
         return doc, hashlib.blake2b(doc.encode(), digest_size=4).hexdigest(), {}
 
     kind = "served:min" if minified else "served:raw"
-    return _cached_doc(reader, skill, kind, prepare, lambda p: len(p[0]))
+    try:  # derived from the document in its one lookup (a realpath and a stat), not in a second (issue 36)
+        return reader.from_documentation(skill, kind, prepare, lambda p: len(p[0]))
+    except SkillFileError:
+        raise _vanished(reader, skill) from None
 
 
 def _blocks(reader: SkillReader, skill: IndexedSkill, doc: str, digest: str) -> list[minify.Block]:
@@ -504,11 +514,7 @@ def _cached_doc(
     try:
         return reader.cached(skill, _doc_path(skill), kind, compute, size)
     except SkillFileError:
-        reader.mark_changed()
-        raise SkillshelfError(
-            ErrorCode.FILESYSTEM_ERROR,
-            f"The files of {skill.id!r} changed or vanished on disk; call searchPatterns again.",
-        ) from None
+        raise _vanished(reader, skill) from None
 
 
 def _doc_path(skill: IndexedSkill) -> str:

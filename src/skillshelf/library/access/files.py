@@ -233,18 +233,42 @@ class SkillFiles:
             lambda _digest: 80,
         )
 
+    def parsed_text(
+        self,
+        skill: IndexedSkill,
+        served: str,
+        kind: str,
+        parse: Callable[[str | None], T],
+        size: Callable[[T], int],
+        max_bytes: int | None = None,
+    ) -> T:
+        """`parse` of the file's text as `read_text` reads it (None: binary or unreadable), reused while the
+        file is unchanged. The file is located once: locating it again to read it (a realpath and a stat)
+        was a tenth to a fifth of a first load (issue 36)."""
+        path = self.locate(skill, served)
+        if path is None:  # the generated SKILL.md follows its document
+            return self.cached(skill, served, kind, lambda: parse(self.read_text(skill, served, max_bytes)), size)
+        limit = max_bytes or self.library.config.max_file_bytes
+        return self.library.files.get(path, kind, lambda: parse(read_text(path, Reporter(served), limit)), size)
+
     def documentation(self, skill: IndexedSkill) -> str | None:
         """The document's body without frontmatter, parsed once per version of the file; None when unreadable."""
-        served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
-
-        def parse() -> str | None:
-            text = self.read_text(skill, served)
-            return None if text is None else parse_document(text, Reporter(served)).body
-
         try:
-            return self.cached(skill, served, "documentation", parse, lambda body: len(body or ""))
+            return self.from_documentation(skill, "documentation", lambda body: body, lambda body: len(body or ""))
         except SkillFileError:
             return None
+
+    def from_documentation(
+        self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
+    ) -> T:
+        """`derive` of the document's body without frontmatter (None: unreadable), kept per version of the file
+        as `kind`: what a load serves is derived in the one lookup of the file (issue 36)."""
+        served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
+
+        def parse(text: str | None) -> T:
+            return derive(None if text is None else parse_document(text, Reporter(served)).body)
+
+        return self.parsed_text(skill, served, kind, parse, size)
 
     def generated_skill_md(self, skill: IndexedSkill) -> bytes:
         """SKILL.md of a three-file skill: frontmatter generated from the index, then the documentation."""

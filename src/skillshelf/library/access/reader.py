@@ -68,7 +68,19 @@ class FileReader(Protocol):
     def cached(
         self, skill: IndexedSkill, path: str, kind: str, compute: Callable[[], T], size: Callable[[T], int]
     ) -> T: ...
+    def parsed_text(
+        self,
+        skill: IndexedSkill,
+        path: str,
+        kind: str,
+        parse: Callable[[str | None], T],
+        size: Callable[[T], int],
+        max_bytes: int | None = None,
+    ) -> T: ...
     def documentation(self, skill: IndexedSkill) -> str | None: ...
+    def from_documentation(
+        self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
+    ) -> T: ...
     def manifest(self, skill: IndexedSkill) -> SkillManifest: ...
     def provenance(self, skill: IndexedSkill) -> Provenance | None: ...
     def versions(self, skill: IndexedSkill) -> list[VersionLine]: ...
@@ -375,8 +387,24 @@ class ViewReader:
     ) -> T:
         return self._files.cached(self.visibility.shown(skill), path, kind, compute, size)
 
+    def parsed_text(
+        self,
+        skill: IndexedSkill,
+        path: str,
+        kind: str,
+        parse: Callable[[str | None], T],
+        size: Callable[[T], int],
+        max_bytes: int | None = None,
+    ) -> T:
+        return self._files.parsed_text(self.visibility.shown(skill), path, kind, parse, size, max_bytes)
+
     def documentation(self, skill: IndexedSkill) -> str | None:
         return self._files.documentation(self.visibility.shown(skill))
+
+    def from_documentation(
+        self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
+    ) -> T:
+        return self._files.from_documentation(self.visibility.shown(skill), kind, derive, size)
 
     def manifest(self, skill: IndexedSkill) -> SkillManifest:
         """The skill's frontmatter and complete file list with digests; NotPublishableError says why not."""
