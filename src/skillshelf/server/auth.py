@@ -2,7 +2,8 @@
 
 Tokens are stored only as SHA-256 digests (`[auth.tokens.NAME] sha256 = ..., views = [...]` in the
 config file, or `SKILLSHELF_TOKENS`). A presented token is hashed and its digest looked up among the
-stored ones (`TokenTable`), so no comparison ever sees the token itself. `Gate` is one ASGI middleware in front of every route:
+stored ones (`TokenTable`), so no comparison ever sees the token itself. `Gate` is one ASGI
+middleware in front of every route:
 
 - `/health` is open (a load balancer probes it): liveness and the library's digest for anyone, the
   details (counts, the database) for a valid token (`server/health.py`);
