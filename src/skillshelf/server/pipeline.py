@@ -75,6 +75,8 @@ METHODS: dict[str, Kind] = {
 READ_PLACES: dict[str, Places] = {"resources/read": Places(uris=("uri",)), "skills/get": Places(uris=("uri",))}
 # The rate-limit budget of the request being answered (over HTTP): calls made inside it are charged too.
 _budget: ContextVar[CallerBudget | None] = ContextVar("skillshelf_budget", default=None)
+# The arguments' size in the call log, as compact JSON: one encoder for every call (json.dumps makes one a call).
+SENT_JSON = json.JSONEncoder(separators=(",", ":"), default=str)
 RunTool = Callable[[str, dict[str, Any]], Awaitable[HandlerResult]]
 Read = Callable[[dict[str, Any]], Awaitable[Any]]  # a read, given its (possibly hooked) arguments
 
@@ -378,7 +380,7 @@ class CallPipeline:
                 duration_ms=(time.perf_counter() - started) * 1000,
                 success=code is None,
                 error_code=code,
-                request_bytes=len(json.dumps(sent, separators=(",", ":"), default=str).encode()),
+                request_bytes=len(SENT_JSON.encode(sent).encode()),
                 response_bytes=response_bytes,
                 skill=ids[0] if ids else None,
                 via=via,
