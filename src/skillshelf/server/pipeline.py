@@ -346,15 +346,13 @@ class CallPipeline:
         via: str | None,
     ) -> None:
         """A tool call's line: success and error code from its envelope."""
-        as_result = _as_call_result(result)
-        envelope = (as_result.structured_content if as_result is not None else None) or {}
+        success, envelope, response_bytes = _outcome(result)
         error = envelope.get("error") if isinstance(envelope.get("error"), dict) else None
-        success = as_result is not None and not as_result.is_error
         fallback = "PROTOCOL_ERROR" if result is None else "UNKNOWN"
         code = None if success else str((error or {}).get("code") or fallback)
         places = self._places_of(self.live.selection.own_name(name))
         call = ToolCall(name, arguments if isinstance(arguments, dict) else {}, self.view, caller, places=places)
-        self._record(call, arguments, started, code, via, _response_bytes(as_result), known=self._known(name))
+        self._record(call, arguments, started, code, via, response_bytes, known=self._known(name))
 
     def _record(
         self,
@@ -414,6 +412,32 @@ def _as_call_result(result: HandlerResult) -> CallToolResult | None:
         except ValueError:
             return None
     return None
+
+
+def _outcome(result: HandlerResult) -> tuple[bool, dict[str, Any], int]:
+    """A tool result's success, envelope (structured content) and text size in bytes, for the call log.
+
+    Read off the SDK's wire dict as it is (what `call_next` returns: the SDK validated it when it shaped it):
+    validating it into a CallToolResult again only to read three fields cost 0.03-0.07 ms a call (issue 36).
+    Anything else goes through `_as_call_result`; not a tool result: (False, {}, 0)."""
+    if isinstance(result, dict) and _is_wire_result(result):
+        content: list[dict[str, Any]] = result["content"]
+        size = sum(len(c["text"].encode()) for c in content if c.get("type") == "text")
+        return not result.get("isError", False), result.get("structuredContent") or {}, size
+    as_result = _as_call_result(result)
+    if as_result is None:
+        return False, {}, 0
+    return not as_result.is_error, as_result.structured_content or {}, _response_bytes(as_result)
+
+
+def _is_wire_result(result: dict[str, Any]) -> bool:
+    content, structured, error = result.get("content"), result.get("structuredContent"), result.get("isError", False)
+    return (
+        isinstance(content, list)
+        and all(isinstance(c, dict) and (c.get("type") != "text" or isinstance(c.get("text"), str)) for c in content)
+        and isinstance(structured, dict | None)
+        and isinstance(error, bool)
+    )
 
 
 def _message_of(result: CallToolResult) -> str:
