@@ -161,6 +161,8 @@ class CallPipeline:
         arguments = params.get("arguments") or {}
 
         async def run(exposed: str, final: dict[str, Any]) -> HandlerResult:
+            if exposed == name and params.get("arguments") == final:  # unchanged: the request as it came
+                return await call_next(ctx)  # (`replace` builds a new context: 6-18 us a call, issue 36)
             return await call_next(replace(ctx, params={**params, "name": exposed, "arguments": final}))
 
         if self.live.selection.refusal(name) is not None or self.live.get(name) is None:
