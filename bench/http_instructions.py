@@ -97,23 +97,32 @@ async def ready(server: Server, token: str) -> None:
                 await anyio.sleep(2)
 
 
-async def pairs(agents: list[load_http.RawAgent], queries: list[dict[str, Any]], count: int, offset: int) -> int:
-    """`count` pairs a client, the clients at once; the number of failed calls."""
-    failed = 0
+async def pairs(agents: list[load_http.RawAgent], queries: list[dict[str, Any]], count: int) -> int:
+    """`count` pairs a client, the clients at once; the number of calls sent again (a connection the server
+    closed, which a server under callgrind can be slow enough to see: the call is sent again on a new one)."""
+    again = 0
 
     async def one(index: int, agent: load_http.RawAgent) -> None:
-        nonlocal failed
+        nonlocal again
         for step in range(count):
-            query = queries[(index * 7 + offset + step) % len(queries)]
+            query = queries[(index * 7 + step) % len(queries)]
             for tool, arguments in (
                 ("searchPatterns", {"query": query["query"], "limit": 5}),
                 ("loadSkill", {"skillId": query["answer"]}),
             ):
-                if await agent.call(tool, arguments):
-                    failed += 1
+                for attempt in range(3):
+                    try:
+                        problem = await agent.call(tool, arguments)
+                        break
+                    except (OSError, asyncio.IncompleteReadError):
+                        again += 1
+                        if attempt == 2:
+                            raise
+                if problem:
+                    raise RuntimeError(f"{tool} {arguments}: {problem}")
 
     await asyncio.gather(*(one(index, agent) for index, agent in enumerate(agents)))
-    return failed
+    return again
 
 
 async def control(server: Server, *args: str) -> None:
@@ -136,15 +145,15 @@ async def measure(server: Server, tokens: list[str], queries: list[dict[str, Any
     agents = [load_http.RawAgent(server.base, token, False) for token in tokens]
     for agent in agents:
         await agent.start()
-    await pairs(agents, queries, warm, 0)
+    await pairs(agents, queries, warm)
     await control(server, "--zero")
     await control(server, "--instr=on")
-    failed = await pairs(agents, queries, count, 0)  # the warm-up's requests again: caches filled
+    again = await pairs(agents, queries, count)  # the warm-up's requests again: what they fill is filled
     await control(server, "--instr=off")
     for agent in agents:
         await agent.close()
-    if failed:
-        raise RuntimeError(f"{server.label}: {failed} calls failed")
+    if again:
+        print(f"{server.label}: {again} counted calls sent again on a new connection", file=sys.stderr)
     await control(server, "--dump")
 
 
