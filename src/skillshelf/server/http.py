@@ -229,29 +229,13 @@ def team_app(
         ],
         lifespan=lifespan,
     )
-    counted: ASGIApp = _McpFirst(apps[DEFAULT_VIEW], outer)
+    counted: ASGIApp = outer
     if not stateless:
         counted = SessionCap(
             outer, limits.max_sessions, limits.sessions_per_client, limits.session_idle_s, _is_mcp_path
         )
     gated = Gate(_NoSlash(counted), auth or AuthSettings(), views=tuple(servers), tokens=tokens)
     return HostGuard(gated, transport_security(host, extra_hosts, extra_origins))
-
-
-class _McpFirst:
-    """`/mcp` straight to the default view's app (what `Mount("/")` would reach); every other path, and the
-    lifespan, through `outer`. Nearly every request is an `/mcp` one, and `outer`'s error and exception
-    layers and its routing around an app that has its own cost 0.05 ms of each (issue 36)."""
-
-    def __init__(self, mcp: ASGIApp, outer: ASGIApp) -> None:
-        self.mcp = mcp
-        self.outer = outer
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == "/mcp" and not scope.get("root_path"):
-            await self.mcp(scope, receive, send)
-        else:
-            await self.outer(scope, receive, send)
 
 
 def _view_not_found(name: str, allowed: list[str]) -> JSONResponse:
