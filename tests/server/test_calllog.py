@@ -112,8 +112,8 @@ def test_writing_a_record_never_waits_on_the_disk(tmp_path: Path) -> None:
 def test_a_record_is_formatted_on_the_writer_thread_into_the_same_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`write` only queues: the JSON is made on the writer thread, off the event loop (issue 36: 0.07 ms of
-    every call on the loop), and the lines are byte for byte what they were."""
+    """`write` only queues: the JSON is made on the writer thread, off the event loop (issue 36), and the lines
+    are byte for byte what they were."""
     formatted_on: list[str] = []
     to_line = CallRecord.to_line
 

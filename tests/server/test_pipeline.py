@@ -155,7 +155,7 @@ async def test_the_call_log_reads_a_result_as_the_sdk_shaped_it_without_validati
     library: SkillLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The line's success, code and size come from the SDK's wire dict as it is (issue 36: validating it into
-    a CallToolResult again cost 0.03-0.07 ms a call) and say what the client got."""
+    a CallToolResult again cost 5 us of CPU a call) and say what the client got."""
     validated: list[object] = []
     as_call_result = pipeline._as_call_result
 

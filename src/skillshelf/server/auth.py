@@ -91,7 +91,7 @@ class TokenTable:
     The lookup is by the SHA-256 digest of the presented token, never by the token itself (the standard way
     with hashed API tokens): a timing difference could tell only how a digest the caller cannot choose
     compares with the stored ones, not how close a guess came. One hash and one lookup a request whatever the
-    number of tokens (comparing every stored digest cost 44 us a request with 50 tokens: issue 36).
+    number of tokens (comparing every stored digest in turn: 3.9 us of CPU a request with 50 tokens, issue 36).
     """
 
     def __init__(self, tokens: Mapping[str, TokenSettings]) -> None:
