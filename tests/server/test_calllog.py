@@ -109,6 +109,37 @@ def test_writing_a_record_never_waits_on_the_disk(tmp_path: Path) -> None:
             os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
 
 
+def test_a_record_is_formatted_on_the_writer_thread_into_the_same_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`write` only queues: the JSON is made on the writer thread, off the event loop (issue 36), and the lines
+    are byte for byte what they were."""
+    formatted_on: list[str] = []
+    to_line = CallRecord.to_line
+
+    def spied(record: CallRecord, at: float, suppressed: int = 0) -> str:
+        formatted_on.append(threading.current_thread().name)
+        return to_line(record, at, suppressed)
+
+    monkeypatch.setattr(CallRecord, "to_line", spied)
+    path = tmp_path / "calls.jsonl"
+    log = CallLog(path, max_bytes=1 << 20, clock=lambda: 1700000000.12345)
+    odd = CallRecord("searchPatterns", "default", "bad\x00name\ud800", 1.23456, False, "X" * 70, 5, 0, via="run")
+    for record in (ALICE_CALL, odd, unknown_call("no such tool")):
+        log.write(record)
+    assert formatted_on == []  # nothing formatted by the caller
+    log.close()
+    assert set(formatted_on) == {"skillshelf-call-log"}
+    assert path.read_bytes() == (
+        b'{"ts":1700000000.123,"tool":"loadSkill","view":"default","caller":"alice","ms":2.0,"ok":true,"code":null,'
+        b'"in":30,"out":900,"skill":"python/slugify"}\n'
+        b'{"ts":1700000000.123,"tool":"searchPatterns","view":"default","caller":"bad\\ufffdname\\ufffd","ms":1.235,'
+        b'"ok":false,"code":"' + b"X" * 64 + b'","in":5,"out":0,"via":"run"}\n'
+        b'{"ts":1700000000.123,"tool":"no such tool","view":"default","caller":"mallory","ms":0.1,"ok":false,'
+        b'"code":"UNKNOWN","in":2,"out":60,"unknown":true}\n'
+    )
+
+
 def test_a_fifo_at_the_log_path_is_refused_with_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     fifo = tmp_path / "calls.jsonl"
     os.mkfifo(fifo)

@@ -21,7 +21,7 @@ from skillshelf.config.composites import ChainStep, CompositeTool
 from skillshelf.config.hooks import HookSettings
 from skillshelf.config.views import FilterRule, ToolOverride, ViewSettings
 from skillshelf.library.index.library import SkillLibrary
-from skillshelf.server import sdk
+from skillshelf.server import pipeline, sdk
 from skillshelf.server.app import build_server
 from skillshelf.server.calllog import CallLog
 from skillshelf.server.hooks import HookResult, ToolCall
@@ -149,6 +149,33 @@ async def test_a_search_mode_inner_call_meets_the_views_pre_call_hook(library: S
         ("searchPatterns", "v_call_tool"),
         ("v_call_tool", None),
     ]
+
+
+async def test_the_call_log_reads_a_result_as_the_sdk_shaped_it_without_validating_it_again(
+    library: SkillLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The line's success, code and size come from the SDK's wire dict as it is (issue 36: validating it into
+    a CallToolResult again cost 5 us of CPU a call) and say what the client got."""
+    validated: list[object] = []
+    as_call_result = pipeline._as_call_result
+
+    def counted(result: Any) -> types.CallToolResult | None:
+        validated.append(result)
+        return as_call_result(result)
+
+    monkeypatch.setattr(pipeline, "_as_call_result", counted)
+    log = CallLog(tmp_path / "calls.jsonl", 1 << 20)
+    got: list[tuple[bool, int]] = []
+    async with serve(library, ViewSettings(), log) as client:
+        for tool, arguments in [("loadSkill", {"skillId": "docs/tool"}), ("loadSkill", {"skillId": "no/such"})]:
+            result = await client.call_tool(tool, arguments)
+            text = "".join(c.text for c in result.content if isinstance(c, types.TextContent))
+            got.append((not result.is_error, len(text.encode())))
+    assert log.flush()
+    records = [json.loads(line) for line in log.path.read_text(encoding="utf-8").splitlines()]
+    assert [(r["ok"], r["out"]) for r in records] == got
+    assert [r["code"] for r in records] == [None, "PATTERN_NOT_FOUND"]
+    assert validated == []
 
 
 async def test_a_renamed_tool_meets_the_policy_on_its_own_name(library: SkillLibrary) -> None:

@@ -7,9 +7,9 @@ argument of skill tools: an id, not text the agent wrote). It lives in the user 
 on unless `[call_log] enabled = false`. Several worker processes may append to one file: each batch
 of lines is one `write` on a file opened for appending, and rotation is an atomic rename.
 
-Writing never waits on the disk: `CallLog.write` queues the line and a writer thread appends it
-(mkdir, stat, rename and write stay off the event loop). `close` (also run at interpreter exit)
-writes everything queued first, so a clean stop loses no record.
+Writing never waits on the disk: `CallLog.write` queues the record and a writer thread formats it
+and appends the line (the JSON, mkdir, stat, rename and write stay off the event loop). `close` (also
+run at interpreter exit) writes everything queued first, so a clean stop loses no record.
 
 A call to a tool the server does not know is written with its name cut to `MAX_TOOL_NAME`
 characters and `"unknown": true`, and per caller only `UNKNOWN_QUOTA` of them an hour line by line;
@@ -86,6 +86,7 @@ MAX_ERROR = 300  # characters of a store's error kept for /health
 # (no UTF-8 for it; jsonb refuses its escape). A record's strings come from callers (a tool name, a token's
 # name): these become U+FFFD, so one odd call is logged, not refused, and never fails the lines around it.
 UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+LINE_JSON = json.JSONEncoder(separators=(",", ":"))  # one encoder for every line (json.dumps makes one a call)
 
 
 def log_path(settings: CallLogSettings) -> Path:
@@ -131,8 +132,9 @@ class CallRecord:
             record["unknown"] = True
         if suppressed:
             record["suppressed"] = suppressed
-        record = {key: storable(value) if isinstance(value, str) else value for key, value in record.items()}
-        return json.dumps(record, separators=(",", ":")) + "\n"
+        if UNSTORABLE.search("".join(value for value in record.values() if isinstance(value, str))):
+            record = {key: storable(value) if isinstance(value, str) else value for key, value in record.items()}
+        return LINE_JSON.encode(record) + "\n"
 
 
 def storable(text: str) -> str:
@@ -184,7 +186,7 @@ class UnknownQuota:
 class CallLog:
     """Appends records from a writer thread; a failing disk is logged once and never fails a call.
 
-    `write` formats and queues (no disk access); `flush` waits until what is queued is written;
+    `write` queues the record (no formatting, no disk access); `flush` waits until what is queued is written;
     `close` flushes and stops the thread, and runs at interpreter exit too. The log may be written
     again after `close` (a new thread starts).
 
@@ -207,7 +209,7 @@ class CallLog:
         self._state = "ok"  # of the last hand-over to the store: "ok", "retrying" (kept) or "failing" (lost)
         self._last_error: str | None = None
         self._unknown = UnknownQuota()
-        self._pending: deque[bytes] = deque()
+        self._pending: deque[_Queued] = deque()
         self._writing = False  # the thread holds lines taken from the queue but not yet written
         self._stopping = False
         self._hurry = 0  # flushes waiting: the thread writes at once, without lingering
@@ -226,7 +228,7 @@ class CallLog:
         with self._changed:
             suppressed = self._unknown.admit(record, now) if record.unknown else 0
             if suppressed is not None:
-                self._enqueue(record.to_line(now, suppressed).encode("utf-8"))
+                self._enqueue((record, now, suppressed))
 
     def flush(self, timeout: float = CLOSE_TIMEOUT_S) -> bool:
         """Wait until every queued line is written (False: still writing after `timeout`)."""
@@ -243,7 +245,7 @@ class CallLog:
         with self._changed:
             now = self.clock()
             for record, suppressed in self._unknown.remainder():
-                self._enqueue(record.to_line(now, suppressed).encode("utf-8"))
+                self._enqueue((record, now, suppressed))
             thread, self._stopping = self._thread, True
             self._changed.notify_all()
         if thread is not None:
@@ -254,7 +256,7 @@ class CallLog:
             self._thread, self._stopping = None, False
         atexit.unregister(self.close)
 
-    def _enqueue(self, line: bytes) -> None:  # holding self._changed
+    def _enqueue(self, line: _Queued) -> None:  # holding self._changed
         if len(self._pending) >= MAX_PENDING:
             self.dropped += 1
             self._warn("behind", "call log %s: the disk is %d records behind; new records are dropped", MAX_PENDING)
@@ -278,7 +280,7 @@ class CallLog:
                 self._pending.clear()
                 self._writing = True
             try:
-                self._deliver(batch)
+                self._deliver([_formatted(item) for item in batch])
             except BaseException as exc:  # past `_deliver` only what ends a thread: it ends, and says so
                 self._lose(len(batch), exc)
                 logger.error("call log %s: its writer stopped; the next record starts another", self.store.where)
@@ -378,6 +380,18 @@ class CallLog:
         if kind not in self._warned:
             self._warned.add(kind)
             logger.warning(message, self.store.where, *args)
+
+
+# What waits for the writer: a record with its time and the count of unknown-tool calls it stands for, which
+# the writer thread formats (off the event loop), or a line formatted already (kept for a store to retry).
+_Queued = tuple[CallRecord, float, int] | bytes
+
+
+def _formatted(item: _Queued) -> bytes:
+    if isinstance(item, bytes):
+        return item
+    record, at, suppressed = item
+    return record.to_line(at, suppressed).encode("utf-8")
 
 
 def describe_error(exc: BaseException) -> str:
