@@ -226,3 +226,23 @@ def test_parsing_a_skill_opens_each_document_once(tmp_path: Path, monkeypatch: p
     assert skill is not None and skill.resources == ["scripts/check.sh"]
     hit = next(f for f in findings if f.code == "download-exec-doc")  # past the head: the whole read was judged
     assert hit.path.endswith("deploy/SKILL.md") and hit.line == 308
+
+
+def test_reading_a_skills_document_resolves_it_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a document is inside the root and whether a dot-name is on its way come from one resolve: the
+    reader resolved it for each question (`os.path.realpath` in Python walks every part of the path)."""
+    root = tmp_path / "library"
+    doc = agent_skill(root, "ops", "deploy", "name: deploy\ndescription: Deploy the service.")
+    three = write(root / "ops", "rollback.md", "# Rollback\n\nUndo a deploy.\n")
+    resolved: list[str] = []
+    real_realpath = os.path.realpath
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> str:
+        resolved.append(os.fspath(path))
+        return str(real_realpath(path, *args, **kwargs))
+
+    monkeypatch.setattr(os.path, "realpath", counted)
+    parsed = [layouts.load_source(source) for source in discover([root]).sources]
+    monkeypatch.undo()
+    assert all(skill is not None for skill, _findings in parsed)
+    assert resolved.count(str(doc)) == 1 and resolved.count(str(three)) == 1

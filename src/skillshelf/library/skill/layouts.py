@@ -13,7 +13,7 @@ from skillshelf.library.skill.folder import MAX_FILES, FolderFile, TooManyFiles,
 from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
-from skillshelf.library.skill.paths import display_path, is_servable, is_within, relative_to_root
+from skillshelf.library.skill.paths import display_path, relative_to_root, servable_or_why
 from skillshelf.library.skill.policy import PolicyError, policy_of
 from skillshelf.library.skill.quality import CRITERIA, QualityFacts, parse_score, score_quality
 from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, ReadFile, Reporter, read_reported, text_of
@@ -109,10 +109,11 @@ class _Loader:
 
     def read(self, path: Path) -> str | None:
         report = self.reporter(path)
-        if not is_within(path, self.real_root):
+        servable = servable_or_why(path, self.real_root)
+        if servable == "outside":
             report.add("warning", "symlink-outside-root", "resolves outside the library root; not read")
             return None
-        if not is_servable(path, self.real_root):
+        if servable == "dot-path":
             report.add("warning", "symlink-to-dot-path", "resolves to a dot-file or dot-folder; not read")
             return None
         read = read_reported(path, report, self.max_bytes)
