@@ -13,10 +13,10 @@ from skillshelf.library.skill.folder import MAX_FILES, FolderFile, TooManyFiles,
 from skillshelf.library.skill.frontmatter import ParsedDocument, parse_document
 from skillshelf.library.skill.markdown import DocumentOutline, bold_fields, outline, plain, section_table
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
-from skillshelf.library.skill.paths import display_path, is_servable, is_within, relative_to_root
+from skillshelf.library.skill.paths import display_path, relative_to_root, servable_or_why
 from skillshelf.library.skill.policy import PolicyError, policy_of
 from skillshelf.library.skill.quality import CRITERIA, QualityFacts, parse_score, score_quality
-from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, Reporter, read_text
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, ReadFile, Reporter, read_reported, text_of
 from skillshelf.library.skill.scan import scan_skill
 from skillshelf.tokens import estimate_text_tokens
 
@@ -102,19 +102,25 @@ class _Loader:
         self.root_label = root.label
         self.real_root = root.real
         self.findings: list[Finding] = []
+        self.reads: dict[Path, ReadFile] = {}  # what `read` read, by path: the scanner judges the same bytes
 
     def reporter(self, path: Path) -> Reporter:
         return Reporter(printable(relative_to_root(path, self.source.root)), self.root_label, self.findings)
 
     def read(self, path: Path) -> str | None:
         report = self.reporter(path)
-        if not is_within(path, self.real_root):
+        servable = servable_or_why(path, self.real_root)
+        if servable == "outside":
             report.add("warning", "symlink-outside-root", "resolves outside the library root; not read")
             return None
-        if not is_servable(path, self.real_root):
+        if servable == "dot-path":
             report.add("warning", "symlink-to-dot-path", "resolves to a dot-file or dot-folder; not read")
             return None
-        return read_text(path, report, self.max_bytes)
+        read = read_reported(path, report, self.max_bytes)
+        if read is None:
+            return None
+        self.reads[path] = read
+        return text_of(read, report, self.max_bytes)
 
     def load(self) -> tuple[Skill | None, list[Finding]]:
         raise NotImplementedError
@@ -146,7 +152,9 @@ class _Loader:
             has_metadata=has_metadata,
         )
         # before quality: risk caps it
-        self.findings.extend(scan_skill(self.source, self.root_label, self.max_bytes, self.real_root, scanned))
+        self.findings.extend(
+            scan_skill(self.source, self.root_label, self.max_bytes, self.real_root, scanned, self.reads)
+        )
         quality = score_quality(declared, breakdown, facts, self.findings)
         schema = frontmatter.get("input_schema")
         if schema is not None and not (isinstance(schema, dict) and schema.get("type") == "object"):

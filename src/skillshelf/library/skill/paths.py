@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 
 def display_path(path: Path) -> str:
@@ -69,15 +70,23 @@ def is_servable(path: Path, root: Path) -> bool:
 
 def servable_target(path: Path, root: Path) -> Path | None:
     """`path` resolved when it is servable (see `is_servable`), else None."""
+    found = servable_or_why(path, root)
+    return found if isinstance(found, Path) else None
+
+
+def servable_or_why(path: Path, root: Path) -> Path | Literal["outside", "dot-path"]:
+    """`path` resolved when it is servable (see `is_servable`), else the rule it breaks: it resolves outside
+    `root`, or a dot-name is on its way. One resolve for a reader that reports which (`is_within`, then
+    `is_servable`, resolved it twice)."""
     root_text = str(root)
     found = _resolved_below(path, root_text)
     if found is None:
-        return None
+        return "outside"
     resolved, inside = found
     lexical = _below(str(path), root_text) or ""
     parts = (*lexical.split(os.sep), *inside.split(os.sep))  # noqa: PTH206 (text, as above)
     if any(part.startswith(".") for part in parts):
-        return None
+        return "dot-path"
     return Path(resolved)
 
 

@@ -27,6 +27,16 @@ class Reporter:
         self.findings.append(Finding(self.path, line, severity, code, message, self.root))
 
 
+@dataclass(frozen=True)
+class ReadFile:
+    """One read of a regular file: its first bytes (up to the cap the reader asked for) and its mode, both
+    from the open handle. A skill's parse hands its documents' reads to the scanner, which judges the same
+    bytes: each file is opened once, not three times (the loader's read, the scanner's head, its whole)."""
+
+    data: bytes
+    mode: int
+
+
 def read_text(path: Path, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | None:
     """Read a text file; None when it cannot be used at all (unreadable or binary).
 
@@ -34,21 +44,31 @@ def read_text(path: Path, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BY
     the server's memory or an agent's context. Invalid UTF-8 is replaced and reported,
     BOMs are dropped and CRLF/CR become LF so every later step sees one shape.
     """
+    read = read_reported(path, report, max_bytes)
+    return None if read is None else text_of(read, report, max_bytes)
+
+
+def read_reported(path: Path, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ReadFile | None:
+    """`read_text`'s read (up to `max_bytes` + 1 bytes, to tell an oversized file); None, reported, when
+    the file cannot be opened or read."""
     try:
-        raw = read_regular_file(path, max_bytes + 1)
+        return read_regular(path, max_bytes + 1)
     except NotRegularFile:
         report.add(
             "error",
             "file-not-regular",
             "is not a regular file (a FIFO, socket or device); it was not opened. Replace it with a file.",
         )
-        return None
     except PermissionError:
         report.add("error", "file-unreadable", "permission denied; make the file readable to this user")
-        return None
     except OSError as exc:
         report.add("error", "file-unreadable", f"cannot be read ({exc.strerror or type(exc).__name__})")
-        return None
+    return None
+
+
+def text_of(read: ReadFile, report: Reporter, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> str | None:
+    """`read_text`'s text of what `read_reported` read: None, reported, when it looks binary."""
+    raw = read.data
     if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
         report.add("error", "file-binary", "looks binary (contains NUL bytes); a skill document must be text")
         return None
@@ -81,12 +101,18 @@ READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC
 
 def read_regular_file(path: Path, limit: int) -> bytes:
     """Up to `limit` bytes of a regular file; NotRegularFile for anything else (checked on the open handle)."""
+    return read_regular(path, limit).data
+
+
+def read_regular(path: Path, limit: int) -> ReadFile:
+    """`read_regular_file`'s bytes with the file's mode, from one open."""
     fd = os.open(path, READ_FLAGS)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
             raise NotRegularFile(path)
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit)
+            return ReadFile(handle.read(limit), mode)
     finally:
         os.close(fd)
 

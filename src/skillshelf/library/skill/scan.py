@@ -10,6 +10,7 @@ page and `loadSkill` the way every finding does, and the quality estimate sees t
 from __future__ import annotations
 
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
@@ -17,7 +18,7 @@ from skillshelf.library.skill.discovery import printable
 from skillshelf.library.skill.folder import MAX_FILES, FolderFile, TooManyFiles, walk_folder
 from skillshelf.library.skill.models import Finding, Severity, SkillSource
 from skillshelf.library.skill.paths import is_servable, relative_to_root
-from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, read_regular_file
+from skillshelf.library.skill.reading import DEFAULT_MAX_FILE_BYTES, ReadFile, read_regular_file
 from skillshelf.library.skill.scan_rules import RULES, RULES_BY_ID, FileKind, RiskLevel, Rule, lower_ascii
 
 HEAD_BYTES = 4096  # what a file that is not read whole is judged on (a program's header, NUL bytes)
@@ -94,16 +95,26 @@ def kinds_of(name: str, head: bytes, mode: int) -> set[FileKind]:
     return kinds
 
 
-def scan_file(path: Path, shown: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> list[ScanHit]:
-    """Every rule's hits in one file (`shown` is its name in the report); an unreadable file has none."""
+def scan_file(
+    path: Path, shown: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES, read: ReadFile | None = None
+) -> list[ScanHit]:
+    """Every rule's hits in one file (`shown` is its name in the report); an unreadable file has none.
+
+    `read`: the file as a caller read it already (at least `max_bytes` of it), judged instead of reading
+    it again."""
     try:
-        mode = path.stat().st_mode
-        if not stat.S_ISREG(mode):
-            return []
-        head = read_regular_file(path, HEAD_BYTES)
+        if read is not None:
+            mode, head = read.mode, read.data[:HEAD_BYTES]
+        else:
+            mode = path.stat().st_mode
+            if not stat.S_ISREG(mode):
+                return []
+            head = read_regular_file(path, HEAD_BYTES)
         kinds = kinds_of(shown, head, mode)
         wants_text = bool(kinds & {"script", "text", "package"})
-        raw = read_regular_file(path, max_bytes) if wants_text and len(head) == HEAD_BYTES else head
+        raw = head
+        if wants_text and len(head) == HEAD_BYTES:
+            raw = read.data[:max_bytes] if read is not None else read_regular_file(path, max_bytes)
     except OSError:
         return []
     text = raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n") if wants_text else ""
@@ -161,12 +172,14 @@ def scan_skill(
     max_bytes: int = DEFAULT_MAX_FILE_BYTES,
     real_root: Path | None = None,
     listed: list[FolderFile] | None = None,
+    already_read: Mapping[Path, ReadFile] | None = None,
 ) -> list[Finding]:
     """A skill's files scanned, as findings at their paths under the library root.
 
-    A caller that has resolved the root (`real_root`) or walked an agent-skills folder already (`listed`:
-    what the walk gave, [] when it stopped at the file limit) passes them: parsing a skill then resolves
-    and walks once, not twice."""
+    A caller that has resolved the root (`real_root`), walked an agent-skills folder already (`listed`:
+    what the walk gave, [] when it stopped at the file limit) or read some of its files (`already_read`, by
+    path) passes them: parsing a skill then resolves, walks and reads once, not twice."""
+    reads = already_read or {}
     real_root = source.root.resolve() if real_root is None else real_root
     if source.layout == "agent-skills":
         folder = source.doc_file.parent
@@ -179,8 +192,9 @@ def scan_skill(
     else:
         prefix = relative_to_root(source.doc_file.parent, source.root) + "/"
         parts = (source.doc_file, source.code_file, source.meta_file)
-        files = [(p, p.name) for p in parts if p is not None and is_servable(p, real_root)]
-    hits = [hit for path, served in files for hit in scan_file(path, served, max_bytes)]
+        # a file the caller read passed the same check before it was read
+        files = [(p, p.name) for p in parts if p is not None and (p in reads or is_servable(p, real_root))]
+    hits = [hit for path, served in files for hit in scan_file(path, served, max_bytes, reads.get(path))]
     return [as_finding(hit, prefix, root_label) for hit in hits]
 
 
