@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,18 +11,16 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from click.testing import CliRunner
 from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from skillshelf.cli import cli
 from skillshelf.errors import SkillshelfError
 from skillshelf.server.hosts import HostGuard, reachable_name, transport_security
 from tests.conftest import deadline, isolated_env
-from tests.live_server import skillshelf_http
+from tests.live_server import refused_serve, skillshelf_http
 
 pytestmark = pytest.mark.anyio
 
@@ -183,25 +180,13 @@ async def test_honest_remote_clients_of_an_allowed_host_are_served() -> None:
     assert await status(app, "203.0.113.9", {"Host": "other.example.com"}) == 421
 
 
-def refused_serve(*arguments: str) -> str:
-    """`skillshelf serve ARGUMENTS` run in this process, which must refuse to start; what it said. A refusal
-    comes before anything listens or serves, so it needs no process of its own (1.2 s of CPU each). The
-    port it is given is held here: a server that failed to refuse fails to listen, and never serves in
-    this process until the run's timeout."""
-    with socket.create_server(("0.0.0.0", 0)) as held:
-        port = str(held.getsockname()[1])
-        result = CliRunner().invoke(cli, ["serve", *arguments, "--port", port])
-    assert result.exit_code not in (0, None), result.output
-    return result.output
-
-
 def test_a_network_bind_with_execution_and_no_authentication_refuses_to_start(sample_root: Path) -> None:
-    said = refused_serve("--http", "--host", "0.0.0.0", "--allow-exec", "--insecure-no-auth", "-l", str(sample_root))
+    said = refused_serve("--host", "0.0.0.0", "--allow-exec", "--insecure-no-auth", "-l", str(sample_root)).output
     assert "refusing to serve skill execution on 0.0.0.0" in said
 
 
 def test_a_network_bind_without_tokens_refuses_to_start_and_says_how_to_add_one(sample_root: Path) -> None:
-    said = refused_serve("--http", "--host", "0.0.0.0", "-l", str(sample_root))
+    said = refused_serve("--host", "0.0.0.0", "-l", str(sample_root)).output
     assert "refusing to serve 0.0.0.0 without authentication" in said
     assert "skillshelf token new NAME" in said
 
@@ -219,7 +204,7 @@ def test_a_loopback_bind_that_accepts_a_proxys_host_name_needs_tokens_as_a_netwo
     """Bound to 127.0.0.1 but accepting `Host: skills.example.com`, the server is there for a proxy that
     forwards anyone: before, `--allow-exec --allowed-host skills.example.com` with no tokens served skill
     execution to all of them without a word."""
-    said = refused_serve("--http", "--allowed-host", "skills.example.com:443", *flags, "-l", str(sample_root))
+    said = refused_serve("--allowed-host", "skills.example.com:443", *flags, "-l", str(sample_root)).output
     assert refusal in said, said
     assert "--allowed-host" in said  # says why a loopback bind counts as reachable
 
