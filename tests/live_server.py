@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -19,8 +20,23 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx2
+from click.testing import CliRunner, Result
 
+from skillshelf.cli import cli
 from tests.conftest import LIVENESS_S, deadline, wait_until
+
+
+def refused_serve(*arguments: str, env: Mapping[str, str] | None = None) -> Result:
+    """`skillshelf serve --http ARGUMENTS` run in this process, which must refuse to start; what it said. A
+    refusal comes before anything listens or serves, so it needs no process of its own (1.2 s of CPU each).
+    The port it is given is held here: a server that failed to refuse fails to listen, and never serves in
+    this process until the run's timeout."""
+    with socket.create_server(("0.0.0.0", 0)) as held:
+        port = str(held.getsockname()[1])
+        result = CliRunner().invoke(cli, ["serve", "--http", *arguments, "--port", port], env=env)
+    assert result.exit_code not in (0, None), result.output
+    return result
+
 
 # "serving ... on http://HOST:PORT/mcp", "serving MCP on http://...", "web view on http://HOST:PORT/"
 ANNOUNCED = re.compile(rb"(?:serving|web view) .*?on https?://(?:\[[^\]]+\]|[^/:\s]+):(\d+)/")

@@ -7,6 +7,7 @@ inside a function counts as much as one at the top, since it is a dependency all
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,20 +56,24 @@ def is_core(module: str) -> bool:
     return package_of(module) not in EDGES
 
 
-GRAPH = {name: imports_of(path, name) for name, path in modules()}
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    """Every module of src/ and what it imports: read when a test first asks, not at collection, where each
+    worker would read all of src/ (a second of CPU) whether or not it runs any test of this module."""
+    return {name: imports_of(path, name) for name, path in modules()}
 
 
-@pytest.mark.parametrize("module", sorted(m for m in GRAPH if is_core(m)))
+@pytest.mark.parametrize("module", sorted(name for name, _path in modules() if is_core(name)))
 def test_core_modules_import_nothing_from_mcp_or_the_edges(module: str) -> None:
-    bad = sorted(i for i in GRAPH[module] if any(i == f or i.startswith(f + ".") for f in FORBIDDEN_IN_CORE))
+    bad = sorted(i for i in import_graph()[module] if any(i == f or i.startswith(f + ".") for f in FORBIDDEN_IN_CORE))
     assert not bad, f"{module} imports {bad}: domain and library code must stay free of MCP and the server"
 
 
 def package_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
-    for module, imported in GRAPH.items():
+    for module, imported in import_graph().items():
         source = package_of(module)
-        targets = {package_of(i) for i in imported if i.startswith("skillshelf.") and i in GRAPH}
+        targets = {package_of(i) for i in imported if i.startswith("skillshelf.") and i in import_graph()}
         graph.setdefault(source, set()).update(t for t in targets if t != source)
     return graph
 
@@ -109,7 +114,8 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def module_graph() -> dict[str, set[str]]:
     """Module -> the modules it names in an import (`from pkg import name` names `pkg`, whose __init__ runs)."""
-    return {module: {i for i in imported if i in GRAPH and i != module} for module, imported in GRAPH.items()}
+    graph = import_graph()
+    return {module: {i for i in imported if i in graph and i != module} for module, imported in graph.items()}
 
 
 def test_modules_form_no_import_cycle_even_through_lazy_imports() -> None:
@@ -134,11 +140,11 @@ def library_part_graph() -> dict[str, set[str]]:
         return parts[2] if len(parts) > 2 and parts[:2] == ["skillshelf", "library"] else None
 
     graph: dict[str, set[str]] = {}
-    for module, imported in GRAPH.items():
+    for module, imported in import_graph().items():
         source = part(module)
         if source is None:
             continue
-        targets = {target for i in imported if i in GRAPH and (target := part(i)) is not None}
+        targets = {target for i in imported if i in import_graph() and (target := part(i)) is not None}
         graph.setdefault(source, set()).update(targets - {source})
     return graph
 
@@ -158,7 +164,7 @@ def test_generic_indexing_sits_below_the_skill_index_and_the_session_archive() -
     def reaching(prefix: str, targets: tuple[str, ...]) -> list[str]:
         return sorted(
             f"{module} imports {target}"
-            for module, imported in GRAPH.items()
+            for module, imported in import_graph().items()
             if module.startswith(prefix)
             for target in imported
             if any(target == t or target.startswith(t + ".") for t in targets)

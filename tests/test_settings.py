@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +28,8 @@ from skillshelf.settings import (
     resolve,
     resolve_settings,
 )
-from tests.conftest import deadline, write
+from tests.conftest import write
+from tests.live_server import refused_serve
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 
@@ -312,12 +311,9 @@ def test_one_place_decides_which_config_file_is_read(tmp_path: Path) -> None:
 
 
 def test_a_server_with_a_misspelt_variable_refuses_to_start_and_says_why(sample_root: Path) -> None:
-    env = {**os.environ, "SKILLSHELF_REQUIRE_ISOLATION": "true"}  # once ignored: skills ran unsandboxed
-    command = [sys.executable, "-m", "skillshelf", "serve", "-l", str(sample_root)]
-    done = subprocess.run(
-        command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=deadline(), check=False
-    )
-    assert done.returncode == 1 and done.stdout == ""
+    env = {"SKILLSHELF_REQUIRE_ISOLATION": "true"}  # once ignored: skills ran unsandboxed
+    done = refused_serve("-l", str(sample_root), env=env)  # refused as the settings are read, stdio or HTTP
+    assert done.exit_code == 1 and done.stdout == ""
     assert (
         "SKILLSHELF_REQUIRE_ISOLATION is not a skillshelf setting; "
         "did you mean SKILLSHELF_EXECUTION__REQUIRE_ISOLATION?" in done.stderr

@@ -36,6 +36,23 @@ def test_pytest_refuses_to_start_with_a_bad_deadline_scale(tmp_path: Path) -> No
     assert "TEST_DEADLINE_SCALE='fast': set it to a positive number" in done.stderr
 
 
+def test_collecting_writes_the_test_modules_bytecode_even_under_pythondontwritebytecode(tmp_path: Path) -> None:
+    """Collection keeps each test module's rewritten bytecode, so the next run (every worker of it) does
+    not rewrite and compile all of tests/ again; a variable set for the whole machine must not cost that."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (tests / "test_tiny.py").write_text("def test_tiny() -> None:\n    assert 1 + 1 == 2\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT / "src")}
+    quiet = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:cov", "-p", "no:fakefs"]
+    command = [sys.executable, "-m", "pytest", *quiet, "--collect-only", "-q", "tests"]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=deadline(), check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list((tests / "__pycache__").glob("test_tiny.*-pytest-*.pyc")), "no rewritten bytecode was kept"
+
+
 def test_deadlines_are_multiplied_by_the_scale() -> None:
     from tests import conftest
 

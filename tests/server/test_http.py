@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +20,7 @@ from starlette.routing import Route
 from skillshelf.errors import SkillshelfError
 from skillshelf.server.hosts import HostGuard, reachable_name, transport_security
 from tests.conftest import deadline, isolated_env
-from tests.live_server import skillshelf_http
+from tests.live_server import refused_serve, skillshelf_http
 
 pytestmark = pytest.mark.anyio
 
@@ -183,18 +181,14 @@ async def test_honest_remote_clients_of_an_allowed_host_are_served() -> None:
 
 
 def test_a_network_bind_with_execution_and_no_authentication_refuses_to_start(sample_root: Path) -> None:
-    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "--allow-exec"]
-    command += ["--insecure-no-auth", "-l", str(sample_root)]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=deadline())
-    assert done.returncode != 0 and "refusing to serve skill execution on 0.0.0.0" in done.stderr
+    said = refused_serve("--host", "0.0.0.0", "--allow-exec", "--insecure-no-auth", "-l", str(sample_root)).output
+    assert "refusing to serve skill execution on 0.0.0.0" in said
 
 
 def test_a_network_bind_without_tokens_refuses_to_start_and_says_how_to_add_one(sample_root: Path) -> None:
-    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--host", "0.0.0.0", "-l", str(sample_root)]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=deadline())
-    assert done.returncode != 0
-    assert "refusing to serve 0.0.0.0 without authentication" in done.stderr
-    assert "skillshelf token new NAME" in done.stderr
+    said = refused_serve("--host", "0.0.0.0", "-l", str(sample_root)).output
+    assert "refusing to serve 0.0.0.0 without authentication" in said
+    assert "skillshelf token new NAME" in said
 
 
 @pytest.mark.parametrize(
@@ -210,11 +204,9 @@ def test_a_loopback_bind_that_accepts_a_proxys_host_name_needs_tokens_as_a_netwo
     """Bound to 127.0.0.1 but accepting `Host: skills.example.com`, the server is there for a proxy that
     forwards anyone: before, `--allow-exec --allowed-host skills.example.com` with no tokens served skill
     execution to all of them without a word."""
-    command = [sys.executable, "-m", "skillshelf", "serve", "--http", "--allowed-host", "skills.example.com:443"]
-    command += [*flags, "--port", "0", "-l", str(sample_root)]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=deadline())
-    assert done.returncode != 0 and refusal in done.stderr, done.stderr
-    assert "--allowed-host" in done.stderr  # says why a loopback bind counts as reachable
+    said = refused_serve("--allowed-host", "skills.example.com:443", *flags, "-l", str(sample_root)).output
+    assert refusal in said, said
+    assert "--allowed-host" in said  # says why a loopback bind counts as reachable
 
 
 def test_only_loopback_host_names_keep_a_server_loopback_only() -> None:

@@ -21,6 +21,7 @@ from skillshelf.state.postgres.notes import PostgresNotes
 from skillshelf.state.postgres.schema import LATEST
 from skillshelf.state.postgres.usage import PostgresUsage
 from tests.conftest import deadline
+from tests.live_server import refused_serve
 from tests.postgres_support import free_port
 
 PASSWORD = "s3cret-pw"
@@ -91,15 +92,7 @@ def test_a_password_with_an_unencoded_at_sign_shows_no_part_of_itself() -> None:
 
 def test_serve_with_an_unreachable_database_stops_at_once_with_a_clear_error(tmp_path: Path) -> None:
     url = f"postgresql://app:{PASSWORD}@127.0.0.1:{free_port()}/shelf"
-    done = subprocess.run(
-        [sys.executable, "-m", "skillshelf", "serve", "--library", str(tmp_path), "--database-url", url],
-        capture_output=True,
-        text=True,
-        timeout=deadline(),
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    assert done.returncode != 0
+    done = refused_serve("--library", str(tmp_path), "--database-url", url)  # stdio or HTTP: before serving
     assert "PostgreSQL at postgresql://app:***@127.0.0.1:" in done.stderr and "is unreachable" in done.stderr
     assert "STATE_UNAVAILABLE" in done.stderr
     assert PASSWORD not in done.stderr + done.stdout
