@@ -21,7 +21,6 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
 READER_LAYER = {
     "library/skill/reading.py": "defensive reads: regular files only, size caps, encodings",
     "library/skill/frontmatter.py": "the one YAML loader (the alias-bomb guard)",
-    "library/skill/layouts.py": "parsing a skill's files for the index (through reading.py)",
     "library/skill/scan.py": "the scanner: a skill's (or any folder's) files, walked by folder.py, read by reading.py",
     "library/access/files.py": "the path rules every read passes",
     "library/access/reader.py": "the reader interface",
@@ -40,6 +39,7 @@ OTHER_FILES = {
     "memory/store.py": "project notes (JSONL)",
     "state/files/calllog.py": "the call log (JSONL)",
     "server/web.py": "the package's own stylesheet and icon",
+    "library/access/approved.py": "a JavaScript skill's folder for the node_modules the one walk leaves out",
     "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",
     # Sources (docs/curating.md): what comes in is checked here before it is a skill of the library.
