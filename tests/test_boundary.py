@@ -39,7 +39,6 @@ OTHER_FILES = {
     "memory/store.py": "project notes (JSONL)",
     "state/files/calllog.py": "the call log (JSONL)",
     "server/web.py": "the package's own stylesheet and icon",
-    "library/access/approved.py": "a JavaScript skill's folder for the node_modules the one walk leaves out",
     "library/children.py": "the bundled redact-secrets skill's code, imported from the package without bytecode",
     "settings.py": "the config file",
     # Sources (docs/curating.md): what comes in is checked here before it is a skill of the library.
@@ -273,6 +272,7 @@ OTHER_WALKS = {
     "execution/containment.py": "/proc, and the run folders of earlier runs",
     "execution/runner.py": "a run's own work folder (its size)",
     "execution/_child.py": "/proc/self/fd inside the skill's own process",
+    "library/access/approved.py": "a JavaScript skill's folder for the node_modules the one walk leaves out",
     "library/children.py": "/proc/self/fd (the descriptors a child inherits)",
     "library/indexing/folders.py": "a root's .skillshelf/ state folder (old indexes named for a path to prune)",
     "library/indexing/fts.py": "the index's own damaged copies",
