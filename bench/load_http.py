@@ -34,6 +34,7 @@ import os
 import platform
 import resource
 import secrets
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -634,13 +635,17 @@ def print_side_by_side(rounds: list[dict[str, Any]]) -> None:
         + f" (so about {generator_ceiling(floors):,.0f} req/s on a core of its own);"
         + f" against canned answers: {ceilings} req/s"
     )
-    p99 = sorted(r["p99_ratio"] for r in rounds)
-    rps = sorted(r["throughput_ratio"] for r in rounds)
-    print(f"\nmedian over rounds: p99 x{p99[len(p99) // 2]}, throughput x{rps[len(rps) // 2]} (to the floor)")
+    print(f"\nmedian over rounds: {_medians(rounds, 'p99_ratio', 'throughput_ratio')} (to the floor)")
     if "work-floor" in rounds[0]:
-        p99 = sorted(r["p99_ratio_to_work_floor"] for r in rounds)
-        rps = sorted(r["throughput_ratio_to_work_floor"] for r in rounds)
-        print(f"median over rounds: p99 x{p99[len(p99) // 2]}, throughput x{rps[len(rps) // 2]} (to the work floor)")
+        medians = _medians(rounds, "p99_ratio_to_work_floor", "throughput_ratio_to_work_floor")
+        print(f"median over rounds: {medians} (to the work floor)")
+
+
+def _medians(rounds: list[dict[str, Any]], p99_key: str, rps_key: str) -> str:
+    """The rounds' median ratios (an even count: the mean of the middle two, not the higher one)."""
+    p99 = statistics.median(r[p99_key] for r in rounds)
+    rps = statistics.median(r[rps_key] for r in rounds)
+    return f"p99 x{p99:.2f}, throughput x{rps:.2f}"
 
 
 def main() -> None:
