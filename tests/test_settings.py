@@ -327,3 +327,24 @@ def test_a_huge_max_file_bytes_is_refused_naming_the_most_it_may_be(value: str) 
         resolve_settings(env={"SKILLSHELF_MAX_FILE_BYTES": value})
     (problem,) = raised.value.problems
     assert problem.startswith("SKILLSHELF_MAX_FILE_BYTES: max_file_bytes:") and "268435456" in problem, problem
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [
+        ("execution", "memory_mb"),
+        ("execution", "run_memory_mb"),
+        ("execution", "work_dir_mb"),
+        ("execution", "tmp_mb"),
+        ("execution", "max_output_bytes"),
+        ("execution", "max_stderr_bytes"),
+        ("auth", "max_request_bytes"),
+    ],
+)
+def test_a_size_beyond_its_ceiling_is_refused_naming_the_setting(tmp_path: Path, section: str, key: str) -> None:
+    """A trillion-fold size became an rlimit that overflowed, or a buffer held in memory: refused where the config
+    enters, naming the setting and the most it may be."""
+    config = write(tmp_path / "config.toml", f"[{section}]\n{key} = 1000000000000000\n")
+    with pytest.raises(SkillshelfError) as raised:
+        resolve_settings(config_path=config, env={})
+    assert key in raised.value.message and "less than or equal to" in raised.value.message, raised.value.message

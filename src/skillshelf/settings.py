@@ -79,6 +79,12 @@ NOT_SETTINGS = frozenset(
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+# Ceilings on sizes a stranger's config could set: a run's limits become rlimits and cgroup values (a huge
+# one overflowed them), and a run's output is held in memory before it is answered.
+MEGABYTES_CEILING = 1024 * 1024  # 1 TiB
+BUFFERED_BYTES_CEILING = 256 * 1024 * 1024
+
+
 class ExecutionSettings(BaseModel):
     """executeSkill: off unless enabled; every limit has a safe default."""
 
@@ -88,15 +94,22 @@ class ExecutionSettings(BaseModel):
     allow: list[str] = Field(default_factory=list, description="Skill id patterns (fnmatch); empty: any skill")
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
     cpu_s: int = Field(default=30, ge=1, le=3600)
-    memory_mb: int = Field(default=1024, ge=32)
+    memory_mb: int = Field(default=1024, ge=32, le=MEGABYTES_CEILING)
     run_memory_mb: int = Field(
-        default=2048, ge=32, description="Memory of a whole run: every process and its tmpfs (a memory cgroup)"
+        default=2048,
+        ge=32,
+        le=MEGABYTES_CEILING,
+        description="Memory of a whole run: every process and its tmpfs (a memory cgroup)",
     )
-    work_dir_mb: int = Field(default=512, ge=1, description="Total size of a run's working directory")
-    tmp_mb: int = Field(default=64, ge=1, description="Size of the sandbox's /tmp (a tmpfs, held in memory)")
+    work_dir_mb: int = Field(
+        default=512, ge=1, le=MEGABYTES_CEILING, description="Total size of a run's working directory"
+    )
+    tmp_mb: int = Field(
+        default=64, ge=1, le=MEGABYTES_CEILING, description="Size of the sandbox's /tmp (a tmpfs, held in memory)"
+    )
     max_processes: int = Field(default=32, ge=1, le=4096)
-    max_output_bytes: int = Field(default=1024 * 1024, ge=1024)
-    max_stderr_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_output_bytes: int = Field(default=1024 * 1024, ge=1024, le=BUFFERED_BYTES_CEILING)
+    max_stderr_bytes: int = Field(default=64 * 1024, ge=1024, le=BUFFERED_BYTES_CEILING)
     env: list[str] = Field(default_factory=list, description="Extra environment variable names passed to skills")
     bubblewrap: bool = Field(default=True, description="Run skills in a bubblewrap sandbox when bwrap works here")
     require_isolation: bool = Field(default=False, description="Refuse to run skills without the sandbox")

@@ -29,6 +29,9 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+MAX_REQUEST_BYTES_CEILING = 256 * 1024 * 1024  # a body is read into memory before it is parsed
+
+
 class AuthSettings(BaseModel):
     """Who may call over HTTP: named bearer tokens, the request size limit and a per-token rate limit."""
 
@@ -37,7 +40,9 @@ class AuthSettings(BaseModel):
     tokens: dict[str, TokenSettings] = Field(default_factory=dict, description="By token name")
     rate_per_s: float = Field(default=20.0, gt=0, description="Requests per second a token may sustain")
     burst: int = Field(default=60, ge=1, description="Requests a token may make at once before the rate applies")
-    max_request_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest request body accepted")
+    max_request_bytes: int = Field(
+        default=1024 * 1024, ge=1024, le=MAX_REQUEST_BYTES_CEILING, description="Largest request body accepted"
+    )
 
     @model_validator(mode="after")
     def _names(self) -> AuthSettings:
