@@ -82,7 +82,12 @@ def _watch(folders: list[str], recursive: bool, stop: threading.Event, in_place:
 
     class _IgnoreIndex(DefaultFilter):
         def __call__(self, change: Any, path: str) -> bool:
-            return IGNORED_DIR not in Path(path).parts and bool(super().__call__(change, path))
+            parts = Path(path).parts
+            if IGNORED_DIR in parts:
+                return False
+            # A build or dependency folder appearing in (or leaving) a watched folder is a change: the approval
+            # gate holds back a skill that holds one. DefaultFilter drops `node_modules` and `__pycache__`.
+            return parts[-1] in IGNORED_NAMES or bool(super().__call__(change, path))
 
     registered = False
     for changes in watch(
