@@ -35,10 +35,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from typing_extensions import Buffer
+from typing import IO, Any
 
 logger = logging.getLogger(__name__)
 
@@ -209,12 +206,16 @@ def helper_environment_only() -> Iterator[None]:
 
 
 class _NoBytecodeLoader(importlib.machinery.SourceFileLoader):
-    def set_data(self, path: str, data: Buffer, *, _mode: int = 0o666) -> None:
-        """Never write the compiled file (the loader calls this only to cache bytecode)."""
+    """Compiles from the source: SourceLoader neither reads nor writes `__pycache__` without the source's stats
+    (execution/_child.py's SourceOnlyLoader, for a skill's own process, which imports nothing of skillshelf)."""
+
+    def path_stats(self, path: str) -> Mapping[str, Any]:
+        raise OSError("a library file is compiled from its source")
 
 
 def import_without_bytecode(name: str, source: Path) -> ModuleType:
-    """Import one Python file from the library without writing `__pycache__` beside it."""
+    """Import one Python file from the library without reading or writing `__pycache__` beside it (a planted
+    one would run in place of the source nobody reviewed it against)."""
     loader = _NoBytecodeLoader(name, str(source))
     spec = importlib.util.spec_from_file_location(name, source, loader=loader)
     if spec is None:
