@@ -20,7 +20,7 @@ from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, listed, wal
 from skillshelf.library.skill.models import Finding, SkillSource
 from skillshelf.library.skill.paths import display_path, relative_to_root
 
-# The one ignore list lives with the one walk (folder.py); named here too for this module's importers.
+# The one ignore list (ignored.py, read by the one walk in folder.py); named here too for this module's importers.
 IGNORED_NAMES = ignored.IGNORED_NAMES
 undecodable = folder.undecodable
 NOT_SKILL_DOCS = frozenset({"readme.md", "changelog.md", "contributing.md", "license.md", "index.md"})
