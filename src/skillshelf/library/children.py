@@ -70,6 +70,9 @@ def server_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name not in SECRET_VARIABLES}
 
 
+PYCACHE_FOLDER = ".pycache"  # in a run's working directory: where any Python it starts looks for bytecode
+
+
 def skill_environment(work_dir: Path, skill_dir: Path, passthrough: Sequence[str]) -> dict[str, str]:
     """Only what a skill needs: never the server's own environment (tokens, keys, cloud credentials)."""
     env = _run_variables(work_dir, skill_dir)
@@ -92,7 +95,6 @@ def _run_variables(work_dir: Path, skill_dir: Path) -> dict[str, str]:
     }
 
 
-PYCACHE_FOLDER = ".pycache"
 # Set by skillshelf for every run: a skill's policy cannot ask for them (library/skill/policy.py).
 RUN_VARIABLES = frozenset(_run_variables(Path(), Path()))
 
