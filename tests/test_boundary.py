@@ -330,9 +330,14 @@ def test_the_walk_check_sees_every_way_to_list_a_folder() -> None:
     assert found == sorted(["os.walk()", "sd()", "g.glob()", "p.rglob()", "p.iterdir()", "os.listdir()"])
 
 
-def test_the_watchers_copy_of_the_ignore_list_is_the_one_list() -> None:
-    """watch_child.py runs as its own small process and imports nothing of the package: its copy must match."""
-    from skillshelf.library.indexing.watch_child import UNWATCHED_NAMES
-    from skillshelf.library.skill.folder import IGNORED_NAMES
+def test_the_watcher_skips_the_one_ignore_list(tmp_path: Path) -> None:
+    """watch_child.py runs as its own small process: it reads the list from a module that imports nothing,
+    the one declaration the folder walk reads too (it used to keep a copy)."""
+    from skillshelf.library.indexing.watch_child import list_folders
+    from skillshelf.library.skill.ignored import IGNORED_NAMES
 
-    assert UNWATCHED_NAMES == IGNORED_NAMES
+    for name in [*IGNORED_NAMES, "kept"]:
+        (tmp_path / "docs" / name).mkdir(parents=True)
+    assert sorted(list_folders([str(tmp_path)])) == sorted(str(tmp_path / p) for p in ("", "docs", "docs/kept"))
+    tree = parsed(SRC / "library" / "skill" / "ignored.py")
+    assert not [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]

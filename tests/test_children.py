@@ -237,3 +237,14 @@ def test_the_redact_hook_imports_the_bundled_skill_without_writing_bytecode(
     redact = hooks._redact_text.__wrapped__()  # past the cache: load it now
     assert redact("password=hunter2hunter2")["count"] >= 1
     assert not list(copy.rglob("__pycache__"))
+
+
+def test_a_library_file_skillshelf_imports_itself_never_runs_a_planted_pycache_file(tmp_path: Path) -> None:
+    """import_without_bytecode (the redact hook's bundled skill) compiles from the source: a `__pycache__`
+    file beside it, which no approval or review covers, is neither read nor written."""
+    from tests.execution.test_attacks import plant_bytecode
+
+    source = tmp_path / "library" / "redact.py"
+    write(source, "VALUE = 'source'\n")
+    plant_bytecode(source, "VALUE = 'planted'\n", tmp_path)
+    assert children.import_without_bytecode("skillshelf_test_redact", source).VALUE == "source"

@@ -364,3 +364,71 @@ async def test_a_planted_pycache_file_or_module_never_runs_in_place_of_the_skill
     finally:
         library.close()
     assert (called.output, ran.output.strip()) == ("source", "source")
+
+
+@pytest.mark.parametrize("bubblewrap", [True, False], ids=["sandbox-if-any", "unsandboxed"])
+async def test_a_python_the_skill_starts_never_runs_a_planted_pycache_file(tmp_path: Path, bubblewrap: bool) -> None:
+    """An approved skill whose script starts Python itself (`python -m helper`, a script that imports it):
+    that Python honours PYTHONPYCACHEPREFIX (a folder of the run's own), never the skill's `__pycache__`,
+    which no approval covers. (A script run by path is always compiled from its source.)"""
+    from skillshelf.library.access.approved import ApprovalGate
+    from skillshelf.library.access.reader import ViewReader
+    from skillshelf.library.sources.approval import approve
+    from skillshelf.library.sources.lock import Lock
+    from tests.conftest import agent_skill, write
+
+    root = tmp_path / "library"
+    agent_skill(root, "run", "starter", "name: starter\ndescription: A script that starts Python on a helper.")
+    scripts = root / "run" / "starter" / "scripts"
+    write(
+        scripts / "main.py",
+        "import subprocess, sys\nfrom pathlib import Path\n\nhere = Path(__file__).parent\n"
+        "for argv in (['-m', 'helper'], [str(here / 'uses.py')]):\n"
+        "    subprocess.run([sys.executable, *argv], cwd=here, check=True)\n",
+    )
+    write(scripts / "uses.py", "import helper\n")
+    write(scripts / "helper.py", "print('source')\n")
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    library.sync()
+    approve(root, Lock(), ("run/starter",), "ana@example.org", "2026-11-29T09:15:02Z")
+    plant_bytecode(scripts / "helper.py", "print('planted')\n", tmp_path)
+    library.mark_dirty()
+    try:
+        reader = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+        settings = ExecutionSettings(enabled=True, timeout_s=20, bubblewrap=bubblewrap)
+        ran = await service.execute_skill(reader, settings, "run/starter", {}, script="scripts/main.py")
+    finally:
+        library.close()
+    assert ran.output.split() == ["source", "source"]
+
+
+async def test_code_planted_in_an_approved_skills_build_folder_never_runs(tmp_path: Path) -> None:
+    """Approved code that puts `build/` on its import path would import whatever lands there, and the digest
+    leaves `build/` out: under require_verified the skill is held back once one appears."""
+    from skillshelf.library.access.approved import ApprovalGate
+    from skillshelf.library.access.reader import ViewReader
+    from skillshelf.library.sources.approval import approve
+    from skillshelf.library.sources.lock import Lock
+    from tests.conftest import agent_skill, write
+
+    root = tmp_path / "library"
+    skill = agent_skill(root, "run", "plugins", "name: plugins\ndescription: Loads a plugin from its build folder.")
+    write(
+        skill.parent / "scripts" / "main.py",
+        "import sys\nfrom pathlib import Path\n\nsys.path.insert(0, str(Path(__file__).parents[1] / 'build'))\n"
+        "try:\n    import plugin\n    print(plugin.VALUE)\nexcept ImportError:\n    print('no plugin')\n",
+    )
+    library = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "index", watch=False))
+    library.sync()
+    approve(root, Lock(), ("run/plugins",), "ana@example.org", "2026-11-29T09:15:02Z")
+    reader = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+    settings = ExecutionSettings(enabled=True, timeout_s=20, bubblewrap=False)
+    try:
+        assert (await service.execute_skill(reader, settings, "run/plugins", {})).output.strip() == "no plugin"
+        write(skill.parent / "build" / "plugin.py", "VALUE = 'planted'\n")
+        library.mark_dirty()
+        with pytest.raises(SkillshelfError) as refused:
+            await service.execute_skill(reader, settings, "run/plugins", {})
+    finally:
+        library.close()
+    assert refused.value.code == ErrorCode.PATTERN_NOT_FOUND  # held back: as if it did not exist

@@ -132,6 +132,7 @@ def test_a_policy_with_an_unknown_key_names_it_and_the_keys_there_are() -> None:
         ({"read_paths": ["/"]}, "the whole file system"),
         ({"read_paths": "/srv"}, "policy.read_paths must be a list"),
         ({"env": ["HOME"]}, "policy.env: HOME is set by skillshelf"),
+        ({"env": ["PYTHONPYCACHEPREFIX"]}, "policy.env: PYTHONPYCACHEPREFIX is set by skillshelf"),
         ({"env": ["SKILLSHELF_DATABASE_URL"]}, "configures the server"),
         ({"env": ["A-B"]}, "not a variable name"),
         ({"timeout_s": 0}, "policy.timeout_s is 0"),

@@ -113,6 +113,7 @@ async def test_the_servers_secrets_never_reach_the_skill(
         "TMPDIR",
         "SKILLSHELF_SKILL_DIR",
         "PYTHONDONTWRITEBYTECODE",
+        "PYTHONPYCACHEPREFIX",
         "ALLOWED_ONE",
         "LC_CTYPE",
         "PWD",

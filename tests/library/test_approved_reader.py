@@ -100,18 +100,34 @@ def test_a_link_out_of_an_approved_skill_is_held_back_its_target_is_not_approved
     assert "references/shared.md is a link out of its files" in why and "`skillshelf approve docs/tool`" in why
 
 
-@pytest.mark.parametrize("where", ["node_modules", "scripts/node_modules"])
-def test_a_javascript_skill_with_node_modules_is_held_back_no_approval_covers_them(
-    root: Path, library: SkillLibrary, where: str
+@pytest.mark.parametrize(
+    ("where", "planted"),
+    [
+        ("node_modules", "left-pad/index.js"),
+        ("scripts/node_modules", "left-pad/index.js"),
+        ("build", "plugin.py"),  # approved code doing sys.path.insert(0, here / "build") imports it
+        ("scripts/build", "lib/plugin.py"),
+        ("dist", "tool.js"),
+        ("venv", "lib/python3.12/site-packages/evil.pth"),
+        ("build", ""),  # an empty folder: the watcher would not see a file added to it later
+    ],
+)
+@pytest.mark.parametrize("language", ["main.js", "main.py"])
+def test_a_skill_with_a_build_or_dependency_folder_is_held_back_no_approval_covers_it(
+    root: Path, library: SkillLibrary, where: str, planted: str, language: str
 ) -> None:
-    """The digest leaves `node_modules/` out (as the listing does), yet Node loads from it when a script runs."""
+    """The digest leaves build and dependency folders out (as the listing does), yet a run can load code from
+    them: Node from `node_modules/`, Python from a `build/` or `venv/` its approved code puts on the path."""
     tool = root / "docs" / "tool"
-    write(tool / "scripts" / "main.js", "const pad = require('left-pad');\nconsole.log(pad('x', 3));\n")
+    write(tool / "scripts" / language, "print('approved')\n")
     library.mark_dirty()
     approve(root, Lock(), ("docs/tool",), "ana@example.org", "2026-11-26T09:15:02Z")
     gated = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
     assert gated.get("docs/tool") is not None
-    write(tool / where / "left-pad" / "index.js", "module.exports = () => 'whatever it wants to run';\n")
+    if planted:
+        write(tool / where / planted, "whatever it wants to run\n")
+    else:
+        (tool / where).mkdir(parents=True)
     library.mark_dirty()
     assert gated.get("docs/tool") is None
     (why,) = [f.message for f in gated.findings() if f.code == CODE and "docs/tool" in f.message]
@@ -119,4 +135,25 @@ def test_a_javascript_skill_with_node_modules_is_held_back_no_approval_covers_th
     (tool / where).rename(tmp := tool.parent / "moved-away")
     shutil.rmtree(tmp)
     library.mark_dirty()
-    assert gated.get("docs/tool") is not None  # a JavaScript skill without them is served
+    assert gated.get("docs/tool") is not None  # without it the skill is served again, no new approval needed
+
+
+def test_a_file_named_like_a_build_folder_is_held_back_too(root: Path, library: SkillLibrary) -> None:
+    """`scripts/build` is left out of the digest like a folder of that name, and a script can run it."""
+    gated = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+    approve(root, Lock(), ("docs/tool",), "ana@example.org", "2026-11-26T09:15:02Z")
+    write(root / "docs" / "tool" / "scripts" / "build", "#!/bin/sh\necho unreviewed\n")
+    library.mark_dirty()
+    assert gated.get("docs/tool") is None
+    (why,) = [f.message for f in gated.findings() if f.code == CODE and "docs/tool" in f.message]
+    assert "scripts/build is in its folder" in why
+
+
+def test_a_pycache_folder_keeps_an_approved_skill_served(root: Path, library: SkillLibrary) -> None:
+    """A run never reads `__pycache__` (the skill's modules compile from source; PYTHONPYCACHEPREFIX points
+    every Python it starts elsewhere), and running a skill's Python outside skillshelf writes one."""
+    gated = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+    approve(root, Lock(), ("docs/tool",), "ana@example.org", "2026-11-26T09:15:02Z")
+    write(root / "docs" / "tool" / "scripts" / "__pycache__" / "run.cpython-312.pyc", "bytes\n")
+    library.mark_dirty()
+    assert gated.get("docs/tool") is not None

@@ -61,6 +61,17 @@ def test_changes_in_the_index_folder_are_ignored(watched: tuple[DirectoryWatcher
     wait_until(lambda: calls.changes >= 1, "no change reached the owner")  # alive: only the index folder was ignored
 
 
+@pytest.mark.parametrize("name", ["node_modules", "build", "venv"])
+def test_a_build_folder_appearing_in_a_skill_reaches_the_owner(
+    watched: tuple[DirectoryWatcher, Calls, Path], name: str
+) -> None:
+    """Its inside is not watched, but its appearing is a change: the approval gate holds back a skill with one
+    (watchfiles' default filter dropped `node_modules`, so the gate learnt of it only at another change)."""
+    _, calls, root = watched
+    (root / "tools" / name).mkdir()
+    wait_until(lambda: calls.changes >= 1, f"{name}/ appearing never reached the owner")
+
+
 def test_the_child_ends_with_the_watcher(watched: tuple[DirectoryWatcher, Calls, Path]) -> None:
     watcher, _, _ = watched
     child = watcher._child

@@ -15,7 +15,9 @@ finds them all by reading the source):
   supervisor and workers) is made non-dumpable (`make_nondumpable`) before a skill could look at it,
   so its `/proc/<pid>/environ`, `mem` and `fd` belong to root.
 - **Bytecode**: a skill's Python never writes `__pycache__` into the library (`-B` and
-  PYTHONDONTWRITEBYTECODE), and neither do skillshelf's own imports of library files
+  PYTHONDONTWRITEBYTECODE) nor reads one there (its first process compiles the skill's modules from
+  source, execution/_child.py; every Python it starts looks for bytecode under PYTHONPYCACHEPREFIX, a
+  folder of the run's own), and neither do skillshelf's own imports of library files
   (`import_without_bytecode`).
 """
 
@@ -33,10 +35,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import IO, TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from typing_extensions import Buffer
+from typing import IO, Any
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +70,33 @@ def server_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name not in SECRET_VARIABLES}
 
 
+PYCACHE_FOLDER = ".pycache"  # in a run's working directory: where any Python it starts looks for bytecode
+
+
 def skill_environment(work_dir: Path, skill_dir: Path, passthrough: Sequence[str]) -> dict[str, str]:
     """Only what a skill needs: never the server's own environment (tokens, keys, cloud credentials)."""
-    env = {
+    env = _run_variables(work_dir, skill_dir)
+    env.update({name: os.environ[name] for name in passed_names(passthrough) if name not in env})
+    return env
+
+
+def _run_variables(work_dir: Path, skill_dir: Path) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", os.defpath),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
         "HOME": str(work_dir),
         "TMPDIR": str(work_dir),
         "SKILLSHELF_SKILL_DIR": str(skill_dir),
         "PYTHONDONTWRITEBYTECODE": "1",  # a Python the skill starts itself writes no __pycache__ either
+        # ... nor reads one: no approval covers `__pycache__` (the digest leaves it out), so a planted
+        # `helper.cpython-312.pyc` would run in place of the approved helper.py. Bytecode is looked up in this
+        # folder of the run's own, never made (nothing is written), and removed with the working directory.
+        "PYTHONPYCACHEPREFIX": str(work_dir / PYCACHE_FOLDER),
     }
-    env.update({name: os.environ[name] for name in passed_names(passthrough) if name not in env})
-    return env
+
+
+# Set by skillshelf for every run: a skill's policy cannot ask for them (library/skill/policy.py).
+RUN_VARIABLES = frozenset(_run_variables(Path(), Path()))
 
 
 def passed_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -194,12 +208,16 @@ def helper_environment_only() -> Iterator[None]:
 
 
 class _NoBytecodeLoader(importlib.machinery.SourceFileLoader):
-    def set_data(self, path: str, data: Buffer, *, _mode: int = 0o666) -> None:
-        """Never write the compiled file (the loader calls this only to cache bytecode)."""
+    """Compiles from the source: SourceLoader neither reads nor writes `__pycache__` without the source's stats
+    (execution/_child.py's SourceOnlyLoader, for a skill's own process, which imports nothing of skillshelf)."""
+
+    def path_stats(self, path: str) -> Mapping[str, Any]:
+        raise OSError("a library file is compiled from its source")
 
 
 def import_without_bytecode(name: str, source: Path) -> ModuleType:
-    """Import one Python file from the library without writing `__pycache__` beside it."""
+    """Import one Python file from the library without reading or writing `__pycache__` beside it (a planted
+    one would run in place of the source nobody reviewed it against)."""
     loader = _NoBytecodeLoader(name, str(source))
     spec = importlib.util.spec_from_file_location(name, source, loader=loader)
     if spec is None:

@@ -24,6 +24,7 @@ from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_entries
 from skillshelf.library.skill.discovery import printable
 from skillshelf.library.skill.folder import kept
+from skillshelf.library.skill.ignored import IGNORED_NAMES
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
 from skillshelf.library.sources.approval import approval_of, library_path
@@ -122,28 +123,34 @@ class ApprovalGate:
                 "points, not the bytes it shows. Put the file itself in the skill, then "
                 f"`skillshelf approve {skill.id}`"
             )
-        modules = _node_modules(root, skill, entries)
-        if modules is not None:
+        uncovered = _uncovered_code(root, skill)
+        if uncovered is not None:
             return (
-                f"not served ({setting}): {modules} is in its folder; no approval covers it (the digest leaves it "
-                "out) and Node loads from it when a script runs. Remove it, or put what the scripts need among "
-                f"the skill's own files, then `skillshelf approve {skill.id}`"
+                f"not served ({setting}): {uncovered} is in its folder; no approval covers it (the digest leaves "
+                "build and dependency folders out) and the skill's code can load it when it runs. Remove it, or "
+                f"put what the code needs among the skill's own files, then `skillshelf approve {skill.id}`"
             )
         return None
 
 
-JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts")
+# Build and dependency folders the digest leaves out whose code a run could load: `sys.path.insert(0,
+# here / "build")`, a bundled `venv/bin/python`, Node's `require` (node_modules). Not `__pycache__`: a run
+# compiles the skill's Python from its source (execution/_child.py, PYTHONPYCACHEPREFIX).
+UNCOVERED_CODE_NAMES = IGNORED_NAMES - {"__pycache__"}
 
 
-def _node_modules(root: Path, skill: IndexedSkill, entries: list[TreeEntry]) -> str | None:
-    """A `node_modules` folder in a folder skill with JavaScript (its first, relative to the skill): code
-    a run would load that no approval covers."""
-    if skill.layout == "three-file" or not any(e.path.endswith(JS_SUFFIXES) for e in entries):
+def _uncovered_code(root: Path, skill: IndexedSkill) -> str | None:
+    """The first entry of a folder skill named in UNCOVERED_CODE_NAMES (relative to the skill; a folder with a
+    `/`), empty or not: the watcher does not look inside such a folder, so a file added to one that was there
+    at approval would go unseen; its appearing in the skill's folder is seen. A three-file skill's folder is
+    its category's, shared: a sandboxed run shows only the skill's own files."""
+    if skill.layout == "three-file":
         return None
     folder = root.joinpath(*_skill_path(skill).split("/"))
-    for here, folders, _files in os.walk(folder):
-        if "node_modules" in folders:
-            return (Path(here) / "node_modules").relative_to(folder).as_posix() + "/"
+    for here, folders, files in os.walk(folder):
+        for name in sorted(folders + files):
+            if name in UNCOVERED_CODE_NAMES:
+                return (Path(here) / name).relative_to(folder).as_posix() + ("/" if name in folders else "")
         folders[:] = [name for name in folders if kept(name)]
     return None
 

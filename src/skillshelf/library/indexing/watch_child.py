@@ -4,7 +4,8 @@ watchfiles registers its watches while holding the GIL (about 7 s for 100,000 sk
 second for 10,000), and a server in the same process answers nothing meanwhile. Here the watches
 live in a child: it prints `ready` once they are in place, then `change` after each batch of changes
 (anything under `.skillshelf/`, where the indexes live, ignored), and exits when its stdin closes,
-which happens when the server stops or dies. Imports nothing from skillshelf beyond this module.
+which happens when the server stops or dies. Imports nothing from skillshelf beyond this module and
+the ignore list (library/skill/ignored.py).
 
 A recursive watch is one non-recursive watch per folder this process lists itself, never following
 a symlink: watchfiles' own recursion follows them, and one link to `/` made it register 11,225
@@ -22,11 +23,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from skillshelf.library.skill.ignored import IGNORED_NAMES  # a module of one declaration, no imports
+
 IGNORED_DIR = ".skillshelf"
 READY = "ready"
 CHANGE = "change"
-# Folders no skill lives in (library/skill/discovery.py's IGNORED_NAMES; this module imports nothing).
-UNWATCHED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
 RELIST_ATTEMPTS = 5  # a folder removed between listing and watching: list again
 
 
@@ -50,7 +51,7 @@ def watch_roots(roots: list[str], recursive: bool, stop: threading.Event) -> Non
 
 
 def list_folders(roots: list[str]) -> list[str]:
-    """The roots and every real folder under them: symlinks, dot-folders and UNWATCHED_NAMES skipped."""
+    """The roots and every real folder under them: symlinks, dot-folders and IGNORED_NAMES skipped."""
     found = list(roots)
     pending = list(roots)
     while pending:
@@ -66,7 +67,7 @@ def list_folders(roots: list[str]) -> list[str]:
 
 
 def _worth_watching(name: str) -> bool:
-    return not name.startswith(".") and name not in UNWATCHED_NAMES
+    return not name.startswith(".") and name not in IGNORED_NAMES
 
 
 def _new_folder(path: str) -> bool:
@@ -81,7 +82,12 @@ def _watch(folders: list[str], recursive: bool, stop: threading.Event, in_place:
 
     class _IgnoreIndex(DefaultFilter):
         def __call__(self, change: Any, path: str) -> bool:
-            return IGNORED_DIR not in Path(path).parts and bool(super().__call__(change, path))
+            parts = Path(path).parts
+            if IGNORED_DIR in parts:
+                return False
+            # A build or dependency folder appearing in (or leaving) a watched folder is a change: the approval
+            # gate holds back a skill that holds one. DefaultFilter drops `node_modules` and `__pycache__`.
+            return parts[-1] in IGNORED_NAMES or bool(super().__call__(change, path))
 
     registered = False
     for changes in watch(

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from skillshelf.library.skill import folder
+from skillshelf.library.skill import folder, ignored
 from skillshelf.library.skill.folder import MAX_FILES, TooManyFiles, listed, walk_folder
 from skillshelf.library.skill.models import Finding, SkillSource
 from skillshelf.library.skill.paths import display_path, relative_to_root
 
-# The one ignore list lives with the one walk (folder.py); named here too for this module's importers.
-IGNORED_NAMES = folder.IGNORED_NAMES
+# The one ignore list (ignored.py, read by the one walk in folder.py); named here too for this module's importers.
+IGNORED_NAMES = ignored.IGNORED_NAMES
 undecodable = folder.undecodable
 NOT_SKILL_DOCS = frozenset({"readme.md", "changelog.md", "contributing.md", "license.md", "index.md"})
 CODE_EXTENSIONS = (".py", ".js", ".ts")

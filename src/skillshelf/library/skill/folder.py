@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillshelf.library.skill.ignored import IGNORED_NAMES
 from skillshelf.library.skill.paths import is_servable
 
-# Build and dependency folders: never part of a skill, never listed, never served.
-IGNORED_NAMES = frozenset({"node_modules", "__pycache__", "venv", "dist", "build"})
 # C0 and C1 controls, DEL, the bidirectional marks and overrides, and the zero-width characters: in a name
 # they could move a terminal's cursor, erase a line ("\x1b[2K\r"), reorder what a curator reads or make
 # `pdf-fi\u200cll` look like `pdf-fill`. A name holding one is refused here (never listed, served or

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skillshelf.library.children import SERVER_PREFIX
+from skillshelf.library.children import RUN_VARIABLES, SERVER_PREFIX
 
 Network = Literal["none", "any"]
 KEYS = ("network", "read_paths", "env", "timeout_s", "memory_mb")
@@ -28,7 +28,7 @@ NETWORKS: tuple[Network, ...] = ("none", "any")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # Set by skillshelf for every run (children.skill_environment), or the server's own configuration (a
 # database URL, tokens): a policy cannot ask for them.
-RESERVED_ENV = frozenset({"PATH", "LANG", "HOME", "TMPDIR", "PYTHONDONTWRITEBYTECODE"})
+RESERVED_ENV = RUN_VARIABLES
 MAX_ENTRIES = 32
 MAX_PATH_CHARS = 1024
 MAX_TIMEOUT_S = 3600
