@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping
@@ -39,8 +38,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 
 def to_call_result(envelope: Envelope[Any]) -> CallToolResult:
-    wire = envelope.to_wire()
-    text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+    wire, text = envelope.to_wire_and_text()
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=wire, is_error=not envelope.success
     )
