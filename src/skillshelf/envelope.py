@@ -51,6 +51,11 @@ class Envelope(WireModel, Generic[D]):
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def remember_dump(self, wire_data: dict[str, Any], text: str) -> Envelope[D]:
+        """Keep the data's wire form and its `json_text`, as `success` made them, for `to_wire_and_text`."""
+        self._dumped = (self.data, wire_data, text)
+        return self
+
     def to_wire_and_text(self) -> tuple[dict[str, Any], str]:
         """The wire form and its compact JSON text (`json_text`), as a tool answers them.
 
@@ -80,7 +85,7 @@ def _elapsed_ms(started: float) -> float:
 def success(data: T, started: float, results_count: int | None = None) -> Envelope[Any]:
     wire_data = data.model_dump(mode="json", by_alias=True, exclude_none=True)
     text = json_text(wire_data)
-    envelope = AnyEnvelope(
+    return AnyEnvelope(
         success=True,
         data=data,
         metadata=EnvelopeMetadata(
@@ -88,9 +93,7 @@ def success(data: T, started: float, results_count: int | None = None) -> Envelo
             duration_ms=_elapsed_ms(started),
             results_count=results_count,
         ),
-    )
-    envelope._dumped = (data, wire_data, text)
-    return envelope
+    ).remember_dump(wire_data, text)
 
 
 def failure(
