@@ -85,12 +85,11 @@ def _split_port(host: str) -> tuple[str, str | None]:
 
 
 def _matches(value: str, allowed: list[str]) -> bool:
-    """Case-insensitive (DNS names are), a trailing dot ignored, 'name:*' matching any port. `allowed` is
-    lower-cased already (`HostGuard` does it once, not on every request)."""
+    """Case-insensitive (DNS names are), a trailing dot ignored, 'name:*' matching any port."""
     name, port = _split_port(value.lower())
     name = name.rstrip(".")
     wanted = f"{name}:{port}" if port is not None else name
-    for pattern in allowed:
+    for pattern in (p.lower() for p in allowed):
         if pattern == wanted or (pattern.endswith(":*") and port is not None and pattern[:-2] == name):
             return True
     return False
@@ -101,8 +100,8 @@ class HostGuard:
 
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
         self.app = app
-        self.hosts = [h.lower() for h in security.allowed_hosts]
-        self.origins = [o.split("://", 1)[-1].lower() for o in security.allowed_origins]  # what an Origin is matched by
+        self.hosts = security.allowed_hosts
+        self.origins = security.allowed_origins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -126,6 +125,6 @@ class HostGuard:
         if is_loopback(_split_port(host)[0]) and not is_loopback(peer):
             return 421, "Invalid Host header: a loopback name from a remote address"
         origin = headers.get("origin")
-        if origin and not _matches(origin.split("://", 1)[-1], self.origins):
+        if origin and not _matches(origin.split("://", 1)[-1], [o.split("://", 1)[-1] for o in self.origins]):
             return 403, "Invalid Origin header"
         return None
