@@ -2,10 +2,11 @@
 not change, so two trees (or skillshelf and the work floor) can be compared on a shared machine.
 
     python bench/http_instructions.py [--n 1000] [--clients 50] [--pairs 4] [--src DIR --src DIR ...]
-        [--work-floor]
+        [--work-floor] [--floor-src DIR ...]
 
 For each `--src` (a `src/` folder put first on the server's PYTHONPATH: this checkout's when none is given),
-and for the work floor with `--work-floor` (bench/noop_server.py doing skillshelf's search and load), start
+and for the work floor with `--work-floor` (bench/noop_server.py doing skillshelf's search and load; with this
+process's PYTHONPATH) or `--floor-src` (a work floor on that `src/`: its service and envelope), start
 the server as bench/load_http.py does (one worker, a token per client, the rate limit out of the way) under
 `valgrind --tool=callgrind` with counting off, wait until it has settled, send every client's warm-up pairs
 (each a searchPatterns and a loadSkill of its answer, the generated queries), then count the instructions of
@@ -169,6 +170,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=4, help="counted pairs a client (after the same pairs to warm up)")
     parser.add_argument("--src", type=Path, action="append", help="repeatable: a src/ folder to measure")
     parser.add_argument("--work-floor", action="store_true", help="the bare SDK doing skillshelf's work too")
+    parser.add_argument("--floor-src", type=Path, action="append", help="repeatable: a work floor on this src/")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
@@ -182,6 +184,8 @@ def main() -> None:
         ]
         if args.work_floor:
             servers.append(start("work floor", None, lib, tokens, Path(scratch), True))
+        for i, src in enumerate(args.floor_src or []):
+            servers.append(start(f"work floor {i}:{src}", src, lib, tokens, Path(scratch), True))
         try:
             load_http.run_async(measure_all, servers, tokens, queries, args.pairs)
             time.sleep(2)  # the dumps are written

@@ -18,6 +18,15 @@ def estimate_text_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
+def json_text(value: Any) -> str:
+    """`value` as the compact JSON every answer is sent as (and its tokens are estimated from)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def estimate_json_tokens(value: Any) -> int:
-    serialised = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return estimate_json_text_tokens(json_text(value))
+
+
+def estimate_json_text_tokens(serialised: str) -> int:
+    """The tokens of a value already serialised by `json_text` (an answer serialises its data once)."""
     return math.ceil(len(serialised) / CHARS_PER_TOKEN * JSON_OVERHEAD)

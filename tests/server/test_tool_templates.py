@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
 
+from skillshelf.envelope import Envelope
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.server import tooling
 from skillshelf.server.app import build_server
@@ -91,3 +95,36 @@ async def test_two_servers_in_one_process_each_answer_from_their_own_library(sam
     finally:
         for lib in libraries:
             lib.close()
+
+
+class _Answer(BaseModel):
+    word: str
+
+
+def _enveloped() -> Any:
+    async def answer() -> Annotated[CallToolResult, Envelope[_Answer]]:
+        """Answer with structured content that is not the declared envelope (no `data.word`)."""
+        return CallToolResult(content=[TextContent(type="text", text="{}")], structured_content={"odd": 1})
+
+    return answer
+
+
+def _modelled() -> Any:
+    async def answer() -> _Answer:
+        """Answer a model, which the SDK turns into structured content through the output model."""
+        return _Answer(word="hi")
+
+    return answer
+
+
+async def test_a_tool_answering_envelopes_publishes_its_output_schema_and_is_not_validated_again() -> None:
+    """An envelope is built from the tool's own models (`to_call_result`): the SDK checking it against the
+    output model again cost every call 13-22 us (issue 36). The schema is still published; clients check it."""
+    enveloped = tooling.make_tool(_enveloped(), "enveloped", "Enveloped")
+    modelled = tooling.make_tool(_modelled(), "modelled", "Modelled")
+
+    assert enveloped.output_schema is not None and "data" in enveloped.output_schema["properties"]
+    answered = await enveloped.run({}, Context(), convert_result=True)  # validated before: a ToolError
+    assert answered.structured_content == {"odd": 1}
+    converted = await modelled.run({}, Context(), convert_result=True)  # a model still goes through its model
+    assert converted.structured_content == {"word": "hi"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping
@@ -12,7 +12,7 @@ from contextlib import suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar, get_args, get_origin
 
 import anyio
 import anyio.lowlevel
@@ -39,8 +39,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 
 
 def to_call_result(envelope: Envelope[Any]) -> CallToolResult:
-    wire = envelope.to_wire()
-    text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+    wire, text = envelope.to_wire_and_text()
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=wire, is_error=not envelope.success
     )
@@ -297,10 +296,37 @@ def make_tool(
     key = _tool_key(fn, name, title, annotations, description)
     template = _TOOL_TEMPLATES.get(key) if key is not None else None
     if template is None:
-        template = Tool.from_function(fn, name=name, title=title, annotations=annotations, description=description)
+        template = _unvalidated_answers(
+            Tool.from_function(fn, name=name, title=title, annotations=annotations, description=description), fn
+        )
         if key is not None:
             _TOOL_TEMPLATES[key] = template
     return template.model_copy(update={"fn": fn, "parameters": copy.deepcopy(template.parameters)})
+
+
+def _unvalidated_answers(tool: Tool, fn: Callable[..., Any]) -> Tool:
+    """`tool` with its output schema published but not checked again on every answer, when `fn` answers a
+    `CallToolResult` (`Annotated[CallToolResult, Envelope[...]]`: an envelope `to_call_result` built from the
+    tool's own pydantic models, so it has the schema's shape by construction).
+
+    The SDK validated each such answer against the output model again (`FuncMetadata.convert_result`): every
+    hit of a search, a load's whole text, 13-22 us a call (issue 36). It publishes a schema that has no model
+    without validating answers against it; clients still may (the SDK's client does, and so every tool test)."""
+    if tool.fn_metadata.output_model is None or not _answers_call_results(fn):
+        return tool
+    published = tool.fn_metadata.model_copy(update={"output_model": None})
+    return tool.model_copy(update={"fn_metadata": published})
+
+
+def _answers_call_results(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` is declared to return a `CallToolResult` (bare or `Annotated`)."""
+    try:
+        returned = inspect.signature(fn, eval_str=True).return_annotation
+    except (NameError, TypeError, ValueError):  # an annotation that does not resolve: as the SDK made it
+        return False
+    if get_origin(returned) is Annotated:
+        returned = get_args(returned)[0]
+    return isinstance(returned, type) and issubclass(returned, CallToolResult)
 
 
 # Built tools by what the SDK derives them from; bounded by the tool functions in the source.
