@@ -3,7 +3,10 @@ what they wait for happens, and real servers that fail at once, with their log, 
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -51,6 +54,40 @@ def test_collecting_writes_the_test_modules_bytecode_even_under_pythondontwriteb
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert list((tests / "__pycache__").glob("test_tiny.*-pytest-*.pyc")), "no rewritten bytecode was kept"
+
+
+def test_a_session_writes_every_skillshelf_modules_bytecode_even_under_pythondontwritebytecode(
+    tmp_path: Path,
+) -> None:
+    """The workers and the `skillshelf` processes the tests start each compiled every module without current
+    bytecode (those the conftest imports, those only a child imports, any edited since) at each start."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (tests / "test_tiny.py").write_text("def test_tiny() -> None:\n    assert 1 + 1 == 2\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": f"{src}{os.pathsep}{ROOT}"}
+    quiet = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:cov", "-p", "no:fakefs"]
+    command = [sys.executable, "-m", "pytest", *quiet, "--collect-only", "-q", "tests/test_tiny.py"]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=deadline(), check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    modules = sorted((src / "skillshelf").rglob("*.py"))
+    assert modules and (src / "skillshelf" / "execution" / "_child.py") in modules  # (never imported by a test)
+    without = [m for m in modules if not current_bytecode(m)]
+    assert not without, f"no current bytecode for {[str(m.relative_to(src)) for m in without][:5]}"
+
+
+def current_bytecode(module: Path) -> bool:
+    """Whether `module` has bytecode that an import uses as it is (its source's size and time in the header)."""
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    if not cached.exists():
+        return False
+    header, source = cached.read_bytes()[:16], module.stat()
+    flags, mtime, size = (int(field) for field in struct.unpack("<III", header[4:16]))
+    return flags == 0 and mtime == int(source.st_mtime) & 0xFFFFFFFF and size == source.st_size & 0xFFFFFFFF
 
 
 def test_deadlines_are_multiplied_by_the_scale() -> None:
