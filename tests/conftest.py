@@ -78,7 +78,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
         sys.dont_write_bytecode = previous
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+def pytest_sessionstart() -> None:
     """Write skillshelf's bytecode, every module's, before any test (and, under xdist, before the workers
     start): under PYTHONDONTWRITEBYTECODE=1 nothing else writes it, so every worker and every `skillshelf`
     process the tests start would compile each module that has none, or an outdated one (after an edit or

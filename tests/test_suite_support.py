@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -14,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import deadline, deadline_scale, wait_until
+import skillshelf
+from tests import conftest
+from tests.conftest import deadline, deadline_scale, wait_until, write
 from tests.live_server import skillshelf_http
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,27 +58,21 @@ def test_collecting_writes_the_test_modules_bytecode_even_under_pythondontwriteb
 
 
 def test_a_session_writes_every_skillshelf_modules_bytecode_even_under_pythondontwritebytecode(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The workers and the `skillshelf` processes the tests start each compiled every module without current
-    bytecode (those the conftest imports, those only a child imports, any edited since) at each start."""
-    src = tmp_path / "src"
-    shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    (tests / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"), encoding="utf-8")
-    (tests / "test_tiny.py").write_text("def test_tiny() -> None:\n    assert 1 + 1 == 2\n", encoding="utf-8")
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": f"{src}{os.pathsep}{ROOT}"}
-    quiet = ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:cov", "-p", "no:fakefs"]
-    command = [sys.executable, "-m", "pytest", *quiet, "--collect-only", "-q", "tests/test_tiny.py"]
-    done = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=deadline(), check=False
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    modules = sorted((src / "skillshelf").rglob("*.py"))
-    assert modules and (src / "skillshelf" / "execution" / "_child.py") in modules  # (never imported by a test)
+    bytecode (those the conftest imports, those only a child imports, any edited since) at each start. The
+    session's start (the controller's, before it starts the workers) now writes it for the whole package."""
+    package = tmp_path / "skillshelf"
+    for module in ("__init__.py", "execution/__init__.py", "execution/_child.py"):  # (_child: only children import it)
+        write(package / module, "VALUE = 1\n")
+    monkeypatch.setattr(skillshelf, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # what PYTHONDONTWRITEBYTECODE=1 sets
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    conftest.pytest_sessionstart()
+    modules = sorted(package.rglob("*.py"))
     without = [m for m in modules if not current_bytecode(m)]
-    assert not without, f"no current bytecode for {[str(m.relative_to(src)) for m in without][:5]}"
+    assert len(modules) == 3 and not without, f"no current bytecode for {without}"
 
 
 def current_bytecode(module: Path) -> bool:
