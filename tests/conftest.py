@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import compileall
 import inspect
 import math
 import os
@@ -19,6 +20,7 @@ import anyio
 import pytest
 from mcp import Client
 
+import skillshelf
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.locks import file_lock
 from skillshelf.library.skill.checker import CheckReport, check_roots
@@ -74,6 +76,21 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
         return (yield)
     finally:
         sys.dont_write_bytecode = previous
+
+
+def pytest_sessionstart() -> None:
+    """Write skillshelf's bytecode, every module's, before any test (and, under xdist, before the workers
+    start): under PYTHONDONTWRITEBYTECODE=1 nothing else writes it, so every worker and every `skillshelf`
+    process the tests start would compile each module that has none, or an outdated one (after an edit or
+    a merge), again. Up to date, this is a look at each file's header; a read-only install is left as is."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        compile_package(Path(skillshelf.__file__).parent)
+
+
+def compile_package(folder: Path) -> None:
+    """The bytecode of every module under `folder`, written where imports look for it; a module whose
+    bytecode is current is not compiled again."""
+    compileall.compile_dir(folder, quiet=2)
 
 
 def deadline(seconds: float = LIVENESS_S) -> float:

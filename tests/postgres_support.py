@@ -62,9 +62,10 @@ class PostgresCluster:
         return None
 
     @classmethod
-    def create(cls) -> PostgresCluster:
+    def create(cls, template: Path | None = None) -> PostgresCluster:
         """A new cluster in a new folder of the system's temporary folder (which the `postgres` user can
-        reach, unlike pytest's root-only one); `remove` deletes it."""
+        reach, unlike pytest's root-only one); `remove` deletes it. Its data folder is a copy of `template`
+        (`initdb_template`'s, never started) when given: the same files `initdb` writes, in a tenth of its time."""
         bin_dir = find_binaries()
         assert bin_dir is not None
         run_as = "postgres" if os.geteuid() == 0 else None
@@ -72,8 +73,23 @@ class PostgresCluster:
         if run_as:
             shutil.chown(folder, run_as)
         cluster = cls(bin_dir, folder, free_port(), run_as)
-        cluster._run(["initdb", "-D", str(cluster.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"])
+        if template is None:
+            cluster._run(["initdb", "-D", str(cluster.data), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8", "--no-sync"])
+        else:
+            shutil.copytree(template, cluster.data, symlinks=True)  # with each file's mode (the data folder's 0700)
+            if run_as:
+                for path in (cluster.data, *cluster.data.rglob("*")):  # (no links in a new data folder)
+                    shutil.chown(path, run_as, run_as)
         return cluster
+
+    @classmethod
+    def initdb_template(cls, target: Path) -> None:
+        """A data folder `initdb` wrote, at `target` (which `create(template=target)` copies)."""
+        cluster = cls.create()
+        try:
+            shutil.move(cluster.data, target)
+        finally:
+            cluster.remove()
 
     @property
     def data(self) -> Path:

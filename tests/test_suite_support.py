@@ -3,7 +3,9 @@ what they wait for happens, and real servers that fail at once, with their log, 
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -11,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import deadline, deadline_scale, wait_until
+import skillshelf
+from tests import conftest
+from tests.conftest import deadline, deadline_scale, wait_until, write
 from tests.live_server import skillshelf_http
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,6 +55,34 @@ def test_collecting_writes_the_test_modules_bytecode_even_under_pythondontwriteb
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert list((tests / "__pycache__").glob("test_tiny.*-pytest-*.pyc")), "no rewritten bytecode was kept"
+
+
+def test_a_session_writes_every_skillshelf_modules_bytecode_even_under_pythondontwritebytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers and the `skillshelf` processes the tests start each compiled every module without current
+    bytecode (those the conftest imports, those only a child imports, any edited since) at each start. The
+    session's start (the controller's, before it starts the workers) now writes it for the whole package."""
+    package = tmp_path / "skillshelf"
+    for module in ("__init__.py", "execution/__init__.py", "execution/_child.py"):  # (_child: only children import it)
+        write(package / module, "VALUE = 1\n")
+    monkeypatch.setattr(skillshelf, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)  # what PYTHONDONTWRITEBYTECODE=1 sets
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    conftest.pytest_sessionstart()
+    modules = sorted(package.rglob("*.py"))
+    without = [m for m in modules if not current_bytecode(m)]
+    assert len(modules) == 3 and not without, f"no current bytecode for {without}"
+
+
+def current_bytecode(module: Path) -> bool:
+    """Whether `module` has bytecode that an import uses as it is (its source's size and time in the header)."""
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    if not cached.exists():
+        return False
+    header, source = cached.read_bytes()[:16], module.stat()
+    flags, mtime, size = (int(field) for field in struct.unpack("<III", header[4:16]))
+    return flags == 0 and mtime == int(source.st_mtime) & 0xFFFFFFFF and size == source.st_size & 0xFFFFFFFF
 
 
 def test_deadlines_are_multiplied_by_the_scale() -> None:

@@ -88,3 +88,29 @@ def test_a_library_command_opens_the_library_through_the_root_without_importing_
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_a_server_over_stdio_imports_no_web_view(sample_root: Path, tmp_path: Path) -> None:
+    """The web view (Jinja2, its pages and charts) is served only over HTTP: a `serve` over stdio, which
+    clients start often and wait for, does not import it (about a tenth of its imports)."""
+    code = (
+        "import sys\n"
+        "from skillshelf.cli.main import cli\n"
+        "try:\n"
+        "    cli(['serve', '--no-watch', '--library', sys.argv[1]])\n"
+        "except SystemExit as end:\n"
+        "    assert not end.code, end.code\n"
+        "assert 'skillshelf.server.assembly' in sys.modules, 'no server was built'\n"
+        "print(sorted(m for m in sys.modules if {'jinja2', 'web'} & {*m.split('.')}), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(sample_root)],
+        stdin=subprocess.DEVNULL,  # no requests: the server ends at once
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        timeout=LIVENESS_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]"

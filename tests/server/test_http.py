@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
@@ -19,6 +20,7 @@ from starlette.routing import Route
 
 from skillshelf.errors import SkillshelfError
 from skillshelf.server.hosts import HostGuard, reachable_name, transport_security
+from skillshelf.server.http import KEEP_ALIVE_S
 from tests.conftest import deadline, isolated_env
 from tests.live_server import refused_serve, skillshelf_http
 
@@ -33,14 +35,45 @@ def serving(sample_root: Path, home: Path, log_path: Path, *flags: str) -> Itera
         yield server.base
 
 
+IDLE_S = 6.0  # past httpx's keepalive_expiry and uvicorn's default timeout_keep_alive (5 s)
+
+
+@dataclass
+class Served:
+    """The module's server, and a connection to it that has been idle since it started (see the last test)."""
+
+    base: str
+    idle: http.client.HTTPConnection
+    idle_since: float
+
+
 @pytest.fixture(scope="module")
-def http_server(shared_sample_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def served(shared_sample_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """One server for the module's tests that only read from it (a server start is seconds on a busy machine);
-    a test that needs other flags or changes what is served starts its own with `serving`."""
+    a test that needs other flags or changes what is served starts its own with `serving`. A connection is
+    opened and left idle at the start, so the module's other tests run while it idles."""
     home = tmp_path_factory.mktemp("home")
     env = {**isolated_env(home), "SKILLSHELF_CACHE_DIR": str(home / "c")}
     with skillshelf_http(["serve", "--http", "-l", str(shared_sample_root)], home / "server.log", env=env) as server:
-        yield server.base
+        idle = kept_open(server.base)
+        try:
+            yield Served(server.base, idle, time.monotonic())
+        finally:
+            idle.close()
+
+
+def kept_open(base: str) -> http.client.HTTPConnection:
+    """A connection to the server at `base` that has answered one request and stays open for the next."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=deadline())
+    conn.request("GET", "/health")
+    assert conn.getresponse().read() and conn.sock is not None
+    return conn
+
+
+@pytest.fixture(scope="module")
+def http_server(served: Served) -> str:
+    return served.base
 
 
 async def test_http_serves_tools_and_health(http_server: str) -> None:
@@ -51,23 +84,6 @@ async def test_http_serves_tools_and_health(http_server: str) -> None:
         result = await client.call_tool("searchPatterns", {"query": "slugify"})
         assert result.structured_content is not None
         assert result.structured_content["data"]["hits"][0]["id"] == "python/slugify"
-
-
-@pytest.mark.slow  # waits past a client's keep-alive
-def test_an_idle_connection_outlives_the_clients_keep_alive(http_server: str) -> None:
-    """httpx (the MCP SDK's client) drops a connection idle for 5 s; so did uvicorn by default, and a request
-    sent on one just as the server closed it failed with a ReadError the client cannot safely resend.
-    The server now keeps idle connections longer than clients do, so the client always closes first."""
-    host, port = http_server.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=deadline())
-    try:
-        conn.request("GET", "/health")
-        assert conn.getresponse().read() and conn.sock is not None  # kept open for the next request
-        time.sleep(6)  # past httpx's keepalive_expiry and uvicorn's default timeout_keep_alive (5 s)
-        conn.request("GET", "/health")  # on the same socket: a closed one fails here (RemoteDisconnected)
-        assert conn.getresponse().status == 200
-    finally:
-        conn.close()
 
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -214,3 +230,20 @@ def test_only_loopback_host_names_keep_a_server_loopback_only() -> None:
     assert reachable_name("127.0.0.1", ["localhost", "skills.example.com:8765"]) == "skills.example.com"
     assert reachable_name("127.0.0.1", ["[2001:db8::1]:8765"]) == "2001:db8::1"
     assert reachable_name("0.0.0.0", ["skills.example.com"]) == "0.0.0.0"
+
+
+@pytest.mark.slow  # waits past a client's keep-alive (what the module's other tests have not already waited)
+def test_an_idle_connection_outlives_the_clients_keep_alive(served: Served) -> None:
+    """httpx (the MCP SDK's client) drops a connection idle for 5 s; so did uvicorn by default, and a request
+    sent on one just as the server closed it failed with a ReadError the client cannot safely resend.
+    The server now keeps idle connections longer than clients do, so the client always closes first.
+    Last in the module: its connection has idled since the server started, through the tests above."""
+    idle, idle_since = served.idle, served.idle_since
+    if time.monotonic() - idle_since > KEEP_ALIVE_S / 2:  # a slow run: the server may rightly have closed it
+        idle, idle_since = kept_open(served.base), time.monotonic()
+    try:
+        time.sleep(max(0.0, IDLE_S - (time.monotonic() - idle_since)))
+        idle.request("GET", "/health")  # on the same socket: a closed one fails here (RemoteDisconnected)
+        assert idle.getresponse().status == 200
+    finally:
+        idle.close()

@@ -9,14 +9,15 @@ from collections.abc import Iterator
 import pytest
 
 from skillshelf.state.postgres.database import close_databases
+from tests.conftest import built_once
 from tests.postgres_support import PostgresCluster
 
 _numbers = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def postgres_cluster() -> Iterator[PostgresCluster]:
-    yield from _running_cluster()
+def postgres_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
+    yield from _running_cluster(tmp_path_factory)
 
 
 @pytest.fixture
@@ -46,16 +47,17 @@ def fresh_database(cluster: PostgresCluster) -> Iterator[str]:
 
 
 @pytest.fixture
-def own_cluster() -> Iterator[PostgresCluster]:
+def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
     """A cluster of this test alone, for tests that stop and start it."""
-    yield from _running_cluster()
+    yield from _running_cluster(tmp_path_factory)
 
 
-def _running_cluster() -> Iterator[PostgresCluster]:
+def _running_cluster(factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
+    """A cluster started on a copy of the run's one `initdb` (`built_once`: seconds each, several clusters)."""
     reason = PostgresCluster.unavailable_reason()
     if reason is not None:
         pytest.skip(f"no PostgreSQL server can be started here: {reason}")
-    cluster = PostgresCluster.create()
+    cluster = PostgresCluster.create(built_once(factory, "postgres-data", PostgresCluster.initdb_template))
     try:
         cluster.start()
         yield cluster

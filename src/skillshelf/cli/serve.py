@@ -137,18 +137,17 @@ def _serve(
     from skillshelf.server.auth import BearerTokens
     from skillshelf.server.hosts import reachable_name
     from skillshelf.server.http import HttpReload
-    from skillshelf.server.web import web_access
 
     # the tokens in force (a reload replaces them), judged by where the server is reachable, proxy included
     http_reload = HttpReload(reachable_name(host, allowed_hosts), BearerTokens(settings.auth.tokens))
-    http = listener is not None
-    access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens if http else False)
     progress = index_progress()
     library.add_progress_listener(progress)
     roots = ", ".join(display_path(r) for r in library.roots)
     if listener is not None:
         from skillshelf.server.http import run_http
+        from skillshelf.server.web import web_access
 
+        access = web_access(host, allowed_hosts, allowed_origins, tokens_required=http_reload.tokens)
         served = app.http_app(
             access,
             reload and http_reload.guard(reload),
@@ -161,7 +160,7 @@ def _serve(
         stopped = partial(start_log.info, "stopped")  # what stdio says at Ctrl-C too
         run_http(served, host, bound, sock=listener, limits=settings.http, stopped=stopped)
     else:
-        server = app.server(settings.view, access, reload)
+        server = app.server(settings.view, None, reload)  # (no web view over stdio)
         announce = None
         if sys.stderr.isatty():
             library.start()  # the lifespan's start() is then a no-op; the line waits for the index

@@ -9,7 +9,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.lowlevel.server import Server
@@ -44,9 +44,11 @@ from skillshelf.server.tools.memory import memory_tools
 from skillshelf.server.tools.metrics import metrics_tools
 from skillshelf.server.tools.skills import skills_tools
 from skillshelf.server.views import ConfigWatcher, LiveView, ToolSelection, instructions_for
-from skillshelf.server.web import WebAccess, web_routes
 from skillshelf.settings import Settings
 from skillshelf.state import Stores
+
+if TYPE_CHECKING:
+    from skillshelf.server.web import WebAccess
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +169,7 @@ def assemble(parts: Parts, serving: Serving) -> ViewServer:
     pipeline.passthrough.update(t.name for t in selection.listed() if t.name not in selection.shown)
     skills.install(server)
     register_prompts(server, {own: selection.renamed.get(own, own) for own in selection.own_names()})
-    server.routes = _routes(parts, reader, serving.web, pipeline)
+    server.routes = lambda: _routes(parts, reader, serving.web, pipeline)  # when served over HTTP
     return server
 
 
@@ -273,6 +275,8 @@ def _freeze_when_indexed(library: SkillLibrary) -> None:
 def _routes(parts: Parts, reader: ViewReader, web: WebAccess | None, pipeline: CallPipeline) -> tuple[Route, ...]:
     """/health and the web view beside /mcp, over the view's reader; the web view's pages read through the
     view's pipeline (its hooks and call log), as resources/read does."""
+    from skillshelf.server.web import WebAccess, web_routes  # (Jinja2 and the pages: never over stdio)
+
     access = web or WebAccess(security=transport_security(parts.settings.http_host))
     stores, sessions, call_log = parts.stores, parts.archive, parts.call_log
 

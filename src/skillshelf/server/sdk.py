@@ -25,6 +25,7 @@ overrides a method of an SDK class other than an extension point it offers.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp.server.extension import Extension
@@ -41,11 +42,13 @@ class ViewServer(Server[Any]):
     """A view's MCP server: the SDK's low-level server, and the HTTP routes served beside its `/mcp`
     (/health, the web view), which MCPServer kept for its `streamable_http_app` (`custom_route`)."""
 
-    routes: tuple[Route, ...] = ()
+    # Made when an HTTP app is, not with the server: a server over stdio never imports the web view.
+    routes: Callable[[], Sequence[Route]] | None = None
 
     def http_app(self, **options: Any) -> Starlette:
         """The SDK's Streamable HTTP app of this server (`options`: its transport's), with `routes`."""
-        return self.streamable_http_app(custom_starlette_routes=list(self.routes), **options)
+        routes = list(self.routes()) if self.routes is not None else []
+        return self.streamable_http_app(custom_starlette_routes=routes, **options)
 
 
 def add_extension(server: Server[Any], extension: Extension) -> None:
