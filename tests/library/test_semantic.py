@@ -27,7 +27,6 @@ from skillshelf.library.index.ranking import fused
 from skillshelf.library.index.store import IndexedSkill, SearchFilters
 from skillshelf.library.locks import file_lock
 from skillshelf.library.semantic import encoder as encoder_module
-from skillshelf.library.semantic import vectors
 from skillshelf.library.semantic.encoder import (
     WORDS,
     Int8Rows,
@@ -66,13 +65,6 @@ def root(tmp_path: Path) -> Path:
     agent_skill(lib, "ops", "deploy-cluster", "name: deploy-cluster\ndescription: Deploy to a kubernetes cluster.")
     agent_skill(lib, "testing", "write-tests", "name: write-tests\ndescription: Write tests for flaky network calls.")
     return lib
-
-
-@pytest.fixture
-def a_free_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The query workers run only while a core is free (`a_core_is_free`): the tests of the workers hold one so
-    on a busy machine too."""
-    monkeypatch.setattr(vectors, "a_core_is_free", lambda: True)
 
 
 def open_library(root: Path, index_dir: Path, model: Path | None) -> SkillLibrary:
@@ -513,7 +505,7 @@ def test_nearest_reports_the_similarity_of_the_word_candidates_too(root: Path, m
 
 
 def test_a_query_vector_started_ahead_is_the_one_a_search_takes_and_is_kept(
-    root: Path, model: Path, tmp_path: Path, a_free_core: None
+    root: Path, model: Path, tmp_path: Path
 ) -> None:
     library = open_library(root, tmp_path / "index", model)
     semantic = library.semantic
@@ -542,7 +534,7 @@ def test_a_query_vector_started_ahead_is_the_one_a_search_takes_and_is_kept(
 
 
 def test_a_search_whose_query_worker_has_not_begun_encodes_in_its_own_thread(
-    root: Path, model: Path, tmp_path: Path, a_free_core: None
+    root: Path, model: Path, tmp_path: Path
 ) -> None:
     """Every core busy, the query's worker may not have begun when the word search ends: the search then
     computes the vector itself instead of waiting for the worker (issue 36); the result is the same."""
@@ -569,35 +561,6 @@ def test_a_search_whose_query_worker_has_not_begun_encodes_in_its_own_thread(
     library.close()
 
 
-def test_on_busy_cores_a_search_encodes_its_query_in_its_own_thread_and_starts_no_worker(
-    root: Path, model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With no core free the worker would only compete with the word search for the CPU and the GIL, and the
-    hand-off cost more than it saved (issue 36, H79); the answer is the same."""
-    import threading
-
-    library = open_library(root, tmp_path / "index", model)
-    semantic = library.semantic
-    assert semantic is not None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    monkeypatch.setattr(os, "getloadavg", lambda: (cores + 0.5, 0.0, 0.0))
-    threads: list[threading.Thread] = []
-    encode = semantic._encode
-
-    def recorded(query: str) -> np.ndarray:
-        threads.append(threading.current_thread())
-        return encode(query)
-
-    semantic._encode = recorded  # type: ignore[method-assign]
-    busy = library.search("flaky calls", SearchFilters(), 5)
-    assert threads == [threading.current_thread()] and semantic._query_workers is None
-    monkeypatch.setattr(os, "getloadavg", lambda: (max(cores - 1.0, 0.0), 0.0, 0.0))
-    assert vectors.a_core_is_free() == (cores > 1)
-    semantic._queries.clear()
-    assert library.search("flaky calls", SearchFilters(), 5) == busy
-    library.close()
-
-
 def test_an_encoder_failure_on_the_query_thread_reaches_the_search(root: Path, model: Path, tmp_path: Path) -> None:
     library = open_library(root, tmp_path / "index", model)
     assert library.semantic is not None
@@ -612,9 +575,7 @@ def test_an_encoder_failure_on_the_query_thread_reaches_the_search(root: Path, m
     library.close()
 
 
-def test_closing_stops_the_query_threads_and_starts_no_more(
-    root: Path, model: Path, tmp_path: Path, a_free_core: None
-) -> None:
+def test_closing_stops_the_query_threads_and_starts_no_more(root: Path, model: Path, tmp_path: Path) -> None:
     import threading
 
     library = open_library(root, tmp_path / "index", model)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -350,9 +349,9 @@ class SemanticIndex:
         """Begin computing `query`'s vector on a worker thread, so the caller can rank by words meanwhile:
         `nearest` for the same query then takes it (waits for it, or computes it itself if no worker has begun).
         A vector takes longer than a word search (docs/search.md), and the encoder's matrix products let the
-        caller's thread run beside them. Nothing happens for a query whose vector is cached or under way, before
-        semantic search is ready, or when no core is free (`a_core_is_free`): `nearest` then computes it."""
-        if not self.ready or self._encoder is None or self._stopping.is_set() or not a_core_is_free():
+        caller's thread run beside them. Nothing happens for a query whose vector is cached or under way, or
+        before semantic search is ready."""
+        if not self.ready or self._encoder is None or self._stopping.is_set():
             return
         with self._query_lock:
             if query in self._queries or query in self._pending:
@@ -398,20 +397,6 @@ class SemanticIndex:
         self._queries.move_to_end(query)
         while len(self._queries) > QUERY_CACHE:
             self._queries.popitem(last=False)
-
-
-def a_core_is_free() -> bool:
-    """Whether the last minute left a core this process may use idle on average (the load average at most the
-    cores less one). Only then does a query's encode on a worker thread run beside the word search; on busy
-    cores the worker only competes with it for the CPU and the GIL, and the hand-off to it and back costs more
-    than it saves: in three runs under load, encoding in the calling thread was 1-2.7 ms faster at p50 beyond
-    the encode (issue 36, H79: docs/performance.md). Unknown (no load average): free, as before."""
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        return True
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return load <= cores - 1
 
 
 def _connect(path: Path) -> sqlite3.Connection:
