@@ -6,9 +6,10 @@ One `SkillLibrary` over ../shared/corpora with the test model (the library embed
 it for a later run). Every query's vector is cached first, so no part includes an encode. Then per query, the
 parts in turn (the order reversed every other round), each timed in the calling thread's CPU time (load on the
 other core does not count): the word search at a page of 5 (`search5`, what words alone cost), the fusion's
-word pool of 50 (`search50`: its 250 candidates' coverage walk and 50 hits), `nearest` (the vector scores and
-the rows of the skills meaning alone finds), `fused`, and the whole search by meaning with the vector cached
-(`cached`). Prints the median of each in ms. Nothing here asserts on time.
+word pool (`pool`: up to 50 hits of the page's own candidate walk, as `Ranking.search` asks since H79), a word
+search for 50 hits (`search50`: the pool before H79, its 250 candidates' coverage walk and 50 hits), `nearest`
+(the vector scores and the rows of the skills meaning alone finds), `fused`, and the whole search by meaning with
+the vector cached (`cached`). Prints the median of each in ms. Nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def parts(library: SkillLibrary, query: str) -> dict[str, Callable[[], object]]:
     """Each part of a search by meaning for `query`, as a call (the later ones on the earlier ones' results)."""
     index, semantic, filters = library.index, library.semantic, SearchFilters()
     assert semantic is not None
-    by_words = index.search(query, filters, FUSION_POOL)
+    by_words = index.search(query, filters, FUSION_POOL, page=5)
     rows = {s.id: s for s in by_words}
 
     def admits(ids: list[str]) -> set[str]:  # as `Ranking.search`'s, without keeping the rows read
@@ -42,6 +43,7 @@ def parts(library: SkillLibrary, query: str) -> dict[str, Callable[[], object]]:
     every = rows | {s.id: s for s in index.get_many([i for i, _ in closeness.nearest if i not in rows])}
     return {
         "search5": lambda: index.search(query, filters, 5),
+        "pool": lambda: index.search(query, filters, FUSION_POOL, page=5),
         "search50": lambda: index.search(query, filters, FUSION_POOL),
         "nearest": lambda: semantic.nearest(query, admits, FUSION_POOL, MIN_SIMILARITY, also=list(rows)),
         "fused": lambda: fused(query, by_words, closeness, every, 5),

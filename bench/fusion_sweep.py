@@ -2,7 +2,8 @@
 
     python bench/fusion_sweep.py --semantic-model DIR [--queries FILE ...]
 
-For every query, the word ranking (the best 50, scores relative to the best) and the cosine similarity
+For every query, the word ranking (the fusion's pool: up to 50 of a page of 10's candidates, scores relative to
+the best) and the cosine similarity
 of every skill are computed once, in process, over ../shared/corpora; then each fusion is scored
 offline: words alone, meaning alone, reciprocal rank fusion (k = 60, the form used until 2026-11-25)
 and the convex combination of the two scores that `skillshelf.library.index.ranking.fused` uses, for
@@ -45,7 +46,8 @@ def collect(model: Path, files: list[Path]) -> tuple[list[dict[str, Any]], list[
             collected = []
             for path in files:
                 for q in load_queries(path):
-                    words = library.index.search(q.text, SearchFilters(), FUSION_POOL)
+                    # the fusion's word pool for a page of 10 (eval_corpora's limit): that page's candidate walk
+                    words = library.index.search(q.text, SearchFilters(), FUSION_POOL, page=10)
                     closeness = semantic.nearest(q.text, set, len(ids), -1.0)
                     collected.append(
                         {"file": path.stem, "answers": q.answers, "words": [(s.id, s.score) for s in words],

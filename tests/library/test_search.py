@@ -234,3 +234,20 @@ def test_a_camel_case_word_is_a_whole_word_of_its_shape() -> None:
     text = "useState and getHTTPResponse, éfooBar fooBar_x x9Y loadSkill.loadSkill ÑuseX a1B2c3 aB"
     assert list(camel_words(text)) == ["useState", "getHTTPResponse", "x9Y", "loadSkill", "loadSkill", "a1B2c3"]
     assert camel_parts("useState", "a useState hook", "no camel here") == "use state"
+
+
+def test_a_search_for_a_page_returns_the_rest_of_that_pages_candidates_and_walks_no_more(tmp_path: Path) -> None:
+    # the fusion's word pool (issue 36): the order beyond the page, from the candidates the page's own search ranks
+    lib = tmp_path / "lib"
+    for n in range(6):  # more skills hold every word than a page of 5: no partial match becomes a candidate
+        text = doc(f"Token refresh {n}", f"Refresh a token with rotation, way {n}.")
+        three_file(lib, "auth", f"token-refresh-{n}", text)
+    three_file(lib, "auth", "token-rotation", doc("Token rotation", "Rotation of a token, the token's rotation."))
+    for n in range(8):
+        three_file(lib, "misc", f"note-{n}", doc(f"Note {n}", f"An unrelated note about gardening, part {n}."))
+    with synced_library(lib, tmp_path / "idx") as shelf:
+        query, every = "token refresh rotation", SearchFilters()
+        assert "auth/token-rotation" in [s.id for s in shelf.index.search(query, every, 50)]  # a walk for 50 hits
+        pool, page = shelf.index.search(query, every, 50, page=5), shelf.index.search(query, every, 5)
+        assert pool[:5] == page
+        assert sorted(s.id for s in pool) == [f"auth/token-refresh-{n}" for n in range(6)]

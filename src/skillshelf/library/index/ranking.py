@@ -15,7 +15,10 @@ from skillshelf.library.semantic.vectors import Closeness, SemanticIndex
 
 # Semantic search (optional): how word and meaning scores are fused (see `fused`, docs/search.md).
 MEANING_WEIGHT = 0.75  # the rest is the word score's; chosen on 351 labelled development queries
-FUSION_POOL = 50  # candidates taken from each ranking
+# Candidates taken from each ranking. The word ranking's are those of the page's own search (its candidate walk,
+# `SkillIndex.search`'s `page`), up to this many: a walk for 50 hits took 1.6 ms more CPU than for a page of 5
+# (4x the candidates) and the development sets' hit@5 was level without it (issue 36, H79: docs/performance.md).
+FUSION_POOL = 50
 MIN_SIMILARITY = 0.3  # a skill found by meaning alone must be at least this close (cosine) to the query
 # A skill's vector stands for its name and description, so meaning cannot judge the words a skill holds in its
 # body alone: for those, meaning's weight shrinks by this share of them (a skill holding every word of the query
@@ -53,7 +56,7 @@ class Ranking:
         if semantic is None or not semantic.ready or not query_terms(query):
             return self.index.search(query, filters, limit)
         semantic.start_query(query)  # the query's vector is computed while words rank
-        by_words = self.index.search(query, filters, max(FUSION_POOL, limit))
+        by_words = self.index.search(query, filters, max(FUSION_POOL, limit), page=limit)
         rows = {skill.id: skill for skill in by_words}
 
         def admits(ids: list[str]) -> set[str]:

@@ -404,7 +404,7 @@ class SkillIndex(FtsIndex):
 
     # -- reads ---------------------------------------------------------------------------
     @recovering
-    def search(self, query: str, filters: SearchFilters, limit: int) -> list[IndexedSkill]:
+    def search(self, query: str, filters: SearchFilters, limit: int, page: int | None = None) -> list[IndexedSkill]:
         """Ranked hits: an exact name first, then relevance, quality breaking (near-)ties.
 
         Relevance is BM25 (field weights, stemming) scaled by coverage: the share of the query's
@@ -412,6 +412,10 @@ class SkillIndex(FtsIndex):
         its rarity. So a skill holding every word beats one holding two of them in its name. The best
         BM25 candidates and every skill holding all concepts are re-ranked; hits scoring under
         `RELATIVE_CUT` of the best are dropped. Full rows are fetched for the winners alone.
+
+        `page` (at most `limit`): rank the candidates a search for a page of that many would, and return
+        up to `limit` of them: the fusion's word pool, which needs the word ranking's order beyond the
+        page but not the four times larger candidate walk a search for `limit` hits makes (issue 36).
         """
         conditions, params = _filter_sql(filters)
         with self._guard():
@@ -427,7 +431,8 @@ class SkillIndex(FtsIndex):
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
             body_share: dict[int, float] = {}
             coverage: dict[int, float] = {}
-            ranked = self._rank(wanted, conditions, params, limit, body_share, coverage) if wanted else {}
+            walked = limit if page is None else min(page, limit)
+            ranked = self._rank(wanted, conditions, params, walked, body_share, coverage) if wanted else {}
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             if self._vocabulary is None:
                 self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
