@@ -139,3 +139,38 @@ def test_built_once_builds_on_the_first_ask_and_hands_the_same_folder_to_every_l
     assert len(builds) == 1 and (first / "made").read_text(encoding="utf-8") == "once"
     base = tmp_path_factory.getbasetemp()
     assert first.parent == (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)  # every worker's
+
+
+def test_the_runs_temporary_folders_go_to_a_private_folder_on_the_memory_filesystem(tmp_path: Path) -> None:
+    """About 13,000 fsyncs a run at ~4 ms each on disk were most of the workers' idle time; on tmpfs they
+    return at once. The folder is this user's own, private, made once and found again."""
+    folder = conftest.memory_temp_folder({}, memory=tmp_path)
+    assert folder == tmp_path / f"skillshelf-tests-{os.getuid()}"
+    assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o711  # (passable, for the `postgres` user)
+    assert conftest.memory_temp_folder({"PATH": "/usr/bin"}, memory=tmp_path) == folder
+
+
+def test_a_tmpdir_already_set_is_kept(tmp_path: Path) -> None:
+    """The developer's TMPDIR (or, in an xdist worker, the controller's choice) stands."""
+    assert conftest.memory_temp_folder({"TMPDIR": "/somewhere"}, memory=tmp_path) is None
+    assert not (tmp_path / f"skillshelf-tests-{os.getuid()}").exists()
+
+
+def test_no_memory_filesystem_or_no_room_leaves_tmpdir_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert conftest.memory_temp_folder({}, memory=tmp_path / "absent") is None
+    monkeypatch.setattr(conftest, "MEMORY_FREE_NEEDED", 1 << 62)
+    assert conftest.memory_temp_folder({}, memory=tmp_path) is None
+
+
+@pytest.mark.parametrize("planted", ["shared", "link"])
+def test_a_folder_someone_else_could_write_or_swap_is_not_used(tmp_path: Path, planted: str) -> None:
+    """/dev/shm is shared by every user: a folder others may write in, or a link planted under the name,
+    would let another user's files into the tests' temporary folders."""
+    name = tmp_path / f"skillshelf-tests-{os.getuid()}"
+    if planted == "shared":
+        name.mkdir()
+        name.chmod(0o777)
+    else:
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        name.symlink_to(tmp_path / "elsewhere")
+    assert conftest.memory_temp_folder({}, memory=tmp_path) is None
