@@ -5,12 +5,14 @@ database exactly once, and nothing is lost with the replica that died."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
 import socket
 import ssl
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -70,9 +72,9 @@ def proxy_env(bind: str, pem: Path, replicas: list[str]) -> dict[str, str]:
 def haproxy(
     bind: str, pem: Path, replicas: list[str], log: Path, config: Path = CONFIG
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """HAProxy on `config`, plus a stats socket beside its log (`stick_table` reads the table through it)."""
+    """HAProxy on `config`, plus a stats socket (`stick_table` reads the table through it)."""
     stats = log.with_suffix(".stats.cfg")
-    stats.write_text(f"global\n    stats socket {log.with_suffix('.sock')} mode 600 level admin\n", encoding="utf-8")
+    stats.write_text(f"global\n    stats socket {stats_socket(log)} mode 600 level admin\n", encoding="utf-8")
     command = ["haproxy", "-db", "-f", str(config), "-f", str(stats)]
     with log.open("wb") as sink:
         process = subprocess.Popen(command, env=proxy_env(bind, pem, replicas), stdout=sink, stderr=sink)
@@ -81,13 +83,20 @@ def haproxy(
     finally:
         process.terminate()
         process.wait(deadline(30))
+        stats_socket(log).unlink(missing_ok=True)
+
+
+def stats_socket(log: Path) -> Path:
+    """The stats socket of the HAProxy logging to `log`: in the temporary folder itself, named by a digest of the
+    log's path, because a socket's path must fit in 107 bytes and an xdist worker's test folder may not leave room."""
+    return Path(tempfile.gettempdir()) / f"haproxy-{hashlib.sha256(bytes(log)).hexdigest()[:16]}.sock"
 
 
 def stick_table(log: Path) -> str:
     """`show table replicas` on the stats socket of the HAProxy `haproxy(..., log)` started."""
     with socket.socket(socket.AF_UNIX) as admin:
         admin.settimeout(deadline(10))
-        admin.connect(str(log.with_suffix(".sock")))
+        admin.connect(str(stats_socket(log)))
         admin.sendall(b"show table replicas\n")
         return b"".join(iter(lambda: admin.recv(65536), b"")).decode()
 
