@@ -160,8 +160,10 @@ def read_skill_file(reader: SkillReader, skill_id: str, path: str) -> SkillFile:
     return SkillFile(skill_id=skill.id, path=served, content=text, truncated=truncated)
 
 
-def read_documentation(reader: SkillReader, skill_id: str) -> str:
-    return load_skill(reader, skill_id, include_metadata=False).documentation
+def read_documentation(reader: SkillReader, skill: IndexedSkill) -> str:
+    """The documentation of a skill its caller has looked up (the resource read found it to say which is missing:
+    looking it up again was a second index read a call, issue 36)."""
+    return _documentation(reader, skill)
 
 
 def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
