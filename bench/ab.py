@@ -19,8 +19,12 @@ Each round runs every variant once, in the order given on even rounds and revers
 a drift in the machine's speed reaches every variant alike. Per variant and round:
 - the official client: bench/run.py's query session (a new server, an idle wait, 5 warm-up pairs, every
   query via searchPatterns limit 10, then every answer via loadSkill), timed around `call_tool`;
-- the raw JSON-RPC client: bench/raw_stdio.py's (a new server with --no-watch, an idle wait, 20 warm-ups
-  and 400 searches cycling through the queries, 20 warm-ups and 400 loads cycling through the answers).
+- the raw JSON-RPC client: bench/raw_stdio.py's (a new server, an idle wait, 20 warm-ups and 400 searches
+  cycling through the queries, 20 warm-ups and 400 loads cycling through the answers).
+Both clients start the same server, as users run it: `serve --library LIB`, the file watcher on (its idle
+cost, about 1.5 % of a core with its child at 10k skills, is part of what serving the library fresh costs;
+the floor serves a payload fixed before it starts and has none). Until issue 36's H78 the raw client's
+server ran with --no-watch and the official client's with the watcher.
 The floor answers as many calls of each tool. The raw client's loads cycle twice through the answers
 (the warm-ups take the last 20), so its second half are repeat loads: reported apart as
 `loadSkillRepeat`. Each source gets its own hard-linked copy of the library
@@ -160,12 +164,13 @@ def server_env(variant: Variant, work: Path) -> dict[str, str]:
     return env
 
 
-def command(variant: Variant, lib: Path, *serve_flags: str) -> list[str]:
+def command(variant: Variant, lib: Path) -> list[str]:
+    """The server both clients start: skillshelf as users run it (the watcher on), or the floor."""
     if variant.is_floor:
         return [sys.executable, str(NOOP)]
     if variant.source == "replay":
         return [sys.executable, str(NOOP), "--replay", str(lib)]
-    return [sys.executable, str(LAUNCHER), *variant.switches, "serve", *serve_flags, "--library", str(lib)]
+    return [sys.executable, str(LAUNCHER), *variant.switches, "serve", "--library", str(lib)]
 
 
 # --------------------------------------------------------------------------- one session each
@@ -204,7 +209,7 @@ def raw(variant: Variant, lib: Path, work: Path) -> Json:
     queries = lib.with_name(lib.name + ".queries.json")
     out: Json = {}
     failures: list[str] = []
-    with raw_stdio.RawServer(command(variant, lib, "--no-watch"), server_env(variant, work)) as server:
+    with raw_stdio.RawServer(command(variant, lib), server_env(variant, work)) as server:
         out["settleS"] = anyio.from_thread.run(run.settle, server.process.pid)
         for tool in TOOLS:
             calls = raw_stdio.tool_calls(queries, tool)

@@ -3,10 +3,13 @@ following links, no dot-name on the way; compared as paths, never as string pref
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
+from skillshelf.library.skill import paths
 from skillshelf.library.skill.paths import is_within, servable_target
 
 
@@ -46,3 +49,29 @@ def test_a_sibling_folder_sharing_the_roots_name_is_not_inside_it(tree: Path) ->
     sibling = tree.parent / "lib2" / "secret.md"
     assert not is_within(sibling, tree) and servable_target(sibling, tree) is None
     assert is_within(tree, tree) and is_within(tree / "cat", tree)
+
+
+def test_the_kernels_answer_is_realpaths_for_every_kind_of_path(tree: Path) -> None:
+    # A served path is resolved by the kernel as it opens it (issue 36, H78: realpath's lstat of every component
+    # was a tenth of a repeat load): the same answer as os.path.realpath(strict=True) for a file, a link to one,
+    # a link through a linked folder, a chain of links, a FIFO (not opened for reading: it must not block),
+    # and None where realpath raises (missing, dangling, a loop, a file used as a folder).
+    skill = tree / "cat" / "skill"
+    (tree / "cat" / "linked").symlink_to(skill)
+    (skill / "chain").symlink_to(skill / "references" / "to-notes")
+    (skill / "dangling").symlink_to(skill / "gone.md")
+    (skill / "loop").symlink_to(skill / "loop")
+    os.mkfifo(skill / "pipe")
+    found = [
+        skill / "SKILL.md",
+        skill / "references" / "to-notes",
+        tree / "cat" / "linked" / "references" / "to-git",
+        skill / "chain",
+        skill / "pipe",
+        skill,
+    ]
+    missing = [skill / "gone.md", skill / "dangling", skill / "loop", skill / "SKILL.md" / "x"]
+
+    assert paths.FD_LINKS is not None or sys.platform != "linux"
+    assert [paths._resolved_text(p) for p in found] == [os.path.realpath(p, strict=True) for p in found]
+    assert [paths._resolved_text(p) for p in missing] == [None] * len(missing)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from skillshelf.library.index.sync import parse_sources
-from skillshelf.library.skill import layouts, scan
+from skillshelf.library.skill import layouts, paths, scan
 from skillshelf.library.skill.checker import check_roots
 from skillshelf.library.skill.discovery import discover
 from skillshelf.library.skill.folder import FolderFile, walk_folder
@@ -213,9 +213,10 @@ def test_parsing_a_skill_opens_each_document_once(tmp_path: Path, monkeypatch: p
     opened: list[str] = []
     real_open = os.open
 
-    def counted(path: Any, *args: Any, **kwargs: Any) -> int:
-        opened.append(os.fsdecode(path))
-        return real_open(path, *args, **kwargs)
+    def counted(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if not flags & getattr(os, "O_PATH", 0):  # resolving a path (skill/paths.py) opens it to read nothing
+            opened.append(os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", counted)
     parsed = {source.name: layouts.load_source(source) for source in discover([root]).sources}
@@ -235,13 +236,13 @@ def test_reading_a_skills_document_resolves_it_once(tmp_path: Path, monkeypatch:
     doc = agent_skill(root, "ops", "deploy", "name: deploy\ndescription: Deploy the service.")
     three = write(root / "ops", "rollback.md", "# Rollback\n\nUndo a deploy.\n")
     resolved: list[str] = []
-    real_realpath = os.path.realpath
+    real_resolve = paths._resolved_text  # the one resolve every path rule asks (realpath, or the kernel's)
 
-    def counted(path: Any, *args: Any, **kwargs: Any) -> str:
+    def counted(path: Path) -> str | None:
         resolved.append(os.fspath(path))
-        return str(real_realpath(path, *args, **kwargs))
+        return real_resolve(path)
 
-    monkeypatch.setattr(os.path, "realpath", counted)
+    monkeypatch.setattr(paths, "_resolved_text", counted)
     parsed = [layouts.load_source(source) for source in discover([root]).sources]
     monkeypatch.undo()
     assert all(skill is not None for skill, _findings in parsed)

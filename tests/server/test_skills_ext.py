@@ -314,3 +314,22 @@ def test_an_extension_needing_mcpservers_tables_is_refused_not_half_served() -> 
     with pytest.raises(ValueError, match="with-a-tool' offers tools"):
         sdk.add_extension(server, _WithATool())
     assert server.get_request_handler("example/ping") is None and not server.extensions
+
+
+async def test_reading_the_documentation_looks_the_skill_up_once(
+    client: Client, library: SkillLibrary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The resource read looked the skill up to say which is missing, then the service looked it up again
+    # (issue 36, H78): one index read a call is enough.
+    looked_up: list[str] = []
+    get = library.get
+
+    def counted(skill_id: str) -> Any:
+        looked_up.append(skill_id)
+        return get(skill_id)
+
+    monkeypatch.setattr(library, "get", counted)
+    (content,) = (await client.read_resource("skill://python/slugify")).contents
+
+    assert isinstance(content, types.TextResourceContents) and content.text.startswith("# Slugify")
+    assert looked_up == ["python/slugify"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -238,6 +239,24 @@ async def test_a_first_load_reads_its_document_where_it_found_it(
     is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
     assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
     assert located == ["SKILL.md"]
+
+
+async def test_a_load_that_pages_nothing_hashes_nothing(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The served text's digest only names a page's version (a cursor, the blocks' cache key): a first load
+    # hashed every document it served for nothing (issue 36, H78). A page still gets it.
+    await call(client, "searchPatterns", {"query": "deploy"})  # the index is built (and hashed) first
+    hashed: list[int] = []
+    blake2b = hashlib.blake2b
+
+    def counted(*args: Any, **options: Any) -> Any:
+        hashed.append(len(args))
+        return blake2b(*args, **options)
+
+    monkeypatch.setattr(hashlib, "blake2b", counted)  # the module the service hashes with
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and "continuation" not in body["data"] and hashed == []
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide", "maxTokens": 100})
+    assert not is_error and body["data"]["continuation"]["cursor"] and hashed
 
 
 async def test_a_first_load_reads_the_implementation_where_it_found_it(

@@ -119,3 +119,16 @@ def test_heading_paths_and_sections() -> None:
 def test_a_hash_line_inside_a_fence_is_not_a_heading() -> None:
     doc = "# Real\n\n```sh\n# a shell comment\n```\n"
     assert section_paths(split_blocks(doc)) == ["Real"]
+
+
+def test_the_patterns_only_skip_lines_that_cannot_match_them() -> None:
+    # Each pattern runs only on a line holding its needed character (issue 36, H78); these are the lines
+    # where that shortcut could go wrong: whitespace other than spaces, a lone carriage return, a badge
+    # or a comment alone on its line, a table after an indent, a fence after a comment.
+    text = (
+        "# T\r\n\u00a0\u2003\r  |a|b|  \r![x](https://img.shields.io/y) <!-- c -->\n"
+        "keep ![pic](a.png)  \n<!-- a\nb --> ```\n\t\n```py\n  code  \n```\n\x0b\nend"
+    )
+
+    # the comment's rest opens a fence, so the tab line after it is copied as written
+    assert minify_markdown(text) == "# T\n\n  |a|b|  \nkeep ![pic](a.png)\n ```\n\t\n```py\n  code  \n```\n\nend\n"

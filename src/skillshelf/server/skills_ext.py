@@ -250,10 +250,11 @@ class SkillsSurface:
         return await anyio.to_thread.run_sync(self._read_documentation, params.uri, parsed[0], parsed[1])
 
     def _read_documentation(self, uri: str, category: str, name: str) -> types.ReadResourceResult:
-        if self._find(category, name) is None:
+        skill = self._find(category, name)
+        if skill is None:
             raise _not_found(uri, f"No skill {category}/{name}; call searchPatterns to find skill ids.")
         try:
-            text = service.read_documentation(self.reader, f"{category}/{name}")
+            text = service.read_documentation(self.reader, skill)
         except SkillshelfError as exc:
             raise _not_found(uri, exc.message) from exc
         return types.ReadResourceResult(

@@ -7,6 +7,8 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -160,8 +162,10 @@ def read_skill_file(reader: SkillReader, skill_id: str, path: str) -> SkillFile:
     return SkillFile(skill_id=skill.id, path=served, content=text, truncated=truncated)
 
 
-def read_documentation(reader: SkillReader, skill_id: str) -> str:
-    return load_skill(reader, skill_id, include_metadata=False).documentation
+def read_documentation(reader: SkillReader, skill: IndexedSkill) -> str:
+    """The documentation of a skill its caller has looked up (the resource read found it to say which is missing:
+    looking it up again was a second index read a call, issue 36)."""
+    return _documentation(reader, skill)
 
 
 def _code_files(reader: FileReader, skill: IndexedSkill) -> list[CodeFile]:
@@ -396,12 +400,13 @@ def load_for_agent(
     section ("Usage > Options", or just "Options").
     """
     skill = reader.find(skill_id)
-    doc, digest, holds = _pages(reader, skill, minified=not detail)
+    served = _pages(reader, skill, minified=not detail)
+    doc, holds = served.doc, served.holds
     # Only a section or a page cut needs the document's blocks: parsing them was most of a first load.
-    blocks = _blocks(reader, skill, doc, digest) if section is not None or max_tokens is not None else []
+    blocks = _blocks(reader, skill, doc, served.digest) if section is not None or max_tokens is not None else []
     start, end, label = 0, len(doc), None
     if cursor is not None:
-        start, end = _parse_cursor(cursor, digest, skill.id, len(doc))
+        start, end = _parse_cursor(cursor, served.digest, skill.id, len(doc))
     elif section is not None:
         span = minify.find_section(blocks, section)
         if span is None:
@@ -448,8 +453,8 @@ def load_for_agent(
                 warnings=warnings or None,
             )
 
-    stop = end if max_tokens is None else _fit(skill.id, build, doc, blocks, start, end, digest, max_tokens)
-    result = build(doc[start:stop], _continuation(doc, blocks, stop, end, digest) if stop < end else None)
+    stop = end if max_tokens is None else _fit(skill.id, build, doc, blocks, start, end, served.digest, max_tokens)
+    result = build(doc[start:stop], _continuation(doc, blocks, stop, end, served.digest) if stop < end else None)
     assert isinstance(result, SkillLoad | LoadedSkill)
     return result
 
@@ -483,19 +488,32 @@ def load_many(
     return BulkLoadResult(results=items)
 
 
-def _pages(reader: SkillReader, skill: IndexedSkill, *, minified: bool) -> tuple[str, str, dict[str, bool]]:
-    """The documentation to serve, a digest of it (cursors name the version they page) and, filled by
-    `_holds`, whether it says a description (one lookup of the file a load, not one for each)."""
+@dataclass
+class _Served:
+    """The documentation to serve, kept per version of the file: its text, a digest of it (cursors name the
+    version they page) and, filled by `_holds`, whether it says a description."""
 
-    def prepare(body: str | None) -> tuple[str, str, dict[str, bool]]:
+    doc: str
+    holds: dict[str, bool] = field(default_factory=dict)
+
+    @cached_property
+    def digest(self) -> str:
+        """Only a page needs it: hashing every document a first load served was a tenth of its extra work
+        (issue 36)."""
+        return hashlib.blake2b(self.doc.encode(), digest_size=4).hexdigest()
+
+
+def _pages(reader: SkillReader, skill: IndexedSkill, *, minified: bool) -> _Served:
+    """The documentation to serve (one lookup of the file a load, not one for each part)."""
+
+    def prepare(body: str | None) -> _Served:
         if body is None:
             raise _vanished(reader, skill)
-        doc = minify.minify_markdown(body) if minified else body
-        return doc, hashlib.blake2b(doc.encode(), digest_size=4).hexdigest(), {}
+        return _Served(minify.minify_markdown(body) if minified else body)
 
     kind = "served:min" if minified else "served:raw"
     try:  # derived from the document in its one lookup (a realpath and a stat), not in a second (issue 36)
-        return reader.from_documentation(skill, kind, prepare, lambda p: len(p[0]))
+        return reader.from_documentation(skill, kind, prepare, lambda p: len(p.doc))
     except SkillFileError:
         raise _vanished(reader, skill) from None
 
