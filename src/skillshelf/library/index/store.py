@@ -24,7 +24,7 @@ from pydantic.alias_generators import to_camel
 
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, with_alternatives
 from skillshelf.library.indexing.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
-from skillshelf.library.indexing.terms import query_terms, split_word
+from skillshelf.library.indexing.terms import split_word
 from skillshelf.library.semantic.vectors import SHORT_DESCRIPTION
 from skillshelf.library.skill.layouts import summary
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -418,11 +418,12 @@ class SkillIndex(FtsIndex):
             self._current_caches()
             if filters.visible is not None:
                 self._conn.create_function(VISIBLE_FUNCTION, 1, filters.visible, deterministic=True)
-            wanted = self._matchable(concepts(query))
-            if not query_terms(query):
+            asked = concepts(query)  # empty exactly when the query has no words (`query_terms`): parsed once
+            if not asked:
                 sql = f"SELECT s.rowid FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
                 ranked = {row[0]: 0.0 for row in self._conn.execute(sql, [*params, limit])}
                 return self._fetch(ranked, set(), limit)
+            wanted = self._matchable(asked)
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
             body_share: dict[int, float] = {}
