@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -656,23 +657,29 @@ class SkillIndex(FtsIndex):
             return []
         best = max(ranked.values()) or 1.0
         relative = {rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items()}
-        # each candidate's sort key once (exact name first, then its relative score to 2 decimals)
-        coarse = {
-            rowid: (rowid not in exact, -round(share, 2))
-            for rowid, share in relative.items()
-            if best == 1.0 or share >= RELATIVE_CUT
-        }
-        eligible = sorted(coarse, key=coarse.__getitem__)
-        # Quality and id only break ties, so rows are read for the page and what ties with its last hit
+        kept = [rowid for rowid, share in relative.items() if best == 1.0 or share >= RELATIVE_CUT]
+        # Exact names first, then by relative score: the order of `coarse`, each candidate's sort key (its score
+        # rounded to 2 decimals), which is dearer than the rest of the ordering, so it is taken only for the page
+        # and what ties with its last hit. Quality and id only break ties, so rows are read for those alone
         # (reading every candidate's keys was a tenth of a search's time at 10,000 skills).
-        last = coarse[eligible[limit - 1]] if len(eligible) >= limit else None
-        contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse[r] == last]
+        eligible = [r for r in kept if r in exact] + sorted(
+            (r for r in kept if r not in exact), key=relative.__getitem__, reverse=True
+        )
+
+        def coarse(rowid: int) -> tuple[bool, float]:
+            return (rowid not in exact, -round(relative[rowid], 2))
+
+        contenders = eligible[:limit]
+        if len(eligible) > limit:
+            last = coarse(eligible[limit - 1])
+            contenders += takewhile(lambda r: coarse(r) == last, eligible[limit:])
         rows = self._rows(contenders)
         if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
             contenders = eligible
             rows = self._rows(contenders)
+        keys = {r: coarse(r) for r in contenders if r in rows}
         # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
-        winners = sorted((r for r in contenders if r in rows), key=lambda r: (*coarse[r], -rows[r][5], rows[r][0]))
+        winners = sorted(keys, key=lambda r: (*keys[r], -rows[r][5], rows[r][0]))
         shares, held = body_share or {}, coverage or {}
         return [
             IndexedSkill.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0))
