@@ -1,13 +1,14 @@
 """Does a cut to search leave every answer as it was? This tree's searchPatterns against an earlier commit's.
 
-    python bench/search_same.py --parent main [--n 1000 --n 10000] [--work DIR] [--indexes DIR]
+    python bench/search_same.py --parent main [--n 1000 --n 10000] [--spent] [--work DIR] [--indexes DIR]
 
 A mechanical cut (issue 36) must give the same hits, in the same order, with the same scores. For every query of
 the generator's (at each `--n`) and of the corpora's development files (bench/queries/corpora.txt,
 corpora-dev2.txt, corpora-dev3.txt, over ../shared/corpora), at limits 5, 10 and 50 and with `min_quality` 0.5,
 both trees answer on one index file (the parent's `src/skillshelf` exported as in bench/search_ab.py); the JSON of
 the two answers is compared byte for byte. It prints how many are identical and the first differences, and exits
-1 if any differs. `--indexes DIR` keeps the indexes (DIR/idx-corpora, DIR/idx-N) for the next run.
+1 if any differs. `--spent` adds the spent held-out sets (corpora-heldout2.txt to corpora-heldout12.txt; never an
+unspent one). `--indexes DIR` keeps the indexes (DIR/idx-corpora, DIR/idx-N) for the next run.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"
 DEV_FILES = ("corpora.txt", "corpora-dev2.txt", "corpora-dev3.txt")
+SPENT_FILES = tuple(f"corpora-heldout{number}.txt" for number in range(2, 13))  # judged on already: may be read
 CALLS: tuple[dict[str, Any], ...] = ({"limit": 5}, {"limit": 10}, {"limit": 50}, {"limit": 10, "min_quality": 0.5})
 
 
@@ -40,9 +42,9 @@ def log(msg: str) -> None:
     print(f"[search-same] {msg}", file=sys.stderr, flush=True)
 
 
-def dev_queries() -> list[str]:
-    """The queries of the corpora's development files (`kind | query | answers` lines)."""
-    lines = [line for name in DEV_FILES for line in (ROOT / "bench" / "queries" / name).read_text("utf-8").splitlines()]
+def dev_queries(files: tuple[str, ...] = DEV_FILES) -> list[str]:
+    """The queries of the corpora's development files, or of `files` (`kind | query | answers` lines)."""
+    lines = [line for name in files for line in (ROOT / "bench" / "queries" / name).read_text("utf-8").splitlines()]
     return [line.split("|")[1].strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
@@ -84,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, action="append", help="skills (repeatable); default 1,000 and 10,000")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     parser.add_argument("--indexes", type=Path, help="keep the indexes here (default: temporary ones)")
+    parser.add_argument("--spent", action="store_true", help="also the spent held-out sets 2-12")
     args = parser.parse_args(argv)
     sets: list[tuple[str, str, Path, list[str]]] = [("corpora, development queries", "corpora", CORPORA, dev_queries())]
+    if args.spent:
+        sets.append(("corpora, spent held-out sets 2-12", "corpora", CORPORA, dev_queries(SPENT_FILES)))
     for n in args.n or [1000, 10000]:
         lib = args.work / f"lib-{n}"
         generate.ensure_library(lib, n)

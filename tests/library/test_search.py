@@ -50,6 +50,14 @@ def ids(library: SkillLibrary, query: str) -> list[str]:
     return [s.id for s in library.search(query, SearchFilters(), 10)]
 
 
+def test_a_concepts_expression_is_built_once_and_quotes_every_alternative() -> None:
+    # a search asks each concept for its FTS5 expression several times: it is built once, not each time
+    concept = concepts("useTransition")[0]
+
+    assert concept.expression() == '("usetransition" OR "use transition")'
+    assert concept.expression() is concept.expression()
+
+
 def test_a_skill_holding_every_query_word_beats_one_matching_two_in_its_name(library: SkillLibrary) -> None:
     assert ids(library, "token cache refresh session")[0] == "web/session-renewal"
 

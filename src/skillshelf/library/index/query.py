@@ -16,6 +16,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 
 from skillshelf.library.index.synonyms import ONE_WAY, SYNONYM_GROUPS
@@ -65,6 +66,10 @@ class Concept:
 
     def expression(self) -> str:
         """An FTS5 expression matching any alternative (quoted, so no query syntax leaks through)."""
+        return self._expression
+
+    @cached_property
+    def _expression(self) -> str:  # built once: a search asks for it several times a concept
         quoted = [f'"{alt}"' for alt in self.alternatives]
         return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 

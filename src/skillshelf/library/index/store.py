@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import takewhile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from pydantic.alias_generators import to_camel
 
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, with_alternatives
 from skillshelf.library.indexing.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
-from skillshelf.library.indexing.terms import query_terms, split_word
+from skillshelf.library.indexing.terms import split_word
 from skillshelf.library.semantic.vectors import SHORT_DESCRIPTION
 from skillshelf.library.skill.layouts import summary
 from skillshelf.library.skill.models import Finding, Skill, SkillSource
@@ -422,11 +423,12 @@ class SkillIndex(FtsIndex):
             self._current_caches()
             if filters.visible is not None:
                 self._conn.create_function(VISIBLE_FUNCTION, 1, filters.visible, deterministic=True)
-            wanted = self._matchable(concepts(query))
-            if not query_terms(query):
+            asked = concepts(query)  # empty exactly when the query has no words (`query_terms`): parsed once
+            if not asked:
                 sql = f"SELECT s.rowid FROM skills s WHERE {conditions} ORDER BY s.quality DESC, s.id LIMIT ?"
                 ranked = {row[0]: 0.0 for row in self._conn.execute(sql, [*params, limit])}
                 return self._fetch(ranked, set(), limit)
+            wanted = self._matchable(asked)
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
             body_share: dict[int, float] = {}
@@ -660,23 +662,29 @@ class SkillIndex(FtsIndex):
             return []
         best = max(ranked.values()) or 1.0
         relative = {rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items()}
-        # each candidate's sort key once (exact name first, then its relative score to 2 decimals)
-        coarse = {
-            rowid: (rowid not in exact, -round(share, 2))
-            for rowid, share in relative.items()
-            if best == 1.0 or share >= RELATIVE_CUT
-        }
-        eligible = sorted(coarse, key=coarse.__getitem__)
-        # Quality and id only break ties, so rows are read for the page and what ties with its last hit
+        kept = [rowid for rowid, share in relative.items() if best == 1.0 or share >= RELATIVE_CUT]
+        # Exact names first, then by relative score: the order of `coarse`, each candidate's sort key (its score
+        # rounded to 2 decimals), which is dearer than the rest of the ordering, so it is taken only for the page
+        # and what ties with its last hit. Quality and id only break ties, so rows are read for those alone
         # (reading every candidate's keys was a tenth of a search's time at 10,000 skills).
-        last = coarse[eligible[limit - 1]] if len(eligible) >= limit else None
-        contenders = eligible[:limit] + [r for r in eligible[limit:] if coarse[r] == last]
+        eligible = [r for r in kept if r in exact] + sorted(
+            (r for r in kept if r not in exact), key=relative.__getitem__, reverse=True
+        )
+
+        def coarse(rowid: int) -> tuple[bool, float]:
+            return (rowid not in exact, -round(relative[rowid], 2))
+
+        contenders = eligible[:limit]
+        if len(eligible) > limit:
+            last = coarse(eligible[limit - 1])
+            contenders += takewhile(lambda r: coarse(r) == last, eligible[limit:])
         rows = self._rows(contenders)
         if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
             contenders = eligible
             rows = self._rows(contenders)
+        keys = {r: coarse(r) for r in contenders if r in rows}
         # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
-        winners = sorted((r for r in contenders if r in rows), key=lambda r: (*coarse[r], -rows[r][5], rows[r][0]))
+        winners = sorted(keys, key=lambda r: (*keys[r], -rows[r][5], rows[r][0]))
         shares, held = body_share or {}, coverage or {}
         return [
             IndexedSkill.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0))
