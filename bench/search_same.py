@@ -7,8 +7,8 @@ the generator's (at each `--n`) and of the corpora's development files (bench/qu
 corpora-dev2.txt, corpora-dev3.txt, over ../shared/corpora), at limits 5, 10 and 50 and with `min_quality` 0.5,
 both trees answer on one index file (the parent's `src/skillshelf` exported as in bench/search_ab.py); the JSON of
 the two answers is compared byte for byte. It prints how many are identical and the first differences, and exits
-1 if any differs. `--spent` adds the spent held-out sets (corpora-heldout2.txt to corpora-heldout12.txt; never an
-unspent one). `--indexes DIR` keeps the indexes (DIR/idx-corpora, DIR/idx-N) for the next run.
+1 if any differs. `--spent` adds the spent held-out sets (every corpora-heldoutN.txt whose first line does not say
+`# UNSPENT`). `--indexes DIR` keeps the indexes (DIR/idx-corpora, DIR/idx-N) for the next run.
 """
 
 from __future__ import annotations
@@ -34,7 +34,21 @@ except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"
 DEV_FILES = ("corpora.txt", "corpora-dev2.txt", "corpora-dev3.txt")
-SPENT_FILES = tuple(f"corpora-heldout{number}.txt" for number in range(2, 13))  # judged on already: may be read
+UNSPENT_MARK = "# UNSPENT"  # the first line of a held-out set no ranking change has been judged on yet
+
+
+def spent_files(queries: Path = ROOT / "bench" / "queries") -> tuple[str, ...]:
+    """The held-out sets judged on already, which a speed change may be checked on: every one whose first line
+    does not mark it unspent (an unspent set is for the lead's one evaluation), in their numbers' order."""
+    found = []
+    for path in queries.glob("corpora-heldout*.txt"):
+        with path.open(encoding="utf-8") as lines:
+            if not lines.readline().startswith(UNSPENT_MARK):
+                found.append(path)
+    return tuple(path.name for path in sorted(found, key=lambda path: int(path.stem.removeprefix("corpora-heldout"))))
+
+
+SPENT_FILES = spent_files()
 CALLS: tuple[dict[str, Any], ...] = ({"limit": 5}, {"limit": 10}, {"limit": 50}, {"limit": 10, "min_quality": 0.5})
 
 
@@ -86,11 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, action="append", help="skills (repeatable); default 1,000 and 10,000")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     parser.add_argument("--indexes", type=Path, help="keep the indexes here (default: temporary ones)")
-    parser.add_argument("--spent", action="store_true", help="also the spent held-out sets 2-12")
+    parser.add_argument("--spent", action="store_true", help="also the spent held-out sets (not marked # UNSPENT)")
     args = parser.parse_args(argv)
     sets: list[tuple[str, str, Path, list[str]]] = [("corpora, development queries", "corpora", CORPORA, dev_queries())]
     if args.spent:
-        sets.append(("corpora, spent held-out sets 2-12", "corpora", CORPORA, dev_queries(SPENT_FILES)))
+        sets.append(("corpora, spent held-out sets", "corpora", CORPORA, dev_queries(SPENT_FILES)))
     for n in args.n or [1000, 10000]:
         lib = args.work / f"lib-{n}"
         generate.ensure_library(lib, n)
