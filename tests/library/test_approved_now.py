@@ -130,6 +130,33 @@ def test_a_touch_re_digests_the_skill_and_still_serves_it(gated: ViewReader, roo
     assert gated.get(TOOL) is not None and not [f for f in gated.findings() if f.code == CODE and TOOL in f.message]
 
 
+def test_a_write_while_a_file_is_read_is_caught_after_the_read(gated: ViewReader, root: Path) -> None:
+    """The stamps are compared again once the bytes are read: a swap between the check and the read is not served."""
+    script = root / "docs" / "tool" / "scripts" / "run.py"
+
+    def swapped_while_read(text: str | None) -> str | None:
+        edit_in_place(script, "print('ok')", "print('no')")  # lands after the check, before the answer
+        return text
+
+    with pytest.raises(SkillshelfError) as refused:
+        gated.parsed_text(tool_row(gated), "scripts/run.py", "swap", swapped_while_read, lambda t: len(t or ""))
+    assert refused.value.code == ErrorCode.PATTERN_NOT_FOUND and APPROVE in held_message(gated)
+
+
+def test_a_touch_while_a_file_is_read_reads_it_again_and_serves_it(gated: ViewReader, root: Path) -> None:
+    script = root / "docs" / "tool" / "scripts" / "run.py"
+    reads: list[str | None] = []
+
+    def touched_while_read(text: str | None) -> str | None:
+        reads.append(text)
+        if len(reads) == 1:
+            script.chmod(0o644)  # its ctime moves, its bytes do not
+        return text
+
+    served = gated.parsed_text(tool_row(gated), "scripts/run.py", "touch", touched_while_read, lambda t: len(t or ""))
+    assert served == "print('ok')\n" and reads == [served, served]
+
+
 def test_an_unapproved_reader_is_not_gated_at_serve(root: Path, library: SkillLibrary) -> None:
     """The curator's reader (no gate) serves the edit: only require_verified and require_signed check bytes."""
     reader = ViewReader(library)
