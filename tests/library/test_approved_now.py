@@ -106,6 +106,25 @@ def test_a_file_added_to_an_approved_skill_is_refused_at_its_next_read(gated: Vi
     assert APPROVE in held_message(gated)
 
 
+@pytest.mark.parametrize("change", ["edit", "add-metadata"])
+def test_a_three_file_skill_is_checked_at_its_next_read_by_its_own_files(
+    root: Path, library: SkillLibrary, change: str
+) -> None:
+    """Its folder is its category's, shared: its own names are stamped, there or not (a file added is seen)."""
+    approve(root, Lock(), ("python/slugify",), "ana@example.org", "2026-11-29T09:15:02Z")
+    reader = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
+    row = library.get("python/slugify")
+    assert row is not None and reader.documentation(row) is not None
+    (root / "python" / "other.md").write_text("# Another skill's file\n", encoding="utf-8")  # not its own
+    assert reader.documentation(row) is not None
+    if change == "edit":
+        edit_in_place(root / "python" / "slugify.py", "return t", "return 0")
+    else:
+        (root / "python" / "slugify-SKILL.md").write_text("---\nname: slugify\n---\n", encoding="utf-8")
+    with pytest.raises(SkillshelfError):
+        reader.documentation(row)
+
+
 def test_a_re_approved_edit_is_served_again_its_new_bytes(gated: ViewReader, root: Path) -> None:
     """Its parse cached before the edit is not served either: the cache's signature holds ctime, which an edit
     that sets mtime back still moves."""
