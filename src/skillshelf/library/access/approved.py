@@ -111,8 +111,8 @@ class ApprovalGate:
         why, checked = self._judge(root, skill, roots[skill.details.root_index], wait=True)
         with self._lock:
             if why is None:
-                self._checked = {**self._checked, skill.id: checked}
-            elif self._cached is not None:
+                self._checked[skill.id] = checked  # read only under the lock
+            elif self._cached is not None:  # a new dict: callers iterate the one `hidden` gave them
                 finding = _finding(root, skill, why)
                 self._cached = (self._cached[0], {**self._cached[1], skill.id: finding})
                 return finding
