@@ -110,7 +110,8 @@ def test_a_file_added_to_an_approved_skill_is_refused_at_its_next_read(gated: Vi
 def test_a_three_file_skill_is_checked_at_its_next_read_by_its_own_files(
     root: Path, library: SkillLibrary, change: str
 ) -> None:
-    """Its folder is its category's, shared: its own names are stamped, there or not (a file added is seen)."""
+    """Its folder is its category's, shared: another skill's file added there re-digests it (still served); a
+    file of its own added or edited is seen."""
     approve(root, Lock(), ("python/slugify",), "ana@example.org", "2026-11-29T09:15:02Z")
     reader = ViewReader(library, (), ApprovalGate(library, verified=True, signed=False))
     row = library.get("python/slugify")

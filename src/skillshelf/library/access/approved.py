@@ -24,7 +24,7 @@ from pathlib import Path
 
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
-from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_entries, three_file_names
+from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_entries
 from skillshelf.library.skill.discovery import printable
 from skillshelf.library.skill.folder import kept
 from skillshelf.library.skill.ignored import IGNORED_NAMES
@@ -58,7 +58,7 @@ RACY_NS = 20_000_000
 
 @dataclass(frozen=True)
 class Checked:
-    """The stamps of a skill's entries and folders (three-file: of each name it may have), taken before the
+    """The stamps of a skill's entries and the folders they were listed from, taken before the
     bytes its digest matched were read; `racy`: one was too young to show a later write (re-digest at each serve)."""
 
     paths: tuple[str, ...]
@@ -178,7 +178,7 @@ class ApprovalGate:
             ), NOT_BOUND
         folders: list[tuple[Path, os.stat_result]] = []
         entries = skill_entries(root, _skill_path(skill), folders)  # stamped before their bytes are read
-        checked = _checked(root, skill, entries, folders, started)
+        checked = _checked(entries, folders, started)
         return _differs(root, skill, entries, approved, setting), checked
 
 
@@ -206,20 +206,13 @@ def _differs(root: Path, skill: IndexedSkill, entries: list[TreeEntry], approved
     return None
 
 
-def _checked(
-    root: Path, skill: IndexedSkill, entries: list[TreeEntry], folders: list[tuple[Path, os.stat_result]], started: int
-) -> Checked:
-    """The stamps to compare at a serve: a folder skill's entries and folders (a folder's stamp changes when an
-    entry appears or vanishes in it); a three-file skill's every possible name, there or not (its folder is
-    shared with other skills, whose edits must not count)."""
-    if skill.layout == "three-file":
-        doc = root.joinpath(*_skill_path(skill).split("/"))
-        paths = tuple(str(doc.parent / name) for name in three_file_names(doc.name))
-        stamps = _entry_stamps(paths)
-    else:
-        found = [(str(path), info) for path, info in folders] + [(str(e.on_disk), e.info) for e in entries]
-        paths = tuple(path for path, _ in found)
-        stamps = tuple(_entry_stamp(info) for _, info in found)
+def _checked(entries: list[TreeEntry], folders: list[tuple[Path, os.stat_result]], started: int) -> Checked:
+    """The stamps to compare at a serve: the skill's entries and the folders they were listed from (a folder's stamp
+    changes when an entry appears or vanishes in it; a three-file skill's is its category's, shared: another
+    skill's file added there re-digests this one too, a few files)."""
+    found = [(str(path), info) for path, info in folders] + [(str(e.on_disk), e.info) for e in entries]
+    paths = tuple(path for path, _ in found)
+    stamps = tuple(_entry_stamp(info) for _, info in found)
     racy = any(stamp is not None and stamp[0] > started - RACY_NS for stamp in stamps)
     return Checked(paths, stamps, racy)
 

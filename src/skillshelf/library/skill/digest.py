@@ -90,10 +90,15 @@ def digest_entries(entries: list[TreeEntry]) -> str:
 def skill_entries(
     root: Path, skill_path: str, folders: list[tuple[Path, os.stat_result]] | None = None
 ) -> list[TreeEntry]:
-    """The files of the skill at `skill_path` (relative to root): a folder's tree (its folders, with their lstat,
-    added to `folders`), or a three-file group."""
+    """The files of the skill at `skill_path` (relative to root): a folder's tree, or a three-file group. `folders`
+    gets each folder listed with its lstat, taken first (a three-file skill's: its category's)."""
     where = root.joinpath(*skill_path.split("/"))
     if skill_path.endswith(".md") and not where.is_dir():
+        if folders is not None:
+            try:
+                folders.append((where.parent, where.parent.lstat()))
+            except OSError:
+                return []
         return three_file_entries(where)
     return list(walk_tree(where, folders))
 
