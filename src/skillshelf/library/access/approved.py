@@ -16,6 +16,7 @@ with those taken when its digest last matched, and re-digests that one skill whe
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -280,13 +281,20 @@ def _skill_path(skill: IndexedSkill) -> str:
 
 
 def _stamps(root: Path) -> tuple[_Stamp, ...]:
+    return tuple(_stamp(path) for path in _trust_files(root))
+
+
+@functools.lru_cache(maxsize=64)
+def _trust_files(root: Path) -> tuple[str, ...]:
+    """The files whose change changes what the gate trusts, made once per root (`hidden` stats them at every
+    lookup: building the paths again was most of its cost)."""
     paths = (lock_path(root), root / SIGNATURE_NAME, root / STATE_DIR / ALLOWED_SIGNERS, root / STATE_DIR / INSTALLED)
-    return tuple(_stamp(path) for path in paths)
+    return tuple(str(path) for path in paths)
 
 
-def _stamp(path: Path) -> _Stamp:
+def _stamp(path: str) -> _Stamp:
     try:
-        info = path.stat()
+        info = os.stat(path)  # noqa: PTH116 (a str made once: no Path built per lookup)
     except OSError:
         return None
     return (info.st_mtime_ns, info.st_size, info.st_ino)
