@@ -2,6 +2,11 @@
 
     python bench/serving_ab.py --parent 42d25ad          # issue 36's serving cuts (H42) against their parent
     python bench/serving_ab.py --parent feaf0c6 --library /tmp/ab/lib-10000 --first 2000   # bench/ab.py's library
+    python bench/serving_ab.py --parent d19e0e7 --library /tmp/lib-copy --require-verified   # the approval gate
+
+With `--require-verified` every skill of the library (a copy: its lock is written) is approved first and the loads
+read through a reader with the approval gate, this checkout's `library/access/reader.py` and `approved.py` against
+the parent's (in-process figures only: the server's reader is this checkout's).
 
 Over the real corpora (bench/eval_corpora.py's CORPORA), words only. The parent's `skills/service.py`,
 `server/tooling.py` and the methods of `library/access/files.py`'s `SkillFiles` are read from git and
@@ -34,10 +39,14 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from skillshelf.library.access import approved, reader
 from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
+from skillshelf.library.skill.digest import skill_digest
+from skillshelf.library.sources.approval import library_path
+from skillshelf.library.sources.lock import Approval, LocalApproval, Lock, lock_path, write_lock
 from skillshelf.server import tooling, views
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
@@ -120,14 +129,44 @@ def each(load: Callable[..., Any], reader: LibraryReader, ids: list[str]) -> Non
         load(reader, skill_id)
 
 
+def readers_at(rev: str, into: Path, library: SkillLibrary, verified: bool) -> dict[str, Any]:
+    """This checkout's reader and the parent's: the curator's (no gate), or with require_verified's gate."""
+    parent_approved = module_at(rev, "src/skillshelf/library/access/approved.py", "parent_approved", into)
+    parent_reader = module_at(rev, "src/skillshelf/library/access/reader.py", "parent_reader", into)
+
+    def made(reader_module: ModuleType, approved_module: ModuleType) -> Any:
+        if not verified:
+            return reader_module.LibraryReader(library)
+        return reader_module.ViewReader(library, (), approved_module.ApprovalGate(library, verified=True, signed=False))
+
+    return {"this": made(reader, approved), "parent": made(parent_reader, parent_approved)}
+
+
+def approve_all(library: SkillLibrary) -> None:
+    """Approve every skill of the (single-root) library as `skillshelf approve` records it, written at once
+    (`approve` finds each id by a walk of the whole library: quadratic at 10,000 skills)."""
+    root, approved = library.roots[0], {}
+    for skill in library.overview():
+        path = library_path(skill.details.doc_file, skill.layout)
+        digest = skill_digest(root, path)
+        assert digest is not None
+        approved[skill.id] = LocalApproval(
+            skill.id, path, Approval(digest, "bench@example.org", "2026-11-29T00:00:00Z")
+        )
+    write_lock(lock_path(root), Lock(approved=approved))
+
+
 def in_process(
-    variants: Variants, library: SkillLibrary, rounds: int, calls: int, one: str, first: int | None
+    variants: Variants, readers: dict[str, Any], rounds: int, calls: int, one: str, first: int | None
 ) -> dict[str, dict[str, float]]:
-    reader = LibraryReader(library)
+    library = variants.library
     ids = [skill.id for skill in library.overview()][:first]
     spent: dict[str, dict[str, list[float]]] = {v: {"first load": [], "repeat load": []} for v in ("this", "parent")}
+    for name in ("this", "parent"):  # the gate's first answer (a digest of every skill) is not a load's cost
+        readers[name].overview()
     for r in range(rounds):
         for name in ("this", "parent") if r % 2 == 0 else ("parent", "this"):
+            reader = readers[name]
             load = variants.use(name)
             library.files.clear()
             spent[name]["first load"].append(timed(partial(each, load, reader, ids)) / len(ids))
@@ -165,9 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--library", type=Path, default=CORPORA, help="another library (e.g. bench/ab.py's lib-10000)")
     ap.add_argument("--first", type=int, help="first loads of this many skills a round (default: every skill)")
+    ap.add_argument("--require-verified", action="store_true", help="approve every skill, read through the gate")
     args = ap.parse_args(argv)
     if not args.library.is_dir():
         print(f"library not found at {args.library}", file=sys.stderr)
+        return 2
+    if args.require_verified and args.library == CORPORA:
+        print("--require-verified writes the library's lock: give a copy with --library", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -178,13 +221,21 @@ def main(argv: list[str] | None = None) -> int:
         library = SkillLibrary(LibraryConfig(roots=[args.library], index_dir=home / "index", watch=False))
         try:
             library.sync()
+            if args.require_verified:
+                approve_all(library)
             one = ONE if args.library == CORPORA else library.overview()[0].id
             variants = Variants(library, parent_service, parent_tooling, parent_files)
-            figures = in_process(variants, library, args.rounds, args.calls, one, args.first)
-            called = anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home, one)
+            readers = readers_at(args.parent, home, library, args.require_verified)
+            figures = in_process(variants, readers, args.rounds, args.calls, one, args.first)
+            called = (
+                {"this": {}, "parent": {}}
+                if args.require_verified
+                else anyio.run(through_client, variants, library, args.rounds, args.calls // 2, home, one)
+            )
         finally:
             library.close()
-    print(f"CPU ms, median of {args.rounds} rounds; parent {args.parent}")
+    gate = ", require_verified" if args.require_verified else ""
+    print(f"CPU ms, median of {args.rounds} rounds; parent {args.parent}{gate}")
     print("| measure | parent | this | this / parent |")
     print("|---|---|---|---|")
     for kinds in (figures, called):

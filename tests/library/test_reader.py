@@ -114,6 +114,7 @@ CHECKS: dict[str, Callable[[ViewReader, IndexedSkill], None]] = {
     "documentation": lambda r, s: absent(lambda: r.documentation(s)),
     "from_documentation": lambda r, s: absent(lambda: r.from_documentation(s, "x", lambda _body: "leaked", len)),
     "manifest": lambda r, s: absent(lambda: r.manifest(s)),
+    "confirm_served": lambda r, s: absent(lambda: r.confirm_served(s)),
     "provenance": lambda r, s: absent(lambda: r.provenance(s)),
     "versions": lambda r, s: absent(lambda: r.versions(s)),
 }

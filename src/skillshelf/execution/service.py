@@ -251,6 +251,8 @@ def _set_up(
         got = CgroupSupport(pids=bool(cgroup and cgroup.limits_pids), memory=bool(cgroup and cgroup.limits_memory))
         ran = describe(plan, limits, got, isolation, grant)
         argv = _argv(plan, limits, grant, isolation, work_dir, cgroup)
+        # the last check before the child starts: under require_verified, code changed since approval never runs
+        library.confirm_served(library.find(plan.skill_id))
     except BaseException:
         if cgroup is not None:
             cgroup.discard()

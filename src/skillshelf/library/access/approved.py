@@ -9,13 +9,17 @@
   Skills written here are not a source's: this setting alone leaves them served.
 
 A hidden skill is hidden as a view hides one (the reader's `Visibility` asks `hidden()`), and a finding per skill says
-why and what a curator runs to serve it again. Worked out once per index sync and lock change.
+why and what a curator runs to serve it again. Worked out once per index sync and lock change, and held at the
+moment of serving too (`check`): each serve of a skill's files compares the lstat stamps of its entries and folders
+with those taken when its digest last matched, and re-digests that one skill when any differs (docs/security.md).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +50,28 @@ class RootState:
 
 
 _Stamp = tuple[int, int, int] | None
+# An entry's lstat as the check compares it: ctime (a user cannot set it back, unlike mtime), size, inode, mode.
+_EntryStamp = tuple[int, int, int, int] | None
+# ctime comes from a coarse clock (a scheduler tick, <= 10 ms on Linux): a write in the same tick as an entry's
+# last change can leave its stamp as it was. A stamp younger than this is not trusted to show a later write.
+RACY_NS = 20_000_000
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The stamps of a skill's entries and the folders they were listed from, taken before the
+    bytes its digest matched were read; `racy`: one was too young to show a later write (re-digest at each serve)."""
+
+    paths: tuple[str, ...]
+    stamps: tuple[_EntryStamp, ...]
+    racy: bool = False
+
+    def unchanged(self) -> bool:
+        """Whether every stamp is as it was (after a read: nothing was written since the check)."""
+        return _entry_stamps(self.paths) == self.stamps
+
+
+NOT_BOUND = Checked((), ())  # a skill served whatever its bytes (written here, under require_signed alone)
 
 
 class ApprovalGate:
@@ -55,6 +81,8 @@ class ApprovalGate:
         self.signed = signed
         self._lock = threading.Lock()
         self._cached: tuple[object, dict[str, Finding]] | None = None
+        self._roots: list[RootState] = []  # the roots' states the cached answer was worked out with
+        self._checked: dict[str, Checked] = {}  # per skill served: the stamps its digest was checked at
 
     def hidden(self) -> dict[str, Finding]:
         """The ids not served, each with the finding that says why."""
@@ -63,20 +91,57 @@ class ApprovalGate:
         with self._lock:
             if self._cached is not None and self._cached[0] == key:
                 return self._cached[1]
-        found = self._work_out()
+        roots, found, checked = self._work_out()
         with self._lock:
-            self._cached = (key, found)
+            self._cached, self._roots, self._checked = (key, found), roots, checked
         return found
 
-    def _work_out(self) -> dict[str, Finding]:
+    def check(self, skill: IndexedSkill) -> Finding | Checked:
+        """At the moment of serving `skill`'s files: the finding that holds it back, or the stamps its files were
+        checked at (compare them after reading: `Checked.unchanged`). Unchanged stamps cost an lstat per entry and
+        folder; a change (a watcher off or late, an edit since the last sync) re-digests this one skill now."""
+        held = self.hidden()
+        if skill.id in held:
+            return held[skill.id]
+        with self._lock:
+            checked = self._checked.get(skill.id)
+            roots = self._roots
+        if checked is not None and not checked.racy and checked.unchanged():
+            return checked
+        root = self.library.root_of(skill)
+        why, checked = self._judge(root, skill, roots[skill.details.root_index], wait=True)
+        with self._lock:
+            if why is None:
+                self._checked[skill.id] = checked  # read only under the lock
+            elif self._cached is not None:  # a new dict: callers iterate the one `hidden` gave them
+                finding = _finding(root, skill, why)
+                self._cached = (self._cached[0], {**self._cached[1], skill.id: finding})
+                return finding
+        return checked if why is None else _finding(root, skill, why)
+
+    def _work_out(self) -> tuple[list[RootState], dict[str, Finding], dict[str, Checked]]:
         roots = [self._root_state(root) for root in self.library.roots]
         found: dict[str, Finding] = {}
+        checked: dict[str, Checked] = {}
         for skill in self.library.overview():
             root = self.library.root_of(skill)
-            why = self._why(root, skill, roots[skill.details.root_index])
+            why, checked[skill.id] = self._judge(root, skill, roots[skill.details.root_index])
             if why is not None:
-                found[skill.id] = Finding(_skill_path(skill), None, "warning", CODE, why, printable(display_path(root)))
-        return found
+                found[skill.id] = _finding(root, skill, why)
+        return roots, found, checked
+
+    def _judge(
+        self, root: Path, skill: IndexedSkill, state: RootState, wait: bool = False
+    ) -> tuple[str | None, Checked]:
+        """Why `skill` is not served (None: it is), with the stamps its files were checked at. `wait`: when a stamp
+        is too young to show a later write, wait out the clock's tick and check again (a serve's re-check; a sync
+        leaves it racy, re-checked at its first serve)."""
+        started = time.time_ns()
+        why, checked = self._why(root, skill, state, started)
+        if wait and why is None and checked.racy:
+            time.sleep(RACY_NS / 1e9)
+            why, checked = self._why(root, skill, state, time.time_ns())
+        return why, checked
 
     def _root_state(self, root: Path) -> RootState:
         """The root's lock (the signed one under require_signed), its sources, and why it cannot be trusted."""
@@ -95,42 +160,80 @@ class ApprovalGate:
                 return RootState(lock, exc.message, sources)
         return RootState(lock, None, sources)
 
-    def _why(self, root: Path, skill: IndexedSkill, state: RootState) -> str | None:
+    def _why(self, root: Path, skill: IndexedSkill, state: RootState, started: int) -> tuple[str | None, Checked]:
+        """Why `skill` is not served (None: it is), with the stamps its files were checked at (`started`: the time
+        before they were taken)."""
         lock, problem = state.lock, state.problem
         # in a source's folder (its id's first part names one) it is the source's, listed in the lock or not
         from_source = lock.owner_of(skill.id) is not None or skill.id.split("/", 1)[0] in state.sources
         setting = "require_signed" if self.signed and (from_source or not self.verified) else "require_verified"
         if problem is not None and (from_source or self.verified):
-            return f"not served ({setting}): {problem}"
+            return f"not served ({setting}): {problem}", NOT_BOUND
         if not from_source and not self.verified:
-            return None
+            return None, NOT_BOUND
         approved = approval_of(lock, skill.id)
         if approved is None:
             return (
                 f"not served ({setting}): {LOCK_NAME} has no approval of {skill.id}; review it, then "
                 f"`skillshelf approve {skill.id}`"
-            )
-        entries = skill_entries(root, _skill_path(skill))
-        if not entries or digest_entries(entries) != approved:
-            return (
-                f"not served ({setting}): its files differ from the bytes approved in {LOCK_NAME}; "
-                f"`skillshelf verify` names them. Review them, then `skillshelf approve {skill.id}`"
-            )
-        outward = _link_out(root, skill, entries)
-        if outward is not None:
-            return (
-                f"not served ({setting}): {outward} is a link out of its files; the approval pins where a link "
-                "points, not the bytes it shows. Put the file itself in the skill, then "
-                f"`skillshelf approve {skill.id}`"
-            )
-        uncovered = _uncovered_code(root, skill)
-        if uncovered is not None:
-            return (
-                f"not served ({setting}): {uncovered} is in its folder; no approval covers it (the digest leaves "
-                "build and dependency folders out) and the skill's code can load it when it runs. Remove it, or "
-                f"put what the code needs among the skill's own files, then `skillshelf approve {skill.id}`"
-            )
-        return None
+            ), NOT_BOUND
+        folders: list[tuple[Path, os.stat_result]] = []
+        entries = skill_entries(root, _skill_path(skill), folders)  # stamped before their bytes are read
+        checked = _checked(entries, folders, started)
+        return _differs(root, skill, entries, approved, setting), checked
+
+
+def _differs(root: Path, skill: IndexedSkill, entries: list[TreeEntry], approved: str, setting: str) -> str | None:
+    """Why the skill's files are not the bytes approved (or show bytes no approval covers); None: they are."""
+    if not entries or digest_entries(entries) != approved:
+        return (
+            f"not served ({setting}): its files differ from the bytes approved in {LOCK_NAME}; "
+            f"`skillshelf verify` names them. Review them, then `skillshelf approve {skill.id}`"
+        )
+    outward = _link_out(root, skill, entries)
+    if outward is not None:
+        return (
+            f"not served ({setting}): {outward} is a link out of its files; the approval pins where a link "
+            "points, not the bytes it shows. Put the file itself in the skill, then "
+            f"`skillshelf approve {skill.id}`"
+        )
+    uncovered = _uncovered_code(root, skill)
+    if uncovered is not None:
+        return (
+            f"not served ({setting}): {uncovered} is in its folder; no approval covers it (the digest leaves "
+            "build and dependency folders out) and the skill's code can load it when it runs. Remove it, or "
+            f"put what the code needs among the skill's own files, then `skillshelf approve {skill.id}`"
+        )
+    return None
+
+
+def _checked(entries: list[TreeEntry], folders: list[tuple[Path, os.stat_result]], started: int) -> Checked:
+    """The stamps to compare at a serve: the skill's entries and the folders they were listed from (a folder's stamp
+    changes when an entry appears or vanishes in it; a three-file skill's is its category's, shared: another
+    skill's file added there re-digests this one too, a few files)."""
+    found = [(str(path), info) for path, info in folders] + [(str(e.on_disk), e.info) for e in entries]
+    paths = tuple(path for path, _ in found)
+    stamps = tuple(_entry_stamp(info) for _, info in found)
+    racy = any(stamp is not None and stamp[0] > started - RACY_NS for stamp in stamps)
+    return Checked(paths, stamps, racy)
+
+
+def _entry_stamp(info: os.stat_result) -> _EntryStamp:
+    return (info.st_ctime_ns, info.st_size, info.st_ino, info.st_mode)
+
+
+def _entry_stamps(paths: tuple[str, ...]) -> tuple[_EntryStamp, ...]:
+    found: list[_EntryStamp] = []
+    for path in paths:
+        try:
+            found.append(_entry_stamp(os.lstat(path)))
+        except OSError:
+            found.append(None)
+    return tuple(found)
+
+
+def _finding(root: Path, skill: IndexedSkill, why: str) -> Finding:
+    return Finding(_skill_path(skill), None, "warning", CODE, why, printable(display_path(root)))
 
 
 # Build and dependency folders the digest leaves out whose code a run could load: `sys.path.insert(0,
@@ -178,13 +281,20 @@ def _skill_path(skill: IndexedSkill) -> str:
 
 
 def _stamps(root: Path) -> tuple[_Stamp, ...]:
+    return tuple(_stamp(path) for path in _trust_files(root))
+
+
+@functools.lru_cache(maxsize=64)
+def _trust_files(root: Path) -> tuple[str, ...]:
+    """The files whose change changes what the gate trusts, made once per root (`hidden` stats them at every
+    lookup: building the paths again was most of its cost)."""
     paths = (lock_path(root), root / SIGNATURE_NAME, root / STATE_DIR / ALLOWED_SIGNERS, root / STATE_DIR / INSTALLED)
-    return tuple(_stamp(path) for path in paths)
+    return tuple(str(path) for path in paths)
 
 
-def _stamp(path: Path) -> _Stamp:
+def _stamp(path: str) -> _Stamp:
     try:
-        info = path.stat()
+        info = os.stat(path)  # noqa: PTH116 (a str made once: no Path built per lookup)
     except OSError:
         return None
     return (info.st_mtime_ns, info.st_size, info.st_ino)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from skillshelf.errors import PatternNotFoundError
+from skillshelf.errors import ErrorCode, PatternNotFoundError, SkillshelfError
 from skillshelf.library.access import manifest as manifests
-from skillshelf.library.access.approved import ApprovalGate
+from skillshelf.library.access.approved import ApprovalGate, Checked
 from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.access.manifest import NotPublishableError, SkillManifest
 from skillshelf.library.access.rules import Rule, SkillFacts, decide_skill, needs_details
@@ -82,6 +82,7 @@ class FileReader(Protocol):
         self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
     ) -> T: ...
     def manifest(self, skill: IndexedSkill) -> SkillManifest: ...
+    def confirm_served(self, skill: IndexedSkill) -> IndexedSkill: ...
     def provenance(self, skill: IndexedSkill) -> Provenance | None: ...
     def versions(self, skill: IndexedSkill) -> list[VersionLine]: ...
 
@@ -210,6 +211,18 @@ class Visibility:
         if not self.is_visible(skill.id):
             raise PatternNotFoundError(skill.id, [])
         return skill
+
+    def served(self, skill: IndexedSkill) -> Checked | None:
+        """`shown`, checked at this moment: under the gate, the skill's files are still the approved bytes (their
+        stamps unchanged, or re-digested now), and the stamps to compare once they are read; else PATTERN_NOT_FOUND,
+        as `shown` refuses. No gate: `shown`, and None."""
+        if self._gate is None:
+            self.shown(skill)
+            return None
+        checked = self._gate.check(skill)
+        if not isinstance(checked, Checked) or not self.kept_by_rules(skill.id):
+            raise PatternNotFoundError(skill.id, [])
+        return checked
 
     def held_back(self, skill_id: str) -> Finding | None:
         """Why the gate holds `skill_id` back (None: it does not; the rules are not asked)."""
@@ -376,16 +389,35 @@ class ViewReader:
     def folder_of(self, skill: IndexedSkill) -> Path:
         return self._files.folder_of(self.visibility.shown(skill))
 
+    def _served(self, skill: IndexedSkill, read: Callable[[IndexedSkill], T]) -> T:
+        """`read(skill)` of a shown skill's content. Under the approval gate, its files are checked just before
+        (`Visibility.served`) and their stamps compared just after: what was read is what was checked. A change
+        in between is checked again (held back: PATTERN_NOT_FOUND) and the read done again, once."""
+        for _attempt in range(2):
+            checked = self.visibility.served(skill)
+            value = read(skill)
+            if checked is None or checked.unchanged():
+                return value
+        raise SkillshelfError(
+            ErrorCode.FILESYSTEM_ERROR, f"The files of {skill.id!r} changed while they were read; try again."
+        )
+
+    def confirm_served(self, skill: IndexedSkill) -> IndexedSkill:
+        """`skill` while this reader serves its files at this moment (under require_verified or require_signed:
+        still the approved bytes, checked now; a run asks just before it starts); else PATTERN_NOT_FOUND."""
+        self.visibility.served(skill)
+        return skill
+
     def read_text(self, skill: IndexedSkill, path: str, max_bytes: int | None = None) -> str | None:
-        return self._files.read_text(self.visibility.shown(skill), path, max_bytes)
+        return self._served(skill, lambda shown: self._files.read_text(shown, path, max_bytes))
 
     def read_bytes(self, skill: IndexedSkill, path: str, limit: int) -> bytes:
-        return self._files.read_bytes(self.visibility.shown(skill), path, limit)
+        return self._served(skill, lambda shown: self._files.read_bytes(shown, path, limit))
 
     def cached(
         self, skill: IndexedSkill, path: str, kind: str, compute: Callable[[], T], size: Callable[[T], int]
     ) -> T:
-        return self._files.cached(self.visibility.shown(skill), path, kind, compute, size)
+        return self._served(skill, lambda shown: self._files.cached(shown, path, kind, compute, size))
 
     def parsed_text(
         self,
@@ -396,15 +428,15 @@ class ViewReader:
         size: Callable[[T], int],
         max_bytes: int | None = None,
     ) -> T:
-        return self._files.parsed_text(self.visibility.shown(skill), path, kind, parse, size, max_bytes)
+        return self._served(skill, lambda shown: self._files.parsed_text(shown, path, kind, parse, size, max_bytes))
 
     def documentation(self, skill: IndexedSkill) -> str | None:
-        return self._files.documentation(self.visibility.shown(skill))
+        return self._served(skill, self._files.documentation)
 
     def from_documentation(
         self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
     ) -> T:
-        return self._files.from_documentation(self.visibility.shown(skill), kind, derive, size)
+        return self._served(skill, lambda shown: self._files.from_documentation(shown, kind, derive, size))
 
     def manifest(self, skill: IndexedSkill) -> SkillManifest:
         """The skill's frontmatter and complete file list with digests; NotPublishableError says why not."""

@@ -1,10 +1,10 @@
 """A bounded cache of what was parsed from files, keyed by each file's signature.
 
 A repeated loadSkill serves the parsed documentation (and code, and derived schema) without reading
-or parsing again. Every get stats the file first: a changed signature (mtime, size, inode) is a miss,
-so an edited file is never served stale, watcher or not. The library also clears it when its watcher
-reports a change. Memory is bounded by an LRU over entries and their size. Concurrent gets of the
-same key wait for one load instead of each doing it.
+or parsing again. Every get stats the file first: a changed signature (ctime, mtime, size, inode) is a miss,
+so an edited file is never served stale, watcher or not (ctime too: an edit that sets mtime back and keeps
+the size is a miss). The library also clears it when its watcher reports a change. Memory is bounded by an
+LRU over entries and their size. Concurrent gets of the same key wait for one load instead of each doing it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-Signature = tuple[int, int, int]
+Signature = tuple[int, int, int, int]
 
 MAX_ENTRIES = 2048
 MAX_BYTES = 32 * 1024 * 1024
@@ -27,7 +27,7 @@ def signature(path: Path) -> Signature | None:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
+    return (st.st_ctime_ns, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 class FileCache:
@@ -69,7 +69,7 @@ class FileCache:
             value = load()
             after = signature(path)
             if after == sig:  # unchanged while it was read: safe to keep
-                self._store(key, sig, value, size(value) if size else sig[1])
+                self._store(key, sig, value, size(value) if size else sig[2])
             return value
         finally:
             with self._lock:

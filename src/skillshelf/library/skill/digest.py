@@ -50,11 +50,17 @@ def entry_kind(info: os.stat_result) -> EntryKind:
     return "other"
 
 
-def walk_tree(folder: Path) -> Iterator[TreeEntry]:
+def walk_tree(folder: Path, folders: list[tuple[Path, os.stat_result]] | None = None) -> Iterator[TreeEntry]:
     """Every entry under `folder` the one walk's ignore list keeps (`folder.listed`), sorted by path; links are
-    entries, never entered (the digest pins a link's text, and a review shows it as a link)."""
+    entries, never entered (the digest pins a link's text, and a review shows it as a link). `folders` gets each
+    folder listed with its lstat, taken before it was listed (an entry added or removed later changes it)."""
     pending = [(folder, "")]
     found: list[TreeEntry] = []
+    if folders is not None:
+        try:
+            folders.append((folder, folder.lstat()))
+        except OSError:
+            return
     while pending:
         directory, prefix = pending.pop()
         try:
@@ -65,6 +71,8 @@ def walk_tree(folder: Path) -> Iterator[TreeEntry]:
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(info.st_mode):
                 pending.append((Path(entry.path), f"{prefix}{entry.name}/"))
+                if folders is not None:
+                    folders.append((Path(entry.path), info))
             else:
                 found.append(TreeEntry(prefix + entry.name, entry_kind(info), Path(entry.path), info))
     yield from sorted(found, key=lambda e: e.path)
@@ -79,12 +87,20 @@ def digest_entries(entries: list[TreeEntry]) -> str:
     return PREFIX + digest.hexdigest()
 
 
-def skill_entries(root: Path, skill_path: str) -> list[TreeEntry]:
-    """The files of the skill at `skill_path` (relative to root): a folder's tree, or a three-file group."""
+def skill_entries(
+    root: Path, skill_path: str, folders: list[tuple[Path, os.stat_result]] | None = None
+) -> list[TreeEntry]:
+    """The files of the skill at `skill_path` (relative to root): a folder's tree, or a three-file group. `folders`
+    gets each folder listed with its lstat, taken first (a three-file skill's: its category's)."""
     where = root.joinpath(*skill_path.split("/"))
     if skill_path.endswith(".md") and not where.is_dir():
+        if folders is not None:
+            try:
+                folders.append((where.parent, where.parent.lstat()))
+            except OSError:
+                return []
         return three_file_entries(where)
-    return list(walk_tree(where))
+    return list(walk_tree(where, folders))
 
 
 def three_file_entries(doc: Path) -> list[TreeEntry]:
