@@ -23,6 +23,7 @@ READER_LAYER = {
     "library/skill/frontmatter.py": "the one YAML loader (the alias-bomb guard)",
     "library/skill/scan.py": "the scanner: a skill's (or any folder's) files, walked by folder.py, read by reading.py",
     "library/access/files.py": "the path rules every read passes",
+    "library/skill/paths.py": "where a path points: an O_PATH open the kernel resolves, no byte read",
     "library/access/reader.py": "the reader interface",
 }
 # Modules that open files which are not skills' files.
