@@ -78,16 +78,7 @@ def test_a_library_command_opens_the_library_through_the_root_without_importing_
         "assert 'skillshelf.server.app' in sys.modules, 'the root opened nothing'\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'starlette', 'uvicorn')), file=sys.stderr)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(sample_root)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-        timeout=LIVENESS_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.strip().splitlines()[-1] == "[]"
+    assert last_line_printed(code, sample_root) == "[]"
 
 
 def test_a_server_over_stdio_imports_no_web_view(sample_root: Path, tmp_path: Path) -> None:
@@ -103,9 +94,15 @@ def test_a_server_over_stdio_imports_no_web_view(sample_root: Path, tmp_path: Pa
         "assert 'skillshelf.server.assembly' in sys.modules, 'no server was built'\n"
         "print(sorted(m for m in sys.modules if {'jinja2', 'web'} & {*m.split('.')}), file=sys.stderr)\n"
     )
+    assert last_line_printed(code, sample_root) == "[]"
+
+
+def last_line_printed(code: str, library: Path) -> str:
+    """The last line `code` prints to stderr, run in a fresh Python with `library` as its argument and no
+    input (a stdio server ends at once); fails with its stderr when it exits non-zero."""
     done = subprocess.run(
-        [sys.executable, "-c", code, str(sample_root)],
-        stdin=subprocess.DEVNULL,  # no requests: the server ends at once
+        [sys.executable, "-c", code, str(library)],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(SRC)},
@@ -113,4 +110,4 @@ def test_a_server_over_stdio_imports_no_web_view(sample_root: Path, tmp_path: Pa
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr.strip().splitlines()[-1] == "[]"
+    return done.stderr.strip().splitlines()[-1]
