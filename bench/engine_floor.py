@@ -122,7 +122,8 @@ class Engines:
             if not terms:
                 return []
             parsed = index.parse_query(" ".join(terms), list(FIELDS), field_boosts=boosts)
-            return searcher.search(parsed, LIMIT).hits
+            hits: list[Any] = searcher.search(parsed, LIMIT).hits  # (Any where tantivy is not installed)
+            return hits
 
         self._tantivy_doc = searcher.doc
         return search
