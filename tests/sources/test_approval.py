@@ -19,6 +19,7 @@ from skillshelf.library.access.approved import ApprovalGate
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.skill.digest import skill_digest
+from skillshelf.library.skill.discovery import Discovery, discover
 from skillshelf.library.sources import approval
 from skillshelf.library.sources.errors import SourceError
 from skillshelf.library.sources.lock import LOCK_NAME, parse_lock, read_lock, render_lock
@@ -159,6 +160,26 @@ def test_approve_binds_a_local_edit_and_a_skill_written_here_to_their_bytes(root
     _edit(mine / "SKILL.md", "\nChanged after approval.\n")
     code, out, _ = run("verify", "--library", str(root))
     assert code == 1 and "hand/mine: changed" in out and "  changed: SKILL.md" in out
+
+
+def test_approving_many_skills_written_here_walks_the_library_once(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each id walked the whole library again: approving the 972 skills of the corpora took minutes."""
+    for name in ("one", "two", "three"):
+        (root / "hand" / name).mkdir(parents=True)
+        (root / "hand" / name / "SKILL.md").write_text(skill_md(name, f"Skill {name}."), encoding="utf-8")
+    walks: list[object] = []
+
+    def counted(roots: list[Path]) -> Discovery:
+        walks.append(roots)
+        return discover(roots)
+
+    monkeypatch.setattr(approval, "discover", counted)
+
+    code, out, _ = run("approve", "hand/one", "hand/two", "hand/three", "--reviewer", REVIEWER, "--library", str(root))
+    assert code == 0 and all(f"approved hand/{name}" in out for name in ("one", "two", "three"))
+    assert len(walks) == 1
+    lock = read_lock(root / LOCK_NAME)
+    assert {lock.approved[f"hand/{n}"].path for n in ("one", "two", "three")} == {"hand/one", "hand/two", "hand/three"}
 
 
 def test_approve_of_an_unknown_skill_or_by_an_unprintable_reviewer_says_so_and_writes_nothing(root: Path) -> None:

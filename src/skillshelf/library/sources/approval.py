@@ -19,6 +19,7 @@ import contextlib
 import getpass
 import json
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from skillshelf.library.skill.digest import PREFIX, digest_entries, file_digest, skill_digest, skill_entries
@@ -91,8 +92,9 @@ def approve(root: Path, lock: Lock, targets: tuple[str, ...], by: str, at: str) 
     installed) and write the lock (the caller holds the shelf: install.open_shelf); the ids approved.
     Nothing is written when a target is unknown or gone."""
     approved: list[str] = []
+    local = LocalSkills(root)
     for target in targets:
-        lock, ids = _approve_one(root, lock, target, Approval("", by, at))
+        lock, ids = _approve_one(root, lock, target, Approval("", by, at), local)
         approved += ids
     write_lock(lock_path(root), lock)
     for skill_id in approved:
@@ -100,7 +102,9 @@ def approve(root: Path, lock: Lock, targets: tuple[str, ...], by: str, at: str) 
     return approved
 
 
-def _approve_one(root: Path, lock: Lock, target: str, blank: Approval) -> tuple[Lock, list[str]]:
+def _approve_one(
+    root: Path, lock: Lock, target: str, blank: Approval, local_skills: LocalSkills
+) -> tuple[Lock, list[str]]:
     source = lock.sources.get(target)
     owner = source or lock.owner_of(target)
     if owner is not None:
@@ -108,7 +112,7 @@ def _approve_one(root: Path, lock: Lock, target: str, blank: Approval) -> tuple[
         skills = {s.id: replace(s, approval=replace(blank, digest=_installed(root, s.id, s.path))) for s in chosen}
         entry = replace(owner, skills=tuple(skills.get(s.id, s) for s in owner.skills))
         return lock.with_source(entry), sorted(skills)
-    path = _local_path(root, target)
+    path = local_skills.path_of(target)
     local = LocalApproval(target, path, replace(blank, digest=_installed(root, target, path)))
     return replace(lock, approved={**lock.approved, target: local}), [target]
 
@@ -120,15 +124,30 @@ def _installed(root: Path, skill_id: str, path: str) -> str:
     return digest
 
 
-def _local_path(root: Path, skill_id: str) -> str:
-    """The library path of the skill `skill_id` of `root` that no source installed (as the lock keeps it)."""
-    for found in discover([root]).sources:
-        if found.skill_id == skill_id:
-            return library_path(found.doc_file.relative_to(root).as_posix(), found.layout)
-    raise SourceError(
-        f"no source or skill named {skill_id!r} in {root}; give a source's name (`skillshelf sources`) or a "
-        "skill's id (`skillshelf list`)"
-    )
+class LocalSkills:
+    """The library paths (as the lock keeps them) of `root`'s skills by id, found by one walk of the library on
+    first use: approving many skills written here walked the whole library once per id (minutes for 972)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @cached_property
+    def paths(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for skill in discover([self.root]).sources:
+            doc_file = skill.doc_file.relative_to(self.root).as_posix()
+            found.setdefault(skill.skill_id, library_path(doc_file, skill.layout))
+        return found
+
+    def path_of(self, skill_id: str) -> str:
+        """The path of the skill `skill_id` that no source installed; SourceError naming the fix when none is."""
+        path = self.paths.get(skill_id)
+        if path is None:
+            raise SourceError(
+                f"no source or skill named {skill_id!r} in {self.root}; give a source's name (`skillshelf sources`) "
+                "or a skill's id (`skillshelf list`)"
+            )
+        return path
 
 
 def library_path(doc_file: str, layout: str) -> str:
