@@ -52,6 +52,19 @@ def test_help_lists_every_command_without_cutting_a_sentence() -> None:
         assert re.search(rf"^\s+{name}\s+\S", commands, re.MULTILINE), name
 
 
+def test_every_command_a_message_names_exists() -> None:
+    """A refusal that says "`skillshelf list` shows the ids" sends the user to a command that is not there
+    (two did): every `skillshelf WORD` the source writes names one of the CLI's commands."""
+    source = Path(__file__).resolve().parents[1] / "src" / "skillshelf"
+    named = {
+        (word, module.relative_to(source).as_posix())
+        for module in source.rglob("*.py")
+        for word in re.findall(r"`skillshelf ([a-z][a-z-]*)", module.read_text(encoding="utf-8"))
+    }
+    assert len(named) > 20  # the messages that name a command are found at all
+    assert not {(word, where) for word, where in named if word not in cli.commands}
+
+
 def test_search_limit_and_usage_sort_are_documented() -> None:
     _, search_help = run("search", "--help")
     assert re.search(r"-n, --limit INTEGER RANGE\s+Most hits", search_help)

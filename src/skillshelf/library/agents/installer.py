@@ -123,7 +123,7 @@ def choose(reader: SkillReader, only: tuple[str, ...] = ()) -> tuple[list[Chosen
             continue
         chosen[manifest.name] = Chosen(skill, manifest)
     if only and not chosen and not refused:
-        raise InstallError(f"no skill matches {', '.join(only)}; `skillshelf list` shows the skills' ids")
+        raise InstallError(f"no skill matches {', '.join(only)}; `skillshelf doc` lists every skill's id")
     return list(chosen.values()), refused
 
 

@@ -145,7 +145,7 @@ class LocalSkills:
         if path is None:
             raise SourceError(
                 f"no source or skill named {skill_id!r} in {self.root}; give a source's name (`skillshelf sources`) "
-                "or a skill's id (`skillshelf list`)"
+                "or a skill's id (`skillshelf doc` lists them)"
             )
         return path
 
