@@ -19,6 +19,7 @@ from skillshelf.library.access.approved import CODE, ApprovalGate
 from skillshelf.library.access.reader import ViewReader
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.skill.digest import skill_digest
 from skillshelf.library.sources.approval import approve
 from skillshelf.library.sources.lock import LOCK_NAME, Lock, read_lock
 from skillshelf.server.app import build_server
@@ -138,6 +139,18 @@ def test_a_re_approved_edit_is_served_again_its_new_bytes(gated: ViewReader, roo
     approve_tool(root)
     assert "Rotate at noon!!!" in (gated.read_text(tool_row(gated), "references/guide.md") or "")
     assert "Stop!!" in (gated.documentation(tool_row(gated)) or "")
+
+
+def test_a_lock_edited_in_place_with_its_mtime_set_back_is_read_again(gated: ViewReader, root: Path) -> None:
+    """The lock's stamp held mtime, size and inode: an approval written into the lock in place (a digest is
+    always as long) with mtime set back left the gate on the lock it had read, the edit held back until a sync."""
+    guide = root / "docs" / "tool" / "references" / "guide.md"
+    edit_in_place(guide, "Rotate with care.", "Rotate at noon!!!")
+    with pytest.raises(SkillshelfError):
+        gated.read_text(tool_row(gated), "references/guide.md")
+    old_digest = read_lock(root / LOCK_NAME).approved[TOOL].approval.digest
+    edit_in_place(root / LOCK_NAME, old_digest, skill_digest(root, TOOL) or "", keep_times=True)
+    assert "Rotate at noon!!!" in (gated.read_text(tool_row(gated), "references/guide.md") or "")
 
 
 def test_a_touch_re_digests_the_skill_and_still_serves_it(gated: ViewReader, root: Path) -> None:

@@ -49,7 +49,7 @@ class RootState:
     sources: frozenset[str]  # the names of its sources: the lock's and those this machine installed
 
 
-_Stamp = tuple[int, int, int] | None
+_Stamp = tuple[int, int, int, int] | None  # a trust file's: ctime, mtime, size, inode
 # An entry's lstat as the check compares it: ctime (a user cannot set it back, unlike mtime), size, inode, mode.
 _EntryStamp = tuple[int, int, int, int] | None
 # ctime comes from a coarse clock (a scheduler tick, <= 10 ms on Linux): a write in the same tick as an entry's
@@ -297,4 +297,4 @@ def _stamp(path: str) -> _Stamp:
         info = os.stat(path)  # noqa: PTH116 (a str made once: no Path built per lookup)
     except OSError:
         return None
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
+    return (info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_ino)  # ctime: an edit that set mtime back
