@@ -28,6 +28,7 @@ from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access import manifest as manifests
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.indexing.filecache import Signature, signature_of
 from skillshelf.library.skill.folder import MAX_NAME_BYTES, TooManyFiles, kept, walk_folder
 from skillshelf.library.skill.frontmatter import parse_document
 from skillshelf.library.skill.paths import servable_target
@@ -132,6 +133,11 @@ class SkillFiles:
     # -- the rules ----------------------------------------------------------------------------
     def locate(self, skill: IndexedSkill, served: str) -> Path | None:
         """The file behind a served path after every rule (None: the generated SKILL.md of a three-file skill)."""
+        return self._located(skill, served)[0]
+
+    def _located(self, skill: IndexedSkill, served: str) -> tuple[Path | None, Signature | None]:
+        """`locate`, and the file's signature from the rule's stat of it (None with the generated SKILL.md): the
+        file cache takes it, so a repeat read stats the file once (issue 36)."""
         try:
             name = normalise(skill.id, served)
         except SkillFileError as exc:
@@ -145,16 +151,17 @@ class SkillFiles:
                 raise self.missing(skill, served)
             path = named[name]
             if path is None:
-                return None
+                return None, None
         else:
             if not name or not all(kept(part) for part in name.split("/")):
                 raise self.missing(skill, served)
             doc_name = Path(skill.details.doc_file).name
             folder = self.folder_of(skill)
             path = folder / (doc_name if name == SKILL_DOC else name)
-        if not self._servable(skill, path):
+        stamp = self._servable_stamp(skill, path)
+        if stamp is None:
             raise self.missing(skill, served)
-        return path
+        return path, stamp
 
     def missing(self, skill: IndexedSkill, served: str) -> SkillFileError:
         import difflib
@@ -167,16 +174,22 @@ class SkillFiles:
         )
 
     def _servable(self, skill: IndexedSkill, path: Path | None) -> bool:
-        if path is None:
-            return True
-        root = self.root_of(skill)
-        real = servable_target(path, root)
+        return path is None or self._servable_stamp(skill, path) is not None
+
+    def _servable_stamp(self, skill: IndexedSkill, path: Path) -> Signature | None:
+        """The file's signature when `path` meets the rules (a regular file, servable, not into a hidden skill)."""
+        real = servable_target(path, self.root_of(skill))
+        if real is None:
+            return None
         try:
-            if real is None or not stat.S_ISREG(real.stat().st_mode):
-                return False
+            found = real.stat()
         except OSError:
-            return False
-        return real == path or not self.crossing(skill, real)  # a link's target meets the view's rule
+            return None
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        if real != path and self.crossing(skill, real):  # a link's target meets the view's rule
+            return None
+        return signature_of(found)
 
     def _crossing(self, skill: IndexedSkill) -> Callable[[Path], bool]:
         return lambda real: not self.crossing(skill, real)
@@ -216,10 +229,10 @@ class SkillFiles:
         self, skill: IndexedSkill, served: str, kind: str, compute: Callable[[], T], size: Callable[[T], int]
     ) -> T:
         """`compute()`'s result for this file, reused while the file is unchanged (see FileCache)."""
-        path = self.locate(skill, served)
+        path, stamp = self._located(skill, served)
         if path is None:
             path = self.root_of(skill) / skill.details.doc_file  # the generated SKILL.md follows its document
-        return self.library.files.get(path, kind, compute, size)
+        return self.library.files.get(path, kind, compute, size, stamp)
 
     def digest(self, skill: IndexedSkill, served: str, limit: int) -> str:
         """`sha256:<hex>` of the served bytes, reused while the file is unchanged."""
@@ -245,11 +258,12 @@ class SkillFiles:
         """`parse` of the file's text as `read_text` reads it (None: binary or unreadable), reused while the
         file is unchanged. The file is located once: locating it again to read it (a realpath and a stat)
         was a tenth to a fifth of a first load (issue 36)."""
-        path = self.locate(skill, served)
+        path, stamp = self._located(skill, served)
         if path is None:  # the generated SKILL.md follows its document
             return self.cached(skill, served, kind, lambda: parse(self.read_text(skill, served, max_bytes)), size)
         limit = max_bytes or self.library.config.max_file_bytes
-        return self.library.files.get(path, kind, lambda: parse(read_text(path, Reporter(served), limit)), size)
+        load = lambda: parse(read_text(path, Reporter(served), limit))  # noqa: E731
+        return self.library.files.get(path, kind, load, size, stamp)
 
     def documentation(self, skill: IndexedSkill) -> str | None:
         """The document's body without frontmatter, parsed once per version of the file; None when unreadable."""

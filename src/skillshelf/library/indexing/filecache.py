@@ -9,6 +9,7 @@ LRU over entries and their size. Concurrent gets of the same key wait for one lo
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -27,6 +28,11 @@ def signature(path: Path) -> Signature | None:
         st = path.stat()
     except OSError:
         return None
+    return signature_of(st)
+
+
+def signature_of(st: os.stat_result) -> Signature:
+    """A file's signature from a stat of it the caller just made (the path rule's: `access.files`)."""
     return (st.st_ctime_ns, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
@@ -41,15 +47,25 @@ class FileCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, path: Path, kind: str, load: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
+    def get(
+        self,
+        path: Path,
+        kind: str,
+        load: Callable[[], T],
+        size: Callable[[T], int] | None = None,
+        stamp: Signature | None = None,
+    ) -> T:
         """`load()`'s result for this file, reused while the file's signature is unchanged.
 
         `kind` tells apart different things parsed from one file; `size` estimates an entry's bytes
-        (default: the file's size). A file that cannot be stat'ed is loaded and not cached.
+        (default: the file's size). A file that cannot be stat'ed is loaded and not cached. `stamp`: the
+        file's signature from a stat the caller made just now (the path rule's), so a hit stats it once, not
+        twice (issue 36); a wait for another thread's load stats it again.
         """
         key = (str(path), kind)
         while True:
-            sig = signature(path)
+            sig = stamp if stamp is not None else signature(path)
+            stamp = None  # after a wait on another load, the file is stat'ed again
             if sig is None:
                 return load()
             with self._lock:
