@@ -288,6 +288,38 @@ async def test_a_first_load_reads_the_implementation_where_it_found_it(
 SLUGIFY = "def slugify(title: str) -> str:\n    return title.lower().replace(' ', '-')\n"
 
 
+async def test_a_three_file_skill_is_named_once_while_its_files_stay(
+    sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A three-file skill's served names map to its files by the index's row alone: every lookup of a file built
+    # them again, pathlib parsing five paths (a tenth of a repeat load, issue 36, H85). A row naming other files
+    # (its code file gone) is named again.
+    three_file(sample_root, "python", "slugify", "# Slugify\n\nTurn a title into a URL slug.\n", code=SLUGIFY)
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    server = build_server(Settings(roots=[sample_root]), library, view="full")
+    named: list[str | None] = []
+    name = SkillFiles._three_file_names
+
+    def counted(root: Path, doc: str, code: str | None, meta: str | None) -> Any:
+        named.append(code)
+        return name(root, doc, code, meta)
+
+    monkeypatch.setattr(SkillFiles, "_three_file_names", staticmethod(counted))
+    arguments = {"skillId": "python/slugify", "includeCode": True}
+    try:
+        async with Client(server, raise_exceptions=True) as client:
+            for _ in range(3):
+                is_error, body = await call(client, "loadSkill", arguments)
+                assert not is_error and body["data"]["code"][0]["content"] == SLUGIFY
+            assert named == ["python/slugify.py"]
+            (sample_root / "python" / "slugify.py").unlink()
+            library.sync()
+            is_error, body = await call(client, "loadSkill", arguments)
+    finally:
+        library.close()
+    assert not is_error and not body["data"].get("code") and named == ["python/slugify.py", None]
+
+
 async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:
     is_error, body = await call(
         client, "loadSkill", {"skillId": "database/rls-policy", "maxTokens": 100, "includeCode": True}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
@@ -36,6 +36,7 @@ from skillshelf.library.skill.reading import NotRegularFile, Reporter, read_regu
 
 T = TypeVar("T")
 MAX_PATH_CHARS = 1000
+MAX_NAMED = 16_384  # three-file skills whose names are kept (about a kilobyte each)
 SKILL_DOC = manifests.SKILL_DOC
 # Does this resolved path land in a skill the reader may not show? (the skill being read, the path)
 Crossing = Callable[[IndexedSkill, Path], bool]
@@ -79,6 +80,9 @@ class SkillFiles:
     def __init__(self, library: SkillLibrary, crossing: Crossing = never) -> None:
         self.library = library
         self.crossing = crossing
+        # Each three-file skill's names, by what they are made of: building their paths was a tenth of a repeat
+        # load (pathlib's parsing, issue 36). Only strings are cached, never what is on disk.
+        self._names: dict[tuple[Path, str, str | None, str | None], Mapping[str, Path | None]] = {}
 
     # -- naming -------------------------------------------------------------------------------
     def root_of(self, skill: IndexedSkill) -> Path:
@@ -88,16 +92,27 @@ class SkillFiles:
         """The skill's folder (Agent Skills), or its category folder (three-file)."""
         return (self.root_of(skill) / skill.details.doc_file).parent
 
-    def three_file_names(self, skill: IndexedSkill) -> dict[str, Path | None]:
+    def three_file_names(self, skill: IndexedSkill) -> Mapping[str, Path | None]:
         """Served path -> file on disk for a three-file skill (None: SKILL.md, generated); aliases included."""
-        root = self.root_of(skill)
         details = skill.details
-        names: dict[str, Path | None] = {SKILL_DOC: None, Path(details.doc_file).name: root / details.doc_file}
-        if details.code_file:
-            code = root / details.code_file
+        key = (self.root_of(skill), details.doc_file, details.code_file, details.meta_file)
+        names = self._names.get(key)
+        if names is None:
+            if len(self._names) >= MAX_NAMED:
+                self._names.clear()  # bounded by the library's skills; a library past it names them again
+            names = self._names[key] = self._three_file_names(*key)
+        return names
+
+    @staticmethod
+    def _three_file_names(
+        root: Path, doc_file: str, code_file: str | None, meta_file: str | None
+    ) -> dict[str, Path | None]:
+        names: dict[str, Path | None] = {SKILL_DOC: None, Path(doc_file).name: root / doc_file}
+        if code_file:
+            code = root / code_file
             names[f"scripts/{code.name}"] = names[code.name] = code
-        if details.meta_file:
-            meta = root / details.meta_file
+        if meta_file:
+            meta = root / meta_file
             names[f"references/{meta.name}"] = names[meta.name] = meta
         return names
 
