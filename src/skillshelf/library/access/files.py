@@ -18,10 +18,11 @@ path that tries to leave the skill (`..`, absolute: ACCESS_DENIED) or is malform
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import stat
 from collections.abc import Callable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TypeVar
 
 from skillshelf.errors import ErrorCode, SkillshelfError
@@ -31,7 +32,7 @@ from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.indexing.filecache import Signature, signature_of
 from skillshelf.library.skill.folder import MAX_NAME_BYTES, TooManyFiles, kept, walk_folder
 from skillshelf.library.skill.frontmatter import parse_document
-from skillshelf.library.skill.paths import servable_target
+from skillshelf.library.skill.paths import servable_text
 from skillshelf.library.skill.reading import NotRegularFile, Reporter, read_regular_file, read_text
 
 T = TypeVar("T")
@@ -59,7 +60,7 @@ def normalise(skill_id: str, served: str) -> str:
     if "\x00" in served:
         raise SkillFileError(ErrorCode.VALIDATION_ERROR, "a file path cannot hold a NUL character")
     text = served.replace("\\", "/")
-    if text.startswith("/") or PurePosixPath(text).is_absolute() or (len(text) > 1 and text[1] == ":"):
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):  # a POSIX path is absolute by its first "/"
         raise SkillFileError(
             ErrorCode.ACCESS_DENIED, f"{served!r} is absolute; only the files of {skill_id!r} can be read"
         )
@@ -193,16 +194,16 @@ class SkillFiles:
 
     def _servable_stamp(self, skill: IndexedSkill, path: Path) -> Signature | None:
         """The file's signature when `path` meets the rules (a regular file, servable, not into a hidden skill)."""
-        real = servable_target(path, self.root_of(skill))
+        real = servable_text(path, self.root_of(skill))
         if real is None:
             return None
         try:
-            found = real.stat()
+            found = os.stat(real)  # noqa: PTH116 (the resolved text, unparsed: as servable_text says)
         except OSError:
             return None
         if not stat.S_ISREG(found.st_mode):
             return None
-        if real != path and self.crossing(skill, real):  # a link's target meets the view's rule
+        if real != str(path) and self.crossing(skill, Path(real)):  # a link's target meets the view's rule
             return None
         return signature_of(found)
 
@@ -292,7 +293,7 @@ class SkillFiles:
     ) -> T:
         """`derive` of the document's body without frontmatter (None: unreadable), kept per version of the file
         as `kind`: what a load serves is derived in the one lookup of the file (issue 36)."""
-        served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
+        served = SKILL_DOC if skill.layout != "three-file" else posixpath.basename(skill.details.doc_file)
 
         def parse(text: str | None) -> T:
             return derive(None if text is None else parse_document(text, Reporter(served)).body)
