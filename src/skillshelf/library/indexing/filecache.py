@@ -1,10 +1,11 @@
 """A bounded cache of what was parsed from files, keyed by each file's signature.
 
 A repeated loadSkill serves the parsed documentation (and code, and derived schema) without reading
-or parsing again. Every get stats the file first: a changed signature (ctime, mtime, size, inode) is a miss,
-so an edited file is never served stale, watcher or not (ctime too: an edit that sets mtime back and keeps
-the size is a miss). The library also clears it when its watcher reports a change. Memory is bounded by an
-LRU over entries and their size. Concurrent gets of the same key wait for one load instead of each doing it.
+or parsing again. Every get stats the file first (or takes the stat its caller just made: the path rule's): a
+changed signature (ctime, mtime, size, inode) is a miss, so an edited file is never served stale, watcher or
+not (ctime too: an edit that sets mtime back and keeps the size is a miss). The library also clears it when
+its watcher reports a change. Memory is bounded by an LRU over entries and their size. Concurrent gets of
+the same key wait for one load instead of each doing it.
 """
 
 from __future__ import annotations
