@@ -75,3 +75,22 @@ def test_the_kernels_answer_is_realpaths_for_every_kind_of_path(tree: Path) -> N
     assert paths.FD_LINKS is not None or sys.platform != "linux"
     assert [paths._resolved_text(p) for p in found] == [os.path.realpath(p, strict=True) for p in found]
     assert [paths._resolved_text(p) for p in missing] == [None] * len(missing)
+
+
+def test_the_served_text_is_the_served_target_for_every_kind_of_path(tree: Path) -> None:
+    # A load checks each file it serves with `servable_text`: the same rule as `servable_target` without making a
+    # Path of the answer (pathlib's parsing, a tenth of the check; issue 36, H85).
+    references = tree / "cat" / "skill" / "references"
+    kinds = [
+        references / "notes.md",
+        references / "to-notes",
+        references / "to-git",
+        references / "to-sibling",
+        references / "missing.md",
+        tree / ".git" / "config",
+        tree / "cat" / ".." / ".git" / "config",
+        tree.parent / "lib2" / "secret.md",
+    ]
+    expected = [str(found) if (found := servable_target(p, tree)) is not None else None for p in kinds]
+    assert [paths.servable_text(p, tree) for p in kinds] == expected
+    assert expected[:2] == [str(references / "notes.md")] * 2 and expected[2:] == [None] * 6

@@ -121,12 +121,12 @@ async def test_loads_run_in_a_worker_thread_and_a_repeat_answers_without_reading
     readers: list[int] = []
     cached_get = library.files.get
 
-    def observed_get(path: Path, kind: str, load: Callable[[], Any], size: Any = None) -> Any:
+    def observed_get(path: Path, kind: str, load: Callable[[], Any], size: Any = None, stamp: Any = None) -> Any:
         def observed_load() -> Any:
             readers.append(threading.get_ident())
             return load()
 
-        return cached_get(path, kind, observed_load, size)
+        return cached_get(path, kind, observed_load, size, stamp)
 
     monkeypatch.setattr(library.files, "get", observed_get)
     hops: list[str] = []

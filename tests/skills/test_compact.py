@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -229,13 +230,13 @@ async def test_a_first_load_reads_its_document_where_it_found_it(
     # Locating a file resolves its path (a realpath) and stats it: what a load serves is derived from the
     # document in its one lookup, not located again to parse it and again to read it (issue 36).
     located: list[str] = []
-    locate = SkillFiles.locate
+    locate = SkillFiles._located  # what `locate` and every read of a file call
 
     def counted(self: SkillFiles, skill: Any, served: str) -> Any:
         located.append(served)
         return locate(self, skill, served)
 
-    monkeypatch.setattr(SkillFiles, "locate", counted)
+    monkeypatch.setattr(SkillFiles, "_located", counted)
     is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
     assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
     assert located == ["SKILL.md"]
@@ -267,7 +268,7 @@ async def test_a_first_load_reads_the_implementation_where_it_found_it(
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     server = build_server(Settings(roots=[sample_root]), library, view="full")
     located: list[str] = []
-    locate = SkillFiles.locate
+    locate = SkillFiles._located  # what `locate` and every read of a file call
 
     def counted(self: SkillFiles, skill: Any, served: str) -> Any:
         located.append(served)
@@ -275,7 +276,7 @@ async def test_a_first_load_reads_the_implementation_where_it_found_it(
 
     try:
         async with Client(server, raise_exceptions=True) as client:
-            monkeypatch.setattr(SkillFiles, "locate", counted)
+            monkeypatch.setattr(SkillFiles, "_located", counted)
             is_error, body = await call(client, "loadSkill", {"skillId": "python/slugify", "includeCode": True})
     finally:
         library.close()
@@ -285,6 +286,38 @@ async def test_a_first_load_reads_the_implementation_where_it_found_it(
 
 
 SLUGIFY = "def slugify(title: str) -> str:\n    return title.lower().replace(' ', '-')\n"
+
+
+async def test_a_three_file_skill_is_named_once_while_its_files_stay(
+    sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A three-file skill's served names map to its files by the index's row alone: every lookup of a file built
+    # them again, pathlib parsing five paths (a tenth of a repeat load, issue 36, H85). A row naming other files
+    # (its code file gone) is named again.
+    three_file(sample_root, "python", "slugify", "# Slugify\n\nTurn a title into a URL slug.\n", code=SLUGIFY)
+    library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
+    server = build_server(Settings(roots=[sample_root]), library, view="full")
+    named: list[str | None] = []
+    name = SkillFiles._three_file_names
+
+    def counted(root: Path, doc: str, code: str | None, meta: str | None) -> Any:
+        named.append(code)
+        return name(root, doc, code, meta)
+
+    monkeypatch.setattr(SkillFiles, "_three_file_names", staticmethod(counted))
+    arguments = {"skillId": "python/slugify", "includeCode": True}
+    try:
+        async with Client(server, raise_exceptions=True) as client:
+            for _ in range(3):
+                is_error, body = await call(client, "loadSkill", arguments)
+                assert not is_error and body["data"]["code"][0]["content"] == SLUGIFY
+            assert named == ["python/slugify.py"]
+            (sample_root / "python" / "slugify.py").unlink()
+            library.sync()
+            is_error, body = await call(client, "loadSkill", arguments)
+    finally:
+        library.close()
+    assert not is_error and not body["data"].get("code") and named == ["python/slugify.py", None]
 
 
 async def test_too_small_a_budget_says_what_it_needs(client: Client) -> None:
@@ -361,3 +394,37 @@ async def test_bulk_search_limits(client: Client, arguments: dict[str, Any], mes
 async def test_bulk_load_limits(client: Client, arguments: dict[str, Any], message: str) -> None:
     is_error, body = await call(client, "loadSkill", arguments)
     assert is_error and body["error"]["code"] == "VALIDATION_ERROR" and message in body["error"]["message"]
+
+
+async def test_a_repeat_load_stats_its_document_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The path rule's stat of the document (a regular file?) is the file cache's signature too: a repeat load
+    # stat'ed it twice, once per rule (issue 36, H85). An edit is still seen: the one stat is made each load.
+    await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})  # the first load fills the file cache
+    statted: list[str] = []
+    real_stat = os.stat
+
+    def counted(path: Any, *args: Any, **options: Any) -> Any:
+        statted.append(os.fspath(path))
+        return real_stat(path, *args, **options)
+
+    monkeypatch.setattr(os, "stat", counted)
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    monkeypatch.undo()
+    assert not is_error and body["data"]["documentation"]
+    assert [Path(p).name for p in statted if p.endswith(".md")] == ["SKILL.md"]
+
+
+async def test_a_repeat_load_serves_a_document_swapped_under_it(
+    client: Client, sample_root: Path, tmp_path: Path
+) -> None:
+    # The one stat a repeat load makes is still the cache's check (no watcher here): a document replaced by
+    # another file of the same size and times is served new.
+    doc = sample_root / "ops" / "deploy-guide" / "SKILL.md"
+    await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    before = doc.stat()
+    swapped = tmp_path / "swapped.md"
+    swapped.write_bytes(doc.read_bytes().replace(b"# Deploy guide", b"# Deploy GUIDE"))
+    os.utime(swapped, ns=(before.st_atime_ns, before.st_mtime_ns))
+    swapped.replace(doc)
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and body["data"]["documentation"].startswith("# Deploy GUIDE")

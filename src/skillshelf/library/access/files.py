@@ -18,23 +18,26 @@ path that tries to leave the skill (`..`, absolute: ACCESS_DENIED) or is malform
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import stat
-from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TypeVar
 
 from skillshelf.errors import ErrorCode, SkillshelfError
 from skillshelf.library.access import manifest as manifests
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
+from skillshelf.library.indexing.filecache import Signature, signature_of
 from skillshelf.library.skill.folder import MAX_NAME_BYTES, TooManyFiles, kept, walk_folder
 from skillshelf.library.skill.frontmatter import parse_document
-from skillshelf.library.skill.paths import servable_target
+from skillshelf.library.skill.paths import servable_text
 from skillshelf.library.skill.reading import NotRegularFile, Reporter, read_regular_file, read_text
 
 T = TypeVar("T")
 MAX_PATH_CHARS = 1000
+MAX_NAMED = 16_384  # three-file skills whose names are kept (about a kilobyte each)
 SKILL_DOC = manifests.SKILL_DOC
 # Does this resolved path land in a skill the reader may not show? (the skill being read, the path)
 Crossing = Callable[[IndexedSkill, Path], bool]
@@ -57,7 +60,7 @@ def normalise(skill_id: str, served: str) -> str:
     if "\x00" in served:
         raise SkillFileError(ErrorCode.VALIDATION_ERROR, "a file path cannot hold a NUL character")
     text = served.replace("\\", "/")
-    if text.startswith("/") or PurePosixPath(text).is_absolute() or (len(text) > 1 and text[1] == ":"):
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):  # a POSIX path is absolute by its first "/"
         raise SkillFileError(
             ErrorCode.ACCESS_DENIED, f"{served!r} is absolute; only the files of {skill_id!r} can be read"
         )
@@ -78,6 +81,9 @@ class SkillFiles:
     def __init__(self, library: SkillLibrary, crossing: Crossing = never) -> None:
         self.library = library
         self.crossing = crossing
+        # Each three-file skill's names, by what they are made of: building their paths was a tenth of a repeat
+        # load (pathlib's parsing, issue 36). Only strings are cached, never what is on disk.
+        self._names: dict[tuple[Path, str, str | None, str | None], Mapping[str, Path | None]] = {}
 
     # -- naming -------------------------------------------------------------------------------
     def root_of(self, skill: IndexedSkill) -> Path:
@@ -87,16 +93,27 @@ class SkillFiles:
         """The skill's folder (Agent Skills), or its category folder (three-file)."""
         return (self.root_of(skill) / skill.details.doc_file).parent
 
-    def three_file_names(self, skill: IndexedSkill) -> dict[str, Path | None]:
+    def three_file_names(self, skill: IndexedSkill) -> Mapping[str, Path | None]:
         """Served path -> file on disk for a three-file skill (None: SKILL.md, generated); aliases included."""
-        root = self.root_of(skill)
         details = skill.details
-        names: dict[str, Path | None] = {SKILL_DOC: None, Path(details.doc_file).name: root / details.doc_file}
-        if details.code_file:
-            code = root / details.code_file
+        key = (self.root_of(skill), details.doc_file, details.code_file, details.meta_file)
+        names = self._names.get(key)
+        if names is None:
+            if len(self._names) >= MAX_NAMED:
+                self._names.clear()  # bounded by the library's skills; a library past it names them again
+            names = self._names[key] = self._three_file_names(*key)
+        return names
+
+    @staticmethod
+    def _three_file_names(
+        root: Path, doc_file: str, code_file: str | None, meta_file: str | None
+    ) -> dict[str, Path | None]:
+        names: dict[str, Path | None] = {SKILL_DOC: None, Path(doc_file).name: root / doc_file}
+        if code_file:
+            code = root / code_file
             names[f"scripts/{code.name}"] = names[code.name] = code
-        if details.meta_file:
-            meta = root / details.meta_file
+        if meta_file:
+            meta = root / meta_file
             names[f"references/{meta.name}"] = names[meta.name] = meta
         return names
 
@@ -132,6 +149,11 @@ class SkillFiles:
     # -- the rules ----------------------------------------------------------------------------
     def locate(self, skill: IndexedSkill, served: str) -> Path | None:
         """The file behind a served path after every rule (None: the generated SKILL.md of a three-file skill)."""
+        return self._located(skill, served)[0]
+
+    def _located(self, skill: IndexedSkill, served: str) -> tuple[Path | None, Signature | None]:
+        """`locate`, and the file's signature from the rule's stat of it (None with the generated SKILL.md): the
+        file cache takes it, so a repeat read stats the file once (issue 36)."""
         try:
             name = normalise(skill.id, served)
         except SkillFileError as exc:
@@ -145,16 +167,17 @@ class SkillFiles:
                 raise self.missing(skill, served)
             path = named[name]
             if path is None:
-                return None
+                return None, None
         else:
             if not name or not all(kept(part) for part in name.split("/")):
                 raise self.missing(skill, served)
             doc_name = Path(skill.details.doc_file).name
             folder = self.folder_of(skill)
             path = folder / (doc_name if name == SKILL_DOC else name)
-        if not self._servable(skill, path):
+        stamp = self._servable_stamp(skill, path)
+        if stamp is None:
             raise self.missing(skill, served)
-        return path
+        return path, stamp
 
     def missing(self, skill: IndexedSkill, served: str) -> SkillFileError:
         import difflib
@@ -167,16 +190,22 @@ class SkillFiles:
         )
 
     def _servable(self, skill: IndexedSkill, path: Path | None) -> bool:
-        if path is None:
-            return True
-        root = self.root_of(skill)
-        real = servable_target(path, root)
+        return path is None or self._servable_stamp(skill, path) is not None
+
+    def _servable_stamp(self, skill: IndexedSkill, path: Path) -> Signature | None:
+        """The file's signature when `path` meets the rules (a regular file, servable, not into a hidden skill)."""
+        real = servable_text(path, self.root_of(skill))
+        if real is None:
+            return None
         try:
-            if real is None or not stat.S_ISREG(real.stat().st_mode):
-                return False
+            found = os.stat(real)  # noqa: PTH116 (the resolved text, unparsed: as servable_text says)
         except OSError:
-            return False
-        return real == path or not self.crossing(skill, real)  # a link's target meets the view's rule
+            return None
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        if real != str(path) and self.crossing(skill, Path(real)):  # a link's target meets the view's rule
+            return None
+        return signature_of(found)
 
     def _crossing(self, skill: IndexedSkill) -> Callable[[Path], bool]:
         return lambda real: not self.crossing(skill, real)
@@ -216,10 +245,10 @@ class SkillFiles:
         self, skill: IndexedSkill, served: str, kind: str, compute: Callable[[], T], size: Callable[[T], int]
     ) -> T:
         """`compute()`'s result for this file, reused while the file is unchanged (see FileCache)."""
-        path = self.locate(skill, served)
+        path, stamp = self._located(skill, served)
         if path is None:
             path = self.root_of(skill) / skill.details.doc_file  # the generated SKILL.md follows its document
-        return self.library.files.get(path, kind, compute, size)
+        return self.library.files.get(path, kind, compute, size, stamp)
 
     def digest(self, skill: IndexedSkill, served: str, limit: int) -> str:
         """`sha256:<hex>` of the served bytes, reused while the file is unchanged."""
@@ -245,11 +274,12 @@ class SkillFiles:
         """`parse` of the file's text as `read_text` reads it (None: binary or unreadable), reused while the
         file is unchanged. The file is located once: locating it again to read it (a realpath and a stat)
         was a tenth to a fifth of a first load (issue 36)."""
-        path = self.locate(skill, served)
+        path, stamp = self._located(skill, served)
         if path is None:  # the generated SKILL.md follows its document
             return self.cached(skill, served, kind, lambda: parse(self.read_text(skill, served, max_bytes)), size)
         limit = max_bytes or self.library.config.max_file_bytes
-        return self.library.files.get(path, kind, lambda: parse(read_text(path, Reporter(served), limit)), size)
+        load = lambda: parse(read_text(path, Reporter(served), limit))  # noqa: E731
+        return self.library.files.get(path, kind, load, size, stamp)
 
     def documentation(self, skill: IndexedSkill) -> str | None:
         """The document's body without frontmatter, parsed once per version of the file; None when unreadable."""
@@ -263,7 +293,7 @@ class SkillFiles:
     ) -> T:
         """`derive` of the document's body without frontmatter (None: unreadable), kept per version of the file
         as `kind`: what a load serves is derived in the one lookup of the file (issue 36)."""
-        served = SKILL_DOC if skill.layout != "three-file" else Path(skill.details.doc_file).name
+        served = SKILL_DOC if skill.layout != "three-file" else posixpath.basename(skill.details.doc_file)
 
         def parse(text: str | None) -> T:
             return derive(None if text is None else parse_document(text, Reporter(served)).body)

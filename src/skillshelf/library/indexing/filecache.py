@@ -1,14 +1,16 @@
 """A bounded cache of what was parsed from files, keyed by each file's signature.
 
 A repeated loadSkill serves the parsed documentation (and code, and derived schema) without reading
-or parsing again. Every get stats the file first: a changed signature (ctime, mtime, size, inode) is a miss,
-so an edited file is never served stale, watcher or not (ctime too: an edit that sets mtime back and keeps
-the size is a miss). The library also clears it when its watcher reports a change. Memory is bounded by an
-LRU over entries and their size. Concurrent gets of the same key wait for one load instead of each doing it.
+or parsing again. Every get stats the file first (or takes the stat its caller just made: the path rule's): a
+changed signature (ctime, mtime, size, inode) is a miss, so an edited file is never served stale, watcher or
+not (ctime too: an edit that sets mtime back and keeps the size is a miss). The library also clears it when
+its watcher reports a change. Memory is bounded by an LRU over entries and their size. Concurrent gets of
+the same key wait for one load instead of each doing it.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -27,6 +29,11 @@ def signature(path: Path) -> Signature | None:
         st = path.stat()
     except OSError:
         return None
+    return signature_of(st)
+
+
+def signature_of(st: os.stat_result) -> Signature:
+    """A file's signature from a stat of it the caller just made (the path rule's: `access.files`)."""
     return (st.st_ctime_ns, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
@@ -41,15 +48,25 @@ class FileCache:
         self.hits = 0
         self.misses = 0
 
-    def get(self, path: Path, kind: str, load: Callable[[], T], size: Callable[[T], int] | None = None) -> T:
+    def get(
+        self,
+        path: Path,
+        kind: str,
+        load: Callable[[], T],
+        size: Callable[[T], int] | None = None,
+        stamp: Signature | None = None,
+    ) -> T:
         """`load()`'s result for this file, reused while the file's signature is unchanged.
 
         `kind` tells apart different things parsed from one file; `size` estimates an entry's bytes
-        (default: the file's size). A file that cannot be stat'ed is loaded and not cached.
+        (default: the file's size). A file that cannot be stat'ed is loaded and not cached. `stamp`: the
+        file's signature from a stat the caller made just now (the path rule's), so a hit stats it once, not
+        twice (issue 36); a wait for another thread's load stats it again.
         """
         key = (str(path), kind)
         while True:
-            sig = signature(path)
+            sig = stamp if stamp is not None else signature(path)
+            stamp = None  # after a wait on another load, the file is stat'ed again
             if sig is None:
                 return load()
             with self._lock:

@@ -87,8 +87,16 @@ def is_servable(path: Path, root: Path) -> bool:
 
 def servable_target(path: Path, root: Path) -> Path | None:
     """`path` resolved when it is servable (see `is_servable`), else None."""
-    found = servable_or_why(path, root)
-    return found if isinstance(found, Path) else None
+    found = servable_text(path, root)
+    return Path(found) if found is not None else None
+
+
+def servable_text(path: Path, root: Path) -> str | None:
+    """`servable_target` as text: a load checks every file it serves, and pathlib's parsing of the answer was a
+    tenth of the check (issue 36)."""
+    root_text = str(root)
+    found = _resolved_below(path, root_text)
+    return found[0] if found is not None and not _dot_named(path, root_text, found[1]) else None
 
 
 def servable_or_why(path: Path, root: Path) -> Path | Literal["outside", "dot-path"]:
@@ -99,12 +107,16 @@ def servable_or_why(path: Path, root: Path) -> Path | Literal["outside", "dot-pa
     found = _resolved_below(path, root_text)
     if found is None:
         return "outside"
-    resolved, inside = found
-    lexical = _below(str(path), root_text) or ""
-    parts = (*lexical.split(os.sep), *inside.split(os.sep))  # noqa: PTH206 (text, as above)
-    if any(part.startswith(".") for part in parts):
+    if _dot_named(path, root_text, found[1]):
         return "dot-path"
-    return Path(resolved)
+    return Path(found[0])
+
+
+def _dot_named(path: Path, root: str, inside: str) -> bool:
+    """Whether a dot-name is on the way to `path` under `root`, before its links (lexical) or after (`inside`)."""
+    lexical = _below(str(path), root) or ""
+    parts = (*lexical.split(os.sep), *inside.split(os.sep))  # noqa: PTH206 (text, as above)
+    return any(part.startswith(".") for part in parts)
 
 
 def relative_to_root(path: Path, root: Path) -> str:
