@@ -53,6 +53,16 @@ class Server:
     work_floor: bool
 
 
+def server_command(port: int, lib: Path, config: Path, work_floor: bool) -> list[str]:
+    """The one-worker HTTP server on `port` serving `lib`, as load_http starts it: skillshelf (watcher off),
+    or the work floor (the bare SDK doing skillshelf's search and load, bench/noop_server.py --work)."""
+    if work_floor:
+        floor = Path(__file__).with_name("noop_server.py")
+        return [sys.executable, str(floor), "--http", str(port), "--work", str(lib)]
+    serve = ["serve", "--http", "--port", str(port), "--workers", "1", "--no-watch", "--library", str(lib)]
+    return [sys.executable, "-m", "skillshelf", "--config", str(config), *serve]
+
+
 def start(label: str, src: Path | None, lib: Path, tokens: list[str], scratch: Path, work_floor: bool) -> Server:
     """One server under callgrind, counting off (`--instr-atstart=no`)."""
     folder = scratch / label.replace("/", "_")
@@ -66,12 +76,7 @@ def start(label: str, src: Path | None, lib: Path, tokens: list[str], scratch: P
         "SKILLSHELF_STATE_DIR": str(folder / "state"),
         "PYTHONPATH": os.pathsep.join(p for p in (str(src) if src else "", os.environ.get("PYTHONPATH", "")) if p),
     }
-    if work_floor:
-        command = [sys.executable, str(Path(__file__).with_name("noop_server.py")), "--http", str(port)]
-        command += ["--work", str(lib)]
-    else:
-        command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--http"]
-        command += ["--port", str(port), "--workers", "1", "--no-watch", "--library", str(lib)]
+    command = server_command(port, lib, config, work_floor)
     out = folder / "callgrind.out"
     valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}.%p"]
     with (folder / "server.log").open("wb") as log:

@@ -22,7 +22,6 @@ import contextlib
 import os
 import secrets
 import subprocess
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -124,12 +123,7 @@ def start(
         "PYTHONPATH": os.pathsep.join(p for p in path if p),
         "HTTP_THREADS_GC": str(folder / "gc.txt"),
     }
-    if work_floor:
-        command = [sys.executable, str(Path(__file__).with_name("noop_server.py")), "--http", str(port)]
-        command += ["--work", str(lib)]
-    else:
-        command = [sys.executable, "-m", "skillshelf", "--config", str(config), "serve", "--http"]
-        command += ["--port", str(port), "--workers", "1", "--no-watch", "--library", str(lib)]
+    command = http_instructions.server_command(port, lib, config, work_floor)
     with (folder / "server.log").open("wb") as log:
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
     if cpus:
