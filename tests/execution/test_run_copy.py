@@ -17,7 +17,7 @@ from skillshelf.execution import service
 from skillshelf.execution.runner import run_child
 from skillshelf.library.access import approved
 from skillshelf.library.access.approved import ApprovalGate
-from skillshelf.library.access.reader import ViewReader
+from skillshelf.library.access.reader import LibraryReader, ViewReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.skill.digest import copy_entries
 from skillshelf.library.sources.approval import approve
@@ -155,13 +155,16 @@ def neighbour(root: Path) -> str:
 async def test_approved_code_finds_nothing_beside_the_skills_own_files(
     tmp_path: Path, gated: Callable[..., ViewReader], plant: Callable[[Path], str]
 ) -> None:
-    """Each loaded bytes no approval covers before (unsandboxed: the sandbox showed the skill's own files only)."""
+    """Each loaded bytes no approval covers before (unsandboxed: the sandbox showed the skill's own files only). With
+    the gate off a run still executes from the library: nothing is approved, and what it loads is the user's."""
     if plant is node_modules_above and shutil.which("node") is None:
         pytest.skip("node is not installed")
     skill_id = plant(tmp_path / "library")
     reader = gated(skill_id)
     ran = await service.execute_skill(reader, settings(), skill_id, {})
+    ungated = await service.execute_skill(LibraryReader(reader.library), settings(), skill_id, {})
     assert str(ran.output).strip() == "missing"
+    assert "planted" in str(ungated.output)
 
 
 async def test_a_skill_over_the_copy_caps_is_refused_naming_them(

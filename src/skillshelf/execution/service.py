@@ -228,12 +228,12 @@ class _Run:
     argv: list[str]
     ran: RunDescription
     grant: Grant
-    copy_dir: Path  # where the skill's approved files were copied for this run (empty: it runs from the library)
+    copy_dirs: list[Path]  # where the skill's approved files were copied for this run (none: it runs from the library)
 
 
 def _remove_folders(run: _Run) -> None:
-    remove_work_dir(run.work_dir)
-    remove_work_dir(run.copy_dir)
+    for folder in (run.work_dir, *run.copy_dirs):
+        remove_work_dir(folder)
 
 
 def _set_up(
@@ -251,8 +251,13 @@ def _set_up(
     plan, encoded, grant = prepare(library, settings, skill_id, payload, script, args, cap)
     limits = limits_for(settings, timeout_s, grant)
     isolation = isolation_for(settings, plan.skill_id)
-    work_dir, copy_dir = make_work_dir(), make_work_dir(COPY_PREFIX)
+    work_dir, copy_dirs = make_work_dir(), list[Path]()
     cgroup = None
+
+    def copy_dir() -> Path:  # made only when the skill runs from a copy
+        copy_dirs.append(make_work_dir(COPY_PREFIX))
+        return copy_dirs[-1]
+
     try:
         # The last check before the child starts: under require_verified or require_signed the run executes from a
         # copy of the approved files, digested as it was made, so a file changed in the library since (even while
@@ -266,10 +271,10 @@ def _set_up(
     except BaseException:
         if cgroup is not None:
             cgroup.discard()
-        remove_work_dir(work_dir)
-        remove_work_dir(copy_dir)
+        for folder in (work_dir, *copy_dirs):
+            remove_work_dir(folder)
         raise
-    return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran, grant, copy_dir)
+    return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran, grant, copy_dirs)
 
 
 def _finish(library: SkillReader, run: _Run, outcome: RunOutcome, record_use: bool) -> ExecutionResult:

@@ -21,6 +21,7 @@ import functools
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,8 +118,9 @@ class ApprovalGate:
             self._checked[skill.id] = checked  # read only under the lock
         return checked
 
-    def copy_for_run(self, skill: IndexedSkill, into: Path) -> Finding | Path | None:
-        """Checked as `check` does, then `skill`'s approved files copied under `into` (at its library path, so its
+    def copy_for_run(self, skill: IndexedSkill, into: Callable[[], Path]) -> Finding | Path | None:
+        """Checked as `check` does, then `skill`'s approved files copied under the fresh folder `into()` makes (at its
+        library path, so its
         relative links keep their meaning and nothing above it is the library's) and the copy's digest compared with
         the approval: the copy's skill folder; the finding that holds it back (a file changed before or while it was
         copied, held back from then on); None when no approval binds its bytes (it runs from the library). Raises
@@ -135,7 +137,7 @@ class ApprovalGate:
         if approved is None:
             return None
         path = _skill_path(skill)
-        folder = into.joinpath(*path.split("/"))
+        folder = into().joinpath(*path.split("/"))
         folder = folder.parent if skill.layout == "three-file" else folder
         if copy_entries(skill_entries(root, path), folder, MAX_FILES, MAX_TOTAL_BYTES) != approved:
             return self._hold(root, skill, _changed(skill, setting))

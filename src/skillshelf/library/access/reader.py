@@ -83,7 +83,7 @@ class FileReader(Protocol):
         self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
     ) -> T: ...
     def manifest(self, skill: IndexedSkill) -> SkillManifest: ...
-    def run_copy(self, skill: IndexedSkill, into: Path) -> Path | None: ...
+    def run_copy(self, skill: IndexedSkill, into: Callable[[], Path]) -> Path | None: ...
     def provenance(self, skill: IndexedSkill) -> Provenance | None: ...
     def versions(self, skill: IndexedSkill) -> list[VersionLine]: ...
 
@@ -225,10 +225,10 @@ class Visibility:
             raise PatternNotFoundError(skill.id, [])
         return checked
 
-    def run_copy(self, skill: IndexedSkill, into: Path) -> Path | None:
-        """Under the gate, `skill`'s approved files copied under `into` for a run, checked as they are copied: the
-        copy's skill folder (PATTERN_NOT_FOUND when its files are not the approved bytes, as `shown` refuses); None
-        when it runs from the library (no gate, or no approval binds its bytes)."""
+    def run_copy(self, skill: IndexedSkill, into: Callable[[], Path]) -> Path | None:
+        """Under the gate, `skill`'s approved files copied for a run under the folder `into()` makes, checked as they
+        are copied: the copy's skill folder (PATTERN_NOT_FOUND when its files are not the approved bytes, as `shown`
+        refuses); None when it runs from the library (no gate, or no approval binds its bytes)."""
         self.shown(skill)
         if self._gate is None:
             return None
@@ -423,11 +423,11 @@ class ViewReader:
             ErrorCode.FILESYSTEM_ERROR, f"The files of {skill.id!r} changed while they were read; try again."
         )
 
-    def run_copy(self, skill: IndexedSkill, into: Path) -> Path | None:
+    def run_copy(self, skill: IndexedSkill, into: Callable[[], Path]) -> Path | None:
         """Where a run finds `skill`'s files, decided as it starts: under require_verified or require_signed, a copy
-        of its approved files made under `into` (a fresh folder of the run's) and digested as it was made
-        (`Visibility.run_copy`); else None, its folder in the library. PATTERN_NOT_FOUND when this reader does not
-        serve it at this moment."""
+        of its approved files made under `into()` (a fresh folder of the run's, made only then) and digested as it was
+        made (`Visibility.run_copy`); else None, its folder in the library. PATTERN_NOT_FOUND when this reader does
+        not serve it at this moment."""
         try:
             return self.visibility.run_copy(skill, into)
         except OSError as exc:
