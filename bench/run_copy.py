@@ -9,7 +9,11 @@ Two measures, in one process, the variants interleaved (ABBA):
   against this checkout's (`ApprovalGate.copy_for_run`: the same check, then every file read once, hashed and written
   into a fresh folder). Wall time per skill, the median of the rounds; the folder is removed outside the timing.
 - a run's start to its answer, `--runs` times each: a small script skill (five files) with the gate off (it runs
-  from the library, as before) and on (from its copy), unsandboxed and in bubblewrap when it works here.
+  from the library, as before), on as the parent ran it (the last check, then from the library: `ParentStep`) and on
+  (from its copy), unsandboxed and in bubblewrap when it works here.
+
+The temporary folders (the runs' working folders and copies) are where TMPDIR says: run it again with
+`TMPDIR=/dev/shm` to see what the file system's own cost is.
 
 Nothing here asserts on time: it only measures. Timings on a shared machine are noisy; compare within one run.
 """
@@ -80,6 +84,14 @@ def step_per_skill(
     return {name: [statistics.median(times) for times in per_skill] for name, per_skill in found.items()}
 
 
+class ParentStep(ViewReader):
+    """The parent's last step before a run under the gate: the check (`confirm_served`), and the library's files."""
+
+    def run_copy(self, skill: IndexedSkill, into: Callable[[], Path]) -> Path | None:
+        self.visibility.served(skill)
+        return None
+
+
 def tool_library(root: Path) -> None:
     skill = root / "run" / "tool"
     (skill / "scripts").mkdir(parents=True)
@@ -92,13 +104,18 @@ def tool_library(root: Path) -> None:
 
 
 def run_starts(scratch: Path, runs: int, bubblewrap: bool) -> dict[str, float]:
-    """The median wall time of a run, gate off and on, `runs` times each (ABBA)."""
+    """The median wall time of a run, gate off, on as the parent ran it and on, `runs` times each (ABCCBA)."""
     root = scratch / "tool-library"
     tool_library(root)
     library = opened(root, scratch / "tool-index")
-    readers = {"off": LibraryReader(library), "on": ViewReader(library, (), approved_gate(root, library))}
+    gate = approved_gate(root, library)
+    readers = {
+        "off": LibraryReader(library),
+        "parent": ParentStep(library, (), gate),
+        "on": ViewReader(library, (), gate),
+    }
     settings = ExecutionSettings(enabled=True, timeout_s=20, bubblewrap=bubblewrap)
-    times: dict[str, list[float]] = {"off": [], "on": []}
+    times: dict[str, list[float]] = {name: [] for name in readers}
 
     async def one(name: str) -> None:
         started = time.perf_counter()
@@ -106,12 +123,11 @@ def run_starts(scratch: Path, runs: int, bubblewrap: bool) -> dict[str, float]:
         times[name].append(time.perf_counter() - started)
 
     async def every() -> None:
-        for name in ("off", "on"):  # warm-up
+        for name, values in times.items():  # warm-up
             await one(name)
-        times["off"].clear()
-        times["on"].clear()
+            values.clear()
         for _ in range(runs // 2):
-            for name in ("off", "on", "on", "off"):
+            for name in ("off", "parent", "on", "on", "parent", "off"):
                 await one(name)
 
     try:
@@ -143,12 +159,15 @@ def main() -> None:
             p90 = ordered[int(len(ordered) * 0.9)]
             print(f"| {label} | {statistics.median(ordered) * 1e3:.3f} | {p90 * 1e3:.3f} | {ordered[-1] * 1e3:.3f} |")
         print("\na run's start to its answer (ms, median):")
-        print("| isolation | gate off (in place) | gate on (copy) | on / off |\n|---|---|---|---|")
+        print(
+            "| isolation | gate off | gate on, parent | gate on, this (copy) | this / parent |\n|---|---|---|---|---|"
+        )
         kinds = [False] + ([True] if sandbox.isolation(True).sandboxed else [])
         for bubblewrap in kinds:
             got = run_starts(scratch / ("bwrap" if bubblewrap else "plain"), args.runs, bubblewrap)
             label = "bubblewrap" if bubblewrap else "rlimits-only"
-            print(f"| {label} | {got['off'] * 1e3:.1f} | {got['on'] * 1e3:.1f} | {got['on'] / got['off']:.2f} |")
+            figures = " | ".join(f"{got[name] * 1e3:.1f}" for name in ("off", "parent", "on"))
+            print(f"| {label} | {figures} | {got['on'] / got['parent']:.2f} |")
     sys.stdout.flush()
 
 
