@@ -177,3 +177,17 @@ async def test_a_skill_over_the_copy_caps_is_refused_naming_them(
         await service.execute_skill(reader, settings(), "run/tool", {}, script=MAIN)
     assert refused.value.code == ErrorCode.NOT_EXECUTABLE
     assert "more than 3 files" in refused.value.message and "skillshelf approve run/tool" in refused.value.message
+
+
+async def test_an_absolute_link_inside_the_skill_is_refused_naming_it(
+    tmp_path: Path, gated: Callable[..., ViewReader]
+) -> None:
+    """It resolves inside the skill, so the gate serves it; in the copy it would lead back to the library."""
+    skill = tool_skill(tmp_path / "library")
+    (skill / "scripts" / "value.txt").unlink()
+    (skill / "scripts" / "value.txt").symlink_to(skill / "data" / "value.txt")
+    reader = gated("run/tool")
+    with pytest.raises(SkillshelfError) as refused:
+        await service.execute_skill(reader, settings(), "run/tool", {}, script=MAIN)
+    assert refused.value.code == ErrorCode.NOT_EXECUTABLE
+    assert "scripts/value.txt is a link to an absolute path" in refused.value.message
