@@ -120,11 +120,11 @@ class ApprovalGate:
 
     def copy_for_run(self, skill: IndexedSkill, into: Callable[[], Path]) -> Finding | Path | None:
         """Checked as `check` does, then `skill`'s approved files copied under the fresh folder `into()` makes (at its
-        library path, so its
-        relative links keep their meaning and nothing above it is the library's) and the copy's digest compared with
-        the approval: the copy's skill folder; the finding that holds it back (a file changed before or while it was
-        copied, held back from then on); None when no approval binds its bytes (it runs from the library). Raises
-        CopyRefused over the caps a source's skill has (MAX_FILES, MAX_TOTAL_BYTES) or for an absolute link."""
+        library path, so its relative links keep their meaning and nothing above it is the library's) and the copy's
+        digest compared with the approval: the copy's skill folder; the finding that holds it back (a file changed
+        before or while it was copied, held back from then on); None when no approval binds its bytes (it runs from
+        the library, `into` never called). Raises CopyRefused over the caps a source's skill has (MAX_FILES,
+        MAX_TOTAL_BYTES) or for an absolute link."""
         checked = self.check(skill)
         if isinstance(checked, Finding):
             return checked
