@@ -46,7 +46,8 @@ OTHER_FILES = {
     "library/access/publish.py": "zips a skill's bytes (read through SkillReader) in memory; export writes them out",
     "library/sources/approval.py": "the digests of approved files it keeps in .skillshelf/approved-files/",
     "library/sources/archive.py": "a source's .zip/.skill archive and the tar git writes, checked before reading",
-    "library/skill/digest.py": "skills' bytes, hashed for the lock and /health (never parsed)",
+    "library/skill/digest.py": "skills' bytes, hashed for the lock and /health, and copied (hashed as copied) for a "
+    "run under the approval gate (never parsed)",
     "library/sources/fetch.py": "a source's own files (a folder, an archive, a SKILL.md) before they are installed",
     "library/sources/install.py": "copies a staged source's folders into the library (bytes copied, never parsed)",
     "library/sources/layout.py": "writes a source's files into its staging folder",

@@ -81,7 +81,7 @@ READS: dict[str, Callable[[ViewReader, IndexedSkill], object]] = {
     "from_documentation": lambda r, s: r.from_documentation(s, "body", lambda body: body, lambda b: len(b or "")),
     "parsed_text": lambda r, s: r.parsed_text(s, "scripts/run.py", "code", lambda text: text, lambda t: len(t or "")),
     "cached": lambda r, s: r.cached(s, "SKILL.md", "x", lambda: "parsed", len),
-    "confirm_served": lambda r, s: r.confirm_served(s),
+    "run_copy": lambda r, s: r.run_copy(s, lambda: r.roots()[0].parent / "run-copy"),
 }
 
 

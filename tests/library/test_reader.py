@@ -114,7 +114,7 @@ CHECKS: dict[str, Callable[[ViewReader, IndexedSkill], None]] = {
     "documentation": lambda r, s: absent(lambda: r.documentation(s)),
     "from_documentation": lambda r, s: absent(lambda: r.from_documentation(s, "x", lambda _body: "leaked", len)),
     "manifest": lambda r, s: absent(lambda: r.manifest(s)),
-    "confirm_served": lambda r, s: absent(lambda: r.confirm_served(s)),
+    "run_copy": lambda r, s: absent(lambda: r.run_copy(s, lambda: r.roots()[0].parent / "run-copy")),
     "provenance": lambda r, s: absent(lambda: r.provenance(s)),
     "versions": lambda r, s: absent(lambda: r.versions(s)),
 }
@@ -160,6 +160,7 @@ WALK_ARGUMENTS: dict[str, Callable[[IndexedSkill], Any]] = {
     "parse": lambda _s: lambda _text: "parsed",
     "derive": lambda _s: lambda _body: "derived",
     "size": lambda _s: len,
+    "into": lambda _s: lambda: Path("/proc/no-copy-here"),  # a run's copy: a hidden skill's is never made
     "project": lambda _s: "app",
     "note": lambda _s: None,
     "source": lambda _s: "tool",

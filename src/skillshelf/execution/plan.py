@@ -52,6 +52,13 @@ class RunPlan:
     files: tuple[Path, ...] = ()  # what the skill owns: all a sandboxed run sees of the library
     args: tuple[str, ...] = ()  # command-line arguments for a script
     policy: SkillPolicy = field(default_factory=SkillPolicy)  # frontmatter `policy:`: what a run needs
+    served: str = ""  # `target` relative to `skill_dir`, as the skill serves it: where it is in a copy
+
+    def in_copy(self, folder: Path) -> RunPlan:
+        """This plan run from a copy of the skill's files whose skill folder is `folder`: the one place that says
+        where the skill lives, so every path the child gets (its config, SKILLSHELF_SKILL_DIR, the sandbox's binds,
+        the import path) is the copy's. The copy holds the skill's own files only (a three-file skill's three)."""
+        return replace(self, skill_dir=folder, target=folder.joinpath(*self.served.split("/")), files=(folder,))
 
     def child_config(
         self, limits: dict[str, int | None], cgroup_procs: list[str] | None, node_heap_mb: int | None = None
@@ -169,6 +176,7 @@ def _three_file_plan(skill: IndexedSkill, reader: FileReader, declared: dict[str
             input_schema=declared or derived,
             schema_source="declared" if declared else ("derived" if derived else None),
             files=files,
+            served=code_name,
         )
     _require_node(skill.id, typescript=target.suffix == ".ts")
     return RunPlan(
@@ -182,6 +190,7 @@ def _three_file_plan(skill: IndexedSkill, reader: FileReader, declared: dict[str
         input_schema=declared,
         schema_source="declared" if declared else None,
         files=files,
+        served=code_name,
     )
 
 
@@ -207,6 +216,7 @@ def _script_plan(
         input_schema=declared,
         schema_source="declared" if declared else None,
         files=(skill_dir,),
+        served=chosen,
     )
 
 

@@ -282,8 +282,13 @@ async def _terminate(process: Process, cgroup: RunCgroup | None) -> None:
             await stream.aclose()
 
 
-def make_work_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="skillshelf-run-"))
+WORK_PREFIX = "skillshelf-run-"  # the working directory's (HOME, TMPDIR, cwd)
+COPY_PREFIX = "skillshelf-skill-"  # where a run's copy of an approved skill's files is made (plan.RunPlan.in_copy)
+
+
+def make_work_dir(prefix: str = WORK_PREFIX) -> Path:
+    """A fresh folder only this user can enter (mkdtemp: 0o700)."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
 
 
 def remove_work_dir(path: Path) -> None:

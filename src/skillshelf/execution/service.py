@@ -25,6 +25,7 @@ from skillshelf.execution.models import DryRunResult, ExecutionResult, RunDescri
 from skillshelf.execution.plan import RunPlan, plan_for
 from skillshelf.execution.policy import Grant, grant_for
 from skillshelf.execution.runner import (
+    COPY_PREFIX,
     WORK_DIR_MAX_ENTRIES,
     ProgressCallback,
     RunOutcome,
@@ -207,7 +208,7 @@ async def execute_skill(
         with anyio.CancelScope(shield=True):
             if run.cgroup is not None:
                 await run.cgroup.remove()
-            await off_loop(partial(remove_work_dir, run.work_dir))
+            await off_loop(partial(_remove_folders, run))
     return await off_loop(partial(_finish, library, run, outcome, record_use))
 
 
@@ -227,6 +228,12 @@ class _Run:
     argv: list[str]
     ran: RunDescription
     grant: Grant
+    copy_dirs: list[Path]  # where the skill's approved files were copied for this run (none: it runs from the library)
+
+
+def _remove_folders(run: _Run) -> None:
+    for folder in (run.work_dir, *run.copy_dirs):
+        remove_work_dir(folder)
 
 
 def _set_up(
@@ -244,21 +251,30 @@ def _set_up(
     plan, encoded, grant = prepare(library, settings, skill_id, payload, script, args, cap)
     limits = limits_for(settings, timeout_s, grant)
     isolation = isolation_for(settings, plan.skill_id)
-    work_dir = make_work_dir()
+    work_dir, copy_dirs = make_work_dir(), list[Path]()
     cgroup = None
+
+    def copy_dir() -> Path:  # made only when the skill runs from a copy
+        copy_dirs.append(make_work_dir(COPY_PREFIX))
+        return copy_dirs[-1]
+
     try:
+        # The last check before the child starts: under require_verified or require_signed the run executes from a
+        # copy of the approved files, digested as it was made, so a file changed in the library since (even while
+        # the child starts) never runs, nor anything beside the skill's own files.
+        copied = library.run_copy(library.find(plan.skill_id), copy_dir)
+        plan = plan if copied is None else plan.in_copy(copied)
         cgroup = RunCgroup.create(limits.max_processes, limits.run_memory_bytes)
         got = CgroupSupport(pids=bool(cgroup and cgroup.limits_pids), memory=bool(cgroup and cgroup.limits_memory))
         ran = describe(plan, limits, got, isolation, grant)
         argv = _argv(plan, limits, grant, isolation, work_dir, cgroup)
-        # the last check before the child starts: under require_verified, code changed since approval never runs
-        library.confirm_served(library.find(plan.skill_id))
     except BaseException:
         if cgroup is not None:
             cgroup.discard()
-        remove_work_dir(work_dir)
+        for folder in (work_dir, *copy_dirs):
+            remove_work_dir(folder)
         raise
-    return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran, grant)
+    return _Run(plan, encoded.encode(), limits, work_dir, cgroup, argv, ran, grant, copy_dirs)
 
 
 def _finish(library: SkillReader, run: _Run, outcome: RunOutcome, record_use: bool) -> ExecutionResult:

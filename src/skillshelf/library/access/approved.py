@@ -12,6 +12,7 @@ A hidden skill is hidden as a view hides one (the reader's `Visibility` asks `hi
 why and what a curator runs to serve it again. Worked out once per index sync and lock change, and held at the
 moment of serving too (`check`): each serve of a skill's files compares the lstat stamps of its entries and folders
 with those taken when its digest last matched, and re-digests that one skill when any differs (docs/security.md).
+A run goes one step further (`copy_for_run`): it runs from a copy of the approved files, digested as it is made.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ import functools
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
-from skillshelf.library.skill.digest import TreeEntry, digest_entries, skill_entries
+from skillshelf.library.skill.digest import TreeEntry, copy_entries, digest_entries, skill_entries
 from skillshelf.library.skill.discovery import printable
-from skillshelf.library.skill.folder import kept
+from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, kept
 from skillshelf.library.skill.ignored import IGNORED_NAMES
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.skill.paths import display_path
@@ -110,14 +112,45 @@ class ApprovalGate:
             return checked
         root = self.library.root_of(skill)
         why, checked = self._judge(root, skill, roots[skill.details.root_index], wait=True)
+        if why is not None:
+            return self._hold(root, skill, why)
         with self._lock:
-            if why is None:
-                self._checked[skill.id] = checked  # read only under the lock
-            elif self._cached is not None:  # a new dict: callers iterate the one `hidden` gave them
-                finding = _finding(root, skill, why)
+            self._checked[skill.id] = checked  # read only under the lock
+        return checked
+
+    def copy_for_run(self, skill: IndexedSkill, into: Callable[[], Path]) -> Finding | Path | None:
+        """Checked as `check` does, then `skill`'s approved files copied under the fresh folder `into()` makes (at its
+        library path, so its relative links keep their meaning and nothing above it is the library's) and the copy's
+        digest compared with the approval: the copy's skill folder; the finding that holds it back (a file changed
+        before or while it was copied, held back from then on); None when no approval binds its bytes (it runs from
+        the library, `into` never called). Raises CopyRefused over the caps a source's skill has (MAX_FILES,
+        MAX_TOTAL_BYTES) or for an absolute link."""
+        checked = self.check(skill)
+        if isinstance(checked, Finding):
+            return checked
+        with self._lock:
+            roots = self._roots
+        root = self.library.root_of(skill)
+        why, approved, setting = self._bound(skill, roots[skill.details.root_index])
+        if why is not None:
+            return self._hold(root, skill, why)
+        if approved is None:
+            return None
+        path = _skill_path(skill)
+        folder = into().joinpath(*path.split("/"))
+        folder = folder.parent if skill.layout == "three-file" else folder
+        if copy_entries(skill_entries(root, path), folder, MAX_FILES, MAX_TOTAL_BYTES) != approved:
+            return self._hold(root, skill, _changed(skill, setting))
+        return folder
+
+    def _hold(self, root: Path, skill: IndexedSkill, why: str) -> Finding:
+        """Hold `skill` back from now until the next sync or lock change, with the finding that says why."""
+        finding = _finding(root, skill, why)
+        with self._lock:
+            self._checked.pop(skill.id, None)
+            if self._cached is not None:  # a new dict: callers iterate the one `hidden` gave them
                 self._cached = (self._cached[0], {**self._cached[1], skill.id: finding})
-                return finding
-        return checked if why is None else _finding(root, skill, why)
+        return finding
 
     def _work_out(self) -> tuple[list[RootState], dict[str, Finding], dict[str, Checked]]:
         roots = [self._root_state(root) for root in self.library.roots]
@@ -160,23 +193,29 @@ class ApprovalGate:
                 return RootState(lock, exc.message, sources)
         return RootState(lock, None, sources)
 
-    def _why(self, root: Path, skill: IndexedSkill, state: RootState, started: int) -> tuple[str | None, Checked]:
-        """Why `skill` is not served (None: it is), with the stamps its files were checked at (`started`: the time
-        before they were taken)."""
+    def _bound(self, skill: IndexedSkill, state: RootState) -> tuple[str | None, str | None, str]:
+        """Why `skill` is not served whatever its bytes (None: it may be), the approved digest its bytes must match
+        (None: none, served whatever its bytes), and the setting that asks."""
         lock, problem = state.lock, state.problem
         # in a source's folder (its id's first part names one) it is the source's, listed in the lock or not
         from_source = lock.owner_of(skill.id) is not None or skill.id.split("/", 1)[0] in state.sources
         setting = "require_signed" if self.signed and (from_source or not self.verified) else "require_verified"
         if problem is not None and (from_source or self.verified):
-            return f"not served ({setting}): {problem}", NOT_BOUND
+            return f"not served ({setting}): {problem}", None, setting
         if not from_source and not self.verified:
-            return None, NOT_BOUND
+            return None, None, setting
         approved = approval_of(lock, skill.id)
         if approved is None:
-            return (
-                f"not served ({setting}): {LOCK_NAME} has no approval of {skill.id}; review it, then "
-                f"`skillshelf approve {skill.id}`"
-            ), NOT_BOUND
+            why = f"not served ({setting}): {LOCK_NAME} has no approval of {skill.id}; review it, then "
+            return why + f"`skillshelf approve {skill.id}`", None, setting
+        return None, approved, setting
+
+    def _why(self, root: Path, skill: IndexedSkill, state: RootState, started: int) -> tuple[str | None, Checked]:
+        """Why `skill` is not served (None: it is), with the stamps its files were checked at (`started`: the time
+        before they were taken)."""
+        why, approved, setting = self._bound(skill, state)
+        if why is not None or approved is None:
+            return why, NOT_BOUND
         folders: list[tuple[Path, os.stat_result]] = []
         entries = skill_entries(root, _skill_path(skill), folders)  # stamped before their bytes are read
         checked = _checked(entries, folders, started)
@@ -186,10 +225,7 @@ class ApprovalGate:
 def _differs(root: Path, skill: IndexedSkill, entries: list[TreeEntry], approved: str, setting: str) -> str | None:
     """Why the skill's files are not the bytes approved (or show bytes no approval covers); None: they are."""
     if not entries or digest_entries(entries) != approved:
-        return (
-            f"not served ({setting}): its files differ from the bytes approved in {LOCK_NAME}; "
-            f"`skillshelf verify` names them. Review them, then `skillshelf approve {skill.id}`"
-        )
+        return _changed(skill, setting)
     outward = _link_out(root, skill, entries)
     if outward is not None:
         return (
@@ -205,6 +241,13 @@ def _differs(root: Path, skill: IndexedSkill, entries: list[TreeEntry], approved
             f"put what the code needs among the skill's own files, then `skillshelf approve {skill.id}`"
         )
     return None
+
+
+def _changed(skill: IndexedSkill, setting: str) -> str:
+    return (
+        f"not served ({setting}): its files differ from the bytes approved in {LOCK_NAME}; "
+        f"`skillshelf verify` names them. Review them, then `skillshelf approve {skill.id}`"
+    )
 
 
 def _checked(entries: list[TreeEntry], folders: list[tuple[Path, os.stat_result]], started: int) -> Checked:

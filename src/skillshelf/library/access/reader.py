@@ -28,7 +28,8 @@ from skillshelf.library.access.manifest import NotPublishableError, SkillManifes
 from skillshelf.library.access.rules import Rule, SkillFacts, decide_skill, needs_details
 from skillshelf.library.index.library import SkillLibrary, is_verified
 from skillshelf.library.index.store import CategoryStats, IndexedSkill, SearchFilters
-from skillshelf.library.skill.folder import TooManyFiles
+from skillshelf.library.skill.digest import CopyRefused
+from skillshelf.library.skill.folder import MAX_FILES, MAX_TOTAL_BYTES, TooManyFiles
 from skillshelf.library.skill.models import Finding
 from skillshelf.library.sources.history import VersionLine, version_lines
 from skillshelf.library.sources.provenance import Provenance, provenance_of
@@ -82,7 +83,7 @@ class FileReader(Protocol):
         self, skill: IndexedSkill, kind: str, derive: Callable[[str | None], T], size: Callable[[T], int]
     ) -> T: ...
     def manifest(self, skill: IndexedSkill) -> SkillManifest: ...
-    def confirm_served(self, skill: IndexedSkill) -> IndexedSkill: ...
+    def run_copy(self, skill: IndexedSkill, into: Callable[[], Path]) -> Path | None: ...
     def provenance(self, skill: IndexedSkill) -> Provenance | None: ...
     def versions(self, skill: IndexedSkill) -> list[VersionLine]: ...
 
@@ -223,6 +224,26 @@ class Visibility:
         if not isinstance(checked, Checked) or not self.kept_by_rules(skill.id):
             raise PatternNotFoundError(skill.id, [])
         return checked
+
+    def run_copy(self, skill: IndexedSkill, into: Callable[[], Path]) -> Path | None:
+        """Under the gate, `skill`'s approved files copied for a run under the folder `into()` makes, checked as they
+        are copied: the copy's skill folder (PATTERN_NOT_FOUND when its files are not the approved bytes, as `shown`
+        refuses); None when it runs from the library (no gate, or no approval binds its bytes)."""
+        self.shown(skill)
+        if self._gate is None:
+            return None
+        try:
+            copied = self._gate.copy_for_run(skill, into)
+        except CopyRefused as exc:
+            raise SkillshelfError(
+                ErrorCode.NOT_EXECUTABLE,
+                f"{skill.id!r} cannot run: a run under require_verified or require_signed executes from a copy of its "
+                f"approved files, and {exc}. Keep it within {MAX_FILES} files and {MAX_TOTAL_BYTES // 2**20} MiB with "
+                f"relative links, then `skillshelf approve {skill.id}`",
+            ) from None
+        if isinstance(copied, Finding):
+            raise PatternNotFoundError(skill.id, [])
+        return copied
 
     def held_back(self, skill_id: str) -> Finding | None:
         """Why the gate holds `skill_id` back (None: it does not; the rules are not asked)."""
@@ -402,11 +423,17 @@ class ViewReader:
             ErrorCode.FILESYSTEM_ERROR, f"The files of {skill.id!r} changed while they were read; try again."
         )
 
-    def confirm_served(self, skill: IndexedSkill) -> IndexedSkill:
-        """`skill` while this reader serves its files at this moment (under require_verified or require_signed:
-        still the approved bytes, checked now; a run asks just before it starts); else PATTERN_NOT_FOUND."""
-        self.visibility.served(skill)
-        return skill
+    def run_copy(self, skill: IndexedSkill, into: Callable[[], Path]) -> Path | None:
+        """Where a run finds `skill`'s files, decided as it starts: under require_verified or require_signed, a copy
+        of its approved files made under `into()` (a fresh folder of the run's, made only then) and digested as it was
+        made (`Visibility.run_copy`); else None, its folder in the library. PATTERN_NOT_FOUND when this reader does
+        not serve it at this moment."""
+        try:
+            return self.visibility.run_copy(skill, into)
+        except OSError as exc:
+            raise SkillshelfError(
+                ErrorCode.FILESYSTEM_ERROR, f"{skill.id!r}: its files could not be copied for the run ({exc.strerror})"
+            ) from None
 
     def read_text(self, skill: IndexedSkill, path: str, max_bytes: int | None = None) -> str | None:
         return self._served(skill, lambda shown: self._files.read_text(shown, path, max_bytes))

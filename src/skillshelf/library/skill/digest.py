@@ -6,6 +6,9 @@ its own file names), each as its kind, its path, its length and its bytes; a sym
 text, never followed. Only what the library can serve counts: dot-names and build folders
 (`node_modules`, `__pycache__`, ...) are left out, as discovery leaves them out. The executable bit is
 part of the kind: a script made executable is a change an update's review must show.
+
+`copy_entries` copies a skill's files for a run, hashing each as it is copied: the digest it returns is
+the copy's own, so a file swapped while the copy was made shows as a difference, never as approved.
 """
 
 from __future__ import annotations
@@ -81,10 +84,73 @@ def walk_tree(folder: Path, folders: list[tuple[Path, os.stat_result]] | None = 
 def digest_entries(entries: list[TreeEntry]) -> str:
     digest = hashlib.sha256()
     for entry in sorted(entries, key=lambda e: e.path):
-        data = entry.content()
-        digest.update(_KIND_MARK[entry.kind] + b"\0" + entry.path.encode("utf-8") + b"\0")
-        digest.update(str(len(data)).encode("ascii") + b"\0" + data)
+        _add(digest, entry.kind, entry.path, entry.content())
     return PREFIX + digest.hexdigest()
+
+
+def _add(digest: hashlib._Hash, kind: EntryKind, path: str, data: bytes) -> None:
+    digest.update(_KIND_MARK[kind] + b"\0" + path.encode("utf-8") + b"\0")
+    digest.update(str(len(data)).encode("ascii") + b"\0" + data)
+
+
+class CopyRefused(ValueError):
+    """The skill's files cannot be copied for a run: over the caps, or a link the copy cannot keep."""
+
+
+def copy_entries(entries: list[TreeEntry], into: Path, max_files: int, max_bytes: int) -> str:
+    """Copy `entries` (a skill's, as `skill_entries` lists them) under `into`, and the digest of what was copied:
+    each file read once (never through a link swapped in: O_NOFOLLOW), its bytes hashed as they are written, its
+    executable bit as the open file has it; a link as its text. More than `max_files` files or `max_bytes` in all
+    is refused (CopyRefused) before more is read, and so is an absolute link (it would lead out of the copy)."""
+    if len(entries) > max_files:
+        raise CopyRefused(f"it has more than {max_files} files")
+    digest = hashlib.sha256()
+    budget = max_bytes
+    for entry in sorted(entries, key=lambda e: e.path):
+        target = into.joinpath(*entry.path.split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        kind, data = _copy_one(entry, target, budget)
+        if len(data) > budget:
+            raise CopyRefused(f"its files hold more than {max_bytes // (1024 * 1024)} MiB")
+        budget -= len(data)
+        _add(digest, kind, entry.path, data)
+    return PREFIX + digest.hexdigest()
+
+
+def _copy_one(entry: TreeEntry, target: Path, budget: int) -> tuple[EntryKind, bytes]:
+    """Copy one entry to `target`; its kind and the bytes the digest covers, as copied."""
+    if entry.kind == "link":
+        text = entry.on_disk.readlink()
+        if text.is_absolute():
+            raise CopyRefused(f"{entry.path} is a link to an absolute path, which the copy cannot keep")
+        target.symlink_to(text)
+        return "link", os.fsencode(str(text))
+    if entry.kind == "other":  # a fifo or a socket: no bytes, and nothing a run could load
+        return "other", b""
+    kind, data = _read_once(entry.on_disk, budget)
+    if kind != "other" and len(data) <= budget:
+        _write_new(target, data, 0o755 if kind == "exec" else 0o644)
+    return kind, data
+
+
+def _read_once(source: Path, limit: int) -> tuple[EntryKind, bytes]:
+    """A regular file's kind and up to `limit` + 1 bytes, from one descriptor (no link followed; O_NONBLOCK: a
+    fifo swapped in does not wait for a writer). Gone, or no longer a regular file: "other", which no approval of
+    it as a file matches."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(source, flags)
+    except OSError:
+        return "other", b""
+    with os.fdopen(fd, "rb") as handle:
+        kind = entry_kind(os.fstat(handle.fileno()))
+        return (kind, handle.read(limit + 1)) if kind in ("file", "exec") else ("other", b"")
+
+
+def _write_new(target: Path, data: bytes, mode: int) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    with os.fdopen(os.open(target, flags, mode), "wb") as out:
+        out.write(data)
 
 
 def skill_entries(
