@@ -1,7 +1,7 @@
 """Where the HTTP server's CPU goes, thread by thread: user and system time and context switches a request.
 
     python bench/http_threads.py [--n 1000] [--clients 50] [--pairs 20] [--rounds 3] [--pin]
-        [--src DIR --src DIR ...] [--no-work-floor]
+        [--src DIR --src DIR ...] [--no-work-floor] [--strace DIR]
 
 Starts each server as bench/load_http.py does (one worker, a token per client, the rate limit out of the way,
 `--no-watch`; the work floor is bench/noop_server.py doing skillshelf's search and load), one at a time, the order
@@ -10,8 +10,10 @@ answer, the generated queries, the clients at once), then the same pairs are sen
 `/proc/PID/task/*/stat` and `status` of the server's process tree: utime, stime and context switches of every
 thread, summed by the thread's name (each Python thread names its OS thread after itself through a
 `sitecustomize` put first on the server's PYTHONPATH: Python 3.11 does not). A fixed request count, so a figure
-is CPU a request, not a rate. `--src` puts that `src/` first on skillshelf's PYTHONPATH (repeatable: trees
-compared in one run). Nothing here asserts on anything: it only measures.
+is CPU a request, not a rate. `--strace DIR` also counts the system calls of the measured pass (`strace -f -c`
+attached to the server for it; strace slows the server, so its CPU figures are not comparable then). `--src` puts
+that `src/` first on skillshelf's PYTHONPATH (repeatable: trees compared in one run).
+Nothing here asserts on anything: it only measures.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import secrets
 import subprocess
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -167,11 +170,22 @@ IDLE_S = 2.0
 SECONDS: list[float] = []  # with --seconds: load_http's timed drive instead of the fixed pairs
 REQUESTS: list[int] = []
 SPY: list[Path] = []  # with --spy: the folder py-spy's profiles go to
+STRACE: list[Path] = []  # with --strace: the folder strace's counts go to
 COLD: list[dict[str, list[int]]] = []
 
 
 def profiler(server: http_instructions.Server, phase: str) -> subprocess.Popen[bytes] | None:
-    """With --spy: py-spy sampling the server (every thread, not pausing it) until stopped."""
+    """With --spy: py-spy sampling the server (every thread, not pausing it) until stopped; with --strace
+    (the warm pass only): strace counting every thread's system calls until stopped."""
+    if STRACE and phase == "warm":
+        out = STRACE[0] / f"{server.label}-{'floor' if server.work_floor else 'skillshelf'}.txt"
+        tracer = subprocess.Popen(
+            ["strace", "-f", "-c", "-o", str(out), "-p", str(server.process.pid)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(STRACE_ATTACH_S)  # every thread attached before the pass starts
+        return tracer
     if not SPY:
         return None
     out = SPY[0] / f"{server.label}-{'floor' if server.work_floor else 'skillshelf'}-{phase}.txt"
@@ -192,10 +206,26 @@ def profiler(server: http_instructions.Server, phase: str) -> subprocess.Popen[b
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+STRACE_ATTACH_S = 1.0
+
+
 def stop(spy: subprocess.Popen[bytes] | None) -> None:
     if spy:
         spy.send_signal(2)
         spy.wait(timeout=60)
+
+
+def system_calls(path: Path, requests: int) -> str:
+    """strace's summary in `path` as calls a request, the most frequent first (the ones above 0.05)."""
+    rows: list[tuple[float, str]] = []
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[0][0].isdigit() and fields[-1] != "total":
+            rows.append((int(fields[3]) / requests, fields[-1]))
+    rows.sort(reverse=True)
+    total = sum(calls for calls, _ in rows)
+    shown = ", ".join(f"{name} {calls:.2f}" for calls, name in rows if calls >= 0.05)
+    return f"{total:.1f} system calls a request: {shown}"
 
 
 PHASES: list[tuple[str, float, float, float]] = []
@@ -234,6 +264,7 @@ def main() -> None:
     parser.add_argument("--pin", action="store_true", help="the generator on the first core, servers on the rest")
     parser.add_argument("--seconds", type=float, help="load_http's timed drive from a fresh server instead")
     parser.add_argument("--spy", type=Path, help="py-spy's profiles of the cold and warm passes into this folder")
+    parser.add_argument("--strace", type=Path, help="the warm pass's system calls (strace -c) here")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     args = parser.parse_args()
     lib = args.work / f"lib-{args.n}"
@@ -244,6 +275,9 @@ def main() -> None:
     if args.spy:
         args.spy.mkdir(parents=True, exist_ok=True)
         SPY.append(args.spy)
+    if args.strace:
+        args.strace.mkdir(parents=True, exist_ok=True)
+        STRACE.append(args.strace)
     if args.seconds:
         SECONDS.append(args.seconds)
     sides: list[tuple[str, Path | None, bool]] = [
@@ -274,6 +308,9 @@ def main() -> None:
                     continue
                 report(f"round {number + 1}, {label}, the cold pass", COLD[-1], requests)
                 report(f"round {number + 1}, {label}", totals, requests)
+                if STRACE:
+                    kind = "floor" if floor else "skillshelf"
+                    print(system_calls(STRACE[0] / f"r{number}-{i}-{kind}.txt", requests))
                 _, idle, sessions, warm = PHASES[-1]
                 print(
                     f"before: {idle:.0f} ms idle for {IDLE_S:g} s after ready, {sessions:.0f} ms the {len(tokens)} "

@@ -55,3 +55,23 @@ def test_a_named_thread_s_cpu_is_counted_under_its_own_name(tmp_path: Path) -> N
     user, system = totals["busy-worker"][:2]
     assert user + system >= 20  # ticks of 10 ms: most of its 0.3 s; the main thread only waited
     assert sum(totals["python"][:2]) < user + system
+
+
+def test_strace_s_summary_is_read_as_calls_a_request(tmp_path: Path) -> None:
+    from bench import http_threads
+
+    summary = tmp_path / "strace.txt"
+    summary.write_text(
+        "% time     seconds  usecs/call     calls    errors syscall\n"
+        "------ ----------- ----------- --------- --------- ----------------\n"
+        " 60.00    0.600000           3    200000     10000 futex\n"
+        " 30.00    0.300000           2      2380           newfstatat\n"
+        "  0.01    0.000100           1        30        30 mkdir\n"
+        "------ ----------- ----------- --------- --------- ----------------\n"
+        "100.00    1.000000           4    202410     10030 total\n",
+        encoding="utf-8",
+    )
+    assert (
+        http_threads.system_calls(summary, 200)
+        == "1012.0 system calls a request: futex 1000.00, newfstatat 11.90, mkdir 0.15"
+    )

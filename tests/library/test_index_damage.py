@@ -7,6 +7,7 @@ only a query meets).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import random
 import sqlite3
@@ -24,9 +25,11 @@ from mcp import Client
 
 from skillshelf.artifacts.archive import SessionArchive
 from skillshelf.artifacts.index import SessionFilters
+from skillshelf.library.db import file_identity
 from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.store import SearchFilters
+from skillshelf.library.indexing import freshness, fts
 from skillshelf.projects import ProjectRoots
 from tests.artifacts.conftest import session_file
 from tests.conftest import call, deadline, three_file, wait_until
@@ -232,7 +235,9 @@ import sys
 from pathlib import Path
 from skillshelf.library.index import sync as skill_sync
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
+from skillshelf.library.db import file_identity
 from skillshelf.library.index.store import SearchFilters
+from skillshelf.library.indexing import freshness, fts
 library = SkillLibrary(LibraryConfig(roots=[Path(sys.argv[1])], index_dir=Path(sys.argv[2]), watch=False))
 sys.stdin.readline()  # every process has its connection open before any of them syncs
 library.start()
@@ -458,6 +463,48 @@ def test_a_server_holding_the_old_file_follows_the_replacement_and_moves_nothing
         first.close()
         second.close()
     assert len(corrupt_copies(built.parent)) == 1
+
+
+def test_a_needs_sync_answer_stands_once_for_its_own_index_in_its_own_context(
+    config: LibraryConfig, built: Path, expected: list[object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`needs_sync`'s look at the file spares the next read's stat, and only that one: a later read, a read
+    in another context (another call's worker thread) or a read past VOUCHED_S looks at the file itself, so a
+    file another process replaced meanwhile is still followed."""
+    stats: list[Path] = []
+
+    def watched(path: Path) -> tuple[int, int] | None:
+        stats.append(path)
+        return file_identity(path)
+
+    monkeypatch.setattr(fts, "file_identity", watched)
+    first, second = SkillLibrary(config), SkillLibrary(config)
+    try:
+        first.sync()
+        second.sync()
+        stats.clear()
+        assert not second.needs_sync() and len(stats) == 1
+        second.ensure_fresh()
+        assert len(stats) == 1  # the look just made stands for this read
+        second.ensure_fresh()
+        assert len(stats) == 2  # ... and for that one only
+        assert not contextvars.copy_context().run(second.needs_sync)
+        second.ensure_fresh()
+        assert len(stats) == 4  # another context's answer is not this one's
+        assert not second.needs_sync()
+        monkeypatch.setattr(freshness, "VOUCHED_S", 0.0)
+        second.ensure_fresh()
+        assert len(stats) == 6  # too old to stand
+        assert not second.needs_sync()
+        scramble_fts_blobs(built)
+        assert twelve_calls(first) == expected  # another library replaced the damaged file
+        monkeypatch.setattr(freshness, "VOUCHED_S", 60.0)
+        assert second.needs_sync()  # the file at the path is another one: the next read reopens it
+        assert twelve_calls(second) == expected
+        assert second.index.path.stat().st_ino == built.stat().st_ino
+    finally:
+        first.close()
+        second.close()
 
 
 @pytest.mark.anyio

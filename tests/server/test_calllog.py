@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -138,6 +139,33 @@ def test_a_record_is_formatted_on_the_writer_thread_into_the_same_line(
         b'{"ts":1700000000.123,"tool":"no such tool","view":"default","caller":"mallory","ms":0.1,"ok":false,'
         b'"code":"UNKNOWN","in":2,"out":60,"unknown":true}\n'
     )
+
+
+def test_a_batch_makes_the_log_folder_only_when_the_open_finds_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch used to make the folder first (a mkdir and a stat): now only the open that finds no folder
+    does, the first batch's and one after the folder was deleted (issue 36). Every line still lands."""
+    made: list[str] = []
+    mkdir = os.mkdir
+
+    def counted(path: Any, *args: Any, **kwargs: Any) -> None:
+        made.append(str(path))
+        mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", counted)
+    folder = tmp_path / "state" / "logs"
+    store = JsonlCallLogStore(folder / "calls.jsonl", max_bytes=1 << 20)
+    store.append([b"one\n"])
+    assert str(folder) in made and folder.is_dir()
+    made.clear()
+    store.append([b"two\n"])
+    store.append([b"three\n"])
+    assert made == []
+    assert (folder / "calls.jsonl").read_bytes() == b"one\ntwo\nthree\n"
+    shutil.rmtree(tmp_path / "state")
+    store.append([b"four\n"])
+    assert (folder / "calls.jsonl").read_bytes() == b"four\n"
 
 
 def test_a_fifo_at_the_log_path_is_refused_with_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

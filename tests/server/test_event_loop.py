@@ -192,6 +192,28 @@ async def test_a_tool_call_stats_the_index_file_only_on_its_work_thread(
     assert where and not any(where)
 
 
+async def test_a_tool_call_stats_the_index_file_once(
+    sample_library: SkillLibrary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The work thread's `needs_sync` looks at the index file; the read right after it in the same call
+    takes that look instead of stat'ing the file again (issue 36: two stats a call, one of them redundant)."""
+    stats: list[Path] = []
+
+    def watched(path: Path) -> tuple[int, int] | None:
+        if path == sample_library.index_path:  # not the session archive's, whose first sync runs meanwhile
+            stats.append(path)
+        return file_identity(path)
+
+    monkeypatch.setattr(fts, "file_identity", watched)
+    server = build_server(Settings(roots=sample_library.config.roots), sample_library, view="full")
+    async with Client(server) as client:
+        calls = (("searchPatterns", {"query": "retry"}), ("loadSkill", {"skillId": "python/retry-backoff"}))
+        for tool, arguments in calls * 2:
+            stats.clear()
+            assert not (await client.call_tool(tool, arguments)).is_error
+            assert len(stats) == 1, tool
+
+
 def _on_event_loop() -> bool:
     try:
         asyncio.get_running_loop()

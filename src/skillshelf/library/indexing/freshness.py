@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Generic, Protocol, Self, TypeVar
 
@@ -21,6 +22,8 @@ from skillshelf.library.indexing.fts import FtsIndex, IndexDamaged
 logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
+# How long `needs_sync`'s look at the index file stands for the read that follows it (see IndexSync.needs_sync).
+VOUCHED_S = 0.1
 WRITE_BATCH = 500  # documents stored per transaction: bounds memory during a first build
 
 
@@ -262,4 +265,28 @@ class IndexSync(BackgroundSync[R], Generic[R, IndexT]):
     def _stale(self) -> bool:
         """Also when another process replaced the index file (a damaged one): the sync reopens it; and while
         this process fills a file it has just put in place: reads wait for that sync."""
-        return super()._stale() or self.index.replaced_elsewhere() or self.index.rebuilding
+        return super()._stale() or self.index.rebuilding or self._replaced()
+
+    def needs_sync(self) -> bool:
+        """A "no" also vouches for the file at the index's path (its stat just now) to the read that follows
+        in the same context: a tool call asks this on its work thread right before its read, and the read's
+        `ensure_fresh` then takes that answer instead of stat'ing the file a second time (issue 36: two stats
+        a call). anyio runs each call in a worker thread on its own copy of the context, so the answer
+        reaches no other call; it is used once, and only within VOUCHED_S."""
+        _VOUCHED.set(None)  # this answer looks at the file itself
+        waits = super().needs_sync()
+        if not waits:
+            _VOUCHED.set((id(self), time.monotonic()))
+        return waits
+
+    def _replaced(self) -> bool:
+        vouched = _VOUCHED.get()
+        if vouched is not None:
+            _VOUCHED.set(None)
+            if vouched[0] == id(self) and time.monotonic() - vouched[1] < VOUCHED_S:
+                return False
+        return self.index.replaced_elsewhere()
+
+
+# The index (its id) whose file `needs_sync` has just looked at, and when (IndexSync.needs_sync).
+_VOUCHED: ContextVar[tuple[int, float] | None] = ContextVar("skillshelf_index_vouched", default=None)

@@ -41,9 +41,7 @@ class JsonlCallLogStore:
         """Append `lines`, rotating to `.1` whenever the next would pass `max_bytes`."""
         fd = -1
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = self._open()
-            size = os.fstat(fd).st_size
+            fd, size = self._open()
             chunk = bytearray()
             for line in lines:
                 if size + len(chunk) + len(line) > self.max_bytes and (size or chunk):
@@ -51,7 +49,7 @@ class JsonlCallLogStore:
                     os.close(fd)
                     fd = -1
                     self.path.replace(self.path.with_name(self.path.name + ".1"))
-                    fd, size = self._open(), 0
+                    fd, size = self._open()
                     chunk.clear()
                 chunk += line
             os.write(fd, chunk)
@@ -69,8 +67,17 @@ class JsonlCallLogStore:
             if fd >= 0:
                 os.close(fd)
 
-    def _open(self) -> int:
-        """The log opened for appending; `_NotAFile` for a FIFO, socket or device (never opened blocking)."""
+    def _open(self) -> tuple[int, int]:
+        """The log opened for appending, and its size. Its folder is made only when the open finds none (the
+        first batch, or one deleted since): not asked of the disk before every batch (issue 36)."""
+        try:
+            return self._open_in_folder()
+        except FileNotFoundError:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return self._open_in_folder()
+
+    def _open_in_folder(self) -> tuple[int, int]:
+        """`_open` in a folder that exists; `_NotAFile` for a FIFO, socket or device (never opened blocking)."""
         try:
             found = self.path.stat()
         except FileNotFoundError:
@@ -85,11 +92,11 @@ class JsonlCallLogStore:
             if exc.errno == errno.ENXIO:  # a FIFO nobody reads, created since the check
                 raise _NotAFile(stat.S_IFIFO) from exc
             raise
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
             os.close(fd)
-            raise _NotAFile(mode)
-        return fd
+            raise _NotAFile(found.st_mode)
+        return fd, found.st_size
 
     def _warn(self, kind: str, message: str, *args: object) -> None:
         if kind not in self._warned:
