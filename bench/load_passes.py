@@ -2,13 +2,15 @@
 
     python bench/load_passes.py --work /tmp/ab                       # bench/ab.py's generated library (lib-10000)
     python bench/load_passes.py --work /tmp/ab --src /tmp/old/src    # another tree's src/, first on PYTHONPATH
+    python bench/load_passes.py --work /tmp/ab --floor               # the bare SDK replaying the same answers
 
 One process serves `skillshelf serve`'s server (App(settings).server(), the watcher off) to the in-process official
 client (`Client(server)`), under `valgrind --tool=callgrind --separate-threads=yes --dump-before=getppid`: each
 `os.getppid()` (on the event loop's thread, then on the worker thread the tools run on) closes a dump, so every pass
 of `--calls` loads (each query's answer, bench/ab.py's queries) is counted apart, per thread. The first pass loads
 each skill for the first time (what bench/ab.py's official client times), the next two repeat it. A count is the
-process's own whatever else the machine runs. Under callgrind a start at 10k skills takes minutes.
+process's own whatever else the machine runs. Under callgrind a start at 10k skills takes minutes. With `--floor`
+the server is bench/noop_server.py's replay floor (bench/ab.py's `replay`: every answer computed before it serves).
 Nothing here asserts on anything: it only measures.
 """
 
@@ -28,7 +30,7 @@ SUMMARY = re.compile(r"^summary: (\d+)$", re.MULTILINE)
 PART_THREAD = re.compile(r"^part: (\d+)\nthread: (\d+)$", re.MULTILINE)
 
 
-async def serve(lib: Path, calls: int, settle: float) -> None:
+async def serve(lib: Path, calls: int, settle: float, floor: bool) -> None:
     """The workload (run under callgrind): a settled server, then PASSES passes of `calls` loads."""
     import anyio
     from mcp import Client
@@ -36,10 +38,15 @@ async def serve(lib: Path, calls: int, settle: float) -> None:
     from skillshelf.server.app import App
     from skillshelf.settings import Settings
 
+    try:
+        from bench import noop_server
+    except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
+        import noop_server  # type: ignore[no-redef,import-not-found,unused-ignore]
+
     queries = json.loads(lib.with_name(lib.name + ".queries.json").read_text(encoding="utf-8"))["queries"]
     arguments = [{"skillId": q["answer"]} for q in queries[:calls]]
     app = App(Settings(roots=[lib], watch=False))
-    async with Client(app.server()) as client:
+    async with Client(noop_server.build_replaying(str(lib)) if floor else app.server()) as client:
         await client.call_tool("searchPatterns", {"query": "warm up", "limit": 10})
         await anyio.sleep(settle)  # the start-up check of the library runs meanwhile
         for _ in PASSES:
@@ -70,13 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--src", type=Path, help="a src/ folder to serve (default: the one this interpreter imports)")
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--settle", type=float, default=40.0, help="seconds the server idles before the passes")
+    ap.add_argument("--floor", action="store_true", help="serve bench/noop_server.py's replay floor instead")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the workload, under callgrind
     args = ap.parse_args(argv)
     lib = args.work / f"lib-{args.n}"
     if args.serve:
         import anyio
 
-        anyio.run(serve, lib, args.calls, args.settle)
+        anyio.run(serve, lib, args.calls, args.settle, args.floor)
         return 0
     import skillshelf
 
@@ -87,10 +95,12 @@ def main(argv: list[str] | None = None) -> int:
             "valgrind", "--tool=callgrind", "--separate-threads=yes", "--dump-before=getppid",
             f"--callgrind-out-file={out}/callgrind.out", sys.executable, __file__, "--serve",
             "--work", str(args.work), "--n", str(args.n), "--calls", str(args.calls), "--settle", str(args.settle),
+            *(["--floor"] if args.floor else []),
         ]  # fmt: skip
         subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         threads = counted(Path(out))
-    print(f"instructions a load (millions), {args.calls} loads a pass, src {src}")
+    served = "the replay floor" if args.floor else "skillshelf"
+    print(f"instructions a load (millions), {args.calls} loads a pass, {served}, src {src}")
     print("| thread | " + " | ".join(PASSES) + " |")
     print("|---|" + "---|" * len(PASSES))
     for thread, dumps in sorted(threads.items()):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 from skillshelf.errors import ErrorCode, SkillshelfError
-from skillshelf.tokens import estimate_json_text_tokens, json_text
+from skillshelf.tokens import estimate_json_text_tokens, json_data_text, json_text
 
 T = TypeVar("T", bound=BaseModel)
 D = TypeVar("D")  # an envelope's data: a model, or a union of models
@@ -68,7 +68,7 @@ class Envelope(WireModel, Generic[D]):
             wire = self.to_wire()
             return wire, json_text(wire)
         metadata = self.metadata.model_dump(mode="json", by_alias=True, exclude_none=True)
-        text = '{"success":true,"data":' + dumped[2] + ',"metadata":' + json_text(metadata) + "}"
+        text = '{"success":true,"data":' + dumped[2] + ',"metadata":' + json_data_text(metadata) + "}"
         return {"success": True, "data": dumped[1], "metadata": metadata}, text
 
 
@@ -84,7 +84,7 @@ def _elapsed_ms(started: float) -> float:
 
 def success(data: T, started: float, results_count: int | None = None) -> Envelope[Any]:
     wire_data = data.model_dump(mode="json", by_alias=True, exclude_none=True)
-    text = json_text(wire_data)
+    text = json_data_text(wire_data)
     return AnyEnvelope(
         success=True,
         data=data,

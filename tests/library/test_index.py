@@ -428,3 +428,52 @@ def test_a_script_edited_in_place_is_scanned_again_at_the_next_sync(tmp_path: Pa
         assert found == ["tools/runner/scripts/run.sh"], found
     finally:
         library.close()
+
+
+def _row_reads(library: SkillLibrary) -> list[str]:
+    """The statements of `library`'s index connection that read a skill's row by id, as they run."""
+    seen: list[str] = []
+    library.index._conn.set_trace_callback(lambda sql: seen.append(sql) if "FROM skills WHERE id" in sql else None)
+    return seen
+
+
+def test_a_repeat_get_reads_no_row_until_this_process_writes(sample_root: Path, tmp_path: Path) -> None:
+    config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
+    library = SkillLibrary(config)
+    try:
+        library.sync()
+        reads = _row_reads(library)
+        first = library.index.get("python/slugify")
+        assert first is not None and library.index.get("python/slugify") is first
+        assert len(reads) == 1  # the repeat is what the first read kept (issue 36: a load's row read)
+        doc = sample_root / "python" / "slugify.md"
+        doc.write_text("# Slugify\n\nMake kebab-case permalinks from headlines.\n", encoding="utf-8")
+        os.utime(doc, ns=(1, 1))
+        library.sync()
+        again = library.index.get("python/slugify")
+        assert again is not None and "kebab-case" in again.summary  # the write dropped what was kept
+        read = len(reads)
+        assert library.index.get("python/slugify") is again and len(reads) == read
+        doc.unlink()
+        library.sync()
+        assert library.index.get("python/slugify") is None
+    finally:
+        library.close()
+
+
+def test_a_row_another_connection_wrote_is_read_again(sample_root: Path, tmp_path: Path) -> None:
+    config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
+    reader, writer = SkillLibrary(config), SkillLibrary(config)
+    try:
+        reader.sync()
+        kept = reader.index.get("python/slugify")
+        assert kept is not None and "kebab-case" not in kept.summary
+        doc = sample_root / "python" / "slugify.md"
+        doc.write_text("# Slugify\n\nMake kebab-case permalinks from headlines.\n", encoding="utf-8")
+        os.utime(doc, ns=(1, 1))
+        assert writer.sync().parsed == 1  # another process's server or CLI, as far as the reader's file goes
+        fresh = reader.index.get("python/slugify")
+        assert fresh is not None and "kebab-case" in fresh.summary
+    finally:
+        reader.close()
+        writer.close()

@@ -26,7 +26,7 @@ from skillshelf.server.app import build_server
 from skillshelf.server.calllog import CallLog
 from skillshelf.server.hooks import HookResult, ToolCall
 from skillshelf.server.http import team_app
-from skillshelf.server.pipeline import METHODS, CallPipeline, classify
+from skillshelf.server.pipeline import METHODS, CallPipeline, classify, utf8_size
 from skillshelf.settings import ExecutionSettings, Settings
 from tests.conftest import agent_skill, call, synced_library, write
 from tests.server.team_support import serving
@@ -275,3 +275,9 @@ async def test_a_hidden_tool_is_refused_by_name_and_through_the_meta_tool(librar
     async with serve(library, view) as client:
         failed, body = await call(client, "v_call_tool", {"tool_name": "executeSkill", "arguments": {}})
         assert failed and "not available in this view" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("text", ["", 'plain ascii {"a":1}', "naïve café", "日本語のスキル", "emoji 🙂 and ascii"])
+def test_the_call_logs_byte_counts_are_the_utf8_lengths(text: str) -> None:
+    # An ASCII answer is counted without encoding it (issue 36); any other is encoded to count it.
+    assert utf8_size(text) == len(text.encode("utf-8"))

@@ -226,6 +226,33 @@ async def test_unknown_arguments_are_refused_naming_them(library: SkillLibrary) 
         assert "Unknown arguments 'limt', 'other'" in message and "Did you mean 'limit' for 'limt'?" in message
 
 
+async def test_a_call_with_known_arguments_lists_no_schema_names(
+    library: SkillLibrary, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The names a tool accepts are the tool's, made once: a call checked its arguments against a list of the
+    # schema's names built for it, twice (the view's tool, then the SDK tool's runner; issue 36). A pinned
+    # argument, set by the pipeline, is accepted; an unknown one is still refused naming it.
+    from skillshelf.server import tooling, views
+
+    checked: list[dict[str, Any]] = []
+    real = tooling.unknown_arguments
+
+    def counted(arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
+        checked.append(arguments)
+        return real(arguments, schema)
+
+    for module in (views, tooling):
+        monkeypatch.setattr(module, "unknown_arguments", counted)
+    pinned = {"small": ViewSettings(overrides={"searchPatterns": ToolOverride(pinned={"limit": 1})})}
+    async with serve(library, "small", pinned) as client:
+        is_error, body = await call(client, "searchPatterns", {"query": "retry"})
+        assert not is_error and len(body["data"]["hits"]) == 1
+        assert not (await call(client, "loadSkill", {"skillId": SHOWN}))[0]
+        assert checked == []
+        is_error, body = await call(client, "loadSkill", {"skillId": SHOWN, "skilId": SHOWN})
+        assert is_error and "Unknown argument 'skilId'" in body["error"]["message"]
+
+
 # -- search mode ---------------------------------------------------------------------------------
 SEARCH = {"all": ViewSettings(exposure="search", tools=[FilterRule(exclude="getLibraryStats")])}
 

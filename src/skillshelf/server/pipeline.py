@@ -214,6 +214,7 @@ class CallPipeline:
         """Pins, then the pre_call hook, the tool, the post_call hook; the call log whatever happens."""
         started = time.perf_counter()
         result: HandlerResult = None
+        own: str | None = None
         try:
             own = self.live.selection.own_name(name)
             try:
@@ -234,7 +235,7 @@ class CallPipeline:
                 result = await self.hooks.after(call, as_result)
             return result
         finally:
-            self._log(name, arguments, caller, started, result, via)
+            self._log(name, arguments, caller, started, result, via, own)
 
     def _pinned(self, name: str, own: str, arguments: Any) -> dict[str, Any]:
         """The arguments with the view's pinned values in every place they can appear; sending one is refused."""
@@ -341,15 +342,18 @@ class CallPipeline:
         started: float,
         result: HandlerResult,
         via: str | None,
+        own: str | None = None,
     ) -> None:
-        """A tool call's line: success and error code from its envelope."""
+        """A tool call's line: success and error code from its envelope. `own`: the tool's own name, from a
+        caller that found the tool (so the name is known): not looked up again on every call (issue 36)."""
         success, envelope, response_bytes = _outcome(result)
         error = envelope.get("error") if isinstance(envelope.get("error"), dict) else None
         fallback = "PROTOCOL_ERROR" if result is None else "UNKNOWN"
         code = None if success else str((error or {}).get("code") or fallback)
-        places = self._places_of(self.live.selection.own_name(name))
+        known = own is not None or self._known(name)
+        places = self._places_of(self.live.selection.own_name(name) if own is None else own)
         call = ToolCall(name, arguments if isinstance(arguments, dict) else {}, self.view, caller, places=places)
-        self._record(call, arguments, started, code, via, response_bytes, known=self._known(name))
+        self._record(call, arguments, started, code, via, response_bytes, known=known)
 
     def _record(
         self,
@@ -375,7 +379,7 @@ class CallPipeline:
                 duration_ms=(time.perf_counter() - started) * 1000,
                 success=code is None,
                 error_code=code,
-                request_bytes=len(SENT_JSON.encode(sent).encode()),
+                request_bytes=utf8_size(SENT_JSON.encode(sent)),
                 response_bytes=response_bytes,
                 skill=ids[0] if ids else None,
                 via=via,
@@ -419,7 +423,7 @@ def _outcome(result: HandlerResult) -> tuple[bool, dict[str, Any], int]:
     Anything else goes through `_as_call_result`; not a tool result: (False, {}, 0)."""
     if isinstance(result, dict) and _is_wire_result(result):
         content: list[dict[str, Any]] = result["content"]
-        size = sum(len(c["text"].encode()) for c in content if c.get("type") == "text")
+        size = sum(utf8_size(c["text"]) for c in content if c.get("type") == "text")
         return not result.get("isError", False), result.get("structuredContent") or {}, size
     as_result = _as_call_result(result)
     if as_result is None:
@@ -447,7 +451,13 @@ def _message_of(result: CallToolResult) -> str:
 def _response_bytes(result: CallToolResult | None) -> int:
     if result is None:
         return 0
-    return sum(len(c.text.encode()) for c in result.content if isinstance(c, TextContent))
+    return sum(utf8_size(c.text) for c in result.content if isinstance(c, TextContent))
+
+
+def utf8_size(text: str) -> int:
+    """The bytes of `text` in UTF-8, without encoding it when it is ASCII (`isascii` is a flag CPython keeps:
+    encoding a load's answer only to count it was a few microseconds a call on the event loop, issue 36)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def _as_data(result: Any) -> Any:

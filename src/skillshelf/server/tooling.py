@@ -177,13 +177,11 @@ async def run_tool(tool: Tool, arguments: dict[str, Any], context: Context[Any, 
     """How every tool runs (the SDK's `Tool.run`, called, never overridden): argument errors come back as a
     VALIDATION_ERROR envelope, like every other failure.
 
-    Arguments the input schema does not name are refused (a misspelt optional argument would otherwise be
-    dropped silently and the call would do something other than what was asked). The call's context is
+    Its caller is a view's tool (server/views.py `ViewTool.run`), which has refused the arguments the input
+    schema does not name: checking them here too cost every call a second pass. The call's context is
     kept for the call's work, which reports an index build's progress through it (`_wait_for`).
     """
     started = time.perf_counter()
-    if (problem := unknown_arguments(arguments, tool.parameters)) is not None:
-        return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
     token = _CALL_CONTEXT.set(context)
     try:
         return await tool.run(arguments, context, convert_result=True)

@@ -74,6 +74,12 @@ class ViewTool:
     parameters: dict[str, Any]
     pinned: dict[str, Any] = field(default_factory=dict)
     send_output_schema: bool = True
+    # The argument names a call may carry: the schema's and the pinned ones the pipeline sets. Known from
+    # the tool alone, so made once, not a list of the schema's names per call (issue 36: the event loop's share).
+    accepted: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "accepted", frozenset(self.parameters.get("properties", {})) | set(self.pinned))
 
     @classmethod
     def plain(cls, tool: Tool) -> ViewTool:
@@ -106,10 +112,13 @@ class ViewTool:
         )
 
     async def run(self, arguments: dict[str, Any], context: Context[Any, Any]) -> Any:
-        started = time.perf_counter()
-        given = {k: v for k, v in arguments.items() if k not in self.pinned}
-        if (problem := unknown_arguments(given, self.parameters)) is not None:
-            return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
+        """Run the tool; arguments its schema does not name are refused here, the one check (a misspelt
+        optional argument would otherwise be dropped silently and the call would do something else)."""
+        if not arguments.keys() <= self.accepted:
+            started = time.perf_counter()
+            given = {k: v for k, v in arguments.items() if k not in self.pinned}
+            if (problem := unknown_arguments(given, self.parameters)) is not None:
+                return to_call_result(failure(ErrorCode.VALIDATION_ERROR, problem, started))
         return await run_tool(self.inner, arguments, context)
 
 

@@ -77,6 +77,8 @@ _CAMEL_WORD = re.compile(r"[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*")
 _CAMEL_PAIR = re.compile(r"[a-z0-9][A-Z]")
 _WORD_CHARS = re.compile(r"\w*")
 VOCABULARY_SQL = "SELECT name, description, tags, headings FROM skills_fts"
+# Skills `get` keeps between writes (a skill's row with its details parsed: about 5 KB each); the oldest goes first.
+KEPT_ROWS = 2048
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
 COVERAGE_WEIGHT = 1.5  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
 COVERAGE_POWER = 1.0  # ... and how steeply that reward falls as concepts (weighted by rarity) go missing
@@ -297,9 +299,11 @@ class SkillIndex(FtsIndex):
         self._writes = 0  # writes seen (this connection's or another process's): a vocabulary is stale after one
         self._vocabulary_writes = 0  # the write count the vocabulary was read at
         self._refreshing: threading.Thread | None = None
+        self._kept: dict[str, IndexedSkill | None] = {}  # what `get` read since the last write
 
     def _forget_derived(self) -> None:
         super()._forget_derived()
+        self._kept = {}  # a write may have changed, added or removed any row
         self._writes += 1  # the vocabulary goes stale; `vocabulary` refreshes it in the background
 
     def copy_to(self, path: Path) -> SkillIndex:
@@ -708,9 +712,24 @@ class SkillIndex(FtsIndex):
 
     @recovering
     def get(self, skill_id: str) -> IndexedSkill | None:
+        """The skill with this id, as its row stood at the last write: kept until a write, this connection's
+        (`_transaction`) or another process's (`_current_caches`' `PRAGMA data_version`), or a new file.
+
+        A load reads its skill here on every call; a row is only what the last sync wrote (the files it
+        serves are read and checked apart), so a repeat costs one pragma, not a query and the details'
+        parse again (issue 36: 24-35 us of a repeat load's 180)."""
         with self._guard():
+            self._current_caches()
+            rows = self._kept
+            if skill_id in rows:
+                return rows[skill_id]
             row = self._conn.execute(f"SELECT {ROW_COLUMNS} FROM skills WHERE id = ?", (skill_id,)).fetchone()
-        return IndexedSkill.from_row(row) if row else None
+            found = IndexedSkill.from_row(row) if row else None
+            if not self._conn.in_transaction:  # never what a write not yet committed shows
+                if len(rows) >= KEPT_ROWS:
+                    del rows[next(iter(rows))]
+                rows[skill_id] = found
+            return found
 
     @recovering
     def get_many(self, skill_ids: list[str]) -> list[IndexedSkill]:
