@@ -23,6 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from skillshelf.library.index import postings
+from skillshelf.library.index.postings import DESCRIPTION, HEAD, NAME, Posting, Postings, phrases
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, with_alternatives
 from skillshelf.library.indexing.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
 from skillshelf.library.indexing.terms import split_word
@@ -137,6 +139,9 @@ VERIFIED_FUNCTION = "skillshelf_verified"  # verified: used from three projects 
 AGENT_DOCS = ("SKILL.md", "skill.md")
 HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: every field but the body
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
+# A concept matching more skills than this keeps its ranked reads in SQL rather than in postings (postings.py): reading
+# a frequent word's every match into memory costs more than the statements it saves (and its memory).
+POSTED_MATCHES = 5_000
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 # the columns of `skills` an IndexedSkill is built from, in its fields' order (`IndexedSkill.from_row`)
@@ -297,9 +302,11 @@ class SkillIndex(FtsIndex):
         self._writes = 0  # writes seen (this connection's or another process's): a vocabulary is stale after one
         self._vocabulary_writes = 0  # the write count the vocabulary was read at
         self._refreshing: threading.Thread | None = None
+        self._postings = Postings(self._read_posting)  # each phrase's matches (under the lock, as the frequencies)
 
     def _forget_derived(self) -> None:
         super()._forget_derived()
+        self._postings.clear()  # a write changes matches, IDFs and lengths: every posting is stale
         self._writes += 1  # the vocabulary goes stale; `vocabulary` refreshes it in the background
 
     def copy_to(self, path: Path) -> SkillIndex:
@@ -473,22 +480,47 @@ class SkillIndex(FtsIndex):
         coverage: dict[int, float] | None = None,
     ) -> dict[int, float]:
         """Candidates' scores by rowid; `body_share` and `coverage`, if given, receive the share of each
-        one's concepts held in its body alone and its coverage."""
+        one's concepts held in its body alone and its coverage.
+
+        The ranked reads come from the concepts' postings (`_posted`) where they can, from SQL otherwise: the
+        same rows and scores to the last bit either way."""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
+        posted = self._posted(expressions, conditions)
         bm25: dict[int, float] = {}
         if len(wanted) > 1:  # every skill holding all concepts is a candidate
-            full = " AND ".join(expressions)
-            bm25.update({row[0]: -row[1] for row in self._tuples(_ranked_sql(conditions), [full, *params, pool])})
+            if posted is not None:
+                bm25.update(postings.ranked(posted, True, pool))
+            else:
+                full = " AND ".join(expressions)
+                bm25.update({row[0]: -row[1] for row in self._tuples(_ranked_sql(conditions), [full, *params, pool])})
         unscored: list[int] = []
         if len(bm25) < limit:  # fewer than a page hold them all: the best partial matches compete too
-            scored, unscored = self._partial_matches(expressions, bm25, conditions, params, pool)
+            scored, unscored = self._partial_matches(expressions, bm25, conditions, params, pool, posted)
             bm25.update(scored)
         if (len(wanted) == 1 and not unscored) or not (bm25 or unscored):
             return bm25
         return self._with_coverage(
             expressions, bm25, unscored, {} if body_share is None else body_share, {} if coverage is None else coverage
         )
+
+    def _posted(self, expressions: list[str], conditions: str) -> list[list[Posting]] | None:
+        """Each concept's phrases' postings, or None where a search's ranked reads stay in SQL: under a filter
+        (the postings know no category, quality or view) or with a concept matching more than `POSTED_MATCHES`
+        skills."""
+        if conditions != "1" or not all(self._is_posted(e) for e in expressions):
+            return None
+        return [self._phrase_postings(e) for e in expressions]
+
+    def _is_posted(self, expression: str) -> bool:
+        return self._expression_frequency(expression) <= POSTED_MATCHES
+
+    def _phrase_postings(self, expression: str, columns: str = "") -> list[Posting]:
+        """The postings of a concept's phrases, in their order (each under the column filter `columns`, if any)."""
+        return [self._postings.get(f"{columns} : {p}" if columns else p) for p in phrases(expression)]
+
+    def _read_posting(self, phrase: str) -> Posting:
+        return Posting.from_rows(self._tuples(_POSTING_SQL, [phrase]))
 
     def _with_coverage(
         self,
@@ -500,8 +532,8 @@ class SkillIndex(FtsIndex):
     ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
 
-        One walk of each concept's matches finds which candidates hold it, and the concept's BM25 part for
-        the `unscored` ones: FTS5's BM25 of an OR of phrases is the sum of each phrase's, to the last bit."""
+        Which candidates hold each concept, where, and the concept's BM25 part for the `unscored` ones
+        (`_concept_members`): FTS5's BM25 of an OR of phrases is the sum of each phrase's, to the last bit."""
         candidates = [*bm25, *unscored]
         total = self._count_documents()
         frequencies = [self._expression_frequency(e) for e in expressions]
@@ -510,13 +542,6 @@ class SkillIndex(FtsIndex):
         anywhere = dict.fromkeys(candidates, 0.0)
         in_body = dict.fromkeys(candidates, 0.0)
         summed = dict.fromkeys(unscored, 0.0)
-        marks = ",".join("?" * len(candidates))
-        # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each;
-        # the whole BM25 only when some candidate needs it (a tenth of a millisecond at 10,000 skills)
-        whole_bm25 = f"bm25(skills_fts, {_WEIGHTS})" if unscored else "0"
-        member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY}),
-                                bm25(skills_fts, {_DESCRIPTION_ONLY})
-                         FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
         lead = dict.fromkeys(candidates, 0.0)  # held in the name or description (`lead_factor`)
         for expression, weight, df in zip(expressions, rarity, frequencies, strict=True):
             # a concept's credit by where a skill holds it (a product, so the same float whichever row)
@@ -530,7 +555,9 @@ class SkillIndex(FtsIndex):
                 weight * lead_credit(True, in_body_only),
                 weight * lead_credit(False, in_body_only),
             )
-            for rowid, score, in_name, in_head, in_description in self._tuples(member_sql, [expression, *candidates]):
+            for rowid, score, in_name, in_head, in_description in self._concept_members(
+                expression, candidates, bool(unscored)
+            ):
                 if in_name:
                     held[rowid] += in_name_credit
                 elif in_head:
@@ -553,11 +580,36 @@ class SkillIndex(FtsIndex):
             for rowid, score in scores.items()
         }
 
+    def _concept_members(
+        self, expression: str, candidates: list[int], scored: bool
+    ) -> Iterable[tuple[int, float, object, object, object]]:
+        """(rowid, bm25() of the concept alone, in the name, in the description/tags/headings, in the description:
+        each true or not) of every candidate holding the concept; its bm25() only if `scored` (else 0). From its
+        postings, or (a concept matching more than `POSTED_MATCHES`) one statement walking its matches."""
+        if self._is_posted(expression):
+            members = postings.held(self._phrase_postings(expression), candidates)
+            return ((rowid, -whole, bits & NAME, bits & HEAD, bits & DESCRIPTION) for rowid, whole, bits in members)
+        marks = ",".join("?" * len(candidates))
+        # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each;
+        # the whole BM25 only when some candidate needs it (a tenth of a millisecond at 10,000 skills)
+        whole_bm25 = f"bm25(skills_fts, {_WEIGHTS})" if scored else "0"
+        member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY}),
+                                bm25(skills_fts, {_DESCRIPTION_ONLY})
+                         FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
+        return self._tuples(member_sql, [expression, *candidates])
+
     def _partial_matches(
-        self, expressions: list[str], taken: dict[int, float], conditions: str, params: list[Any], pool: int
+        self,
+        expressions: list[str],
+        taken: dict[int, float],
+        conditions: str,
+        params: list[Any],
+        pool: int,
+        posted: list[list[Posting]] | None = None,
     ) -> tuple[dict[int, float], list[int]]:
         """The best `pool` skills holding some of the query's concepts (not in `taken`): scored by BM25 on
-        every field, or (a large library) left for `_with_coverage` to score.
+        every field, or (a large library) left for `_with_coverage` to score. From the concepts' postings
+        (`posted`) if given, else by SQL.
 
         Scoring every partial match costs time in proportion to the matches: nothing in a library of a few
         thousand skills, 6-7 ms at 100,000, where a typical query's words are held by 8,500 skills, most
@@ -568,26 +620,33 @@ class SkillIndex(FtsIndex):
         the query holds a rarer one (`_head_candidates`): its descriptions, tags and headings were most of that
         read's rows (3,576 of 10,000 generated skills hold "pipeline"), and a skill holding only such a word,
         and not in its name, rarely reaches a page. Every candidate is still scored on every concept and field."""
-        alternatives = " OR ".join(expressions)
         ranked_sql = _ranked_sql(conditions)
         if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
-            in_head = self._head_candidates(expressions)
-            head = [row[0] for row in self._tuples(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
+            groups = self._head_candidates(expressions)
+            if posted is not None:
+                in_head = [p for columns, group in groups for e in group for p in self._phrase_postings(e, columns)]
+                rows: Iterable[tuple[int, float]] = postings.ranked([in_head], False, pool)
+            else:
+                rows = self._tuples(ranked_sql, [_columns_expression(groups), *params, pool])
+            head = [row[0] for row in rows if row[0] not in taken]
             if len(head) + len(taken) >= pool:
                 return {}, head
-        ranked = self._tuples(ranked_sql, [alternatives, *params, pool])
+        if posted is not None:
+            return {rowid: score for rowid, score in postings.ranked(posted, False, pool) if rowid not in taken}, []
+        ranked = self._tuples(ranked_sql, [" OR ".join(expressions), *params, pool])
         return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
 
-    def _head_candidates(self, expressions: list[str]) -> str:
-        """The FTS expression of the head-column candidates: the concepts in the head columns, but one matching
-        more than `SCORED_MATCHES` skills on its own in the name alone while the query holds a rarer concept.
-        The bound is the one that chose these candidates, so a library of a few thousand skills, where no
-        concept reaches it, ranks as before; the real corpora's (972 skills) answers are unchanged."""
+    def _head_candidates(self, expressions: list[str]) -> list[tuple[str, list[str]]]:
+        """The head-column candidates' expression, as (column filter, concepts' expressions) ORed in order
+        (`_columns_expression`): the concepts in the head columns, but one matching more than `SCORED_MATCHES`
+        skills on its own in the name alone while the query holds a rarer concept. The bound is the one that
+        chose these candidates, so a library of a few thousand skills, where no concept reaches it, ranks as
+        before; the real corpora's (972 skills) answers are unchanged."""
         common = [e for e in expressions if self._expression_frequency(e) > SCORED_MATCHES]
         specific = [e for e in expressions if e not in common]
         if not common or not specific:
-            return f"{HEAD_COLUMNS} : ({' OR '.join(expressions)})"
-        return f"{HEAD_COLUMNS} : ({' OR '.join(specific)}) OR {{name}} : ({' OR '.join(common)})"
+            return [(HEAD_COLUMNS, expressions)]
+        return [(HEAD_COLUMNS, specific), ("{name}", common)]
 
     def _expression_frequency(self, expression: str) -> int:
         """How many skills match an FTS expression (cached until the next write)."""
@@ -803,6 +862,17 @@ def _ranked_sql(conditions: str) -> str:
     join = "" if conditions == "1" else "JOIN skills s ON s.rowid = f.rowid"
     return f"""SELECT f.rowid, bm25(skills_fts, {_WEIGHTS}) AS score FROM skills_fts f {join}
                WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
+
+
+def _columns_expression(groups: list[tuple[str, list[str]]]) -> str:
+    """An FTS5 expression ORing each group's expressions under its column filter (`_head_candidates`)."""
+    return " OR ".join(f"{columns} : ({' OR '.join(group)})" for columns, group in groups)
+
+
+# One phrase's matches with its bm25() under the field weights and where it is held (`postings.Posting.from_rows`)
+_POSTING_SQL = f"""SELECT rowid, bm25(skills_fts, {_WEIGHTS}), bm25(skills_fts, {_NAME_ONLY}),
+                          bm25(skills_fts, {_HEAD_ONLY}), bm25(skills_fts, {_DESCRIPTION_ONLY})
+                   FROM skills_fts WHERE skills_fts MATCH ?"""
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:

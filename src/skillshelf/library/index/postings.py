@@ -1,0 +1,145 @@
+"""Each phrase's matches, read from FTS5 once and kept in memory: the ranked reads of a search computed from them.
+
+FTS5's bm25() of a query is a sum over the query's phrases, in their order, of each phrase's own term (its IDF,
+counted over the whole index, times a saturation of its weighted count in the row); a phrase a row lacks adds
+exactly 0.0. So the term of every (phrase, row), read once from a query of that phrase alone, gives the bm25() of
+any AND or OR of phrases to the last bit: summed in the query's phrase order from 0.0, as fts5_aux.c sums them.
+Each statement that calls bm25() pays FTS5's set-up (each phrase's matches counted over the whole index) however
+few rows it returns: that set-up, three or four statements a search, was most of a search's time (issue 36).
+
+The postings are index data a query does not change; they are dropped on every write, as the document
+frequencies are (`SkillIndex._forget_derived`), and bounded by rows held (least recently used first out).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+NAME = 1  # where a phrase is in a row: its name ...
+HEAD = 2  # ... its description, tags or headings ...
+DESCRIPTION = 4  # ... its description
+MAX_ROWS = 400_000  # rows held over every posting (about 100 bytes each), least recently used dropped past it
+
+
+@dataclass(frozen=True)
+class Posting:
+    """One phrase's matches: by rowid (ascending), its bm25() term (positive, under the index's field weights),
+    and where the row holds it (`NAME`, `HEAD`, `DESCRIPTION` bits; rows holding it in the body alone absent)."""
+
+    terms: dict[int, float]
+    where: dict[int, int]
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[int, float, float, float, float]]) -> Posting:
+        """From rows of (rowid, bm25 whole, bm25 name only, bm25 head only, bm25 description only) of a query
+        of the phrase alone: bm25() is minus the sum, so a one-phrase query's is minus the phrase's term."""
+        terms: dict[int, float] = {}
+        where: dict[int, int] = {}
+        for rowid, whole, in_name, in_head, in_description in rows:
+            terms[rowid] = -whole
+            bits = (NAME if in_name else 0) | (HEAD if in_head else 0) | (DESCRIPTION if in_description else 0)
+            if bits:
+                where[rowid] = bits
+        return cls(terms, where)
+
+
+class Postings:
+    """The postings read so far, by FTS5 expression (one phrase, with or without a column filter), least
+    recently used first out past `max_rows` rows. The caller holds the index's lock."""
+
+    def __init__(self, read: Callable[[str], Posting], max_rows: int = MAX_ROWS) -> None:
+        self._read = read
+        self._max_rows = max_rows
+        self._held: OrderedDict[str, Posting] = OrderedDict()
+        self._rows = 0
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def clear(self) -> None:
+        self._held.clear()
+        self._rows = 0
+
+    def get(self, phrase: str) -> Posting:
+        posting = self._held.get(phrase)
+        if posting is not None:
+            self._held.move_to_end(phrase)
+            return posting
+        posting = self._read(phrase)
+        self._held[phrase] = posting
+        self._rows += len(posting.terms)
+        while self._rows > self._max_rows and len(self._held) > 1:
+            _, dropped = self._held.popitem(last=False)
+            self._rows -= len(dropped.terms)
+        return posting
+
+
+def phrases(expression: str) -> list[str]:
+    """The quoted phrases of a concept's expression (`Concept.expression`: one quoted phrase, or an OR of them
+    in parentheses; a phrase holds no quote)."""
+    if not expression.startswith("("):
+        return [expression]
+    return [f'"{phrase}"' for phrase in expression[2:-2].split('" OR "')]
+
+
+def ranked(groups: Sequence[Sequence[Posting]], every: bool, pool: int) -> list[tuple[int, float]]:
+    """(rowid, BM25 as a positive sum) of the best `pool` rows holding every group (`every`) or any, as FTS5's
+    `MATCH (g1) AND (g2) ... ORDER BY bm25() LIMIT pool` gives them: each group an OR of its phrases, the sum
+    taken in phrase order, equal scores by rowid (the order FTS5 reads its matches in, which SQLite's sorter
+    keeps for ties)."""
+    flat = [posting for group in groups for posting in group]
+    if every:
+        rows = _holding_every(groups)
+        scores = {rowid: _summed(flat, rowid) for rowid in sorted(rows)}
+    else:
+        summed: dict[int, float] = {}
+        for posting in flat:  # a row's sum taken left to right: a phrase it lacks adds 0.0, skipped alike
+            for rowid, term in posting.terms.items():
+                summed[rowid] = summed.get(rowid, 0.0) + term
+        scores = {rowid: summed[rowid] for rowid in sorted(summed)}
+    best = heapq.nlargest(pool, scores, key=scores.__getitem__)  # stable: ties stay in rowid order
+    return [(rowid, scores[rowid]) for rowid in best]
+
+
+def _holding_every(groups: Sequence[Sequence[Posting]]) -> set[int]:
+    """The rows holding some phrase of every group."""
+    unions = sorted(
+        (set().union(*(posting.terms for posting in group)) for group in groups),
+        key=len,
+    )
+    rows = unions[0]
+    for other in unions[1:]:
+        rows &= other
+    return rows
+
+
+def _summed(flat: Sequence[Posting], rowid: int) -> float:
+    total = 0.0
+    for posting in flat:
+        term = posting.terms.get(rowid)
+        if term is not None:
+            total += term
+    return total
+
+
+def held(group: Sequence[Posting], candidates: Iterable[int]) -> Iterator[tuple[int, float, int]]:
+    """(rowid, BM25 of the group alone as a positive sum, where bits) of each candidate holding a phrase of it."""
+    for rowid in candidates:
+        total = 0.0
+        bits = 0
+        found = False
+        for posting in group:
+            term = posting.terms.get(rowid)
+            if term is not None:
+                found = True
+                total += term
+                bits |= posting.where.get(rowid, 0)
+        if found:
+            yield rowid, total, bits
