@@ -43,17 +43,20 @@ def ranks(index: SkillIndex, queries: list[str], limit: int) -> list[tuple[objec
 
 
 @pytest.mark.parametrize("scored", [store.SCORED_MATCHES, 50])  # 50: the head-column read, past SCORED_MATCHES
+@pytest.mark.parametrize("at_once", [10**9, 10])  # 10: some concepts' reads in SQL until a search asked for them
 def test_the_postings_rank_every_query_as_the_sql_does_to_the_bit(
-    generated: tuple[SkillLibrary, list[str]], monkeypatch: pytest.MonkeyPatch, scored: int
+    generated: tuple[SkillLibrary, list[str]], monkeypatch: pytest.MonkeyPatch, scored: int, at_once: int
 ) -> None:
     shelf, queries = generated
-    monkeypatch.setattr(store, "SCORED_MATCHES", scored)
+    with shelf.index._guard():
+        shelf.index._forget_derived()
     for limit in (5, 10, 50):
+        monkeypatch.setattr(store, "SCORED_MATCHES", scored)
+        monkeypatch.setattr(store, "READ_AT_ONCE", at_once)
         from_postings = ranks(shelf.index, queries, limit)
         monkeypatch.setattr(store, "POSTED_MATCHES", EVERY_READ_IN_SQL)
         from_sql = ranks(shelf.index, queries, limit)
         monkeypatch.undo()
-        monkeypatch.setattr(store, "SCORED_MATCHES", scored)
         assert from_postings == from_sql  # floats compared with ==: the same bits, and the same order of ties
 
 
@@ -92,13 +95,34 @@ def bm25_statements(index: SkillIndex, query: str) -> int:
     return sum("bm25(" in sql for sql in run)
 
 
-def test_a_warm_search_runs_no_ranked_statement(generated: tuple[SkillLibrary, list[str]]) -> None:
+def test_a_warm_search_runs_no_ranked_statement(
+    generated: tuple[SkillLibrary, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     shelf, queries = generated
+    monkeypatch.setattr(store, "READ_AT_ONCE", 10**9)  # every concept read at once
     query = next(q for q in queries if len(concepts(q)) > 2)
     with shelf.index._guard():
         shelf.index._forget_derived()  # as after a write: nothing cached
     assert bm25_statements(shelf.index, query) > 0  # cold: each phrase's matches read once
     assert bm25_statements(shelf.index, query) == 0  # the ANDed and ORed reads and the coverage walk from memory
+    assert shelf.index._postings.rows > 0
+
+
+def test_a_frequent_concept_is_read_whole_only_when_a_search_asks_for_it_again(
+    generated: tuple[SkillLibrary, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `READ_AT_ONCE` matches (here 0), the first search asking for a concept runs the ranked statements as
+    before and reads no posting; the second reads its postings; the third runs no ranked statement."""
+    shelf, queries = generated
+    monkeypatch.setattr(store, "READ_AT_ONCE", 0)
+    query = next(q for q in queries if len(concepts(q)) > 2)
+    with shelf.index._guard():
+        shelf.index._forget_derived()
+    assert bm25_statements(shelf.index, query) > 0
+    assert shelf.index._postings.rows == 0
+    assert bm25_statements(shelf.index, query) > 0
+    assert shelf.index._postings.rows > 0
+    assert bm25_statements(shelf.index, query) == 0
 
 
 def zebra_library(tmp_path: Path) -> SkillLibrary:

@@ -22,6 +22,7 @@ NAME = 1  # where a phrase is in a row: its name ...
 HEAD = 2  # ... its description, tags or headings ...
 DESCRIPTION = 4  # ... its description
 MAX_ROWS = 400_000  # rows held over every posting (about 100 bytes each), least recently used dropped past it
+MAX_ASKED = 100_000  # expressions remembered as asked for (`Postings.asked`), all forgotten past it
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Postings:
         self._max_rows = max_rows
         self._held: OrderedDict[str, Posting] = OrderedDict()
         self._rows = 0
+        self._asked: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._held)
@@ -66,6 +68,17 @@ class Postings:
     def clear(self) -> None:
         self._held.clear()
         self._rows = 0
+        self._asked.clear()
+
+    def asked(self, expression: str) -> bool:
+        """Whether a search asked for `expression` before (`note`) since the postings were last emptied."""
+        return expression in self._asked
+
+    def note(self, expressions: Iterable[str]) -> None:
+        """Remember that a search asked for these: which words recur decides which are worth reading whole."""
+        if len(self._asked) > MAX_ASKED:
+            self._asked.clear()
+        self._asked.update(expressions)
 
     def get(self, phrase: str) -> Posting:
         posting = self._held.get(phrase)

@@ -139,8 +139,12 @@ VERIFIED_FUNCTION = "skillshelf_verified"  # verified: used from three projects 
 AGENT_DOCS = ("SKILL.md", "skill.md")
 HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: every field but the body
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
-# A concept matching more skills than this keeps its ranked reads in SQL rather than in postings (postings.py): reading
-# a frequent word's every match into memory costs more than the statements it saves (and its memory).
+# Where a concept's ranked reads come from (`_readable`): reading a phrase's every match into memory (postings.py)
+# costs about 1.7 us a match at 10,000 skills, a statement's ranked read of it half that plus FTS5's set-up. So a
+# concept matching at most READ_AT_ONCE skills is read at once (about a statement's cost), one matching at most
+# POSTED_MATCHES from the second search that asks for it (a word that recurs repays its read; the first search asking
+# for it costs what it did), and a more frequent one keeps its reads in SQL (its memory, and its read, outweigh them).
+READ_AT_ONCE = 100
 POSTED_MATCHES = 5_000
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
@@ -486,7 +490,8 @@ class SkillIndex(FtsIndex):
         same rows and scores to the last bit either way."""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
-        posted = self._posted(expressions, conditions)
+        readable = self._readable(expressions)
+        posted = [self._phrase_postings(e) for e in expressions] if conditions == "1" and all(readable) else None
         bm25: dict[int, float] = {}
         if len(wanted) > 1:  # every skill holding all concepts is a candidate
             if posted is not None:
@@ -501,19 +506,25 @@ class SkillIndex(FtsIndex):
         if (len(wanted) == 1 and not unscored) or not (bm25 or unscored):
             return bm25
         return self._with_coverage(
-            expressions, bm25, unscored, {} if body_share is None else body_share, {} if coverage is None else coverage
+            expressions,
+            bm25,
+            unscored,
+            {} if body_share is None else body_share,
+            {} if coverage is None else coverage,
+            readable,
         )
 
-    def _posted(self, expressions: list[str], conditions: str) -> list[list[Posting]] | None:
-        """Each concept's phrases' postings, or None where a search's ranked reads stay in SQL: under a filter
-        (the postings know no category, quality or view) or with a concept matching more than `POSTED_MATCHES`
-        skills."""
-        if conditions != "1" or not all(self._is_posted(e) for e in expressions):
-            return None
-        return [self._phrase_postings(e) for e in expressions]
-
-    def _is_posted(self, expression: str) -> bool:
-        return self._expression_frequency(expression) <= POSTED_MATCHES
+    def _readable(self, expressions: list[str]) -> list[bool]:
+        """Which concepts' reads in this search come from their postings (by how many skills each matches and
+        whether a search asked for it before: `READ_AT_ONCE`, `POSTED_MATCHES`). The ANDed, ORed and head-column
+        reads come from postings only if every concept's do, and no filter is set (the postings know no category,
+        quality or view); the coverage walk takes each concept from wherever its reads come."""
+        readable = [
+            df <= READ_AT_ONCE or (df <= POSTED_MATCHES and self._postings.asked(e))
+            for e, df in zip(expressions, map(self._expression_frequency, expressions), strict=True)
+        ]
+        self._postings.note(expressions)
+        return readable
 
     def _phrase_postings(self, expression: str, columns: str = "") -> list[Posting]:
         """The postings of a concept's phrases, in their order (each under the column filter `columns`, if any)."""
@@ -529,11 +540,13 @@ class SkillIndex(FtsIndex):
         unscored: list[int],
         body_share: dict[int, float],
         coverage: dict[int, float],
+        readable: list[bool],
     ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
 
         Which candidates hold each concept, where, and the concept's BM25 part for the `unscored` ones
-        (`_concept_members`): FTS5's BM25 of an OR of phrases is the sum of each phrase's, to the last bit."""
+        (`_concept_members`, from its postings if `readable` says so): FTS5's BM25 of an OR of phrases is the
+        sum of each phrase's, to the last bit."""
         candidates = [*bm25, *unscored]
         total = self._count_documents()
         frequencies = [self._expression_frequency(e) for e in expressions]
@@ -543,7 +556,7 @@ class SkillIndex(FtsIndex):
         in_body = dict.fromkeys(candidates, 0.0)
         summed = dict.fromkeys(unscored, 0.0)
         lead = dict.fromkeys(candidates, 0.0)  # held in the name or description (`lead_factor`)
-        for expression, weight, df in zip(expressions, rarity, frequencies, strict=True):
+        for expression, weight, df, posted in zip(expressions, rarity, frequencies, readable, strict=True):
             # a concept's credit by where a skill holds it (a product, so the same float whichever row)
             in_body_only = body_credit(df / max(total, 1))
             in_name_credit, in_head_credit, in_body_credit = (
@@ -556,7 +569,7 @@ class SkillIndex(FtsIndex):
                 weight * lead_credit(False, in_body_only),
             )
             for rowid, score, in_name, in_head, in_description in self._concept_members(
-                expression, candidates, bool(unscored)
+                expression, candidates, bool(unscored), posted
             ):
                 if in_name:
                     held[rowid] += in_name_credit
@@ -581,12 +594,12 @@ class SkillIndex(FtsIndex):
         }
 
     def _concept_members(
-        self, expression: str, candidates: list[int], scored: bool
+        self, expression: str, candidates: list[int], scored: bool, posted: bool
     ) -> Iterable[tuple[int, float, object, object, object]]:
         """(rowid, bm25() of the concept alone, in the name, in the description/tags/headings, in the description:
         each true or not) of every candidate holding the concept; its bm25() only if `scored` (else 0). From its
-        postings, or (a concept matching more than `POSTED_MATCHES`) one statement walking its matches."""
-        if self._is_posted(expression):
+        postings (`posted`), or one statement walking its matches."""
+        if posted:
             members = postings.held(self._phrase_postings(expression), candidates)
             return ((rowid, -whole, bits & NAME, bits & HEAD, bits & DESCRIPTION) for rowid, whole, bits in members)
         marks = ",".join("?" * len(candidates))
