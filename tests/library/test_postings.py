@@ -180,3 +180,28 @@ def test_the_postings_hold_at_most_their_bound_of_rows_dropping_the_least_recent
     assert reads == ["aaa", "bb", "cc", "bb"]
     held.get("x" * 10)  # one posting over the bound on its own is kept (the search needs it), alone
     assert len(held) == 1 and held.rows == 10
+
+
+def test_equal_scores_past_the_pool_are_chosen_and_ordered_as_the_sql_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thirty skills of the same length and words score the same: which five fill a pool of five, and in which
+    order, is SQLite's choice (its sorter keeps FTS5's rowid order for ties); the postings must make the same."""
+    root = tmp_path / "lib"
+    for n in range(30):
+        agent_skill(root, "billing", f"tie-{n}", f"name: tie-{n}\ndescription: Balance the ledger totals.")
+    for n in range(40):
+        agent_skill(root, "garden", f"plant-{n}", f"name: plant-{n}\ndescription: Grow tomatoes, bed {n}.")
+    shelf = SkillLibrary(LibraryConfig(roots=[root], index_dir=tmp_path / "idx", watch=False))
+    monkeypatch.setattr(store, "CANDIDATES", 5)
+    try:
+        shelf.sync()
+        for query in ("ledger totals", "ledger", "ledger tomatoes"):
+            from_postings = ranks(shelf.index, [query], 1)
+            monkeypatch.setattr(store, "POSTED_MATCHES", EVERY_READ_IN_SQL)
+            from_sql = ranks(shelf.index, [query], 1)
+            monkeypatch.setattr(store, "POSTED_MATCHES", 10**9)
+            assert from_postings == from_sql
+            assert len(from_sql[0][0]) >= 5  # type: ignore[arg-type]
+    finally:
+        shelf.close()

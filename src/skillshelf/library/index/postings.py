@@ -13,7 +13,6 @@ frequencies are (`SkillIndex._forget_derived`), and bounded by rows held (least 
 
 from __future__ import annotations
 
-import heapq
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -109,16 +108,24 @@ def ranked(groups: Sequence[Sequence[Posting]], every: bool, pool: int) -> list[
     keeps for ties)."""
     flat = [posting for group in groups for posting in group]
     if every:
-        rows = _holding_every(groups)
-        scores = {rowid: _summed(flat, rowid) for rowid in sorted(rows)}
+        scores = {rowid: _summed(flat, rowid) for rowid in _holding_every(groups)}
     else:
-        summed: dict[int, float] = {}
-        for posting in flat:  # a row's sum taken left to right: a phrase it lacks adds 0.0, skipped alike
+        scores = dict(flat[0].terms)  # 0.0 + a term is the term
+        for posting in flat[1:]:  # a row's sum taken left to right: a phrase it lacks adds 0.0, skipped alike
             for rowid, term in posting.terms.items():
-                summed[rowid] = summed.get(rowid, 0.0) + term
-        scores = {rowid: summed[rowid] for rowid in sorted(summed)}
-    best = heapq.nlargest(pool, scores, key=scores.__getitem__)  # stable: ties stay in rowid order
-    return [(rowid, scores[rowid]) for rowid in best]
+                scores[rowid] = scores.get(rowid, 0.0) + term
+    return _best(scores, pool)
+
+
+def _best(scores: dict[int, float], pool: int) -> list[tuple[int, float]]:
+    """The `pool` best (rowid, score) pairs, best first and equal scores by rowid: every row scoring at least
+    the pool's last score, then ordered (cheaper than ordering every row when there are many)."""
+    chosen = list(scores.items())
+    if len(chosen) > pool:
+        last = sorted(scores.values(), reverse=True)[pool - 1]
+        chosen = [(rowid, score) for rowid, score in chosen if score >= last]
+    chosen.sort(key=lambda pair: (-pair[1], pair[0]))
+    return chosen[:pool]
 
 
 def _holding_every(groups: Sequence[Sequence[Posting]]) -> set[int]:
@@ -142,8 +149,18 @@ def _summed(flat: Sequence[Posting], rowid: int) -> float:
     return total
 
 
-def held(group: Sequence[Posting], candidates: Iterable[int]) -> Iterator[tuple[int, float, int]]:
-    """(rowid, BM25 of the group alone as a positive sum, where bits) of each candidate holding a phrase of it."""
+def held(group: Sequence[Posting], candidates: Iterable[int]) -> Iterator[tuple[int, float, int, int, int]]:
+    """Rows as the coverage walk's statement gives them, for each candidate holding a phrase of the group: (rowid,
+    the group's bm25() alone (minus the sum), in the name, in the description, tags or headings, in the
+    description: each nonzero or 0)."""
+    if len(group) == 1:  # the usual concept: one phrase, its term the whole sum
+        terms, where = group[0].terms, group[0].where
+        for rowid in candidates:
+            term = terms.get(rowid)
+            if term is not None:
+                bits = where.get(rowid, 0)
+                yield rowid, -term, bits & NAME, bits & HEAD, bits & DESCRIPTION
+        return
     for rowid in candidates:
         total = 0.0
         bits = 0
@@ -155,4 +172,4 @@ def held(group: Sequence[Posting], candidates: Iterable[int]) -> Iterator[tuple[
                 total += term
                 bits |= posting.where.get(rowid, 0)
         if found:
-            yield rowid, total, bits
+            yield rowid, -total, bits & NAME, bits & HEAD, bits & DESCRIPTION

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from skillshelf.library.index import postings
-from skillshelf.library.index.postings import DESCRIPTION, HEAD, NAME, Posting, Postings, phrases
+from skillshelf.library.index.postings import Posting, Postings, phrases
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, with_alternatives
 from skillshelf.library.indexing.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
 from skillshelf.library.indexing.terms import split_word
@@ -600,8 +600,7 @@ class SkillIndex(FtsIndex):
         each true or not) of every candidate holding the concept; its bm25() only if `scored` (else 0). From its
         postings (`posted`), or one statement walking its matches."""
         if posted:
-            members = postings.held(self._phrase_postings(expression), candidates)
-            return ((rowid, -whole, bits & NAME, bits & HEAD, bits & DESCRIPTION) for rowid, whole, bits in members)
+            return postings.held(self._phrase_postings(expression), candidates)
         marks = ",".join("?" * len(candidates))
         # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each;
         # the whole BM25 only when some candidate needs it (a tenth of a millisecond at 10,000 skills)
