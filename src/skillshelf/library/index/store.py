@@ -520,7 +520,7 @@ class SkillIndex(FtsIndex):
         reads come from postings only if every concept's do, and no filter is set (the postings know no category,
         quality or view); the coverage walk takes each concept from wherever its reads come."""
         readable = [
-            df <= READ_AT_ONCE or (df <= POSTED_MATCHES and self._postings.asked(e))
+            df <= POSTED_MATCHES and (df <= READ_AT_ONCE or self._postings.asked(e))
             for e, df in zip(expressions, map(self._expression_frequency, expressions), strict=True)
         ]
         self._postings.note(expressions)
