@@ -148,6 +148,23 @@ def test_a_write_drops_the_postings_so_a_new_match_is_found(tmp_path: Path) -> N
     assert sorted(hits) == ["billing/ledger", "zoo/keeper"]
 
 
+def test_a_frequent_concept_without_room_keeps_its_reads_in_sql(
+    generated: tuple[SkillLibrary, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Postings full: a frequent concept is not read (which would drop others, and at 100,000 skills read them
+    again and again); its searches run the statements as before, with the same answers."""
+    shelf, queries = generated
+    monkeypatch.setattr(store, "READ_AT_ONCE", 0)
+    query = next(q for q in queries if len(concepts(q)) > 2)
+    with shelf.index._guard():
+        shelf.index._forget_derived()
+    monkeypatch.setattr(shelf.index._postings, "_max_rows", 0)
+    first = shelf.index.search(query, SearchFilters(), 10)
+    assert bm25_statements(shelf.index, query) > 0 and bm25_statements(shelf.index, query) > 0
+    assert shelf.index._postings.rows == 0
+    assert shelf.index.search(query, SearchFilters(), 10) == first
+
+
 def test_another_processs_write_drops_the_postings(tmp_path: Path) -> None:
     """A write by another process (another worker on the same file) is seen by the data version, as the
     document frequencies are: no posting read before it is served after it."""

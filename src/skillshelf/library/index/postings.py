@@ -69,6 +69,13 @@ class Postings:
         self._rows = 0
         self._asked.clear()
 
+    def holds(self, phrases: Iterable[str]) -> bool:
+        return all(phrase in self._held for phrase in phrases)
+
+    def has_room(self, rows: int) -> bool:
+        """Whether `rows` more rows fit under the bound without dropping any held."""
+        return self._rows + rows <= self._max_rows
+
     def asked(self, expression: str) -> bool:
         """Whether a search asked for `expression` before (`note`) since the postings were last emptied."""
         return expression in self._asked

@@ -143,7 +143,9 @@ SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past w
 # costs about 1.7 us a match at 10,000 skills, a statement's ranked read of it half that plus FTS5's set-up. So a
 # concept matching at most READ_AT_ONCE skills is read at once (about a statement's cost), one matching at most
 # POSTED_MATCHES from the second search that asks for it (a word that recurs repays its read; the first search asking
-# for it costs what it did), and a more frequent one keeps its reads in SQL (its memory, and its read, outweigh them).
+# for it costs what it did) while the postings have room for it without dropping others (at 100,000 skills the
+# frequent words' postings outgrew the bound, and reading them again and again made a search 1.7x slower), and a more
+# frequent one keeps its reads in SQL (its memory, and its read, outweigh them).
 READ_AT_ONCE = 100
 POSTED_MATCHES = 5_000
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
@@ -519,12 +521,20 @@ class SkillIndex(FtsIndex):
         whether a search asked for it before: `READ_AT_ONCE`, `POSTED_MATCHES`). The ANDed, ORed and head-column
         reads come from postings only if every concept's do, and no filter is set (the postings know no category,
         quality or view); the coverage walk takes each concept from wherever its reads come."""
-        readable = [
-            df <= POSTED_MATCHES and (df <= READ_AT_ONCE or self._postings.asked(e))
-            for e, df in zip(expressions, map(self._expression_frequency, expressions), strict=True)
-        ]
+        readable = [self._posts(e, self._expression_frequency(e)) for e in expressions]
         self._postings.note(expressions)
         return readable
+
+    def _posts(self, expression: str, df: int) -> bool:
+        """Whether a concept matching `df` skills is read from its postings in this search (`_readable`)."""
+        if df > POSTED_MATCHES:
+            return False
+        if df <= READ_AT_ONCE:
+            return True
+        keys = phrases(expression)
+        # at most `df` rows a phrase, twice (the head columns' read has postings of its own)
+        held, asked = self._postings.holds(keys), self._postings.asked(expression)
+        return held or (asked and self._postings.has_room(2 * df * len(keys)))
 
     def _phrase_postings(self, expression: str, columns: str = "") -> list[Posting]:
         """The postings of a concept's phrases, in their order (each under the column filter `columns`, if any)."""
