@@ -165,6 +165,25 @@ def test_a_frequent_concept_without_room_keeps_its_reads_in_sql(
     assert shelf.index.search(query, SearchFilters(), 10) == first
 
 
+def test_a_search_inside_a_write_rolled_back_leaves_no_posting_of_it(tmp_path: Path) -> None:
+    """A search on the writing thread sees the write before it commits; were its matches read into postings, a
+    rollback would leave them there, served to every later search."""
+    shelf = zebra_library(tmp_path)
+    index = shelf.index
+    try:
+        with pytest.raises(RuntimeError), index._transaction() as conn:
+            conn.execute("INSERT INTO skills_fts(rowid, name, description) VALUES (999, 'zebra', 'zebra ledger')")
+            index.search("zebra ledger", SearchFilters(), 10)
+            raise RuntimeError("rolled back")
+        from_postings = ranks(index, ["zebra ledger"], 10)
+        with index._guard():
+            index._postings.clear()
+        assert from_postings == ranks(index, ["zebra ledger"], 10)
+        assert 999 not in dict(from_postings[0][0])  # type: ignore[call-overload]
+    finally:
+        shelf.close()
+
+
 def test_another_processs_write_drops_the_postings(tmp_path: Path) -> None:
     """A write by another process (another worker on the same file) is seen by the data version, as the
     document frequencies are: no posting read before it is served after it."""

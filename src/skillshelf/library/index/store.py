@@ -488,7 +488,7 @@ class SkillIndex(FtsIndex):
         """Candidates' scores by rowid; `body_share` and `coverage`, if given, receive the share of each
         one's concepts held in its body alone and its coverage.
 
-        The ranked reads come from the concepts' postings (`_posted`) where they can, from SQL otherwise: the
+        The ranked reads come from the concepts' postings (`_readable`) where they can, from SQL otherwise: the
         same rows and scores to the last bit either way."""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
@@ -520,7 +520,11 @@ class SkillIndex(FtsIndex):
         """Which concepts' reads in this search come from their postings (by how many skills each matches and
         whether a search asked for it before: `READ_AT_ONCE`, `POSTED_MATCHES`). The ANDed, ORed and head-column
         reads come from postings only if every concept's do, and no filter is set (the postings know no category,
-        quality or view); the coverage walk takes each concept from wherever its reads come."""
+        quality or view); the coverage walk takes each concept from wherever its reads come. Inside a write not
+        yet committed (a search on the writing thread) nothing is read into postings: a rollback would leave them
+        holding matches that never were."""
+        if self._conn.in_transaction:
+            return [False] * len(expressions)
         readable = [self._posts(e, self._expression_frequency(e)) for e in expressions]
         self._postings.note(expressions)
         return readable
