@@ -1,6 +1,7 @@
 """searchPatterns' service of this tree against an earlier commit's, and the bare FTS5 AND query, in one process.
 
-    python bench/search_ab.py --parent main [--n 1000 --n 10000] [--rounds 5] [--wall] [--indexes DIR]
+    python bench/search_ab.py --parent main [--n 1000 --n 10000] [--rounds 5] [--wall] [--cold | --stream]
+                              [--indexes DIR]
 
 A cut to search is kept only with its gain shown against its parent in the same run (issue 36). Run one after
 the other, two processes on a loaded machine differ by more than a cut gains; here both trees run in one process,
@@ -10,7 +11,10 @@ with `git archive` and imported as the package `skillshelf_parent`, and it opens
 thread's CPU time (what another process's load changes least; `--wall` for wall-clock time); the report is the
 median over rounds of each, and of the ratios per round. It also says how many answers are identical, byte for
 byte: a mechanical cut must leave every one as it was. `--indexes DIR` keeps each index (DIR/idx-N, the layout
-bench/search_same.py uses) for the next run: 100,000 skills take minutes to index. Nothing here asserts on time:
+bench/search_same.py uses) for the next run: 100,000 skills take minutes to index. `--cold` empties this tree's
+postings (library/index/postings.py: index data a query does not change, kept across queries) before each of its
+searches, untimed: a search as the first to ask for its words; `--stream` empties them before each round: each
+query searched once after the ones before it, as in a session of different queries. Nothing here asserts on time:
 it only measures.
 """
 
@@ -71,7 +75,15 @@ def parent_service() -> Any:
         return importlib.import_module(f"{PARENT}.patterns.service")
 
 
-def measure(lib: Path, n: int, rounds: int, clock: Callable[[], float], indexes: Path | None = None) -> dict[str, Any]:
+def measure(
+    lib: Path,
+    n: int,
+    rounds: int,
+    clock: Callable[[], float],
+    indexes: Path | None = None,
+    cold: bool = False,
+    stream: bool = False,
+) -> dict[str, Any]:
     reader_module = importlib.import_module(f"{PARENT}.library.access.reader")
     library_module = importlib.import_module(f"{PARENT}.library.index.library")
     parent_search = parent_service().search_patterns
@@ -90,7 +102,13 @@ def measure(lib: Path, n: int, rounds: int, clock: Callable[[], float], indexes:
                 "fts-and": ours.fts_and,
             }
             same = sum(engines["parent"](q).model_dump_json() == engines["this"](q).model_dump_json() for q in queries)
-            per_round = [one_round(engines, queries, number, clock) for number in range(-1, rounds)][1:]
+            before = {"this": lambda: forget_postings(ours)} if cold else {}
+            per_round = []
+            for number in range(-1, rounds):
+                if stream:
+                    forget_postings(ours)
+                per_round.append(one_round(engines, queries, number, clock, before))
+            per_round = per_round[1:]
         finally:
             parent_library.close()
             ours.close()
@@ -108,16 +126,29 @@ def measure(lib: Path, n: int, rounds: int, clock: Callable[[], float], indexes:
     }
 
 
+def forget_postings(engines: Engines) -> None:
+    """Empty this tree's postings (`--cold`), as no earlier query had read them."""
+    index = engines.library.index
+    with index._guard():
+        index._postings.clear()
+
+
 def one_round(
-    engines: dict[str, Callable[[str], Any]], queries: list[str], number: int, clock: Callable[[], float]
+    engines: dict[str, Callable[[str], Any]],
+    queries: list[str],
+    number: int,
+    clock: Callable[[], float],
+    before: dict[str, Callable[[], None]] | None = None,
 ) -> dict[str, float]:
     """Every engine on every query, their order rotated query by query; each engine's median ms (round -1
-    warms up)."""
+    warms up). `before` runs, untimed, before each search of the engine it names."""
     names = list(engines)
     times: dict[str, list[float]] = {name: [] for name in names}
     for index, query in enumerate(queries):
         shift = (index + number) % len(names)
         for name in names[shift:] + names[:shift]:
+            if before and name in before:
+                before[name]()
             started = clock()
             engines[name](query)
             times[name].append((clock() - started) * 1000)
@@ -132,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall", action="store_true", help="wall-clock time instead of the thread's CPU time")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     parser.add_argument("--indexes", type=Path, help="keep the indexes here, DIR/idx-N (default: temporary ones)")
+    parser.add_argument("--cold", action="store_true", help="this tree's postings emptied before each of its searches")
+    parser.add_argument("--stream", action="store_true", help="this tree's postings emptied before each round")
     args = parser.parse_args(argv)
     clock = time.perf_counter if args.wall else time.thread_time
     columns = "parent ms | this ms | fts-and ms | parent / fts-and | this / fts-and | this / parent"
@@ -142,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.n or [1000, 10000]:
             lib = args.work / f"lib-{n}"
             generate.ensure_library(lib, n)
-            r = measure(lib, n, args.rounds, clock, args.indexes)
+            r = measure(lib, n, args.rounds, clock, args.indexes, args.cold, args.stream)
             log(f"n={n}: {r}")
             ms = r["ms"]
             print(

@@ -4,8 +4,10 @@
 
 Over the generator's queries (bench/generate.py), after a warm-up round, every statement `SkillIndex._tuples` runs
 is read to its end and timed in the thread's CPU time, by kind: the coverage walk (one per concept), the ranked
-reads (all concepts ANDed; ORed; ORed in the head columns) and the page's rows. What is left of the whole call is
-Python and the few small reads outside `_tuples` (the exact name, the caches' checks). Per search, the medians
+reads (all concepts ANDed; ORed; ORed in the head columns), a phrase's postings read whole (postings.py: once,
+then kept, so after the warm-up few are left) and the page's rows. What is left of the whole call is Python (the
+ranked reads computed from postings among it) and the few small reads outside `_tuples` (the exact name, the
+caches' checks). Per search, the medians
 are not used: these are sums over every query divided by the queries, so the parts add up. Nothing asserts on time.
 """
 
@@ -32,6 +34,8 @@ except ModuleNotFoundError:  # run as a script: bench/ itself is on sys.path
 
 
 def kind(sql: str, params: Sequence[Any]) -> str:
+    if sql == store._POSTING_SQL:
+        return "a phrase's postings read whole (library/index/postings.py)"
     if "+rowid IN" in sql:
         return "coverage walk (a concept's matches among the candidates)"
     if "FROM skills WHERE rowid IN" in sql:

@@ -23,6 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from skillshelf.library.index import postings
+from skillshelf.library.index.postings import Posting, Postings, phrases
 from skillshelf.library.index.query import Concept, Vocabulary, concepts, with_alternatives
 from skillshelf.library.indexing.fts import BUSY_TIMEOUT_S, FtsIndex, IndexDamaged, recovering
 from skillshelf.library.indexing.terms import split_word
@@ -139,6 +141,15 @@ VERIFIED_FUNCTION = "skillshelf_verified"  # verified: used from three projects 
 AGENT_DOCS = ("SKILL.md", "skill.md")
 HEAD_COLUMNS = "{name description tags headings}"  # an FTS5 column filter: every field but the body
 SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past which candidates come from HEAD_COLUMNS
+# Where a concept's ranked reads come from (`_readable`): reading a phrase's every match into memory (postings.py)
+# costs about 1.7 us a match at 10,000 skills, a statement's ranked read of it half that plus FTS5's set-up. So a
+# concept matching at most READ_AT_ONCE skills is read at once (about a statement's cost), one matching at most
+# POSTED_MATCHES from the second search that asks for it (a word that recurs repays its read; the first search asking
+# for it costs what it did) while the postings have room for it without dropping others (at 100,000 skills the
+# frequent words' postings outgrew the bound, and reading them again and again made a search 1.7x slower), and a more
+# frequent one keeps its reads in SQL (its memory, and its read, outweigh them).
+READ_AT_ONCE = 100
+POSTED_MATCHES = 5_000
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 # the columns of `skills` an IndexedSkill is built from, in its fields' order (`IndexedSkill.from_row`)
@@ -300,10 +311,12 @@ class SkillIndex(FtsIndex):
         self._vocabulary_writes = 0  # the write count the vocabulary was read at
         self._refreshing: threading.Thread | None = None
         self._kept: dict[str, IndexedSkill | None] = {}  # what `get` read since the last write
+        self._postings = Postings(self._read_posting)  # each phrase's matches (under the lock, as the frequencies)
 
     def _forget_derived(self) -> None:
         super()._forget_derived()
         self._kept = {}  # a write may have changed, added or removed any row
+        self._postings.clear()  # a write changes matches, IDFs and lengths: every posting is stale
         self._writes += 1  # the vocabulary goes stale; `vocabulary` refreshes it in the background
 
     def copy_to(self, path: Path) -> SkillIndex:
@@ -477,22 +490,66 @@ class SkillIndex(FtsIndex):
         coverage: dict[int, float] | None = None,
     ) -> dict[int, float]:
         """Candidates' scores by rowid; `body_share` and `coverage`, if given, receive the share of each
-        one's concepts held in its body alone and its coverage."""
+        one's concepts held in its body alone and its coverage.
+
+        The ranked reads come from the concepts' postings (`_readable`) where they can, from SQL otherwise: the
+        same rows and scores to the last bit either way."""
         expressions = [c.expression() for c in wanted]
         pool = max(CANDIDATES, limit * 5)
+        readable = self._readable(expressions)
+        posted = [self._phrase_postings(e) for e in expressions] if conditions == "1" and all(readable) else None
         bm25: dict[int, float] = {}
         if len(wanted) > 1:  # every skill holding all concepts is a candidate
-            full = " AND ".join(expressions)
-            bm25.update({row[0]: -row[1] for row in self._tuples(_ranked_sql(conditions), [full, *params, pool])})
+            if posted is not None:
+                bm25.update(postings.ranked(posted, True, pool))
+            else:
+                full = " AND ".join(expressions)
+                bm25.update({row[0]: -row[1] for row in self._tuples(_ranked_sql(conditions), [full, *params, pool])})
         unscored: list[int] = []
         if len(bm25) < limit:  # fewer than a page hold them all: the best partial matches compete too
-            scored, unscored = self._partial_matches(expressions, bm25, conditions, params, pool)
+            scored, unscored = self._partial_matches(expressions, bm25, conditions, params, pool, posted)
             bm25.update(scored)
         if (len(wanted) == 1 and not unscored) or not (bm25 or unscored):
             return bm25
         return self._with_coverage(
-            expressions, bm25, unscored, {} if body_share is None else body_share, {} if coverage is None else coverage
+            expressions,
+            bm25,
+            unscored,
+            {} if body_share is None else body_share,
+            {} if coverage is None else coverage,
+            readable,
         )
+
+    def _readable(self, expressions: list[str]) -> list[bool]:
+        """Which concepts' reads in this search come from their postings (by how many skills each matches and
+        whether a search asked for it before: `READ_AT_ONCE`, `POSTED_MATCHES`). The ANDed, ORed and head-column
+        reads come from postings only if every concept's do, and no filter is set (the postings know no category,
+        quality or view); the coverage walk takes each concept from wherever its reads come. Inside a write not
+        yet committed (a search on the writing thread) nothing is read into postings: a rollback would leave them
+        holding matches that never were."""
+        if self._conn.in_transaction:
+            return [False] * len(expressions)
+        readable = [self._posts(e, self._expression_frequency(e)) for e in expressions]
+        self._postings.note(expressions)
+        return readable
+
+    def _posts(self, expression: str, df: int) -> bool:
+        """Whether a concept matching `df` skills is read from its postings in this search (`_readable`)."""
+        if df > POSTED_MATCHES:
+            return False
+        if df <= READ_AT_ONCE:
+            return True
+        keys = phrases(expression)
+        # at most `df` rows a phrase, twice (the head columns' read has postings of its own)
+        held, asked = self._postings.holds(keys), self._postings.asked(expression)
+        return held or (asked and self._postings.has_room(2 * df * len(keys)))
+
+    def _phrase_postings(self, expression: str, columns: str = "") -> list[Posting]:
+        """The postings of a concept's phrases, in their order (each under the column filter `columns`, if any)."""
+        return [self._postings.get(f"{columns} : {p}" if columns else p) for p in phrases(expression)]
+
+    def _read_posting(self, phrase: str) -> Posting:
+        return Posting.from_rows(self._tuples(_POSTING_SQL, [phrase]))
 
     def _with_coverage(
         self,
@@ -501,11 +558,13 @@ class SkillIndex(FtsIndex):
         unscored: list[int],
         body_share: dict[int, float],
         coverage: dict[int, float],
+        readable: list[bool],
     ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
 
-        One walk of each concept's matches finds which candidates hold it, and the concept's BM25 part for
-        the `unscored` ones: FTS5's BM25 of an OR of phrases is the sum of each phrase's, to the last bit."""
+        Which candidates hold each concept, where, and the concept's BM25 part for the `unscored` ones
+        (`_concept_members`, from its postings if `readable` says so): FTS5's BM25 of an OR of phrases is the
+        sum of each phrase's, to the last bit."""
         candidates = [*bm25, *unscored]
         total = self._count_documents()
         frequencies = [self._expression_frequency(e) for e in expressions]
@@ -514,15 +573,8 @@ class SkillIndex(FtsIndex):
         anywhere = dict.fromkeys(candidates, 0.0)
         in_body = dict.fromkeys(candidates, 0.0)
         summed = dict.fromkeys(unscored, 0.0)
-        marks = ",".join("?" * len(candidates))
-        # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each;
-        # the whole BM25 only when some candidate needs it (a tenth of a millisecond at 10,000 skills)
-        whole_bm25 = f"bm25(skills_fts, {_WEIGHTS})" if unscored else "0"
-        member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY}),
-                                bm25(skills_fts, {_DESCRIPTION_ONLY})
-                         FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
         lead = dict.fromkeys(candidates, 0.0)  # held in the name or description (`lead_factor`)
-        for expression, weight, df in zip(expressions, rarity, frequencies, strict=True):
+        for expression, weight, df, posted in zip(expressions, rarity, frequencies, readable, strict=True):
             # a concept's credit by where a skill holds it (a product, so the same float whichever row)
             in_body_only = body_credit(df / max(total, 1))
             in_name_credit, in_head_credit, in_body_credit = (
@@ -534,7 +586,9 @@ class SkillIndex(FtsIndex):
                 weight * lead_credit(True, in_body_only),
                 weight * lead_credit(False, in_body_only),
             )
-            for rowid, score, in_name, in_head, in_description in self._tuples(member_sql, [expression, *candidates]):
+            for rowid, score, in_name, in_head, in_description in self._concept_members(
+                expression, candidates, bool(unscored), posted
+            ):
                 if in_name:
                     held[rowid] += in_name_credit
                 elif in_head:
@@ -557,11 +611,35 @@ class SkillIndex(FtsIndex):
             for rowid, score in scores.items()
         }
 
+    def _concept_members(
+        self, expression: str, candidates: list[int], scored: bool, posted: bool
+    ) -> Iterable[tuple[int, float, object, object, object]]:
+        """(rowid, bm25() of the concept alone, in the name, in the description/tags/headings, in the description:
+        each true or not) of every candidate holding the concept; its bm25() only if `scored` (else 0). From its
+        postings (`posted`), or one statement walking its matches."""
+        if posted:
+            return postings.held(self._phrase_postings(expression), candidates)
+        marks = ",".join("?" * len(candidates))
+        # "+rowid": test the candidates while walking the concept's matches, not by a far slower lookup each;
+        # the whole BM25 only when some candidate needs it (a tenth of a millisecond at 10,000 skills)
+        whole_bm25 = f"bm25(skills_fts, {_WEIGHTS})" if scored else "0"
+        member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY}),
+                                bm25(skills_fts, {_DESCRIPTION_ONLY})
+                         FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
+        return self._tuples(member_sql, [expression, *candidates])
+
     def _partial_matches(
-        self, expressions: list[str], taken: dict[int, float], conditions: str, params: list[Any], pool: int
+        self,
+        expressions: list[str],
+        taken: dict[int, float],
+        conditions: str,
+        params: list[Any],
+        pool: int,
+        posted: list[list[Posting]] | None = None,
     ) -> tuple[dict[int, float], list[int]]:
         """The best `pool` skills holding some of the query's concepts (not in `taken`): scored by BM25 on
-        every field, or (a large library) left for `_with_coverage` to score.
+        every field, or (a large library) left for `_with_coverage` to score. From the concepts' postings
+        (`posted`) if given, else by SQL.
 
         Scoring every partial match costs time in proportion to the matches: nothing in a library of a few
         thousand skills, 6-7 ms at 100,000, where a typical query's words are held by 8,500 skills, most
@@ -572,26 +650,33 @@ class SkillIndex(FtsIndex):
         the query holds a rarer one (`_head_candidates`): its descriptions, tags and headings were most of that
         read's rows (3,576 of 10,000 generated skills hold "pipeline"), and a skill holding only such a word,
         and not in its name, rarely reaches a page. Every candidate is still scored on every concept and field."""
-        alternatives = " OR ".join(expressions)
         ranked_sql = _ranked_sql(conditions)
         if sum(map(self._expression_frequency, expressions)) > SCORED_MATCHES:
-            in_head = self._head_candidates(expressions)
-            head = [row[0] for row in self._tuples(ranked_sql, [in_head, *params, pool]) if row[0] not in taken]
+            groups = self._head_candidates(expressions)
+            if posted is not None:
+                in_head = [p for columns, group in groups for e in group for p in self._phrase_postings(e, columns)]
+                rows: Iterable[tuple[int, float]] = postings.ranked([in_head], False, pool)
+            else:
+                rows = self._tuples(ranked_sql, [_columns_expression(groups), *params, pool])
+            head = [row[0] for row in rows if row[0] not in taken]
             if len(head) + len(taken) >= pool:
                 return {}, head
-        ranked = self._tuples(ranked_sql, [alternatives, *params, pool])
+        if posted is not None:
+            return {rowid: score for rowid, score in postings.ranked(posted, False, pool) if rowid not in taken}, []
+        ranked = self._tuples(ranked_sql, [" OR ".join(expressions), *params, pool])
         return {row[0]: -row[1] for row in ranked if row[0] not in taken}, []
 
-    def _head_candidates(self, expressions: list[str]) -> str:
-        """The FTS expression of the head-column candidates: the concepts in the head columns, but one matching
-        more than `SCORED_MATCHES` skills on its own in the name alone while the query holds a rarer concept.
-        The bound is the one that chose these candidates, so a library of a few thousand skills, where no
-        concept reaches it, ranks as before; the real corpora's (972 skills) answers are unchanged."""
+    def _head_candidates(self, expressions: list[str]) -> list[tuple[str, list[str]]]:
+        """The head-column candidates' expression, as (column filter, concepts' expressions) ORed in order
+        (`_columns_expression`): the concepts in the head columns, but one matching more than `SCORED_MATCHES`
+        skills on its own in the name alone while the query holds a rarer concept. The bound is the one that
+        chose these candidates, so a library of a few thousand skills, where no concept reaches it, ranks as
+        before; the real corpora's (972 skills) answers are unchanged."""
         common = [e for e in expressions if self._expression_frequency(e) > SCORED_MATCHES]
         specific = [e for e in expressions if e not in common]
         if not common or not specific:
-            return f"{HEAD_COLUMNS} : ({' OR '.join(expressions)})"
-        return f"{HEAD_COLUMNS} : ({' OR '.join(specific)}) OR {{name}} : ({' OR '.join(common)})"
+            return [(HEAD_COLUMNS, expressions)]
+        return [(HEAD_COLUMNS, specific), ("{name}", common)]
 
     def _expression_frequency(self, expression: str) -> int:
         """How many skills match an FTS expression (cached until the next write)."""
@@ -822,6 +907,17 @@ def _ranked_sql(conditions: str) -> str:
     join = "" if conditions == "1" else "JOIN skills s ON s.rowid = f.rowid"
     return f"""SELECT f.rowid, bm25(skills_fts, {_WEIGHTS}) AS score FROM skills_fts f {join}
                WHERE skills_fts MATCH ? AND {conditions} ORDER BY score LIMIT ?"""
+
+
+def _columns_expression(groups: list[tuple[str, list[str]]]) -> str:
+    """An FTS5 expression ORing each group's expressions under its column filter (`_head_candidates`)."""
+    return " OR ".join(f"{columns} : ({' OR '.join(group)})" for columns, group in groups)
+
+
+# One phrase's matches with its bm25() under the field weights and where it is held (`postings.Posting.from_rows`)
+_POSTING_SQL = f"""SELECT rowid, bm25(skills_fts, {_WEIGHTS}), bm25(skills_fts, {_NAME_ONLY}),
+                          bm25(skills_fts, {_HEAD_ONLY}), bm25(skills_fts, {_DESCRIPTION_ONLY})
+                   FROM skills_fts WHERE skills_fts MATCH ?"""
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:

@@ -1,0 +1,182 @@
+"""Each phrase's matches, read from FTS5 once and kept in memory: the ranked reads of a search computed from them.
+
+FTS5's bm25() of a query is a sum over the query's phrases, in their order, of each phrase's own term (its IDF,
+counted over the whole index, times a saturation of its weighted count in the row); a phrase a row lacks adds
+exactly 0.0. So the term of every (phrase, row), read once from a query of that phrase alone, gives the bm25() of
+any AND or OR of phrases to the last bit: summed in the query's phrase order from 0.0, as fts5_aux.c sums them.
+Each statement that calls bm25() pays FTS5's set-up (each phrase's matches counted over the whole index) however
+few rows it returns: that set-up, three or four statements a search, was most of a search's time (issue 36).
+
+The postings are index data a query does not change; they are dropped on every write, as the document
+frequencies are (`SkillIndex._forget_derived`), and bounded by rows held (least recently used first out).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+NAME = 1  # where a phrase is in a row: its name ...
+HEAD = 2  # ... its description, tags or headings ...
+DESCRIPTION = 4  # ... its description
+MAX_ROWS = 400_000  # rows held over every posting (about 100 bytes each), least recently used dropped past it
+MAX_ASKED = 100_000  # expressions remembered as asked for (`Postings.asked`), all forgotten past it
+
+
+@dataclass(frozen=True)
+class Posting:
+    """One phrase's matches: by rowid (ascending), its bm25() term (positive, under the index's field weights),
+    and where the row holds it (`NAME`, `HEAD`, `DESCRIPTION` bits; rows holding it in the body alone absent)."""
+
+    terms: dict[int, float]
+    where: dict[int, int]
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[int, float, float, float, float]]) -> Posting:
+        """From rows of (rowid, bm25 whole, bm25 name only, bm25 head only, bm25 description only) of a query
+        of the phrase alone: bm25() is minus the sum, so a one-phrase query's is minus the phrase's term."""
+        terms: dict[int, float] = {}
+        where: dict[int, int] = {}
+        for rowid, whole, in_name, in_head, in_description in rows:
+            terms[rowid] = -whole
+            bits = (NAME if in_name else 0) | (HEAD if in_head else 0) | (DESCRIPTION if in_description else 0)
+            if bits:
+                where[rowid] = bits
+        return cls(terms, where)
+
+
+class Postings:
+    """The postings read so far, by FTS5 expression (one phrase, with or without a column filter), least
+    recently used first out past `max_rows` rows. The caller holds the index's lock."""
+
+    def __init__(self, read: Callable[[str], Posting], max_rows: int = MAX_ROWS) -> None:
+        self._read = read
+        self._max_rows = max_rows
+        self._held: OrderedDict[str, Posting] = OrderedDict()
+        self._rows = 0
+        self._asked: set[str] = set()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def clear(self) -> None:
+        self._held.clear()
+        self._rows = 0
+        self._asked.clear()
+
+    def holds(self, phrases: Iterable[str]) -> bool:
+        return all(phrase in self._held for phrase in phrases)
+
+    def has_room(self, rows: int) -> bool:
+        """Whether `rows` more rows fit under the bound without dropping any held."""
+        return self._rows + rows <= self._max_rows
+
+    def asked(self, expression: str) -> bool:
+        """Whether a search asked for `expression` before (`note`) since the postings were last emptied."""
+        return expression in self._asked
+
+    def note(self, expressions: Iterable[str]) -> None:
+        """Remember that a search asked for these: which words recur decides which are worth reading whole."""
+        if len(self._asked) > MAX_ASKED:
+            self._asked.clear()
+        self._asked.update(expressions)
+
+    def get(self, phrase: str) -> Posting:
+        posting = self._held.get(phrase)
+        if posting is not None:
+            self._held.move_to_end(phrase)
+            return posting
+        posting = self._read(phrase)
+        self._held[phrase] = posting
+        self._rows += len(posting.terms)
+        while self._rows > self._max_rows and len(self._held) > 1:
+            _, dropped = self._held.popitem(last=False)
+            self._rows -= len(dropped.terms)
+        return posting
+
+
+def phrases(expression: str) -> list[str]:
+    """The quoted phrases of a concept's expression (`Concept.expression`: one quoted phrase, or an OR of them
+    in parentheses; a phrase holds no quote)."""
+    if not expression.startswith("("):
+        return [expression]
+    return [f'"{phrase}"' for phrase in expression[2:-2].split('" OR "')]
+
+
+def ranked(groups: Sequence[Sequence[Posting]], every: bool, pool: int) -> list[tuple[int, float]]:
+    """(rowid, BM25 as a positive sum) of the best `pool` rows holding every group (`every`) or any, as FTS5's
+    `MATCH (g1) AND (g2) ... ORDER BY bm25() LIMIT pool` gives them: each group an OR of its phrases, the sum
+    taken in phrase order, equal scores by rowid (the order FTS5 reads its matches in, which SQLite's sorter
+    keeps for ties)."""
+    flat = [posting for group in groups for posting in group]
+    if every:
+        scores = {rowid: _summed(flat, rowid) for rowid in _holding_every(groups)}
+    else:
+        scores = dict(flat[0].terms)  # 0.0 + a term is the term
+        for posting in flat[1:]:  # a row's sum taken left to right: a phrase it lacks adds 0.0, skipped alike
+            for rowid, term in posting.terms.items():
+                scores[rowid] = scores.get(rowid, 0.0) + term
+    return _best(scores, pool)
+
+
+def _best(scores: dict[int, float], pool: int) -> list[tuple[int, float]]:
+    """The `pool` best (rowid, score) pairs, best first and equal scores by rowid: every row scoring at least
+    the pool's last score, then ordered (cheaper than ordering every row when there are many)."""
+    chosen = list(scores.items())
+    if len(chosen) > pool:
+        last = sorted(scores.values(), reverse=True)[pool - 1]
+        chosen = [(rowid, score) for rowid, score in chosen if score >= last]
+    chosen.sort(key=lambda pair: (-pair[1], pair[0]))
+    return chosen[:pool]
+
+
+def _holding_every(groups: Sequence[Sequence[Posting]]) -> set[int]:
+    """The rows holding some phrase of every group."""
+    unions = sorted(
+        (set().union(*(posting.terms for posting in group)) for group in groups),
+        key=len,
+    )
+    rows = unions[0]
+    for other in unions[1:]:
+        rows &= other
+    return rows
+
+
+def _summed(flat: Sequence[Posting], rowid: int) -> float:
+    total = 0.0
+    for posting in flat:
+        term = posting.terms.get(rowid)
+        if term is not None:
+            total += term
+    return total
+
+
+def held(group: Sequence[Posting], candidates: Iterable[int]) -> Iterator[tuple[int, float, int, int, int]]:
+    """Rows as the coverage walk's statement gives them, for each candidate holding a phrase of the group: (rowid,
+    the group's bm25() alone (minus the sum), in the name, in the description, tags or headings, in the
+    description: each nonzero or 0)."""
+    if len(group) == 1:  # the usual concept: one phrase, its term the whole sum
+        terms, where = group[0].terms, group[0].where
+        for rowid in candidates:
+            term = terms.get(rowid)
+            if term is not None:
+                bits = where.get(rowid, 0)
+                yield rowid, -term, bits & NAME, bits & HEAD, bits & DESCRIPTION
+        return
+    for rowid in candidates:
+        total = 0.0
+        bits = 0
+        found = False
+        for posting in group:
+            term = posting.terms.get(rowid)
+            if term is not None:
+                found = True
+                total += term
+                bits |= posting.where.get(rowid, 0)
+        if found:
+            yield rowid, -total, bits & NAME, bits & HEAD, bits & DESCRIPTION
