@@ -184,6 +184,22 @@ def test_a_search_inside_a_write_rolled_back_leaves_no_posting_of_it(tmp_path: P
         shelf.close()
 
 
+def test_a_search_inside_a_write_rolled_back_leaves_no_count_of_it(tmp_path: Path) -> None:
+    """The document frequencies a search inside a write counted include its uncommitted rows: after a rollback
+    they are counted again, so a word only the rolled-back row held is not taken as known."""
+    shelf = zebra_library(tmp_path)
+    index = shelf.index
+    try:
+        with pytest.raises(RuntimeError), index._transaction() as conn:
+            conn.execute("INSERT INTO skills_fts(rowid, name, description) VALUES (999, 'quokka', 'quokka')")
+            assert index._expression_frequency('"quokka"') == 1
+            raise RuntimeError("rolled back")
+        with index._guard():
+            assert index._expression_frequency('"quokka"') == 0
+    finally:
+        shelf.close()
+
+
 def test_another_processs_write_drops_the_postings(tmp_path: Path) -> None:
     """A write by another process (another worker on the same file) is seen by the data version, as the
     document frequencies are: no posting read before it is served after it."""

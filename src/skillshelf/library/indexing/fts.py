@@ -462,7 +462,10 @@ class FtsIndex:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         with self._guard() as guarded, immediate_transaction(guarded) as conn:
             self._forget_derived()  # any write may change how common a term is
-            yield conn
+            try:
+                yield conn
+            finally:  # what a search inside the write cached counts rows not committed, perhaps rolled back
+                self._forget_derived()
 
     def _read_apart(self, sql: str) -> list[tuple[object, ...]]:
         """The rows of a long read (every signature: a quarter of a second at 100,000 skills) on a
