@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -84,13 +84,14 @@ def walk_tree(folder: Path, folders: list[tuple[Path, os.stat_result]] | None = 
 def digest_entries(entries: list[TreeEntry]) -> str:
     digest = hashlib.sha256()
     for entry in sorted(entries, key=lambda e: e.path):
-        _add(digest, entry.kind, entry.path, entry.content())
+        _add(digest.update, entry.kind, entry.path, entry.content())
     return PREFIX + digest.hexdigest()
 
 
-def _add(digest: hashlib._Hash, kind: EntryKind, path: str, data: bytes) -> None:
-    digest.update(_KIND_MARK[kind] + b"\0" + path.encode("utf-8") + b"\0")
-    digest.update(str(len(data)).encode("ascii") + b"\0" + data)
+def _add(update: Callable[[bytes], None], kind: EntryKind, path: str, data: bytes) -> None:
+    """One entry into a digest (its `update`): kind, path, length and bytes, the same for a digest and a copy."""
+    update(_KIND_MARK[kind] + b"\0" + path.encode("utf-8") + b"\0")
+    update(str(len(data)).encode("ascii") + b"\0" + data)
 
 
 class CopyRefused(ValueError):
@@ -113,7 +114,7 @@ def copy_entries(entries: list[TreeEntry], into: Path, max_files: int, max_bytes
         if len(data) > budget:
             raise CopyRefused(f"its files hold more than {max_bytes // (1024 * 1024)} MiB")
         budget -= len(data)
-        _add(digest, kind, entry.path, data)
+        _add(digest.update, kind, entry.path, data)
     return PREFIX + digest.hexdigest()
 
 
