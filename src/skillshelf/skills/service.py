@@ -74,7 +74,8 @@ def search_patterns(
         raise CategoryInvalidError(category, [c.name for c in reader.categories()])
     filters = SearchFilters(category=category, executable=include_executable, min_quality=min_quality)
     found = reader.search(query, filters, max(1, min(limit, MAX_LIMIT)))
-    notes = (reader.index_warning(), reader.semantic_note() if query_terms(query) else None)
+    semantic_note = reader.semantic_note()  # None without meaning configured: then the query need not be split
+    notes = (reader.index_warning(), semantic_note if semantic_note and query_terms(query) else None)
     warnings: list[str] = [note for note in notes if note]
     by_use = reader.verified_ids(warnings)
     hits = [_hit(s, reader.is_verified(s, by_use)) for s in found]
