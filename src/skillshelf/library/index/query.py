@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from itertools import chain
 
 from skillshelf.library.index.synonyms import ONE_WAY, SYNONYM_GROUPS
@@ -71,15 +70,17 @@ class Concept:
 
     word: str
     alternatives: tuple[str, ...]  # lower-case words or space-separated phrases, the word itself first
+    _expression: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # built with the concept, once: a search asks for it several times a concept, and a `cached_property`'s
+        # first read (under a lock in Python 3.11) cost more than building it here (issue 36)
+        quoted = [f'"{alt}"' for alt in self.alternatives]
+        object.__setattr__(self, "_expression", quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")")
 
     def expression(self) -> str:
         """An FTS5 expression matching any alternative (quoted, so no query syntax leaks through)."""
         return self._expression
-
-    @cached_property
-    def _expression(self) -> str:  # built once: a search asks for it several times a concept
-        quoted = [f'"{alt}"' for alt in self.alternatives]
-        return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
 
 def _build_synonyms(
