@@ -20,7 +20,7 @@ from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from skillshelf.skills import minify
 from skillshelf.skills.models import SkillHit
-from skillshelf.skills.service import compact_hit, compact_result, one_line, search_compact, search_patterns
+from skillshelf.skills.service import compact_hit, compact_result, one_line, search_patterns, search_patterns_compact
 from skillshelf.tokens import estimate_json_tokens
 from tests.conftest import agent_skill, call, three_file
 
@@ -445,7 +445,7 @@ def test_the_default_answer_is_the_long_answer_made_compact(sample_library: Skil
         ("deploy", {"min_quality": 5.0}),
     ]
     for query, options in calls:
-        made = search_compact(reader, query, **options)
+        made = search_patterns_compact(reader, query, **options)
         expected = compact_result(search_patterns(reader, query, **options))
         assert made.model_dump_json() == expected.model_dump_json(), query
         assert [h.model_fields_set for h in made.hits] == [h.model_fields_set for h in expected.hits]

@@ -76,7 +76,7 @@ def search_patterns(
     return SearchResult.model_validate({"query": query, "hits": hits, "warnings": warnings or None})
 
 
-def search_compact(
+def search_patterns_compact(
     reader: SkillReader,
     query: str = "",
     *,

@@ -138,7 +138,7 @@ def _search_patterns(library: SkillReader) -> ToolFunction:
             )
 
         def search() -> CompactSearchResult | SearchResult:
-            answer = service.search_patterns if detail else service.search_compact
+            answer = service.search_patterns if detail else service.search_patterns_compact
             return answer(
                 library,
                 one_query(query, keyword),
