@@ -45,6 +45,7 @@ SETTLE_S = 20.0  # the fresh server's start-up check of the library runs meanwhi
 WORK: dict[str, Callable[..., Any]] = {
     "load_for_agent": service.load_for_agent,
     "search_patterns": service.search_patterns,
+    "search_patterns_compact": service.search_patterns_compact,  # searchPatterns' default answer
 }
 Calls = dict[str, list[dict[str, Any]]]
 

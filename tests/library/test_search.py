@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
-from skillshelf.library.index.store import SearchFilters, camel_parts, camel_words
+from skillshelf.library.index.store import IndexedSkill, SearchFilters, camel_parts, camel_words
 from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.skills.service import load_skill, search_patterns
 from tests.conftest import deadline, synced_library, three_file, wait_until
@@ -259,3 +260,20 @@ def test_a_search_for_a_page_returns_the_rest_of_that_pages_candidates_and_walks
         pool, page = shelf.index.search(query, every, 50, page=5), shelf.index.search(query, every, 5)
         assert pool[:5] == page
         assert sorted(s.id for s in pool) == [f"auth/token-refresh-{n}" for n in range(6)]
+
+
+def test_a_hit_row_makes_the_same_frozen_skill_as_its_fields_do() -> None:
+    """`IndexedSkill.from_row` fills the instance's dict in one update (issue 36): the fields must land in their
+    own names, and the skill stay frozen, hashable and equal to one built by the dataclass."""
+    payload = '{"declaredName": "Deploy"}'
+    row = ("ops/deploy", "Deploy", "ops", "agent-skill", "Roll out.", 7.5, "heuristic", 1, 0, 120, payload)
+    made = IndexedSkill.from_row(row, 0.5, 0.25, 0.75)
+    built = IndexedSkill(
+        "ops/deploy", "Deploy", "ops", "agent-skill", "Roll out.", 7.5, "heuristic", True, False, 120, payload,
+        0.5, 0.25, 0.75,
+    )  # fmt: skip
+    assert made == built and hash(made) == hash(built) and repr(made) == repr(built)
+    assert (made.meets_bar, made.executable, made.body_share, made.coverage) == (True, False, 0.25, 0.75)
+    assert made.payload_json == payload
+    with pytest.raises(FrozenInstanceError):
+        made.score = 1.0  # type: ignore[misc]

@@ -5,11 +5,13 @@ Every library here has unrelated filler skills, so a word's rarity means what it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from skillshelf.library.index import query
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, word_family
 from skillshelf.library.index.store import SearchFilters
@@ -333,3 +335,29 @@ def test_initials_the_library_writes_in_lower_case_are_a_word_not_an_abbreviatio
     assert vocabulary.expansions("fit") == []  # twice in lower case, once in capitals
     vocabulary = Vocabulary.from_texts(["Write a Feature Issue Template.", "A FIT form.", "Shoes that fit."])
     assert vocabulary.expansions("fit") == ["feature issue template"]  # as often in capitals: it may be one
+
+
+def _endings(pattern: re.Pattern[str]) -> list[str]:
+    """The endings a pattern of `_SPELLINGS` lists: its last group, `(e|es|...)$`."""
+    last = re.search(r"\(([a-z|]+)\)\$$", pattern.pattern)
+    assert last is not None, pattern.pattern
+    return last.group(1).split("|")
+
+
+def test_the_endings_checked_before_the_patterns_cover_every_word_a_pattern_changes() -> None:
+    """`other_spelling` and `word_family` ask `str.endswith` before their patterns (issue 36): a word with an
+    ending the check leaves out would lose its other spelling or its nouns. Every pattern's own endings, after
+    every stem a word may have, must give what the patterns alone give."""
+    words = [
+        f"{stem}{middle}{ending}"
+        for stem in ("organ", "paral", "summar", "prioritis", "anal", "diagno", "synthe", "class", "ver", "x")
+        for middle in ("is", "iz", "ys", "yz", "", "s", "if")
+        for pattern, _ in query._SPELLINGS
+        for ending in [*_endings(pattern), *(e for _, es, _ in query._FAMILIES for e in es.split("|"))]
+    ]
+    for word in words:
+        by_patterns = next((p.sub(r, word) for p, r in query._SPELLINGS if p.match(word)), None)
+        assert query.other_spelling(word) == by_patterns, word
+        families = zip(query._FAMILY_PATTERNS, query._FAMILIES, strict=True)
+        nouns = next(([m.group(1) + n for n in ns] for p, (_, _, ns) in families if (m := p.match(word))), [])
+        assert query.word_family(word) == nouns, word

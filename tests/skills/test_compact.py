@@ -13,13 +13,14 @@ import pytest
 from mcp import Client
 
 from skillshelf.library.access.files import SkillFiles
+from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from skillshelf.skills import minify
 from skillshelf.skills.models import SkillHit
-from skillshelf.skills.service import compact_hit, one_line
+from skillshelf.skills.service import compact_hit, compact_result, one_line, search_patterns, search_patterns_compact
 from skillshelf.tokens import estimate_json_tokens
 from tests.conftest import agent_skill, call, three_file
 
@@ -428,3 +429,23 @@ async def test_a_repeat_load_serves_a_document_swapped_under_it(
     swapped.replace(doc)
     is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
     assert not is_error and body["data"]["documentation"].startswith("# Deploy GUIDE")
+
+
+def test_the_default_answer_is_the_long_answer_made_compact(sample_library: SkillLibrary) -> None:
+    """searchPatterns' default answer is built from the skills without the long hits between (issue 36): it must
+    be `compact_result` of the long answer, byte for byte, for every query and filter."""
+    reader = LibraryReader(sample_library)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("deploy kubernetes", {}),
+        ("debug", {"limit": 2}),
+        ("", {"limit": 3}),
+        ("the", {}),
+        ("nothing matches this", {}),
+        ("deploy", {"include_executable": True}),
+        ("deploy", {"min_quality": 5.0}),
+    ]
+    for query, options in calls:
+        made = search_patterns_compact(reader, query, **options)
+        expected = compact_result(search_patterns(reader, query, **options))
+        assert made.model_dump_json() == expected.model_dump_json(), query
+        assert [h.model_fields_set for h in made.hits] == [h.model_fields_set for h in expected.hits]

@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from itertools import chain
 
 from skillshelf.library.index.synonyms import ONE_WAY, SYNONYM_GROUPS
@@ -40,6 +39,13 @@ _SPELLINGS = (
     (re.compile(r"^(\w{2,}l)ys(e|es|ed|ing|er|ers)$"), r"\1yz\2"),
     (re.compile(r"^(\w{2,}l)yz(e|es|ed|ing|er|ers)$"), r"\1ys\2"),
 )
+# Every word `_SPELLINGS` can change ends with one of these: most words are none, and `str.endswith` tells them
+# apart in one call where the four patterns took four (query parsing was a tenth of a search's Python, issue 36).
+_SPELLING_ENDINGS = tuple(
+    stem + ending
+    for stem in ("is", "iz", "ys", "yz")
+    for ending in ("e", "es", "ed", "ing", "er", "ers", *(("ation", "ations") if stem[0] == "i" else ()))
+)
 # Word families the porter stemmer keeps apart (issue 34): "analyze" is `analyz`, "analysis" `analysi`, so "analyze
 # single-cell RNA-seq data" missed a skill described as an "RNA-seq analysis pipeline"; likewise diagnose/diagnosis,
 # synthesize/synthesis, classify/classification, summarize/summary. A verb finds its noun, as a description names a
@@ -55,6 +61,7 @@ _FAMILIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (r"\w{4,}?[^aeiouy\W]", "ize|izes|ized|izing", ("y",)),  # summarize: summary; prioritize: priority
 )
 _FAMILY_PATTERNS = tuple(re.compile(f"^({root})(?:{endings})$") for root, endings, _ in _FAMILIES)
+_FAMILY_ENDINGS = tuple(dict.fromkeys(e for _, endings, _ in _FAMILIES for e in endings.split("|")))  # as above
 
 
 @dataclass(frozen=True)
@@ -63,15 +70,17 @@ class Concept:
 
     word: str
     alternatives: tuple[str, ...]  # lower-case words or space-separated phrases, the word itself first
+    _expression: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # built with the concept, once: a search asks for it several times a concept, and a `cached_property`'s
+        # first read (under a lock in Python 3.11) cost more than building it here (issue 36)
+        quoted = [f'"{alt}"' for alt in self.alternatives]
+        object.__setattr__(self, "_expression", quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")")
 
     def expression(self) -> str:
         """An FTS5 expression matching any alternative (quoted, so no query syntax leaks through)."""
         return self._expression
-
-    @cached_property
-    def _expression(self) -> str:  # built once: a search asks for it several times a concept
-        quoted = [f'"{alt}"' for alt in self.alternatives]
-        return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
 
 def _build_synonyms(
@@ -90,6 +99,8 @@ SYNONYMS = _build_synonyms(SYNONYM_GROUPS, ONE_WAY)
 
 def other_spelling(word: str) -> str | None:
     """The word in the other of British and American spelling ('summarising' -> 'summarizing'), or None."""
+    if not word.endswith(_SPELLING_ENDINGS):
+        return None
     for pattern, replacement in _SPELLINGS:
         if pattern.match(word):
             return pattern.sub(replacement, word)
@@ -99,6 +110,8 @@ def other_spelling(word: str) -> str | None:
 def word_family(word: str) -> list[str]:
     """The nouns of a verb that the stemmer keeps apart from it ('analyze' -> 'analysis', 'analyses'); empty
     for a word that is no such verb (`_FAMILIES`)."""
+    if not word.endswith(_FAMILY_ENDINGS):
+        return []
     for pattern, (_, _, nouns) in zip(_FAMILY_PATTERNS, _FAMILIES, strict=True):
         found = pattern.match(word)
         if found:

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from itertools import takewhile
 from pathlib import Path
@@ -247,24 +247,38 @@ class IndexedSkill:
     def from_row(
         cls, row: Sequence[Any], score: float = 0.0, body_share: float = 0.0, coverage: float = 0.0
     ) -> IndexedSkill:
-        """A skill from a row of `ROW_COLUMNS` (a search gives its hit's score, body share and coverage)."""
+        """A skill from a row of `ROW_COLUMNS` (a search gives its hit's score, body share and coverage).
+
+        Its fields are set in one update of the instance's dict: a frozen dataclass's `__init__` sets each of
+        the 14 by `object.__setattr__`, twice the cost of the whole (every hit of every search, issue 36)."""
         skill_id, name, category, layout, summary, quality, quality_source, meets_bar, executable, tokens, payload = row
-        return cls(
-            skill_id,
-            name,
-            category,
-            layout,
-            summary,
-            quality,
-            quality_source,
-            bool(meets_bar),
-            bool(executable),
-            tokens,
-            payload,
-            score,
-            body_share,
-            coverage,
+        skill = object.__new__(cls)
+        skill.__dict__.update(
+            zip(
+                _SKILL_FIELDS,
+                (
+                    skill_id,
+                    name,
+                    category,
+                    layout,
+                    summary,
+                    quality,
+                    quality_source,
+                    bool(meets_bar),
+                    bool(executable),
+                    tokens,
+                    payload,
+                    score,
+                    body_share,
+                    coverage,
+                ),
+                strict=True,
+            )
         )
+        return skill
+
+
+_SKILL_FIELDS = tuple(field.name for field in fields(IndexedSkill))  # in `from_row`'s order
 
 
 @dataclass(frozen=True)

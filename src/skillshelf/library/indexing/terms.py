@@ -22,6 +22,8 @@ STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 def split_word(raw: str) -> list[str]:
     """The parts of a camelCase word ('useTransition' -> ['use', 'transition']); [] if it has none."""
+    if raw.islower():  # no capital, so no part: most words, told in one call rather than a regex split
+        return []
     parts = [p.lower() for p in _CAMEL.split(raw) if p]
     return parts if len(parts) > 1 else []
 

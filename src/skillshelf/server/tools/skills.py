@@ -138,7 +138,8 @@ def _search_patterns(library: SkillReader) -> ToolFunction:
             )
 
         def search() -> CompactSearchResult | SearchResult:
-            found = service.search_patterns(
+            answer = service.search_patterns if detail else service.search_patterns_compact
+            return answer(
                 library,
                 one_query(query, keyword),
                 category=category,
@@ -146,7 +147,6 @@ def _search_patterns(library: SkillReader) -> ToolFunction:
                 min_quality=minQuality,
                 limit=limit,
             )
-            return found if detail else service.compact_result(found)
 
         return await run_work(search, lambda result: len(result.hits), waits_on=library)
 
