@@ -14,7 +14,7 @@ frequencies are (`SkillIndex._forget_derived`), and bounded by rows held (least 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 NAME = 1  # where a phrase is in a row: its name ...
@@ -40,7 +40,7 @@ class Posting:
         where: dict[int, int] = {}
         for rowid, whole, in_name, in_head, in_description in rows:
             terms[rowid] = -whole
-            bits = (NAME if in_name else 0) | (HEAD if in_head else 0) | (DESCRIPTION if in_description else 0)
+            bits = where_bits(in_name, in_head, in_description)
             if bits:
                 where[rowid] = bits
         return cls(terms, where)
@@ -156,27 +156,41 @@ def _summed(flat: Sequence[Posting], rowid: int) -> float:
     return total
 
 
-def held(group: Sequence[Posting], candidates: Iterable[int]) -> Iterator[tuple[int, float, int, int, int]]:
-    """Rows as the coverage walk's statement gives them, for each candidate holding a phrase of the group: (rowid,
-    the group's bm25() alone (minus the sum), in the name, in the description, tags or headings, in the
-    description: each nonzero or 0)."""
+def where_bits(in_name: object, in_head: object, in_description: object) -> int:
+    """Where a row holds a phrase, as `NAME`, `HEAD` and `DESCRIPTION` bits, from its per-column bm25() (each
+    nonzero or not)."""
+    return (NAME if in_name else 0) | (HEAD if in_head else 0) | (DESCRIPTION if in_description else 0)
+
+
+def held(group: Sequence[Posting], candidates: Collection[int]) -> Iterator[tuple[int, float, int]]:
+    """(rowid, the group's bm25() term (the sum of its phrases' terms, in their order), where: `where_bits`) of
+    each candidate holding a phrase of the group, in no set order. `candidates` is tested with `in` (a set or a
+    dict's keys): the walk takes the smaller side, the candidates or the group's matches (at 1,000 skills most
+    concepts match fewer skills than a search has candidates)."""
     if len(group) == 1:  # the usual concept: one phrase, its term the whole sum
         terms, where = group[0].terms, group[0].where
+        if len(terms) < len(candidates):
+            for rowid, term in terms.items():
+                if rowid in candidates:
+                    yield rowid, term, where.get(rowid, 0)
+            return
         for rowid in candidates:
-            term = terms.get(rowid)
-            if term is not None:
-                bits = where.get(rowid, 0)
-                yield rowid, -term, bits & NAME, bits & HEAD, bits & DESCRIPTION
+            found = terms.get(rowid)
+            if found is not None:
+                yield rowid, found, where.get(rowid, 0)
         return
-    for rowid in candidates:
+    rows: Iterable[int] = candidates
+    if sum(len(posting.terms) for posting in group) < len(candidates):
+        rows = {rowid for posting in group for rowid in posting.terms if rowid in candidates}
+    for rowid in rows:
         total = 0.0
         bits = 0
         found = False
         for posting in group:
-            term = posting.terms.get(rowid)
-            if term is not None:
+            part = posting.terms.get(rowid)
+            if part is not None:
                 found = True
-                total += term
+                total += part
                 bits |= posting.where.get(rowid, 0)
         if found:
-            yield rowid, -total, bits & NAME, bits & HEAD, bits & DESCRIPTION
+            yield rowid, total, bits

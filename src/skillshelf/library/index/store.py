@@ -13,7 +13,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import takewhile
@@ -575,31 +575,16 @@ class SkillIndex(FtsIndex):
         summed = dict.fromkeys(unscored, 0.0)
         lead = dict.fromkeys(candidates, 0.0)  # held in the name or description (`lead_factor`)
         for expression, weight, df, posted in zip(expressions, rarity, frequencies, readable, strict=True):
-            # a concept's credit by where a skill holds it (a product, so the same float whichever row)
-            in_body_only = body_credit(df / max(total, 1))
-            in_name_credit, in_head_credit, in_body_credit = (
-                weight * NAME_CREDIT,
-                weight * HEAD_CREDIT,
-                weight * in_body_only,
-            )
-            lead_held, lead_elsewhere = (
-                weight * lead_credit(True, in_body_only),
-                weight * lead_credit(False, in_body_only),
-            )
-            for rowid, score, in_name, in_head, in_description in self._concept_members(
-                expression, candidates, bool(unscored), posted
-            ):
-                if in_name:
-                    held[rowid] += in_name_credit
-                elif in_head:
-                    held[rowid] += in_head_credit
-                else:
-                    held[rowid] += in_body_credit
-                    in_body[rowid] += weight
-                lead[rowid] += lead_held if in_name or in_description else lead_elsewhere
+            credits = _credits(weight, body_credit(df / max(total, 1)))
+            for rowid, term, where in self._concept_members(expression, held, bool(unscored), posted):
+                held_credit, body_weight, lead_part = credits[where]
+                held[rowid] += held_credit
+                if body_weight:
+                    in_body[rowid] += body_weight
+                lead[rowid] += lead_part
                 anywhere[rowid] += weight
                 if rowid in summed:
-                    summed[rowid] -= score
+                    summed[rowid] += term
         scores = {**bm25, **summed}
         body_share.update({rowid: in_body[rowid] / anywhere[rowid] for rowid in candidates if anywhere[rowid] > 0})
         whole = sum(rarity)
@@ -612,11 +597,11 @@ class SkillIndex(FtsIndex):
         }
 
     def _concept_members(
-        self, expression: str, candidates: list[int], scored: bool, posted: bool
-    ) -> Iterable[tuple[int, float, object, object, object]]:
-        """(rowid, bm25() of the concept alone, in the name, in the description/tags/headings, in the description:
-        each true or not) of every candidate holding the concept; its bm25() only if `scored` (else 0). From its
-        postings (`posted`), or one statement walking its matches."""
+        self, expression: str, candidates: Collection[int], scored: bool, posted: bool
+    ) -> Iterable[tuple[int, float, int]]:
+        """(rowid, the concept's bm25() term alone (positive), where: `postings.where_bits`) of every candidate
+        holding the concept; its term only if `scored` (else 0). From its postings (`posted`), or one statement
+        walking its matches."""
         if posted:
             return postings.held(self._phrase_postings(expression), candidates)
         marks = ",".join("?" * len(candidates))
@@ -626,7 +611,8 @@ class SkillIndex(FtsIndex):
         member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY}),
                                 bm25(skills_fts, {_DESCRIPTION_ONLY})
                          FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
-        return self._tuples(member_sql, [expression, *candidates])
+        rows = self._tuples(member_sql, [expression, *candidates])
+        return ((rowid, -whole, postings.where_bits(*columns)) for rowid, whole, *columns in rows)
 
     def _partial_matches(
         self,
@@ -899,6 +885,23 @@ class SkillIndex(FtsIndex):
         with self._guard():
             rows = self._conn.execute("SELECT key, findings FROM sources ORDER BY key").fetchall()
         return [(int(key.split(":", 1)[0]), f) for key, raw in rows for f in json.loads(raw)]
+
+
+def _credits(weight: float, in_body_only: float) -> list[tuple[float, float, float]]:
+    """A concept's coverage credits by where a skill holds it (`postings.where_bits`, 0-7): (its `held` credit,
+    its weight if held in the body alone (else 0), its `lead` credit). Products, so the same float whichever row."""
+    lead_held, lead_elsewhere = weight * lead_credit(True, in_body_only), weight * lead_credit(False, in_body_only)
+    credits = []
+    for where in range(8):
+        if where & postings.NAME:
+            held, in_body = weight * NAME_CREDIT, 0.0
+        elif where & postings.HEAD:
+            held, in_body = weight * HEAD_CREDIT, 0.0
+        else:
+            held, in_body = weight * in_body_only, weight
+        lead = lead_held if where & (postings.NAME | postings.DESCRIPTION) else lead_elsewhere
+        credits.append((held, in_body, lead))
+    return credits
 
 
 def _ranked_sql(conditions: str) -> str:
