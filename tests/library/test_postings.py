@@ -291,3 +291,20 @@ def test_the_ranked_reads_order_equal_scores_by_rowid_under_and_past_the_pool() 
     assert ranked([[posting]], False, 3) == [(2, 2.0), (3, 1.0), (5, 1.0)]
     both = Posting({5: 1.0, 7: 1.0, 3: 0.0625}, {})
     assert ranked([[posting], [both]], True, 10) == [(5, 2.0), (7, 2.0), (3, 1.0625)]
+
+
+@pytest.mark.parametrize("weight, in_body_only", [(2.5, 0.7), (0.3, store.BODY_CREDIT), (7.0, store.RARE_BODY_CREDIT)])
+def test_the_coverage_credits_by_where_follow_the_rule(weight: float, in_body_only: float) -> None:
+    """The name counts first, then the description, tags or headings, else the body alone; the lead credit is full
+    in the name or description (`store.lead_credit`): the table indexed by `where_bits` says the same for every
+    place a skill can hold a concept."""
+    table = store._credits(weight, in_body_only)
+    for where in range(8):
+        if where & NAME:
+            expected = (weight * store.NAME_CREDIT, 0.0)
+        elif where & HEAD:
+            expected = (weight * store.HEAD_CREDIT, 0.0)
+        else:
+            expected = (weight * in_body_only, weight)
+        lead = weight * store.lead_credit(bool(where & (NAME | DESCRIPTION)), in_body_only)
+        assert table[where] == (*expected, lead), where
