@@ -308,3 +308,20 @@ def test_the_coverage_credits_by_where_follow_the_rule(weight: float, in_body_on
             expected = (weight * in_body_only, weight)
         lead = weight * store.lead_credit(bool(where & (NAME | DESCRIPTION)), in_body_only)
         assert table[where] == (*expected, lead), where
+
+
+def test_a_pattern_of_where_candidates_hold_the_concepts_gives_their_credits_in_the_concepts_order() -> None:
+    """A candidate holding the first concept in its name and the third in its body alone (the second not at all):
+    its coverage, body share and lead sum those two concepts' credits, first then third."""
+    rarity = [1.5, 0.25, 3.0]
+    credits = [store._credits(weight, 0.7) for weight in rarity]
+    name, body_only = 1 + NAME, 1 + 0  # 4 bits a concept: where + 1, 0 where not held
+    pattern = name | body_only << 8
+    whole = sum(rarity)
+    share, coverage, coverage_factor, lead_factor = store._pattern_shares(pattern, credits, rarity, whole)
+    held = 0.0 + 1.5 * store.NAME_CREDIT + 3.0 * 0.7
+    lead = 0.0 + 1.5 * store.lead_credit(True, 0.7) + 3.0 * store.lead_credit(False, 0.7)
+    assert share == 3.0 / (0.0 + 1.5 + 3.0)
+    assert coverage == held / whole and coverage_factor == store.coverage_factor(held / whole)
+    assert lead_factor == store.lead_factor(lead / whole)
+    assert store._pattern_shares(0, credits, rarity, whole)[1] == 0.0

@@ -569,32 +569,27 @@ class SkillIndex(FtsIndex):
         total = self._count_documents()
         frequencies = [self._expression_frequency(e) for e in expressions]
         rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in frequencies]
-        held = dict.fromkeys(candidates, 0.0)
-        anywhere = dict.fromkeys(candidates, 0.0)
-        in_body = dict.fromkeys(candidates, 0.0)
+        # where each candidate holds each concept, 4 bits a concept (0: not held, else where + 1): candidates holding
+        # the concepts alike get the same credits, so each pattern's are summed once, in the concepts' order
+        pattern = dict.fromkeys(candidates, 0)
         summed = dict.fromkeys(unscored, 0.0)
-        lead = dict.fromkeys(candidates, 0.0)  # held in the name or description (`lead_factor`)
-        for expression, weight, df, posted in zip(expressions, rarity, frequencies, readable, strict=True):
-            credits = _credits(weight, body_credit(df / max(total, 1)))
-            for rowid, term, where in self._concept_members(expression, held, bool(unscored), posted):
-                held_credit, body_weight, lead_part = credits[where]
-                held[rowid] += held_credit
-                if body_weight:
-                    in_body[rowid] += body_weight
-                lead[rowid] += lead_part
-                anywhere[rowid] += weight
+        credits = []
+        for shift, (expression, weight, df, posted) in enumerate(
+            zip(expressions, rarity, frequencies, readable, strict=True)
+        ):
+            credits.append(_credits(weight, body_credit(df / max(total, 1))))
+            for rowid, term, where in self._concept_members(expression, pattern, bool(unscored), posted):
+                pattern[rowid] += (where + 1) << (4 * shift)
                 if rowid in summed:
                     summed[rowid] += term
-        scores = {**bm25, **summed}
-        body_share.update({rowid: in_body[rowid] / anywhere[rowid] for rowid in candidates if anywhere[rowid] > 0})
         whole = sum(rarity)
-        coverage.update({rowid: held[rowid] / whole for rowid in candidates})
+        shares = {held: _pattern_shares(held, credits, rarity, whole) for held in set(pattern.values())}
+        scores = {**bm25, **summed}
+        body_share.update({rowid: shares[held][0] for rowid, held in pattern.items() if held})
+        coverage.update({rowid: shares[held][1] for rowid, held in pattern.items()})
         if len(expressions) == 1:
             return scores
-        return {
-            rowid: score * coverage_factor(coverage[rowid]) * lead_factor(lead[rowid] / whole)
-            for rowid, score in scores.items()
-        }
+        return {rowid: score * shares[pattern[rowid]][2] * shares[pattern[rowid]][3] for rowid, score in scores.items()}
 
     def _concept_members(
         self, expression: str, candidates: Collection[int], scored: bool, posted: bool
@@ -885,6 +880,25 @@ class SkillIndex(FtsIndex):
         with self._guard():
             rows = self._conn.execute("SELECT key, findings FROM sources ORDER BY key").fetchall()
         return [(int(key.split(":", 1)[0]), f) for key, raw in rows for f in json.loads(raw)]
+
+
+def _pattern_shares(
+    pattern: int, credits: list[list[tuple[float, float, float]]], rarity: list[float], whole: float
+) -> tuple[float, float, float, float]:
+    """For candidates holding the concepts as `pattern` says (`_with_coverage`): (the share held in the body alone,
+    the coverage, its `coverage_factor`, the `lead_factor`), each credit added in the concepts' order."""
+    held = in_body = anywhere = lead = 0.0
+    for shift, (table, weight) in enumerate(zip(credits, rarity, strict=True)):
+        where = (pattern >> (4 * shift)) & 15
+        if where:
+            held_credit, body_weight, lead_part = table[where - 1]
+            held += held_credit
+            if body_weight:
+                in_body += body_weight
+            lead += lead_part
+            anywhere += weight
+    body = in_body / anywhere if anywhere > 0 else 0.0
+    return body, held / whole, coverage_factor(held / whole), lead_factor(lead / whole)
 
 
 def _credits(weight: float, in_body_only: float) -> list[tuple[float, float, float]]:
