@@ -11,7 +11,7 @@ import pytest
 from bench import generate
 from skillshelf.library.index import store
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
-from skillshelf.library.index.postings import Posting, Postings
+from skillshelf.library.index.postings import DESCRIPTION, HEAD, NAME, Posting, Postings, held, ranked
 from skillshelf.library.index.query import concepts
 from skillshelf.library.index.store import SearchFilters, SkillIndex
 from tests.conftest import agent_skill
@@ -257,3 +257,71 @@ def test_equal_scores_past_the_pool_are_chosen_and_ordered_as_the_sql_does(
             assert len(from_sql[0][0]) >= 5  # type: ignore[arg-type]
     finally:
         shelf.close()
+
+
+def test_the_coverage_walk_finds_the_same_rows_whichever_side_it_walks() -> None:
+    """`held` walks a concept's matches when they are fewer than the candidates, else the candidates: the rows,
+    their terms (summed in phrase order) and where they hold it are the same either way."""
+    one = Posting({1: 0.5, 3: 1.25, 5: 2.0}, {1: NAME, 5: DESCRIPTION | HEAD})
+    other = Posting({2: 0.75, 3: 0.1, 9: 3.0}, {3: HEAD})
+    for group in ([one], [one, other]):
+        few, many = {3, 5}, set(range(12))
+        for candidates in (few, many):
+            expected = {
+                rowid: (sum((p.terms[rowid] for p in group if rowid in p.terms), 0.0), _where(group, rowid))
+                for rowid in candidates
+                if any(rowid in p.terms for p in group)
+            }
+            walked = {rowid: (term, where) for rowid, term, where in held(group, candidates)}
+            assert walked == expected
+
+
+def _where(group: list[Posting], rowid: int) -> int:
+    bits = 0
+    for posting in group:
+        bits |= posting.where.get(rowid, 0)
+    return bits
+
+
+def test_the_ranked_reads_order_equal_scores_by_rowid_under_and_past_the_pool() -> None:
+    """Equal scores are ordered by rowid, as SQLite's sorter keeps FTS5's order, whether or not the pool is full."""
+    scores = {7: 1.0, 2: 2.0, 5: 1.0, 3: 1.0, 1: 0.5}
+    posting = Posting(scores, {})
+    assert ranked([[posting]], False, 10) == [(2, 2.0), (3, 1.0), (5, 1.0), (7, 1.0), (1, 0.5)]
+    assert ranked([[posting]], False, 3) == [(2, 2.0), (3, 1.0), (5, 1.0)]
+    both = Posting({5: 1.0, 7: 1.0, 3: 0.0625}, {})
+    assert ranked([[posting], [both]], True, 10) == [(5, 2.0), (7, 2.0), (3, 1.0625)]
+
+
+@pytest.mark.parametrize("weight, in_body_only", [(2.5, 0.7), (0.3, store.BODY_CREDIT), (7.0, store.RARE_BODY_CREDIT)])
+def test_the_coverage_credits_by_where_follow_the_rule(weight: float, in_body_only: float) -> None:
+    """The name counts first, then the description, tags or headings, else the body alone; the lead credit is full
+    in the name or description (`store.lead_credit`): the table indexed by `where_bits` says the same for every
+    place a skill can hold a concept."""
+    table = store._credits(weight, in_body_only)
+    for where in range(8):
+        if where & NAME:
+            expected = (weight * store.NAME_CREDIT, 0.0)
+        elif where & HEAD:
+            expected = (weight * store.HEAD_CREDIT, 0.0)
+        else:
+            expected = (weight * in_body_only, weight)
+        lead = weight * store.lead_credit(bool(where & (NAME | DESCRIPTION)), in_body_only)
+        assert table[where] == (*expected, lead), where
+
+
+def test_a_pattern_of_where_candidates_hold_the_concepts_gives_their_credits_in_the_concepts_order() -> None:
+    """A candidate holding the first concept in its name and the third in its body alone (the second not at all):
+    its coverage, body share and lead sum those two concepts' credits, first then third."""
+    rarity = [1.5, 0.25, 3.0]
+    credits = [store._credits(weight, 0.7) for weight in rarity]
+    name, body_only = 1 + NAME, 1 + 0  # 4 bits a concept: where + 1, 0 where not held
+    pattern = name | body_only << 8
+    whole = sum(rarity)
+    share, coverage, coverage_factor, lead_factor = store._pattern_shares(pattern, credits, rarity, whole)
+    held = 0.0 + 1.5 * store.NAME_CREDIT + 3.0 * 0.7
+    lead = 0.0 + 1.5 * store.lead_credit(True, 0.7) + 3.0 * store.lead_credit(False, 0.7)
+    assert share == 3.0 / (0.0 + 1.5 + 3.0)
+    assert coverage == held / whole and coverage_factor == store.coverage_factor(held / whole)
+    assert lead_factor == store.lead_factor(lead / whole)
+    assert store._pattern_shares(0, credits, rarity, whole)[1] == 0.0

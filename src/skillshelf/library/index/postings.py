@@ -14,8 +14,9 @@ frequencies are (`SkillIndex._forget_derived`), and bounded by rows held (least 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 NAME = 1  # where a phrase is in a row: its name ...
 HEAD = 2  # ... its description, tags or headings ...
@@ -40,7 +41,7 @@ class Posting:
         where: dict[int, int] = {}
         for rowid, whole, in_name, in_head, in_description in rows:
             terms[rowid] = -whole
-            bits = (NAME if in_name else 0) | (HEAD if in_head else 0) | (DESCRIPTION if in_description else 0)
+            bits = where_bits(in_name, in_head, in_description)
             if bits:
                 where[rowid] = bits
         return cls(terms, where)
@@ -115,68 +116,81 @@ def ranked(groups: Sequence[Sequence[Posting]], every: bool, pool: int) -> list[
     keeps for ties)."""
     flat = [posting for group in groups for posting in group]
     if every:
-        scores = {rowid: _summed(flat, rowid) for rowid in _holding_every(groups)}
+        scores = dict.fromkeys(_holding_every(groups), 0.0)
+        for posting in flat:  # each row's sum taken left to right; a phrase it lacks adds 0.0, which leaves it as is
+            terms = posting.terms
+            scores = {rowid: score + terms.get(rowid, 0.0) for rowid, score in scores.items()}
     else:
         scores = dict(flat[0].terms)  # 0.0 + a term is the term
         for posting in flat[1:]:  # a row's sum taken left to right: a phrase it lacks adds 0.0, skipped alike
-            for rowid, term in posting.terms.items():
-                scores[rowid] = scores.get(rowid, 0.0) + term
+            get = scores.get
+            scores.update({rowid: get(rowid, 0.0) + term for rowid, term in posting.terms.items()})
     return _best(scores, pool)
 
 
 def _best(scores: dict[int, float], pool: int) -> list[tuple[int, float]]:
     """The `pool` best (rowid, score) pairs, best first and equal scores by rowid: every row scoring at least
-    the pool's last score, then ordered (cheaper than ordering every row when there are many)."""
-    chosen = list(scores.items())
-    if len(chosen) > pool:
+    the pool's last score, then ordered (cheaper than ordering every row when there are many) by rowid and then,
+    stably, by score (two sorts on C keys cost less than one on a Python key building a tuple a row)."""
+    if len(scores) > pool:
         last = sorted(scores.values(), reverse=True)[pool - 1]
-        chosen = [(rowid, score) for rowid, score in chosen if score >= last]
-    chosen.sort(key=lambda pair: (-pair[1], pair[0]))
+        chosen = [(rowid, score) for rowid, score in scores.items() if score >= last]
+    else:
+        chosen = list(scores.items())
+    chosen.sort(key=itemgetter(0))
+    chosen.sort(key=itemgetter(1), reverse=True)  # `reverse` keeps equal scores in their order, by rowid
     return chosen[:pool]
 
 
-def _holding_every(groups: Sequence[Sequence[Posting]]) -> set[int]:
-    """The rows holding some phrase of every group."""
+def _holding_every(groups: Sequence[Sequence[Posting]]) -> Iterable[int]:
+    """The rows holding some phrase of every group (a one-phrase group's rows are its posting's keys, not copied)."""
     unions = sorted(
-        (set().union(*(posting.terms for posting in group)) for group in groups),
+        (group[0].terms.keys() if len(group) == 1 else set().union(*(p.terms for p in group)) for group in groups),
         key=len,
     )
-    rows = unions[0]
-    for other in unions[1:]:
+    if len(unions) == 1:
+        return unions[0]
+    rows = unions[0] & unions[1]
+    for other in unions[2:]:
         rows &= other
     return rows
 
 
-def _summed(flat: Sequence[Posting], rowid: int) -> float:
-    total = 0.0
-    for posting in flat:
-        term = posting.terms.get(rowid)
-        if term is not None:
-            total += term
-    return total
+def where_bits(in_name: object, in_head: object, in_description: object) -> int:
+    """Where a row holds a phrase, as `NAME`, `HEAD` and `DESCRIPTION` bits, from its per-column bm25() (each
+    nonzero or not)."""
+    return (NAME if in_name else 0) | (HEAD if in_head else 0) | (DESCRIPTION if in_description else 0)
 
 
-def held(group: Sequence[Posting], candidates: Iterable[int]) -> Iterator[tuple[int, float, int, int, int]]:
-    """Rows as the coverage walk's statement gives them, for each candidate holding a phrase of the group: (rowid,
-    the group's bm25() alone (minus the sum), in the name, in the description, tags or headings, in the
-    description: each nonzero or 0)."""
+def held(group: Sequence[Posting], candidates: Collection[int]) -> Iterator[tuple[int, float, int]]:
+    """(rowid, the group's bm25() term (the sum of its phrases' terms, in their order), where: `where_bits`) of
+    each candidate holding a phrase of the group, in no set order. `candidates` is tested with `in` (a set or a
+    dict's keys): the walk takes the smaller side, the candidates or the group's matches (at 1,000 skills most
+    concepts match fewer skills than a search has candidates)."""
     if len(group) == 1:  # the usual concept: one phrase, its term the whole sum
         terms, where = group[0].terms, group[0].where
+        if len(terms) < len(candidates):
+            for rowid, term in terms.items():
+                if rowid in candidates:
+                    yield rowid, term, where.get(rowid, 0)
+            return
         for rowid in candidates:
-            term = terms.get(rowid)
-            if term is not None:
-                bits = where.get(rowid, 0)
-                yield rowid, -term, bits & NAME, bits & HEAD, bits & DESCRIPTION
+            found = terms.get(rowid)
+            if found is not None:
+                yield rowid, found, where.get(rowid, 0)
         return
-    for rowid in candidates:
+    rows: Iterable[int] = candidates
+    if sum(len(posting.terms) for posting in group) < len(candidates):
+        rows = {rowid for posting in group for rowid in posting.terms if rowid in candidates}
+    for rowid in rows:
         total = 0.0
         bits = 0
         found = False
         for posting in group:
-            term = posting.terms.get(rowid)
-            if term is not None:
+            part = posting.terms.get(rowid)
+            if part is not None:
                 found = True
-                total += term
+                total += part
                 bits |= posting.where.get(rowid, 0)
         if found:
-            yield rowid, -total, bits & NAME, bits & HEAD, bits & DESCRIPTION
+            yield rowid, total, bits

@@ -13,7 +13,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 from itertools import takewhile
@@ -583,54 +583,34 @@ class SkillIndex(FtsIndex):
         total = self._count_documents()
         frequencies = [self._expression_frequency(e) for e in expressions]
         rarity = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df in frequencies]
-        held = dict.fromkeys(candidates, 0.0)
-        anywhere = dict.fromkeys(candidates, 0.0)
-        in_body = dict.fromkeys(candidates, 0.0)
+        # where each candidate holds each concept, 4 bits a concept (0: not held, else where + 1): candidates holding
+        # the concepts alike get the same credits, so each pattern's are summed once, in the concepts' order
+        pattern = dict.fromkeys(candidates, 0)
         summed = dict.fromkeys(unscored, 0.0)
-        lead = dict.fromkeys(candidates, 0.0)  # held in the name or description (`lead_factor`)
-        for expression, weight, df, posted in zip(expressions, rarity, frequencies, readable, strict=True):
-            # a concept's credit by where a skill holds it (a product, so the same float whichever row)
-            in_body_only = body_credit(df / max(total, 1))
-            in_name_credit, in_head_credit, in_body_credit = (
-                weight * NAME_CREDIT,
-                weight * HEAD_CREDIT,
-                weight * in_body_only,
-            )
-            lead_held, lead_elsewhere = (
-                weight * lead_credit(True, in_body_only),
-                weight * lead_credit(False, in_body_only),
-            )
-            for rowid, score, in_name, in_head, in_description in self._concept_members(
-                expression, candidates, bool(unscored), posted
-            ):
-                if in_name:
-                    held[rowid] += in_name_credit
-                elif in_head:
-                    held[rowid] += in_head_credit
-                else:
-                    held[rowid] += in_body_credit
-                    in_body[rowid] += weight
-                lead[rowid] += lead_held if in_name or in_description else lead_elsewhere
-                anywhere[rowid] += weight
+        credits = []
+        for shift, (expression, weight, df, posted) in enumerate(
+            zip(expressions, rarity, frequencies, readable, strict=True)
+        ):
+            credits.append(_credits(weight, body_credit(df / max(total, 1))))
+            for rowid, term, where in self._concept_members(expression, pattern, bool(unscored), posted):
+                pattern[rowid] += (where + 1) << (4 * shift)
                 if rowid in summed:
-                    summed[rowid] -= score
-        scores = {**bm25, **summed}
-        body_share.update({rowid: in_body[rowid] / anywhere[rowid] for rowid in candidates if anywhere[rowid] > 0})
+                    summed[rowid] += term
         whole = sum(rarity)
-        coverage.update({rowid: held[rowid] / whole for rowid in candidates})
+        shares = {held: _pattern_shares(held, credits, rarity, whole) for held in set(pattern.values())}
+        scores = {**bm25, **summed}
+        body_share.update({rowid: shares[held][0] for rowid, held in pattern.items() if held})
+        coverage.update({rowid: shares[held][1] for rowid, held in pattern.items()})
         if len(expressions) == 1:
             return scores
-        return {
-            rowid: score * coverage_factor(coverage[rowid]) * lead_factor(lead[rowid] / whole)
-            for rowid, score in scores.items()
-        }
+        return {rowid: score * shares[pattern[rowid]][2] * shares[pattern[rowid]][3] for rowid, score in scores.items()}
 
     def _concept_members(
-        self, expression: str, candidates: list[int], scored: bool, posted: bool
-    ) -> Iterable[tuple[int, float, object, object, object]]:
-        """(rowid, bm25() of the concept alone, in the name, in the description/tags/headings, in the description:
-        each true or not) of every candidate holding the concept; its bm25() only if `scored` (else 0). From its
-        postings (`posted`), or one statement walking its matches."""
+        self, expression: str, candidates: Collection[int], scored: bool, posted: bool
+    ) -> Iterable[tuple[int, float, int]]:
+        """(rowid, the concept's bm25() term alone (positive), where: `postings.where_bits`) of every candidate
+        holding the concept; its term only if `scored` (else 0). From its postings (`posted`), or one statement
+        walking its matches."""
         if posted:
             return postings.held(self._phrase_postings(expression), candidates)
         marks = ",".join("?" * len(candidates))
@@ -640,7 +620,8 @@ class SkillIndex(FtsIndex):
         member_sql = f"""SELECT rowid, {whole_bm25}, bm25(skills_fts, {_NAME_ONLY}), bm25(skills_fts, {_HEAD_ONLY}),
                                 bm25(skills_fts, {_DESCRIPTION_ONLY})
                          FROM skills_fts WHERE skills_fts MATCH ? AND +rowid IN ({marks})"""
-        return self._tuples(member_sql, [expression, *candidates])
+        rows = self._tuples(member_sql, [expression, *candidates])
+        return ((rowid, -whole, postings.where_bits(*columns)) for rowid, whole, *columns in rows)
 
     def _partial_matches(
         self,
@@ -913,6 +894,45 @@ class SkillIndex(FtsIndex):
         with self._guard():
             rows = self._conn.execute("SELECT key, findings FROM sources ORDER BY key").fetchall()
         return [(int(key.split(":", 1)[0]), f) for key, raw in rows for f in json.loads(raw)]
+
+
+def _pattern_shares(
+    pattern: int, credits: list[list[tuple[float, float, float]]], rarity: list[float], whole: float
+) -> tuple[float, float, float, float]:
+    """For candidates holding the concepts as `pattern` says (`_with_coverage`): (the share held in the body alone,
+    the coverage, its `coverage_factor`, the `lead_factor`), each credit added in the concepts' order."""
+    held = in_body = anywhere = lead = 0.0
+    for shift, (table, weight) in enumerate(zip(credits, rarity, strict=True)):
+        where = (pattern >> (4 * shift)) & 15
+        if where:
+            held_credit, body_weight, lead_part = table[where - 1]
+            held += held_credit
+            if body_weight:
+                in_body += body_weight
+            lead += lead_part
+            anywhere += weight
+    body = in_body / anywhere if anywhere > 0 else 0.0
+    return body, held / whole, coverage_factor(held / whole), lead_factor(lead / whole)
+
+
+def _credits(weight: float, in_body_only: float) -> list[tuple[float, float, float]]:
+    """A concept's coverage credits by where a skill holds it (`postings.where_bits`, 0-7): (its `held` credit,
+    its weight if held in the body alone (else 0), its `lead` credit). Products, so the same float whichever row;
+    written out, as building them in a loop cost a few microseconds a concept."""
+    lead_held, lead_elsewhere = weight * lead_credit(True, in_body_only), weight * lead_credit(False, in_body_only)
+    body, head = weight * in_body_only, weight * HEAD_CREDIT
+    in_name = (weight * NAME_CREDIT, 0.0, lead_held)  # the name counts first, wherever else the skill holds it
+    # by index: nowhere named, NAME, HEAD, NAME|HEAD, DESCRIPTION, NAME|DESCRIPTION, HEAD|DESCRIPTION, all three
+    return [
+        (body, weight, lead_elsewhere),
+        in_name,
+        (head, 0.0, lead_elsewhere),
+        in_name,
+        (body, weight, lead_held),
+        in_name,
+        (head, 0.0, lead_held),
+        in_name,
+    ]
 
 
 def _ranked_sql(conditions: str) -> str:
