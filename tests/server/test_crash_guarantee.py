@@ -25,13 +25,15 @@ def explode(*_args: object, **_kwargs: object) -> None:
     raise Bug("secret internal detail /etc/shadow")
 
 
-@pytest.mark.parametrize("broken", ["search_patterns", "load_for_agent", "list_categories"])
+# searchPatterns answers compactly by default (`search_patterns_compact`), with `detail` by `search_patterns`
+@pytest.mark.parametrize("broken", ["search_patterns_compact", "search_patterns", "load_for_agent", "list_categories"])
 async def test_a_crashing_service_is_an_internal_error_and_the_session_goes_on(
     broken: str, sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
     arguments = {
-        "search_patterns": ("searchPatterns", {"query": "slugify"}),
+        "search_patterns_compact": ("searchPatterns", {"query": "slugify"}),
+        "search_patterns": ("searchPatterns", {"query": "slugify", "detail": True}),
         "load_for_agent": ("loadSkill", {"skillId": "python/slugify"}),
         "list_categories": ("listCategories", {}),
     }
