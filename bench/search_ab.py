@@ -11,11 +11,11 @@ with `git archive` and imported as the package `skillshelf_parent`, and it opens
 thread's CPU time (what another process's load changes least; `--wall` for wall-clock time); the report is the
 median over rounds of each, and of the ratios per round. It also says how many answers are identical, byte for
 byte: a mechanical cut must leave every one as it was. `--indexes DIR` keeps each index (DIR/idx-N, the layout
-bench/search_same.py uses) for the next run: 100,000 skills take minutes to index. `--cold` empties this tree's
-postings (library/index/postings.py: index data a query does not change, kept across queries) before each of its
-searches, untimed: a search as the first to ask for its words; `--stream` empties them before each round: each
-query searched once after the ones before it, as in a session of different queries. Nothing here asserts on time:
-it only measures.
+bench/search_same.py uses) for the next run: 100,000 skills take minutes to index. `--cold` empties each tree's
+postings (library/index/postings.py: index data a query does not change, kept across queries; a parent from before
+them has none) before each of its searches, untimed: a search as the first to ask for its words; `--stream` empties
+them before each round: each query searched once after the ones before it, as in a session of different queries.
+Nothing here asserts on time: it only measures.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,11 +103,16 @@ def measure(
                 "fts-and": ours.fts_and,
             }
             same = sum(engines["parent"](q).model_dump_json() == engines["this"](q).model_dump_json() for q in queries)
-            before = {"this": lambda: forget_postings(ours)} if cold else {}
+            # a parent with postings of its own (library/index/postings.py) is emptied alike: cold against cold
+            indexes_of = {"this": ours.library.index, "parent": parent_library.index}
+            before: dict[str, Callable[[], None]] = {}
+            if cold:
+                before = {name: partial(forget_postings, index) for name, index in indexes_of.items()}
             per_round = []
             for number in range(-1, rounds):
                 if stream:
-                    forget_postings(ours)
+                    for index in indexes_of.values():
+                        forget_postings(index)
                 per_round.append(one_round(engines, queries, number, clock, before))
             per_round = per_round[1:]
         finally:
@@ -126,11 +132,13 @@ def measure(
     }
 
 
-def forget_postings(engines: Engines) -> None:
-    """Empty this tree's postings (`--cold`), as no earlier query had read them."""
-    index = engines.library.index
-    with index._guard():
-        index._postings.clear()
+def forget_postings(index: Any) -> None:
+    """Empty an index's postings (`--cold`, `--stream`), as no earlier query had read them; a tree without
+    postings (a parent from before them) has nothing to empty."""
+    postings = getattr(index, "_postings", None)
+    if postings is not None:
+        with index._guard():
+            postings.clear()
 
 
 def one_round(
@@ -163,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall", action="store_true", help="wall-clock time instead of the thread's CPU time")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "skillshelf-bench")
     parser.add_argument("--indexes", type=Path, help="keep the indexes here, DIR/idx-N (default: temporary ones)")
-    parser.add_argument("--cold", action="store_true", help="this tree's postings emptied before each of its searches")
-    parser.add_argument("--stream", action="store_true", help="this tree's postings emptied before each round")
+    parser.add_argument("--cold", action="store_true", help="both trees' postings emptied before each search")
+    parser.add_argument("--stream", action="store_true", help="both trees' postings emptied before each round")
     args = parser.parse_args(argv)
     clock = time.perf_counter if args.wall else time.thread_time
     columns = "parent ms | this ms | fts-and ms | parent / fts-and | this / fts-and | this / parent"
