@@ -4,6 +4,7 @@ text sent to the agent) and the same session keeps answering every tool."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -31,7 +32,7 @@ async def test_a_crashing_service_is_an_internal_error_and_the_session_goes_on(
     broken: str, sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     library = SkillLibrary(LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False))
-    arguments = {
+    arguments: dict[str, tuple[str, dict[str, Any]]] = {
         "search_patterns_compact": ("searchPatterns", {"query": "slugify"}),
         "search_patterns": ("searchPatterns", {"query": "slugify", "detail": True}),
         "load_for_agent": ("loadSkill", {"skillId": "python/slugify"}),
