@@ -79,7 +79,8 @@ _CAMEL_WORD = re.compile(r"[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*")
 _CAMEL_PAIR = re.compile(r"[a-z0-9][A-Z]")
 _WORD_CHARS = re.compile(r"\w*")
 VOCABULARY_SQL = "SELECT name, description, tags, headings FROM skills_fts"
-# Skills `get` keeps between writes (a skill's row with its details parsed: about 5 KB each); the oldest goes first.
+# Skills `get` keeps between writes (a skill's row with its details parsed: about 5 KB each), and hit rows a search
+# keeps (`_rows`: the row's tuple); the oldest goes first.
 KEPT_ROWS = 2048
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
 COVERAGE_WEIGHT = 1.5  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
@@ -325,11 +326,13 @@ class SkillIndex(FtsIndex):
         self._vocabulary_writes = 0  # the write count the vocabulary was read at
         self._refreshing: threading.Thread | None = None
         self._kept: dict[str, IndexedSkill | None] = {}  # what `get` read since the last write
+        self._hit_rows: dict[int, tuple[Any, ...]] = {}  # the rows `_rows` read since the last write, by rowid
         self._postings = Postings(self._read_posting)  # each phrase's matches (under the lock, as the frequencies)
 
     def _forget_derived(self) -> None:
         super()._forget_derived()
         self._kept = {}  # a write may have changed, added or removed any row
+        self._hit_rows = {}
         self._postings.clear()  # a write changes matches, IDFs and lengths: every posting is stale
         self._writes += 1  # the vocabulary goes stale; `vocabulary` refreshes it in the background
 
@@ -776,12 +779,24 @@ class SkillIndex(FtsIndex):
         ]
 
     def _rows(self, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
-        """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid."""
-        if not rowids:
-            return {}
-        marks = ",".join("?" * len(rowids))
+        """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid.
+
+        Kept until a write (`_forget_derived`), as `get` keeps its rows: a row is what the last write left, so a
+        search showing a skill shown before reads nothing (issue 36: the page's read was a tenth of a warm search
+        at 1,000 skills). The oldest go first past `KEPT_ROWS`; nothing is kept inside a write not yet committed."""
+        kept = self._hit_rows
+        found = {rowid: kept[rowid] for rowid in rowids if rowid in kept}
+        missing = [rowid for rowid in rowids if rowid not in found]
+        if not missing:
+            return found
+        marks = ",".join("?" * len(missing))
         sql = f"SELECT rowid, {ROW_COLUMNS} FROM skills WHERE rowid IN ({marks})"
-        return {row[0]: row[1:] for row in self._tuples(sql, rowids)}
+        read = {row[0]: row[1:] for row in self._tuples(sql, missing)}
+        if not self._conn.in_transaction:
+            for _ in range(min(len(kept), len(kept) + len(read) - KEPT_ROWS)):
+                del kept[next(iter(kept))]
+            kept.update(read)
+        return found | read
 
     def _tuples(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         """The rows of `sql` as plain tuples: a search's reads, where a `sqlite3.Row` per row costs more to
