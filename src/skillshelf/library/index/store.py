@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
-from itertools import takewhile
+from itertools import islice, takewhile
 from pathlib import Path
 from typing import Any
 
@@ -748,33 +748,44 @@ class SkillIndex(FtsIndex):
         if not ranked:
             return []
         best = max(ranked.values()) or 1.0
-        relative = {rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items()}
-        kept = [rowid for rowid, share in relative.items() if best == 1.0 or share >= RELATIVE_CUT]
+
+        def relative(rowid: int) -> float:
+            return 1.0 if rowid in exact else ranked[rowid] / best
+
+        def kept(rowid: int) -> bool:
+            return best == 1.0 or relative(rowid) >= RELATIVE_CUT
+
+        def coarse(rowid: int) -> tuple[bool, float]:
+            return (rowid not in exact, -round(relative(rowid), 2))
+
         # Exact names first, then by relative score: the order of `coarse`, each candidate's sort key (its score
         # rounded to 2 decimals), which is dearer than the rest of the ordering, so it is taken only for the page
         # and what ties with its last hit. Quality and id only break ties, so rows are read for those alone
-        # (reading every candidate's keys was a tenth of a search's time at 10,000 skills).
-        eligible = [r for r in kept if r in exact] + sorted(
-            (r for r in kept if r not in exact), key=relative.__getitem__, reverse=True
+        # (reading every candidate's keys was a tenth of a search's time at 10,000 skills). Ordered by score, not
+        # by its share of the best (the same order, reversed by a negative best), and shares taken only as far as
+        # the page and the cut reach: candidates whose shares tie (whatever their scores' order) tie in `coarse`
+        # too, so the page and its order are the same (issue 36: a share a candidate was a tenth of `_fetch`).
+        ordered = sorted(
+            ranked if not exact else (r for r in ranked if r not in exact), key=ranked.__getitem__, reverse=best > 0
         )
-
-        def coarse(rowid: int) -> tuple[bool, float]:
-            return (rowid not in exact, -round(relative[rowid], 2))
-
-        contenders = eligible[:limit]
-        if len(eligible) > limit:
-            last = coarse(eligible[limit - 1])
-            contenders += takewhile(lambda r: coarse(r) == last, eligible[limit:])
+        ordered[:0] = [r for r in ranked if r in exact]
+        eligible = takewhile(kept, ordered)
+        contenders = list(islice(eligible, limit))
+        if limit and len(contenders) == limit:
+            last = coarse(contenders[-1])
+            contenders += takewhile(lambda r: coarse(r) == last, eligible)
         rows = self._rows(contenders)
-        if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
-            contenders = eligible
-            rows = self._rows(contenders)
+        if len(rows) < len(contenders):  # a row gone missing: others may fill the page
+            everything = list(takewhile(kept, ordered))
+            if len(contenders) < len(everything):
+                contenders = everything
+                rows = self._rows(contenders)
         keys = {r: coarse(r) for r in contenders if r in rows}
         # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
         winners = sorted(keys, key=lambda r: (*keys[r], -rows[r][5], rows[r][0]))
         shares, held = body_share or {}, coverage or {}
         return [
-            IndexedSkill.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0))
+            IndexedSkill.from_row(rows[r], round(relative(r), 3), shares.get(r, 0.0), held.get(r, 0.0))
             for r in winners[:limit]
         ]
 
