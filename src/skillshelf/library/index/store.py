@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from itertools import islice, takewhile
 from pathlib import Path
@@ -301,6 +301,24 @@ class SearchFilters:
         )
 
 
+@dataclass
+class HeldShares:
+    """Where a search's candidates hold its concepts (`_with_coverage`'s pattern a candidate) and each pattern's
+    shares (`_pattern_shares`): a hit's body share and coverage are read for the page's hits alone, where writing
+    them out for every candidate was two dicts a search (issue 36)."""
+
+    pattern: dict[int, int] = field(default_factory=dict)
+    shares: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+
+    def of(self, rowid: int) -> tuple[float, float]:
+        """(the share held in the body alone, the coverage) of a candidate; 0.0 and 0.0 for one never walked."""
+        held = self.pattern.get(rowid)
+        if held is None:
+            return 0.0, 0.0
+        shares = self.shares[held]
+        return shares[0], shares[1]
+
+
 @dataclass(frozen=True)
 class CategoryStats:
     name: str
@@ -465,14 +483,13 @@ class SkillIndex(FtsIndex):
             wanted = self._matchable(asked)
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
-            body_share: dict[int, float] = {}
-            coverage: dict[int, float] = {}
+            held = HeldShares()
             walked = limit if page is None else min(page, limit)
-            ranked = self._rank(wanted, conditions, params, walked, body_share, coverage) if wanted else {}
+            ranked = self._rank(wanted, conditions, params, walked, held) if wanted else {}
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             if self._vocabulary is None:
                 self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
-            return self._fetch(ranked, exact, limit, body_share, coverage)
+            return self._fetch(ranked, exact, limit, held)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
         """The concepts worth matching: abbreviations the library spells out and spelling corrections of
@@ -503,11 +520,10 @@ class SkillIndex(FtsIndex):
         conditions: str,
         params: list[Any],
         limit: int,
-        body_share: dict[int, float] | None = None,
-        coverage: dict[int, float] | None = None,
+        held: HeldShares | None = None,
     ) -> dict[int, float]:
-        """Candidates' scores by rowid; `body_share` and `coverage`, if given, receive the share of each
-        one's concepts held in its body alone and its coverage.
+        """Candidates' scores by rowid; `held`, if given, receives where each holds the concepts and what that
+        gives (`HeldShares`: its share held in the body alone, its coverage).
 
         The ranked reads come from the concepts' postings (`_readable`) where they can, from SQL otherwise: the
         same rows and scores to the last bit either way."""
@@ -532,8 +548,7 @@ class SkillIndex(FtsIndex):
             expressions,
             bm25,
             unscored,
-            {} if body_share is None else body_share,
-            {} if coverage is None else coverage,
+            HeldShares() if held is None else held,
             readable,
         )
 
@@ -573,8 +588,7 @@ class SkillIndex(FtsIndex):
         expressions: list[str],
         bm25: dict[int, float],
         unscored: list[int],
-        body_share: dict[int, float],
-        coverage: dict[int, float],
+        held: HeldShares,
         readable: list[bool],
     ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
@@ -600,10 +614,9 @@ class SkillIndex(FtsIndex):
                 if rowid in summed:
                     summed[rowid] += term
         whole = sum(rarity)
-        shares = {held: _pattern_shares(held, credits, rarity, whole) for held in set(pattern.values())}
+        shares = {alike: _pattern_shares(alike, credits, rarity, whole) for alike in set(pattern.values())}
         scores = {**bm25, **summed}
-        body_share.update({rowid: shares[held][0] for rowid, held in pattern.items() if held})
-        coverage.update({rowid: shares[held][1] for rowid, held in pattern.items()})
+        held.pattern, held.shares = pattern, shares
         if len(expressions) == 1:
             return scores
         return {rowid: score * shares[pattern[rowid]][2] * shares[pattern[rowid]][3] for rowid, score in scores.items()}
@@ -740,8 +753,7 @@ class SkillIndex(FtsIndex):
         ranked: dict[int, float],
         exact: set[int],
         limit: int,
-        body_share: dict[int, float] | None = None,
-        coverage: dict[int, float] | None = None,
+        held: HeldShares | None = None,
     ) -> list[IndexedSkill]:
         """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
         (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
@@ -783,11 +795,8 @@ class SkillIndex(FtsIndex):
         keys = {r: coarse(r) for r in contenders if r in rows}
         # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
         winners = sorted(keys, key=lambda r: (*keys[r], -rows[r][5], rows[r][0]))
-        shares, held = body_share or {}, coverage or {}
-        return [
-            IndexedSkill.from_row(rows[r], round(relative(r), 3), shares.get(r, 0.0), held.get(r, 0.0))
-            for r in winners[:limit]
-        ]
+        found = held or HeldShares()
+        return [IndexedSkill.from_row(rows[r], round(relative(r), 3), *found.of(r)) for r in winners[:limit]]
 
     def _rows(self, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
         """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid.
