@@ -13,8 +13,9 @@ median over rounds of each, and of the ratios per round. It also says how many a
 byte: a mechanical cut must leave every one as it was. `--indexes DIR` keeps each index (DIR/idx-N, the layout
 bench/search_same.py uses) for the next run: 100,000 skills take minutes to index. `--cold` empties each tree's
 postings (library/index/postings.py: index data a query does not change, kept across queries; a parent from before
-them has none) before each of its searches, untimed: a search as the first to ask for its words; `--stream` empties
-them before each round: each query searched once after the ones before it, as in a session of different queries.
+them has none) and the hit rows its searches kept (`_rows`) before each of its searches, untimed: a search as the
+first to ask for its words; `--stream` empties them before each round: each query searched once after the ones
+before it, as in a session of different queries.
 Nothing here asserts on time: it only measures.
 """
 
@@ -133,12 +134,14 @@ def measure(
 
 
 def forget_postings(index: Any) -> None:
-    """Empty an index's postings (`--cold`, `--stream`), as no earlier query had read them; a tree without
-    postings (a parent from before them) has nothing to empty."""
+    """Empty an index's postings and the hit rows its searches kept (`--cold`, `--stream`), as no earlier query
+    had read them; a tree without them (a parent from before them) has nothing to empty."""
     postings = getattr(index, "_postings", None)
-    if postings is not None:
-        with index._guard():
+    with index._guard():
+        if postings is not None:
             postings.clear()
+        if hasattr(index, "_hit_rows"):
+            index._hit_rows = {}
 
 
 def one_round(

@@ -477,3 +477,32 @@ def test_a_row_another_connection_wrote_is_read_again(sample_root: Path, tmp_pat
     finally:
         reader.close()
         writer.close()
+
+
+def _hit_row_reads(library: SkillLibrary) -> list[str]:
+    """The statements of `library`'s index connection that read a search's hit rows, as they run."""
+    seen: list[str] = []
+    wanted = "FROM skills WHERE rowid IN"
+    library.index._conn.set_trace_callback(lambda sql: seen.append(sql) if wanted in sql else None)
+    return seen
+
+
+def test_a_repeat_search_reads_no_hit_row_until_a_write(sample_root: Path, tmp_path: Path) -> None:
+    config = LibraryConfig(roots=[sample_root], index_dir=tmp_path / "idx", watch=False)
+    reader, writer = SkillLibrary(config), SkillLibrary(config)
+    try:
+        reader.sync()
+        reads = _hit_row_reads(reader)
+        first = reader.index.search("slugify", SearchFilters(), 10)
+        assert first and first[0].id == "python/slugify" and len(reads) == 1
+        assert reader.index.search("slugify", SearchFilters(), 10) == first
+        assert len(reads) == 1  # the rows the first search read are kept (issue 36: a tenth of a warm search)
+        doc = sample_root / "python" / "slugify.md"
+        doc.write_text("# Slugify\n\nMake kebab-case permalinks from headlines.\n", encoding="utf-8")
+        os.utime(doc, ns=(1, 1))
+        assert writer.sync().parsed == 1  # another process's write drops what was kept
+        again = reader.index.search("slugify", SearchFilters(), 10)
+        assert again[0].id == "python/slugify" and "kebab-case" in again[0].summary and len(reads) == 2
+    finally:
+        reader.close()
+        writer.close()

@@ -35,10 +35,9 @@ def ranks(index: SkillIndex, queries: list[str], limit: int) -> list[tuple[objec
     found: list[tuple[object, ...]] = []
     with index._guard():
         for query in queries:
-            body_share: dict[int, float] = {}
-            coverage: dict[int, float] = {}
-            scores = index._rank(index._matchable(concepts(query)), "1", [], limit, body_share, coverage)
-            found.append((list(scores.items()), list(body_share.items()), list(coverage.items())))
+            held = store.HeldShares()
+            scores = index._rank(index._matchable(concepts(query)), "1", [], limit, held)
+            found.append((list(scores.items()), [(rowid, held.of(rowid)) for rowid in held.pattern]))
     return found
 
 

@@ -12,7 +12,7 @@ import pytest
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.index.query import Vocabulary, concepts, edit_distance
-from skillshelf.library.index.store import IndexedSkill, SearchFilters, camel_parts, camel_words
+from skillshelf.library.index.store import RELATIVE_CUT, IndexedSkill, SearchFilters, camel_parts, camel_words
 from skillshelf.library.indexing.filecache import FileCache
 from skillshelf.skills.service import load_skill, search_patterns
 from tests.conftest import deadline, synced_library, three_file, wait_until
@@ -277,3 +277,36 @@ def test_a_hit_row_makes_the_same_frozen_skill_as_its_fields_do() -> None:
     assert made.payload_json == payload
     with pytest.raises(FrozenInstanceError):
         made.score = 1.0  # type: ignore[misc]
+
+
+def _page_by_the_rule(
+    ranked: dict[int, float], exact: set[int], limit: int, quality: dict[int, tuple[float, str]]
+) -> list[tuple[str, float]]:
+    """`_fetch`'s page written plainly: shares of the best, the weak tail cut, then (exact name, share to 2
+    decimals, quality, id)."""
+    best = max(ranked.values()) or 1.0
+    share = {r: 1.0 if r in exact else s / best for r, s in ranked.items()}
+    kept = [r for r in ranked if best == 1.0 or share[r] >= RELATIVE_CUT]
+    page = sorted(kept, key=lambda r: (r not in exact, -round(share[r], 2), -quality[r][0], quality[r][1]))
+    return [(quality[r][1], round(share[r], 3)) for r in page[:limit]]
+
+
+def test_a_pages_hits_and_order_are_the_rule_written_plainly(library: SkillLibrary) -> None:
+    index = library.index
+    with index._guard():
+        quality = {r: (q, i) for r, q, i in index._conn.execute("SELECT rowid, quality, id FROM skills")}
+    rowids = sorted(quality)
+    cases = [
+        # ties at 2 decimals straddling the page's end, scores in no order, a weak tail
+        {
+            r: [9.0, 8.996, 8.999, 8.994, 3.0, 1.0, 0.5, 7.2, 7.204, 7.199, 2.5, 1.9, 1.8, 1.7][i]
+            for i, r in enumerate(rowids)
+        },
+        {r: -1.0 - i / 7 for i, r in enumerate(rowids)},  # a negative best reverses the order of the scores
+        dict.fromkeys(rowids, 0.0),  # best 0: every share counts as of 1.0, nothing cut
+    ]
+    for ranked in cases:
+        for exact in (set(), {rowids[5]}):
+            for limit in (1, 3, 4, 10):
+                hits = [(h.id, h.score) for h in index._fetch(dict(ranked), exact, limit)]
+                assert hits == _page_by_the_rule(ranked, exact, limit, quality), (ranked, exact, limit)

@@ -14,9 +14,9 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
-from itertools import takewhile
+from itertools import islice, takewhile
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,8 @@ _CAMEL_WORD = re.compile(r"[A-Za-z][a-z0-9]+[A-Z][A-Za-z0-9]*")
 _CAMEL_PAIR = re.compile(r"[a-z0-9][A-Z]")
 _WORD_CHARS = re.compile(r"\w*")
 VOCABULARY_SQL = "SELECT name, description, tags, headings FROM skills_fts"
-# Skills `get` keeps between writes (a skill's row with its details parsed: about 5 KB each); the oldest goes first.
+# Skills `get` keeps between writes (a skill's row with its details parsed: about 5 KB each), and hit rows a search
+# keeps (`_rows`: the row's tuple); the oldest goes first.
 KEPT_ROWS = 2048
 CANDIDATES = 60  # bm25 candidates re-ranked by coverage, at least (more for larger limits)
 COVERAGE_WEIGHT = 1.5  # how much holding all the query's concepts multiplies a BM25 score (1 + weight) ...
@@ -300,6 +301,24 @@ class SearchFilters:
         )
 
 
+@dataclass
+class HeldShares:
+    """Where a search's candidates hold its concepts (`_with_coverage`'s pattern a candidate) and each pattern's
+    shares (`_pattern_shares`): a hit's body share and coverage are read for the page's hits alone, where writing
+    them out for every candidate was two dicts a search (issue 36)."""
+
+    pattern: dict[int, int] = field(default_factory=dict)
+    shares: dict[int, tuple[float, float, float, float]] = field(default_factory=dict)
+
+    def of(self, rowid: int) -> tuple[float, float]:
+        """(the share held in the body alone, the coverage) of a candidate; 0.0 and 0.0 for one never walked."""
+        held = self.pattern.get(rowid)
+        if held is None:
+            return 0.0, 0.0
+        shares = self.shares[held]
+        return shares[0], shares[1]
+
+
 @dataclass(frozen=True)
 class CategoryStats:
     name: str
@@ -325,11 +344,13 @@ class SkillIndex(FtsIndex):
         self._vocabulary_writes = 0  # the write count the vocabulary was read at
         self._refreshing: threading.Thread | None = None
         self._kept: dict[str, IndexedSkill | None] = {}  # what `get` read since the last write
+        self._hit_rows: dict[int, tuple[Any, ...]] = {}  # the rows `_rows` read since the last write, by rowid
         self._postings = Postings(self._read_posting)  # each phrase's matches (under the lock, as the frequencies)
 
     def _forget_derived(self) -> None:
         super()._forget_derived()
         self._kept = {}  # a write may have changed, added or removed any row
+        self._hit_rows = {}
         self._postings.clear()  # a write changes matches, IDFs and lengths: every posting is stale
         self._writes += 1  # the vocabulary goes stale; `vocabulary` refreshes it in the background
 
@@ -462,14 +483,13 @@ class SkillIndex(FtsIndex):
             wanted = self._matchable(asked)
             exact_sql = f"SELECT s.rowid FROM skills s WHERE (s.name_key = ? OR s.id = ?) AND {conditions}"
             exact = {row[0] for row in self._conn.execute(exact_sql, [name_key(query), query.strip(), *params])}
-            body_share: dict[int, float] = {}
-            coverage: dict[int, float] = {}
+            held = HeldShares()
             walked = limit if page is None else min(page, limit)
-            ranked = self._rank(wanted, conditions, params, walked, body_share, coverage) if wanted else {}
+            ranked = self._rank(wanted, conditions, params, walked, held) if wanted else {}
             ranked.update({rowid: max(ranked.values(), default=1.0) for rowid in exact})
             if self._vocabulary is None:
                 self._refresh_vocabulary_soon()  # ready before a later search has a typo in it
-            return self._fetch(ranked, exact, limit, body_share, coverage)
+            return self._fetch(ranked, exact, limit, held)
 
     def _matchable(self, wanted: list[Concept]) -> list[Concept]:
         """The concepts worth matching: abbreviations the library spells out and spelling corrections of
@@ -500,11 +520,10 @@ class SkillIndex(FtsIndex):
         conditions: str,
         params: list[Any],
         limit: int,
-        body_share: dict[int, float] | None = None,
-        coverage: dict[int, float] | None = None,
+        held: HeldShares | None = None,
     ) -> dict[int, float]:
-        """Candidates' scores by rowid; `body_share` and `coverage`, if given, receive the share of each
-        one's concepts held in its body alone and its coverage.
+        """Candidates' scores by rowid; `held`, if given, receives where each holds the concepts and what that
+        gives (`HeldShares`: its share held in the body alone, its coverage).
 
         The ranked reads come from the concepts' postings (`_readable`) where they can, from SQL otherwise: the
         same rows and scores to the last bit either way."""
@@ -529,8 +548,7 @@ class SkillIndex(FtsIndex):
             expressions,
             bm25,
             unscored,
-            {} if body_share is None else body_share,
-            {} if coverage is None else coverage,
+            HeldShares() if held is None else held,
             readable,
         )
 
@@ -570,8 +588,7 @@ class SkillIndex(FtsIndex):
         expressions: list[str],
         bm25: dict[int, float],
         unscored: list[int],
-        body_share: dict[int, float],
-        coverage: dict[int, float],
+        held: HeldShares,
         readable: list[bool],
     ) -> dict[int, float]:
         """Each candidate's score times its coverage (the rarity-weighted share of the concepts it holds).
@@ -597,10 +614,9 @@ class SkillIndex(FtsIndex):
                 if rowid in summed:
                     summed[rowid] += term
         whole = sum(rarity)
-        shares = {held: _pattern_shares(held, credits, rarity, whole) for held in set(pattern.values())}
+        shares = {alike: _pattern_shares(alike, credits, rarity, whole) for alike in set(pattern.values())}
         scores = {**bm25, **summed}
-        body_share.update({rowid: shares[held][0] for rowid, held in pattern.items() if held})
-        coverage.update({rowid: shares[held][1] for rowid, held in pattern.items()})
+        held.pattern, held.shares = pattern, shares
         if len(expressions) == 1:
             return scores
         return {rowid: score * shares[pattern[rowid]][2] * shares[pattern[rowid]][3] for rowid, score in scores.items()}
@@ -737,51 +753,70 @@ class SkillIndex(FtsIndex):
         ranked: dict[int, float],
         exact: set[int],
         limit: int,
-        body_share: dict[int, float] | None = None,
-        coverage: dict[int, float] | None = None,
+        held: HeldShares | None = None,
     ) -> list[IndexedSkill]:
         """Order candidates (exact name, relative score to 2 decimals, quality, id), cut the tail
         (under `RELATIVE_CUT` of the best), and load full rows for the winners."""
         if not ranked:
             return []
         best = max(ranked.values()) or 1.0
-        relative = {rowid: (1.0 if rowid in exact else score / best) for rowid, score in ranked.items()}
-        kept = [rowid for rowid, share in relative.items() if best == 1.0 or share >= RELATIVE_CUT]
+
+        def relative(rowid: int) -> float:
+            return 1.0 if rowid in exact else ranked[rowid] / best
+
+        def kept(rowid: int) -> bool:
+            return best == 1.0 or relative(rowid) >= RELATIVE_CUT
+
+        def coarse(rowid: int) -> tuple[bool, float]:
+            return (rowid not in exact, -round(relative(rowid), 2))
+
         # Exact names first, then by relative score: the order of `coarse`, each candidate's sort key (its score
         # rounded to 2 decimals), which is dearer than the rest of the ordering, so it is taken only for the page
         # and what ties with its last hit. Quality and id only break ties, so rows are read for those alone
-        # (reading every candidate's keys was a tenth of a search's time at 10,000 skills).
-        eligible = [r for r in kept if r in exact] + sorted(
-            (r for r in kept if r not in exact), key=relative.__getitem__, reverse=True
+        # (reading every candidate's keys was a tenth of a search's time at 10,000 skills). Ordered by score, not
+        # by its share of the best (the same order, reversed by a negative best), and shares taken only as far as
+        # the page and the cut reach: candidates whose shares tie (whatever their scores' order) tie in `coarse`
+        # too, so the page and its order are the same (issue 36: a share a candidate was a tenth of `_fetch`).
+        ordered = sorted(
+            ranked if not exact else (r for r in ranked if r not in exact), key=ranked.__getitem__, reverse=best > 0
         )
-
-        def coarse(rowid: int) -> tuple[bool, float]:
-            return (rowid not in exact, -round(relative[rowid], 2))
-
-        contenders = eligible[:limit]
-        if len(eligible) > limit:
-            last = coarse(eligible[limit - 1])
-            contenders += takewhile(lambda r: coarse(r) == last, eligible[limit:])
+        ordered[:0] = [r for r in ranked if r in exact]
+        eligible = takewhile(kept, ordered)
+        contenders = list(islice(eligible, limit))
+        if limit and len(contenders) == limit:
+            last = coarse(contenders[-1])
+            contenders += takewhile(lambda r: coarse(r) == last, eligible)
         rows = self._rows(contenders)
-        if len(rows) < len(contenders) < len(eligible):  # a row gone missing: others may fill the page
-            contenders = eligible
-            rows = self._rows(contenders)
+        if len(rows) < len(contenders):  # a row gone missing: others may fill the page
+            everything = list(takewhile(kept, ordered))
+            if len(contenders) < len(everything):
+                contenders = everything
+                rows = self._rows(contenders)
         keys = {r: coarse(r) for r in contenders if r in rows}
         # then quality, best first, and id (a row's 6th and 1st of `ROW_COLUMNS`)
         winners = sorted(keys, key=lambda r: (*keys[r], -rows[r][5], rows[r][0]))
-        shares, held = body_share or {}, coverage or {}
-        return [
-            IndexedSkill.from_row(rows[r], round(relative[r], 3), shares.get(r, 0.0), held.get(r, 0.0))
-            for r in winners[:limit]
-        ]
+        found = held or HeldShares()
+        return [IndexedSkill.from_row(rows[r], round(relative(r), 3), *found.of(r)) for r in winners[:limit]]
 
     def _rows(self, rowids: list[int]) -> dict[int, tuple[Any, ...]]:
-        """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid."""
-        if not rowids:
-            return {}
-        marks = ",".join("?" * len(rowids))
+        """The hit rows (`ROW_COLUMNS`, as tuples: a `sqlite3.Row` costs more to build and to read) by rowid.
+
+        Kept until a write (`_forget_derived`), as `get` keeps its rows: a row is what the last write left, so a
+        search showing a skill shown before reads nothing (issue 36: the page's read was a tenth of a warm search
+        at 1,000 skills). The oldest go first past `KEPT_ROWS`; nothing is kept inside a write not yet committed."""
+        kept = self._hit_rows
+        found = {rowid: kept[rowid] for rowid in rowids if rowid in kept}
+        missing = [rowid for rowid in rowids if rowid not in found]
+        if not missing:
+            return found
+        marks = ",".join("?" * len(missing))
         sql = f"SELECT rowid, {ROW_COLUMNS} FROM skills WHERE rowid IN ({marks})"
-        return {row[0]: row[1:] for row in self._tuples(sql, rowids)}
+        read = {row[0]: row[1:] for row in self._tuples(sql, missing)}
+        if not self._conn.in_transaction:
+            for _ in range(min(len(kept), len(kept) + len(read) - KEPT_ROWS)):
+                del kept[next(iter(kept))]
+            kept.update(read)
+        return found | read
 
     def _tuples(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         """The rows of `sql` as plain tuples: a search's reads, where a `sqlite3.Row` per row costs more to
