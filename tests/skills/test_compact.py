@@ -16,6 +16,7 @@ from skillshelf.library.access.files import SkillFiles
 from skillshelf.library.access.reader import LibraryReader
 from skillshelf.library.index.library import LibraryConfig, SkillLibrary
 from skillshelf.library.indexing.filecache import FileCache
+from skillshelf.library.skill import frontmatter
 from skillshelf.server.app import build_server
 from skillshelf.settings import Settings
 from skillshelf.skills import minify
@@ -241,6 +242,23 @@ async def test_a_first_load_reads_its_document_where_it_found_it(
     is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
     assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
     assert located == ["SKILL.md"]
+
+
+async def test_a_first_load_loads_no_frontmatter_yaml(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A load serves the document's body: loading its frontmatter's YAML (the index already holds what it says)
+    # was a tenth of a first load's work on a skill with frontmatter (issue 36, H93).
+    await call(client, "searchPatterns", {"query": "deploy"})  # the index is built (its YAML loaded) first
+    loaded: list[str] = []
+    safe_load = frontmatter.safe_load
+
+    def counted(text: str) -> Any:
+        loaded.append(text)
+        return safe_load(text)
+
+    monkeypatch.setattr(frontmatter, "safe_load", counted)
+    is_error, body = await call(client, "loadSkill", {"skillId": "ops/deploy-guide"})
+    assert not is_error and body["data"]["documentation"].startswith("# Deploy guide")
+    assert loaded == []
 
 
 async def test_a_load_that_pages_nothing_hashes_nothing(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:

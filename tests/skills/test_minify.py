@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from skillshelf.skills import minify
 from skillshelf.skills.minify import (
     cut,
     find_section,
@@ -132,3 +133,23 @@ def test_the_patterns_only_skip_lines_that_cannot_match_them() -> None:
 
     # the comment's rest opens a fence, so the tab line after it is copied as written
     assert minify_markdown(text) == "# T\n\n  |a|b|  \nkeep ![pic](a.png)\n ```\n\t\n```py\n  code  \n```\n\nend\n"
+
+
+def test_only_a_line_holding_the_fences_character_is_checked_as_its_close(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A close check for each line of a fence was a tenth of minifying a document (issue 36, H93): a line
+    # without the fence's character cannot close it. The closes that must still be seen: an indented one,
+    # a longer one, one with trailing blanks; the ones that must not: a shorter marker, the other character.
+    checked: list[str] = []
+    closes = minify._fence_closes
+
+    def counted(line: str, opener: str) -> bool:
+        checked.append(line)
+        return closes(line, opener)
+
+    monkeypatch.setattr(minify, "_fence_closes", counted)
+    text = "```py\nx = 1\n\ny = 2\n``\n~~~\n   `````  \nafter\n~~~~\ncode\n\n~~~ x\n  ~~~~~\nend  \n"
+    assert (
+        minify.minify_markdown(text)
+        == "```py\nx = 1\n\ny = 2\n``\n~~~\n   `````  \nafter\n~~~~\ncode\n\n~~~ x\n  ~~~~~\nend\n"
+    )
+    assert checked == ["``", "   `````  ", "~~~ x", "  ~~~~~"]  # not "x = 1", "", "~~~" (the other character)

@@ -49,7 +49,9 @@ def minify_markdown(text: str) -> str:
         closed_comment = False
         if opener is not None:
             out.append(line)
-            if _fence_closes(line, opener):
+            # Only a line holding the fence's character can close it: a call for each line of a fence was
+            # a tenth of minifying a document (issue 36, H93).
+            if opener[0] in line and _fence_closes(line, opener):
                 opener = None
             continue
         if in_comment:

@@ -31,7 +31,7 @@ from skillshelf.library.index.library import SkillLibrary
 from skillshelf.library.index.store import IndexedSkill
 from skillshelf.library.indexing.filecache import Signature, signature_of
 from skillshelf.library.skill.folder import MAX_NAME_BYTES, TooManyFiles, kept, walk_folder
-from skillshelf.library.skill.frontmatter import parse_document
+from skillshelf.library.skill.frontmatter import document_body
 from skillshelf.library.skill.paths import servable_text
 from skillshelf.library.skill.reading import NotRegularFile, Reporter, read_regular_file, read_text
 
@@ -296,7 +296,7 @@ class SkillFiles:
         served = SKILL_DOC if skill.layout != "three-file" else posixpath.basename(skill.details.doc_file)
 
         def parse(text: str | None) -> T:
-            return derive(None if text is None else parse_document(text, Reporter(served)).body)
+            return derive(None if text is None else document_body(text))
 
         return self.parsed_text(skill, served, kind, parse, size)
 

@@ -94,14 +94,49 @@ class ParsedDocument:
 
 
 def parse_document(text: str, report: Reporter) -> ParsedDocument:
-    if not _OPENING.match(text):
+    split = _split(text)
+    if split is None:
         return ParsedDocument(body=text)
+    if split.closed:
+        metadata = _load_mapping(split.raw_yaml, report, first_line=1)  # raw_yaml starts with the opening newline
+    else:
+        report.add(
+            "error",
+            "frontmatter-unclosed",
+            "frontmatter opened with '---' on line 1 is never closed; add a '---' line after the last key",
+            1,
+        )
+        metadata = _load_mapping(split.raw_yaml, Reporter(report.path, report.root), first_line=2)
+    return ParsedDocument(metadata=metadata, body=split.body, has_frontmatter=True)
+
+
+def document_body(text: str) -> str:
+    """`parse_document(text, ...).body` without loading the frontmatter's YAML: what a load serves is the body
+    alone, and the YAML was a tenth of a first load's work on a skill with frontmatter (issue 36)."""
+    split = _split(text)
+    return text if split is None else split.body
+
+
+@dataclass(frozen=True)
+class _Split:
+    raw_yaml: str
+    body: str
+    closed: bool  # False: an opening `---` never closed, so the frontmatter ends where the markdown starts
+
+
+def _split(text: str) -> _Split | None:
+    """The frontmatter's text and the body (None: no frontmatter); the one place a document is split."""
+    if not _OPENING.match(text):
+        return None
     try:
         raw_yaml, body = _HANDLER.split(text)
     except ValueError:
-        return _recover_unclosed(text, report)
-    metadata = _load_mapping(raw_yaml, report, first_line=1)  # raw_yaml starts with the opening line's newline
-    return ParsedDocument(metadata=metadata, body=body.lstrip("\n"), has_frontmatter=True)
+        lines = text.split("\n")
+        end = 1
+        while end < len(lines) and lines[end].strip() and not lines[end].startswith("#"):
+            end += 1
+        return _Split("\n".join(lines[1:end]), "\n".join(lines[end:]).lstrip("\n"), closed=False)
+    return _Split(raw_yaml, body.lstrip("\n"), closed=True)
 
 
 def _load_mapping(raw_yaml: str, report: Reporter, first_line: int) -> dict[str, Any]:
@@ -176,24 +211,6 @@ def _requote_plain_values(raw_yaml: str) -> dict[str, Any] | None:
     except yaml.YAMLError:
         return None
     return normalise(loaded) if isinstance(loaded, dict) else None
-
-
-def _recover_unclosed(text: str, report: Reporter) -> ParsedDocument:
-    """An opening `---` with no closing one: the frontmatter ends where the markdown starts."""
-    lines = text.split("\n")
-    end = 1
-    while end < len(lines) and lines[end].strip() and not lines[end].startswith("#"):
-        end += 1
-    report.add(
-        "error",
-        "frontmatter-unclosed",
-        "frontmatter opened with '---' on line 1 is never closed; add a '---' line after the last key",
-        1,
-    )
-    quiet = Reporter(report.path, report.root)
-    metadata = _load_mapping("\n".join(lines[1:end]), quiet, first_line=2)
-    body = "\n".join(lines[end:]).lstrip("\n")
-    return ParsedDocument(metadata=metadata, body=body, has_frontmatter=True)
 
 
 def normalise(value: Any) -> Any:
