@@ -148,9 +148,12 @@ SCORED_MATCHES = 2_000  # partial matches (summed over the query's words) past w
 # POSTED_MATCHES from the second search that asks for it (a word that recurs repays its read; the first search asking
 # for it costs what it did) while the postings have room for it without dropping others (at 100,000 skills the
 # frequent words' postings outgrew the bound, and reading them again and again made a search 1.7x slower), and a more
-# frequent one keeps its reads in SQL (its memory, and its read, outweigh them).
+# frequent one keeps its reads in SQL (its memory, and its read, outweigh them). The read is on the search's own
+# path: at 5,000 a session of new queries at 10,000 skills paid reads of up to 17 ms (a phrase and its head-column
+# variant), its p95 over stdio 11.5-12.1 ms against 7.6 before postings; at 1,000 it is 8.2 ms, and a warm search
+# at 10,000 skills is 3.6x the bare FTS5 query instead of 1.6x (docs/performance.md, the lead's last section).
 READ_AT_ONCE = 100
-POSTED_MATCHES = 5_000
+POSTED_MATCHES = 1_000
 LEAD_CHARS = 4_000  # what `texts_to_embed` reads of a body: its first paragraph lies well within it
 RELATIVE_CUT = 0.2  # hits scoring under this fraction of the best one are dropped
 # the columns of `skills` an IndexedSkill is built from, in its fields' order (`IndexedSkill.from_row`)
