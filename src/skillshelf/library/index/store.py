@@ -815,11 +815,17 @@ class SkillIndex(FtsIndex):
         marks = ",".join("?" * len(missing))
         sql = f"SELECT rowid, {ROW_COLUMNS} FROM skills WHERE rowid IN ({marks})"
         read = {row[0]: row[1:] for row in self._tuples(sql, missing)}
-        if not self._conn.in_transaction:
-            for _ in range(min(len(kept), len(kept) + len(read) - KEPT_ROWS)):
-                del kept[next(iter(kept))]
-            kept.update(read)
+        self._keep(kept, read)
         return found | read
+
+    def _keep(self, kept: dict[Any, Any], read: dict[Any, Any]) -> None:
+        """Add `read` to `kept`, a cache of rows until the next write (`get`'s, `_rows`'), the oldest dropped past
+        `KEPT_ROWS`; nothing inside a write not yet committed (a rollback would leave rows that never were)."""
+        if self._conn.in_transaction:
+            return
+        for _ in range(min(len(kept), len(kept) + len(read) - KEPT_ROWS)):
+            del kept[next(iter(kept))]
+        kept.update(read)
 
     def _tuples(self, sql: str, params: Sequence[Any]) -> sqlite3.Cursor:
         """The rows of `sql` as plain tuples: a search's reads, where a `sqlite3.Row` per row costs more to
@@ -843,10 +849,7 @@ class SkillIndex(FtsIndex):
                 return rows[skill_id]
             row = self._conn.execute(f"SELECT {ROW_COLUMNS} FROM skills WHERE id = ?", (skill_id,)).fetchone()
             found = IndexedSkill.from_row(row) if row else None
-            if not self._conn.in_transaction:  # never what a write not yet committed shows
-                if len(rows) >= KEPT_ROWS:
-                    del rows[next(iter(rows))]
-                rows[skill_id] = found
+            self._keep(rows, {skill_id: found})
             return found
 
     @recovering
